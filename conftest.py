@@ -1,0 +1,98 @@
+"""pytest options and fixtures that tie the suites to the adapters.
+
+The selection options are validated in pytest_configure, before collection and
+before any framework is imported, so that the thread count and CPU affinity are
+in force when a framework's thread pool starts.
+"""
+from __future__ import annotations
+
+import pytest
+
+from harness import machine, threads
+from harness.measure import Skip, measure
+from harness.selection import SelectionError, cells, parse
+from harness.table import cell_table
+
+SELECTION = pytest.StashKey()
+RECORDS = pytest.StashKey()
+CONFIGURED = pytest.StashKey()
+
+OPTIONS = {
+    "framework": "frameworks, comma-separated (default: every installed one)",
+    "model": "networks, comma-separated (default: all nine)",
+    "mode": "execution modes, e.g. eager,compile (default: every mode that runs on the device)",
+    "precision": "fp32, tf32, bf16, fp16 (default: fp32)",
+    "device": "cpu, cuda:N (or gpu:N), tpu:N (default: cpu and every GPU present)",
+    "threads": "CPU threads for this process: variables, framework knobs and affinity "
+               "(default: every CPU this process may use)",
+    "batch-size": "mini-batch size (default: the preset's, Table 7's for paper and quick)",
+    "preset": "paper, quick or smoke (default: paper)",
+    "data": "resident (default) or copied: copy the batch from host memory inside each step",
+}
+
+
+def pytest_addoption(parser):
+    group = parser.getgroup("xfbench", "xfbench cell selection")
+    for name, text in OPTIONS.items():
+        group.addoption(f"--{name}", action="store", default=None, help=text)
+
+
+def pytest_configure(config):
+    try:
+        sel = parse(**{name.replace("-", "_"): config.getoption(name.replace("-", "_"))
+                       for name in OPTIONS})
+    except SelectionError as e:
+        raise pytest.UsageError(str(e)) from None
+    # Before any framework is imported: OpenMP/MKL read these once, at start.
+    threads.pin(sel.threads)
+    config.stash[SELECTION] = sel
+    config.stash[RECORDS] = []
+    config.stash[CONFIGURED] = {}
+
+
+def pytest_generate_tests(metafunc):
+    if "cell" in metafunc.fixturenames:
+        task = getattr(metafunc.module, "TASK")
+        selected = cells(metafunc.config.stash[SELECTION], task)
+        metafunc.parametrize("cell", selected, ids=[c.id for c in selected])
+
+
+@pytest.fixture
+def run_cell(request, benchmark):
+    """Measure one cell: skip with the reason when it cannot run here."""
+    config = request.config
+    sel = config.stash[SELECTION]
+
+    def run(cell):
+        from adapters import get_adapter
+        adapter = get_adapter(cell.framework)
+        reason = adapter.import_error()
+        if reason:
+            pytest.skip(reason)
+        configured = config.stash[CONFIGURED]
+        if cell.framework not in configured:
+            configured[cell.framework] = adapter.configure_threads(cell.threads)
+        benchmark.group = f"{cell.task} {cell.network}"
+        try:
+            record = measure(benchmark, cell, sel.preset, configured[cell.framework])
+        except Skip as e:
+            pytest.skip(str(e))
+        except Exception as e:
+            config.stash[RECORDS].append({**cell.as_dict(), "status": "failed",
+                                          "reason": f"{type(e).__name__}: {e}".splitlines()[0]})
+            raise
+        config.stash[RECORDS].append(record)
+        return record
+
+    return run
+
+
+def pytest_terminal_summary(terminalreporter, config):
+    records = config.stash.get(RECORDS, [])
+    if records:
+        terminalreporter.write_sep("=", "xfbench: seconds per mini-batch (median)")
+        terminalreporter.write_line(cell_table(records))
+
+
+def pytest_benchmark_update_machine_info(config, machine_info):
+    machine_info["xfbench"] = machine.describe()
