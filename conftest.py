@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from harness import machine, threads
-from harness.measure import Skip, measure
+from harness.measure import WEIGHT_SOURCES, Skip, measure
 from harness.selection import SelectionError, cells, parse
 from harness.table import cell_table
 
@@ -35,6 +35,10 @@ def pytest_addoption(parser):
     group = parser.getgroup("xfbench", "xfbench cell selection")
     for name, text in OPTIONS.items():
         group.addoption(f"--{name}", action="store", default=None, help=text)
+    group.addoption("--weights", action="store", default="seed", choices=WEIGHT_SOURCES,
+                    help="initial weights: 'seed' (drawn in memory) or 'onnx' (read from the "
+                         "canonical ONNX file, written to $XFBENCH_CACHE first when missing); "
+                         "the same numbers either way")
 
 
 def pytest_configure(config):
@@ -74,7 +78,8 @@ def run_cell(request, benchmark):
             configured[cell.framework] = adapter.configure_threads(cell.threads)
         benchmark.group = f"{cell.task} {cell.network}"
         try:
-            record = measure(benchmark, cell, sel.preset, configured[cell.framework])
+            record = measure(benchmark, cell, sel.preset, configured[cell.framework],
+                             config.getoption("weights"))
         except Skip as e:
             pytest.skip(str(e))
         except Exception as e:

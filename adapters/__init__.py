@@ -12,6 +12,7 @@ from adapters.base import DATA_MODES, PRECISIONS, TASKS, Adapter, Cell, Unsuppor
 REGISTRY: dict[str, str] = {
     "torch": "adapters.torch",
     "null": "adapters.null",
+    "onnxruntime": "adapters.onnxruntime",
 }
 
 # Frameworks a plain run selects when --framework is not given (the null

@@ -17,11 +17,27 @@ from harness.threads import CpuMeter, allowed_cpus
 from models import Spec, get_spec, initial_weights
 
 
+# Where a cell's initial weights come from: drawn from the seed in memory, or read
+# back from the canonical ONNX file (written to the cache first when missing).
+# Both give the same numbers; the ONNX route proves the exchange file is what ran.
+WEIGHT_SOURCES = ("seed", "onnx")
+
+
 class Skip(Exception):
     """The cell cannot run here; the message says why."""
 
 
-def build(cell: Cell, seed: int = 0):
+def initial(spec: Spec, seed: int = 0, source: str = "seed"):
+    """The canonical initial weights of spec, from the seed or from its ONNX file."""
+    if source == "onnx":
+        from exchange import canonical_weights
+        return canonical_weights(spec, seed)
+    if source != "seed":
+        raise ValueError(f"unknown weight source {source!r}; valid: {', '.join(WEIGHT_SOURCES)}")
+    return initial_weights(spec, seed)
+
+
+def build(cell: Cell, seed: int = 0, weights: str = "seed"):
     """The adapter, spec and built workload of a cell; raises Skip with the reason."""
     adapter = get_adapter(cell.framework)
     reason = adapter.import_error() or adapter.check(cell)
@@ -29,17 +45,18 @@ def build(cell: Cell, seed: int = 0):
         raise Skip(reason)
     spec = get_spec(cell.network, cell.scale)
     try:
-        workload = adapter.build(spec, cell, initial_weights(spec, seed))
+        workload = adapter.build(spec, cell, initial(spec, seed, weights))
     except Unsupported as e:
         raise Skip(str(e)) from e
     return adapter, spec, workload
 
 
-def measure(benchmark, cell: Cell, preset: Preset, threads_config: dict[str, Any]) -> dict:
+def measure(benchmark, cell: Cell, preset: Preset, threads_config: dict[str, Any],
+            weights: str = "seed") -> dict:
     """Run one cell under pytest-benchmark and return the record stored in extra_info."""
     own_peak = reset_peak_rss()
     t0 = time.perf_counter()
-    adapter, spec, work = build(cell)
+    adapter, spec, work = build(cell, weights=weights)
     build_s = time.perf_counter() - t0
     try:
         work.reset_peak_memory()
@@ -58,6 +75,7 @@ def measure(benchmark, cell: Cell, preset: Preset, threads_config: dict[str, Any
             benchmark.pedantic(work.step, rounds=rounds, iterations=1, warmup_rounds=0)
         record = _record(benchmark, cell, spec, work, adapter, preset, rounds, build_s, compile_s,
                          meter, threads_config, own_peak)
+        record["weights_source"] = weights
         benchmark.extra_info.update(record)
         return record
     finally:
