@@ -90,6 +90,11 @@ class TorchWorkload(Workload):
             self.net.train()
             self.params = [p for p in self.net.parameters()]
             self.opt = torch.optim.SGD(self.params, lr=spec.lr, momentum=spec.momentum)
+            # Zero momentum buffers from the start: the same first update as SGD's own
+            # (v = g), and a compiled update that sees one state structure, so it
+            # compiles once, in the first step, instead of again in the second.
+            for p in self.params:
+                self.opt.state[p]["momentum_buffer"] = torch.zeros_like(p)
             self.forward_loss = compile_(self._forward_loss)
             # The scaler's update must see the inf check, so fp16 keeps it eager.
             self.update = self._update if self.scaler else compile_(self._update)

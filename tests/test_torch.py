@@ -1,0 +1,141 @@
+"""The PyTorch adapter at smoke size: geometry, the training step, precisions, modes."""
+import numpy as np
+import pytest
+import torch
+
+from adapters import Cell, get_adapter
+from adapters.torch import weights as W
+from adapters.torch.networks import build_network, count_parameters
+from models import NETWORKS, get_spec, initial_weights, synthetic_batch
+
+ADAPTER = get_adapter("torch")
+
+
+def build(network, task="train", mode="eager", precision="fp32", batch=8, seed=0):
+    spec = get_spec(network, "smoke")
+    cell = Cell(network, "torch", mode, precision, "cpu", torch.get_num_threads(), batch, task,
+                "resident", "smoke")
+    return spec, ADAPTER.build(spec, cell, initial_weights(spec, seed))
+
+
+@pytest.mark.parametrize("network", NETWORKS)
+def test_full_size_parameter_count_on_the_meta_device(network):
+    spec = get_spec(network)
+    assert count_parameters(spec) == spec.param_count
+
+
+@pytest.mark.parametrize("network", NETWORKS)
+def test_training_lowers_the_loss(network):
+    _, work = build(network)
+    losses = []
+    for _ in range(4):
+        work.step()
+        losses.append(work.loss())
+    assert all(np.isfinite(losses)) and losses[-1] < losses[0]
+
+
+@pytest.mark.parametrize("network", NETWORKS)
+def test_inference_is_deterministic(network):
+    spec, work = build(network, task="infer")
+    work.step()
+    first = work.output()
+    work.step()
+    assert first.shape == (8,) + spec.output_shape
+    assert np.array_equal(first, work.output())
+
+
+def test_one_step_is_sgd_with_momentum_exactly():
+    """w1 = w0 - lr * g on the first step (v = g), computed independently here."""
+    spec, work = build("fcn_r")
+    w0 = initial_weights(spec)
+    net = build_network(spec)
+    W.load(spec, net, w0)
+    x, y = synthetic_batch(spec, 8)
+    loss = torch.nn.functional.cross_entropy(net(torch.from_numpy(x)), torch.from_numpy(y))
+    loss.backward()
+    grads = {name: p.grad.numpy() for name, p in net.named_parameters()}
+    work.step()
+    assert work.loss() == pytest.approx(loss.item(), rel=1e-6)
+    w1 = work.weights()
+    keys = dict(zip(w0, grads))  # canonical order = module order for feed-forward nets
+    for name, key in keys.items():
+        np.testing.assert_allclose(w1[name], w0[name] - 0.01 * grads[key], rtol=1e-5, atol=1e-7)
+
+
+def test_lstm_clips_the_global_gradient_norm(monkeypatch):
+    calls = []
+    original = torch.nn.utils.clip_grad_norm_
+    monkeypatch.setattr(torch.nn.utils, "clip_grad_norm_",
+                        lambda params, max_norm, **kw: calls.append(max_norm) or original(
+                            params, max_norm, **kw))
+    _, work = build("lstm32")
+    work.step()
+    assert calls == [5.0]
+    _, work = build("fcn_r")
+    work.step()
+    assert calls == [5.0]  # no clipping outside the LSTM
+
+
+def test_lstm_gate_order_conversion():
+    """ONNX gates (i, o, f, c) land in PyTorch's (i, f, g, o) rows, and back."""
+    spec = get_spec("lstm32", "smoke")
+    h = 32
+    w = initial_weights(spec)
+    marked = {k: v.copy() for k, v in w.items()}
+    marked["lstm.l0.W"][h] = 7.0          # first row of ONNX gate o
+    marked["lstm.l0.B"][2 * h] = 3.0      # first input-bias entry of ONNX gate f
+    marked["lstm.l0.B"][4 * h + 3 * h] = 5.0  # first recurrent-bias entry of ONNX gate c
+    state = W.to_state_dict(spec, build_network(spec), marked)
+    assert (state["lstm.weight_ih_l0"][3 * h] == 7.0).all()   # torch gate o is the fourth block
+    assert state["lstm.bias_ih_l0"][h] == 3.0                 # torch gate f is the second
+    assert state["lstm.bias_hh_l0"][2 * h] == 5.0             # torch gate g (cell) is the third
+    net = build_network(spec)
+    W.load(spec, net, marked)
+    back = W.from_module(spec, net)
+    for k in marked:
+        np.testing.assert_array_equal(back[k], marked[k])
+
+
+def test_fp32_turns_tf32_off():
+    build("resnet56", precision="fp32")
+    assert torch.backends.cudnn.conv.fp32_precision == "ieee"
+    assert torch.backends.cudnn.rnn.fp32_precision == "ieee"
+    assert torch.backends.cuda.matmul.fp32_precision == "ieee"
+
+
+@pytest.mark.parametrize("precision", ["bf16", "fp16"])
+def test_mixed_precision_trains_with_fp32_master_weights(precision):
+    _, work = build("resnet56", precision=precision)
+    losses = []
+    for _ in range(4):
+        work.step()
+        losses.append(work.loss())
+    assert losses[-1] < losses[0]
+    assert all(p.dtype == torch.float32 for p in work.net.parameters())
+    assert (work.scaler is not None) == (precision == "fp16")
+
+
+def test_unavailable_cells_give_reasons():
+    cell = Cell("fcn_r", "torch", "eager", "tf32", "cpu", 1, 8)
+    assert "tf32" in ADAPTER.check(cell)
+    cell = Cell("fcn_r", "torch", "cudagraph", "fp32", "cpu", 1, 8)
+    assert "CUDA" in ADAPTER.check(cell)
+    if not torch.cuda.is_available():
+        cell = Cell("fcn_r", "torch", "eager", "fp32", "cuda:0", 1, 8)
+        assert "not present" in ADAPTER.check(cell)
+
+
+@pytest.mark.parametrize("network", ["fcn_r", "lstm32"])
+def test_compile_mode_matches_eager_and_compiles_once(network):
+    from torch._dynamo.utils import counters
+    _, eager = build(network)
+    _, compiled = build(network, mode="compile")
+    counters.clear()
+    eager.step()
+    compiled.step()
+    graphs_after_first = counters["stats"]["unique_graphs"]
+    for _ in range(3):
+        eager.step()
+        compiled.step()
+    assert counters["stats"]["unique_graphs"] == graphs_after_first  # no recompilation while timed
+    assert compiled.loss() == pytest.approx(eager.loss(), rel=1e-4)
