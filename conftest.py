@@ -35,7 +35,7 @@ def pytest_addoption(parser):
     group = parser.getgroup("xfbench", "xfbench cell selection")
     for name, text in OPTIONS.items():
         group.addoption(f"--{name}", action="store", default=None, help=text)
-    group.addoption("--weights", action="store", default="seed", choices=WEIGHT_SOURCES,
+    group.addoption("--weights", action="store", default=None,
                     help="initial weights: 'seed' (drawn in memory) or 'onnx' (read from the "
                          "canonical ONNX file, written to $XFBENCH_CACHE first when missing); "
                          "the same numbers either way")
@@ -47,6 +47,9 @@ def pytest_configure(config):
                        for name in OPTIONS})
     except SelectionError as e:
         raise pytest.UsageError(str(e)) from None
+    if (config.getoption("weights") or "seed") not in WEIGHT_SOURCES:
+        raise pytest.UsageError(f"unknown weights {config.getoption('weights')!r}; valid: "
+                                f"{', '.join(WEIGHT_SOURCES)}")
     # Before any framework is imported: OpenMP/MKL read these once, at start.
     threads.pin(sel.threads)
     config.stash[SELECTION] = sel
@@ -79,7 +82,7 @@ def run_cell(request, benchmark):
         benchmark.group = f"{cell.task} {cell.network}"
         try:
             record = measure(benchmark, cell, sel.preset, configured[cell.framework],
-                             config.getoption("weights"))
+                             config.getoption("weights") or "seed")
         except Skip as e:
             pytest.skip(str(e))
         except Exception as e:

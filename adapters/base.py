@@ -83,6 +83,12 @@ class Workload:
         """Current parameters in canonical names and layouts (see models/layers.py)."""
         raise NotImplementedError
 
+    def export_onnx(self, path: str) -> None:
+        """Write the network, with its current weights, as an ONNX file at path that
+        maps "input" (the batch as synthetic_batch gives it) to "logits" (as output()
+        returns them), in evaluation mode. Frameworks without an exporter raise."""
+        raise Unsupported(f"{type(self).__name__} has no ONNX export")
+
     def reset_peak_memory(self) -> None:
         """Start a new peak of device memory (no-op on the host)."""
 

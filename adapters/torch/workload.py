@@ -175,6 +175,29 @@ class TorchWorkload(Workload):
     def weights(self) -> dict[str, np.ndarray]:
         return W.from_module(self.spec, self.net)
 
+    def export_onnx(self, path: str) -> None:
+        """torch.onnx.export with the dynamo exporter (torch 2.13's default; it writes
+        through onnxscript), at the suite's opset, weights as external data."""
+        from exchange.graph import INPUT, OPSET, OUTPUT
+        net = _BatchFirst(self.net) if self.spec.sequence else self.net
+        x = self.x.T if self.spec.sequence else self.x  # back to (N, T) for the sequence model
+        was_training = self.net.training
+        self.net.eval()
+        saved = (torch.backends.cudnn.conv.fp32_precision, torch.backends.cudnn.rnn.fp32_precision)
+        try:
+            # torch.export reads cuDNN's legacy allow_tf32 flag, which raises in torch 2.13
+            # when conv and rnn are both "ieee"; the flag shapes no exported node, so it is
+            # set to its default for the export and put back after.
+            torch.backends.cudnn.conv.fp32_precision = "tf32"
+            torch.backends.cudnn.rnn.fp32_precision = "tf32"
+            with torch.no_grad():
+                torch.onnx.export(net, (x,), str(path), input_names=[INPUT], output_names=[OUTPUT],
+                                  opset_version=OPSET, dynamo=True, external_data=True,
+                                  verbose=False)
+        finally:
+            torch.backends.cudnn.conv.fp32_precision, torch.backends.cudnn.rnn.fp32_precision = saved
+            self.net.train(was_training)
+
     def reset_peak_memory(self) -> None:
         if self.device.type == "cuda":
             torch.cuda.reset_peak_memory_stats(self.device)
@@ -188,3 +211,14 @@ class TorchWorkload(Workload):
         self.net = self.x = self.y = self._loss = self._out = None
         if self.device.type == "cuda":
             torch.cuda.empty_cache()
+
+
+class _BatchFirst(torch.nn.Module):
+    """The time-major LSTM model seen batch-first, as the exchange format is: (N, T) -> (N, T, V)."""
+
+    def __init__(self, net: torch.nn.Module):
+        super().__init__()
+        self.net = net
+
+    def forward(self, tokens: torch.Tensor) -> torch.Tensor:
+        return self.net(tokens.transpose(0, 1)).transpose(0, 1)
