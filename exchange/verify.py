@@ -1,0 +1,178 @@
+"""Proof that every framework runs the same function: outputs and one training step
+compared with ONNX Runtime running the canonical graph, and with each other.
+
+The measure of agreement is the relative error of one tensor against its reference,
+    rel_err(a, ref) = max |a - ref| / max |ref|      (per tensor; 0/0 counts as 0),
+and of a set of tensors the largest one. Two results agree when it is at most TOL.
+Scaling by the largest reference value (not element by element) keeps logits near
+zero from turning round-off into huge ratios, while a wrong layer still moves whole
+tensors by far more than 1e-4 of their scale.
+
+References:
+- inference: ONNX Runtime (CPU provider, every graph optimisation off, so it runs
+  the graph as written) on the canonical "infer" graph;
+- the training step's loss: ONNX Runtime on the "train" graph (BatchNorm on batch
+  statistics) followed by mean softmax cross-entropy in float64 numpy;
+- the updated weights: the first framework that ran the step (PyTorch when it is
+  installed), since ONNX Runtime here has no training.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from adapters import Cell, Unsupported, get_adapter
+from exchange.graph import INPUT, build_graph
+from models import Spec, synthetic_batch
+
+TOL = 1e-4
+
+
+def rel_err(a: np.ndarray, ref: np.ndarray) -> float:
+    a, ref = np.asarray(a, np.float64), np.asarray(ref, np.float64)
+    if a.shape != ref.shape:
+        return float("inf")
+    diff = float(np.max(np.abs(a - ref))) if a.size else 0.0
+    scale = float(np.max(np.abs(ref))) if ref.size else 0.0
+    if scale == 0.0:
+        return 0.0 if diff == 0.0 else float("inf")
+    return diff / scale
+
+
+def max_rel_err(a: dict[str, np.ndarray], ref: dict[str, np.ndarray]) -> tuple[float, str]:
+    """The largest per-tensor relative error over ref's tensors, and which tensor."""
+    worst, name = 0.0, ""
+    for key, value in ref.items():
+        err = rel_err(a[key], value) if key in a else float("inf")
+        if err > worst or not name:
+            worst, name = err, key
+    return worst, name
+
+
+def run_onnx(model_or_path, x: np.ndarray, threads: int = 1) -> np.ndarray:
+    """The first output of a model (ModelProto, bytes or file path) on x, in ONNX Runtime."""
+    import onnxruntime as ort
+    options = ort.SessionOptions()
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    options.intra_op_num_threads = threads
+    source = model_or_path.SerializeToString() if hasattr(model_or_path, "SerializeToString") \
+        else str(model_or_path)
+    session = ort.InferenceSession(source, options, providers=["CPUExecutionProvider"])
+    return session.run(None, {session.get_inputs()[0].name: x})[0]
+
+
+def cross_entropy(logits: np.ndarray, labels: np.ndarray) -> float:
+    """Mean softmax cross-entropy over every sample (and every time step)."""
+    z = logits.reshape(-1, logits.shape[-1]).astype(np.float64)
+    y = labels.reshape(-1)
+    z = z - z.max(axis=1, keepdims=True)
+    logp = z - np.log(np.exp(z).sum(axis=1, keepdims=True))
+    return float(-logp[np.arange(len(y)), y].mean())
+
+
+def reference_logits(spec: Spec, weights, batch: int, seed: int = 0) -> np.ndarray:
+    x, _ = synthetic_batch(spec, batch, seed)
+    return run_onnx(build_graph(spec, weights, "infer")[0], x)
+
+
+def reference_loss(spec: Spec, weights, batch: int, seed: int = 0) -> float:
+    x, y = synthetic_batch(spec, batch, seed)
+    return cross_entropy(run_onnx(build_graph(spec, weights, "train")[0], x), y)
+
+
+def first_cpu_mode(framework: str) -> str:
+    adapter = get_adapter(framework)
+    for mode in adapter.modes:
+        if adapter.mode_reason(mode, "cpu") is None:
+            return mode
+    raise Unsupported(f"{framework} has no mode that runs on the CPU")
+
+
+def _cell(spec: Spec, framework: str, task: str, batch: int, mode: str | None) -> Cell:
+    return Cell(spec.id, framework, mode or first_cpu_mode(framework), "fp32", "cpu", 1, batch,
+                task, "resident", spec.scale)
+
+
+def framework_logits(framework: str, spec: Spec, weights, batch: int,
+                     mode: str | None = None) -> np.ndarray:
+    """The framework's fp32 logits on the synthetic batch, in evaluation mode."""
+    work = get_adapter(framework).build(spec, _cell(spec, framework, "infer", batch, mode), weights)
+    try:
+        work.prepare()
+        work.step()
+        return work.output()
+    finally:
+        work.close()
+
+
+def framework_train_step(framework: str, spec: Spec, weights, batch: int,
+                         mode: str | None = None) -> tuple[float, dict[str, np.ndarray]]:
+    """The loss of one training step and the weights after its update."""
+    work = get_adapter(framework).build(spec, _cell(spec, framework, "train", batch, mode), weights)
+    try:
+        work.prepare()
+        work.step()
+        return work.loss(), work.weights()
+    finally:
+        work.close()
+
+
+def framework_export(framework: str, spec: Spec, weights, batch: int, path,
+                     mode: str | None = None) -> float:
+    """Export the framework's network to path and return the relative error of the
+    exported file's logits in ONNX Runtime against the framework's own."""
+    work = get_adapter(framework).build(spec, _cell(spec, framework, "infer", batch, mode), weights)
+    try:
+        work.prepare()
+        work.step()
+        own = work.output()
+        work.export_onnx(str(path))
+    finally:
+        work.close()
+    x, _ = synthetic_batch(spec, batch)
+    return rel_err(run_onnx(path, x), own)
+
+
+
+def check_inference(framework: str, spec: Spec, weights, batch: int,
+                    mode: str | None = None) -> dict:
+    """The framework's logits against ONNX Runtime's on the canonical graph."""
+    mode = mode or first_cpu_mode(framework)
+    err = rel_err(framework_logits(framework, spec, weights, batch, mode),
+                  reference_logits(spec, weights, batch))
+    return {"network": spec.id, "framework": framework, "mode": mode, "check": "infer",
+            "scale": spec.scale, "batch_size": batch, "verified": bool(err <= TOL),
+            "max_rel_err": err, "worst_tensor": "logits", "tolerance": TOL,
+            "reference": "onnxruntime"}
+
+
+def check_training(framework: str, spec: Spec, weights, batch: int, mode: str | None = None,
+                   reference_weights: dict[str, np.ndarray] | None = None,
+                   reference_framework: str | None = None) -> tuple[dict, dict]:
+    """One training step: its loss against ONNX Runtime's forward on the "train" graph,
+    and (when given) its updated weights against another framework's. Returns the
+    record and the updated weights (the reference for the next framework)."""
+    mode = mode or first_cpu_mode(framework)
+    loss, after = framework_train_step(framework, spec, weights, batch, mode)
+    loss_err = rel_err(np.array(loss), np.array(reference_loss(spec, weights, batch)))
+    err, worst, reference = loss_err, "loss", "onnxruntime"
+    if reference_weights is not None:
+        w_err, w_worst = max_rel_err(after, reference_weights)
+        reference = f"onnxruntime (loss), {reference_framework} (updated weights)"
+        if w_err > err:
+            err, worst = w_err, w_worst
+        update_err, _ = max_rel_err({k: after[k] - weights[k] for k in after},
+                                    {k: reference_weights[k] - weights[k] for k in weights})
+    record = {"network": spec.id, "framework": framework, "mode": mode, "check": "train",
+              "scale": spec.scale, "batch_size": batch, "verified": bool(err <= TOL),
+              "max_rel_err": err, "worst_tensor": worst, "loss": loss, "loss_rel_err": loss_err,
+              "tolerance": TOL, "reference": reference}
+    if reference_weights is not None:
+        # How far the updates themselves (w_after - w_before) differ: stricter than the
+        # weights, recorded to show how much room the tolerance leaves.
+        record["update_rel_err"] = update_err
+    return record, after
+
+
+__all__ = ["INPUT", "TOL", "check_inference", "check_training", "cross_entropy", "framework_export", "framework_logits",
+           "framework_train_step", "max_rel_err", "reference_logits", "reference_loss", "rel_err",
+           "run_onnx"]
