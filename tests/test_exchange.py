@@ -1,0 +1,191 @@
+"""The ONNX exchange: canonical files, reading them back, bad files, the harness's
+--weights onnx, and the proof that a framework runs the canonical function."""
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+
+from exchange import (
+    IR_VERSION, OPSET, ExchangeError, canonical_file, canonical_path, read_weights,
+    write_canonical,
+)
+from exchange.verify import TOL, check_inference, framework_export, rel_err
+from harness.measure import initial
+from models import NETWORKS, get_spec, initial_weights
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(autouse=True)
+def cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("XFBENCH_CACHE", str(tmp_path / "cache"))
+    return tmp_path / "cache"
+
+
+def cli(*args, cwd=ROOT):
+    proc = subprocess.run([sys.executable, "-m", "exchange", *map(str, args)], cwd=cwd,
+                          capture_output=True, text=True, timeout=120)
+    return proc.returncode, proc.stdout, proc.stderr
+
+
+@pytest.mark.parametrize("network", list(NETWORKS))
+def test_canonical_file_holds_the_seeds_weights(network):
+    spec = get_spec(network, "smoke")
+    path = canonical_file(spec, seed=3)
+    weights, expected = read_weights(path, spec), initial_weights(spec, 3)
+    assert list(weights) == list(expected)
+    for name, value in expected.items():
+        np.testing.assert_array_equal(weights[name], value, err_msg=name)
+
+
+def test_file_is_deterministic_pinned_and_keeps_weights_outside(tmp_path):
+    spec = get_spec("resnet56", "smoke")
+    a, b = write_canonical(spec, 0, tmp_path / "a" / "m.onnx"), write_canonical(
+        spec, 0, tmp_path / "b" / "m.onnx")
+    for suffix in ("", ".data"):
+        assert Path(f"{a}{suffix}").read_bytes() == Path(f"{b}{suffix}").read_bytes()
+    model = onnx.load(str(a), load_external_data=False)
+    assert model.ir_version == IR_VERSION == 10
+    assert [(o.domain, o.version) for o in model.opset_import] == [("", OPSET)] == [("", 21)]
+    onnx.checker.check_model(str(a), full_check=True)
+    # the weights are in the .data file beside the graph, not in it
+    assert Path(f"{a}.data").stat().st_size >= 4 * spec.param_count
+    assert a.stat().st_size < 4 * spec.param_count / 4
+    assert sorted(p.name for p in (tmp_path / "a").iterdir()) == ["m.onnx", "m.onnx.data"]
+
+
+def test_cache_name_changes_with_the_geometry():
+    assert canonical_path(get_spec("resnet56", "smoke")) != canonical_path(get_spec("resnet56"))
+    assert canonical_path(get_spec("lstm32")) != canonical_path(get_spec("lstm64"))
+
+
+def test_harness_weights_are_identical_from_seed_and_from_onnx(cache):
+    spec = get_spec("lstm32", "smoke")
+    from_seed, from_onnx = initial(spec, 0, "seed"), initial(spec, 0, "onnx")
+    assert canonical_path(spec).exists()  # --weights onnx wrote the file to the cache
+    assert from_seed.keys() == from_onnx.keys()
+    for name in from_seed:
+        np.testing.assert_array_equal(from_seed[name], from_onnx[name])
+
+
+# -- bad files: one clear line, nothing written ------------------------------------------
+
+@pytest.fixture
+def good(tmp_path):
+    spec = get_spec("alexnet_r", "smoke")
+    return spec, write_canonical(spec, 0, tmp_path / "files" / "m.onnx")
+
+
+def _one_line_error(path, spec, match):
+    with pytest.raises(ExchangeError, match=match) as e:
+        read_weights(path, spec)
+    assert "\n" not in str(e.value)
+
+
+def test_truncated_model_file(good):
+    spec, path = good
+    path.write_bytes(path.read_bytes()[:200])
+    _one_line_error(path, spec, "truncated or corrupt")
+
+
+def test_corrupt_model_file(good):
+    spec, path = good
+    path.write_bytes(b"\xff" * 64 + path.read_bytes()[64:])
+    _one_line_error(path, spec, "truncated or corrupt")
+
+
+def test_truncated_data_file(good):
+    spec, path = good
+    data = Path(f"{path}.data")
+    data.write_bytes(data.read_bytes()[:1000])
+    _one_line_error(path, spec, "too short")
+
+
+def test_shapes_that_do_not_match_the_spec(good):
+    _, path = good
+    bigger = get_spec("alexnet_r", "full")
+    _one_line_error(path, bigger, r"conv1.weight has shape \(8, 3, 5, 5\), the spec says "
+                                  r"\(32, 3, 5, 5\)")
+    _one_line_error(path, get_spec("resnet56", "smoke"), "not a resnet56 .* missing")
+
+
+@pytest.mark.parametrize("location", ["../outside.data", "/etc/passwd", "sub/../../x.data", "."])
+def test_external_data_outside_its_folder_is_refused(good, location):
+    spec, path = good
+    model = onnx.load(str(path), load_external_data=False)
+    for tensor in model.graph.initializer:
+        for entry in tensor.external_data:
+            if entry.key == "location":
+                entry.value = location
+    onnx.save_model(model, str(path))
+    (path.parent.parent / "outside.data").write_bytes(Path(f"{path}.data").read_bytes())
+    _one_line_error(path, spec, "outside the model's own folder")
+
+
+def test_cli_bad_file_is_one_line_and_writes_nothing(good, tmp_path):
+    spec, path = good
+    path.write_bytes(path.read_bytes()[:100])
+    before = sorted(p.name for p in tmp_path.rglob("*"))
+    out = tmp_path / "exported" / "x.onnx"
+    for args in (["check", path, "--model", "alexnet_r", "--scale", "smoke"],
+                 ["export", "--framework", "torch", "--model", "alexnet_r", "--scale", "smoke",
+                  "--weights", path, "--out", out]):
+        code, stdout, stderr = cli(*args)
+        assert code == 2, stderr
+        assert stderr.count("\n") == 1 and "truncated or corrupt" in stderr
+        assert "Traceback" not in stderr
+    assert sorted(p.name for p in tmp_path.rglob("*")) == before
+
+
+# -- the same function ---------------------------------------------------------------------
+
+def test_altered_torch_geometry_is_caught(monkeypatch):
+    """A wrong option-A shortcut padding, or a channels-last flatten, in the PyTorch
+    adapter makes its logits differ from ONNX Runtime's: the check fails."""
+    import torch
+    from torch import nn
+
+    from adapters.torch import resnet
+
+    spec = get_spec("resnet56", "smoke")
+    weights = initial_weights(spec)
+    assert check_inference("torch", spec, weights, 4)["verified"]
+    original = resnet.BasicBlock.__init__
+
+    def shifted_pad(self, cin, cout, stride):
+        original(self, cin, cout, stride)
+        extra = cout - cin
+        self.pad = (0, extra)  # all new channels after the old ones, not split evenly
+
+    monkeypatch.setattr(resnet.BasicBlock, "__init__", shifted_pad)
+    record = check_inference("torch", spec, weights, 4)
+    assert not record["verified"] and record["max_rel_err"] > 100 * TOL
+    monkeypatch.undo()
+
+    spec = get_spec("alexnet", "smoke")  # a 2x2 last map, so the flatten order matters
+    weights = initial_weights(spec)
+    assert check_inference("torch", spec, weights, 2)["verified"]
+    monkeypatch.setattr(nn.Flatten, "forward",
+                        lambda self, x: torch.flatten(x.permute(0, 2, 3, 1), 1) if x.ndim == 4
+                        else torch.flatten(x, 1))
+    record = check_inference("torch", spec, weights, 2)
+    assert not record["verified"] and record["max_rel_err"] > 100 * TOL
+
+
+@pytest.mark.parametrize("network", ["alexnet_r", "lstm64"])
+def test_torch_export_reproduces_torch_in_onnxruntime(network, tmp_path):
+    spec = get_spec(network, "smoke")
+    err = framework_export("torch", spec, initial_weights(spec), 4, tmp_path / "t.onnx")
+    assert err <= TOL
+    assert (tmp_path / "t.onnx").exists()
+
+
+def test_rel_err_is_scaled_by_the_reference():
+    ref = np.array([1.0, -4.0, 0.0])
+    assert rel_err(ref, ref) == 0.0
+    assert rel_err(ref + [0, 0, 4e-4], ref) == pytest.approx(1e-4)
+    assert rel_err(np.zeros(2), np.zeros(2)) == 0.0
+    assert rel_err(np.ones(3), np.ones(2)) == float("inf")
