@@ -64,15 +64,14 @@ class OnnxRuntimeAdapter(Adapter):
             return HALF_REASON
         if cell.mode == "tensorrt" and cell.precision == "fp32":
             return TRT_FP32_REASON
-        reason = super().check(cell)
-        if reason:
-            return reason
+        if cell.mode in self.modes and self.mode_reason(cell.mode, cell.device):
+            return self.mode_reason(cell.mode, cell.device)
         import onnxruntime as ort
-        provider = PROVIDERS[cell.mode]
-        if provider not in ort.get_available_providers():
+        provider = PROVIDERS.get(cell.mode)
+        if provider and provider not in ort.get_available_providers():
             return (f"{provider} is not in this onnxruntime build "
                     f"({', '.join(ort.get_available_providers())}); install onnxruntime-gpu")
-        return None
+        return super().check(cell)
 
     def configure_threads(self, threads):
         # ONNX Runtime ignores the CPU affinity mask and the OpenMP variables: each

@@ -1,0 +1,56 @@
+"""The equivalence suite at smoke size: every installed training framework runs the
+canonical function of all nine networks (logits and one training step)."""
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from adapters import REGISTRY, get_adapter
+from models import NETWORKS
+
+ROOT = Path(__file__).resolve().parents[1]
+FRAMEWORKS = [f for f in ("torch", "tensorflow", "jax")
+              if f in REGISTRY and get_adapter(f).import_error() is None]
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("equivalence")
+    out = tmp / "out.json"
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "suites/test_equivalence.py", "-q", "-rs",
+         "-p", "no:cacheprovider", "--preset", "smoke", f"--benchmark-json={out}"],
+        cwd=ROOT, capture_output=True, text=True, timeout=600,
+        env={**os.environ, "XFBENCH_CACHE": str(tmp / "cache")})
+    data = json.loads(out.read_text()) if out.exists() else {"benchmarks": []}
+    return proc, data
+
+
+def test_suite_passes(run):
+    proc, _ = run
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+
+
+def test_every_network_and_framework_is_verified(run):
+    _, data = run
+    records = [b["extra_info"]["equivalence"] for b in data["benchmarks"]
+               if b["extra_info"].get("kind") == "equivalence"]
+    seen = {(r["network"], r["framework"], r["check"]) for r in records}
+    for network in NETWORKS:
+        for framework in FRAMEWORKS:
+            for check in ("infer", "train"):
+                assert (network, framework, check) in seen
+    for r in records:
+        assert r["verified"] is True and r["max_rel_err"] <= r["tolerance"] == 1e-4
+        assert r["reference"].startswith("onnxruntime")
+        assert r["scale"] == "smoke"
+
+
+def test_absent_frameworks_are_skipped_with_a_reason(run):
+    proc, _ = run
+    for framework in ("tensorflow", "jax"):
+        if framework not in FRAMEWORKS:
+            assert f"{framework}" in proc.stdout and "SKIPPED" in proc.stdout
