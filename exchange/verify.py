@@ -14,7 +14,8 @@ References:
 - the training step's loss: ONNX Runtime on the "train" graph (BatchNorm on batch
   statistics) followed by mean softmax cross-entropy in float64 numpy;
 - the updated weights: the first framework that ran the step (PyTorch when it is
-  installed), since ONNX Runtime here has no training.
+  installed), since ONNX Runtime here has no training; compared as weights_error says
+  (per tensor, or all together for networks with BatchNorm).
 """
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ import numpy as np
 from adapters import Cell, Unsupported, get_adapter
 from exchange.graph import INPUT, build_graph
 from models import Spec, synthetic_batch
+from models import layers as L
 
 TOL = 1e-4
 
@@ -145,34 +147,73 @@ def check_inference(framework: str, spec: Spec, weights, batch: int,
             "reference": "onnxruntime"}
 
 
+def has_batchnorm(spec: Spec) -> bool:
+    return any(isinstance(layer, (L.BatchNorm, L.BasicBlock, L.Bottleneck))
+               for layer, _ in spec.shapes)
+
+
+def functional(spec: Spec, weights: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """The weights as the function sees them: an LSTM's two bias halves only ever act as
+    their sum, so they are compared summed (a framework with one bias keeps only that)."""
+    out = dict(weights)
+    for layer, _ in spec.shapes:
+        if isinstance(layer, L.LSTM):
+            for i in range(layer.layers):
+                name = f"{layer.name}.l{i}.B"
+                half = out[name].shape[0] // 2
+                out[name] = out[name][:half] + out[name][half:]
+    return out
+
+
+def weights_error(spec: Spec, after: dict, reference: dict) -> tuple[float, str]:
+    """How far one framework's updated weights are from another's, and where.
+
+    Networks without BatchNorm: the largest per-tensor rel_err. Networks with it: the
+    relative L2 distance of all weights together, ||a - b|| / ||b||. At initialisation
+    some channels are nearly constant over the batch, so their batch variance is itself
+    float32 round-off and the gradients behind them differ between any two correct fp32
+    implementations (PyTorch against itself in another memory layout, or against fp64,
+    already differs by more than 1e-4 in single tensors); the loss check still holds
+    these networks to 1e-4.
+    """
+    a, b = functional(spec, after), functional(spec, reference)
+    if not has_batchnorm(spec):
+        return max_rel_err(a, b)
+    num = sum(float(np.sum((a[k].astype(np.float64) - b[k]) ** 2)) for k in b)
+    den = sum(float(np.sum(b[k].astype(np.float64) ** 2)) for k in b)
+    return (num / den) ** 0.5 if den else 0.0, "all weights (L2)"
+
+
 def check_training(framework: str, spec: Spec, weights, batch: int, mode: str | None = None,
                    reference_weights: dict[str, np.ndarray] | None = None,
                    reference_framework: str | None = None) -> tuple[dict, dict]:
     """One training step: its loss against ONNX Runtime's forward on the "train" graph,
-    and (when given) its updated weights against another framework's. Returns the
-    record and the updated weights (the reference for the next framework)."""
+    and (when given) its updated weights against another framework's (weights_error).
+    Returns the record and the updated weights (the reference for the next framework)."""
     mode = mode or first_cpu_mode(framework)
     loss, after = framework_train_step(framework, spec, weights, batch, mode)
     loss_err = rel_err(np.array(loss), np.array(reference_loss(spec, weights, batch)))
     err, worst, reference = loss_err, "loss", "onnxruntime"
+    record = {"network": spec.id, "framework": framework, "mode": mode, "check": "train",
+              "scale": spec.scale, "batch_size": batch, "loss": loss, "loss_rel_err": loss_err,
+              "tolerance": TOL}
     if reference_weights is not None:
-        w_err, w_worst = max_rel_err(after, reference_weights)
+        w_err, w_worst = weights_error(spec, after, reference_weights)
         reference = f"onnxruntime (loss), {reference_framework} (updated weights)"
+        record["weights_rel_err"] = w_err
+        # For information: the worst single tensor, and how far the updates themselves
+        # (after - before) differ, which shows how much room the tolerance leaves.
+        record["worst_tensor_rel_err"], record["worst_single_tensor"] = max_rel_err(
+            functional(spec, after), functional(spec, reference_weights))
+        record["update_rel_err"], _ = max_rel_err(
+            {k: after[k] - weights[k] for k in after},
+            {k: reference_weights[k] - weights[k] for k in weights})
         if w_err > err:
             err, worst = w_err, w_worst
-        update_err, _ = max_rel_err({k: after[k] - weights[k] for k in after},
-                                    {k: reference_weights[k] - weights[k] for k in weights})
-    record = {"network": spec.id, "framework": framework, "mode": mode, "check": "train",
-              "scale": spec.scale, "batch_size": batch, "verified": bool(err <= TOL),
-              "max_rel_err": err, "worst_tensor": worst, "loss": loss, "loss_rel_err": loss_err,
-              "tolerance": TOL, "reference": reference}
-    if reference_weights is not None:
-        # How far the updates themselves (w_after - w_before) differ: stricter than the
-        # weights, recorded to show how much room the tolerance leaves.
-        record["update_rel_err"] = update_err
+    record.update({"verified": bool(err <= TOL), "max_rel_err": err, "worst_tensor": worst,
+                   "reference": reference})
     return record, after
 
-
-__all__ = ["INPUT", "TOL", "check_inference", "check_training", "cross_entropy", "framework_export", "framework_logits",
-           "framework_train_step", "max_rel_err", "reference_logits", "reference_loss", "rel_err",
-           "run_onnx"]
+__all__ = ["INPUT", "TOL", "check_inference", "check_training", "cross_entropy", "framework_export",
+           "framework_logits", "framework_train_step", "functional", "max_rel_err",
+           "reference_logits", "reference_loss", "rel_err", "run_onnx", "weights_error"]

@@ -189,3 +189,18 @@ def test_rel_err_is_scaled_by_the_reference():
     assert rel_err(ref + [0, 0, 4e-4], ref) == pytest.approx(1e-4)
     assert rel_err(np.zeros(2), np.zeros(2)) == 0.0
     assert rel_err(np.ones(3), np.ones(2)) == float("inf")
+
+
+@pytest.mark.parametrize("network", ["resnet56", "lstm32"])  # with BatchNorm, and without
+def test_a_different_update_is_caught(network):
+    """Updated weights from a step with twice the learning rate fail the training check."""
+    from dataclasses import replace
+
+    from exchange.verify import check_training, framework_train_step
+    spec = get_spec(network, "smoke")
+    weights = initial_weights(spec)
+    _, same = framework_train_step("torch", spec, weights, 4)
+    _, doubled = framework_train_step("torch", replace(spec, lr=2 * spec.lr), weights, 4)
+    assert check_training("torch", spec, weights, 4, None, same, "torch")[0]["verified"]
+    record, _ = check_training("torch", spec, weights, 4, None, doubled, "torch, lr x2")
+    assert not record["verified"] and record["weights_rel_err"] > 3 * TOL
