@@ -5,7 +5,7 @@ For each selected network and each training framework (torch, tensorflow, jax):
   on the same batch;
 - train: one training step's loss against ONNX Runtime's forward on the "train"
   graph, and its updated weights against the first framework's (PyTorch's).
-Agreement: max |a - ref| / max |ref| per tensor at most 1e-4 (exchange/verify.py).
+Agreement: a relative error of at most 1e-4, as exchange/verify.py defines it.
 
 Each result is one pytest-benchmark entry (its time means nothing) whose
 extra_info holds {"kind": "equivalence", "equivalence": {network, framework, mode,
