@@ -95,4 +95,10 @@ def pytest_terminal_summary(terminalreporter, config):
 
 
 def pytest_benchmark_update_machine_info(config, machine_info):
-    machine_info["xfbench"] = machine.describe()
+    info = machine.describe()
+    # Runtime versions (CUDA, cuDNN, ...) of the frameworks this process already started;
+    # asking the others would import them.
+    from adapters import get_adapter
+    info["runtimes"] = {name: get_adapter(name).versions()
+                        for name in config.stash.get(CONFIGURED, {})}
+    machine_info["xfbench"] = info
