@@ -32,8 +32,8 @@ ISOLATION = pytest.StashKey()     # config: the Isolation when groups run in chi
 REPLAYED = pytest.StashKey()      # item: the child's failure record for this cell
 CACHE = pytest.StashKey()         # config: machine and commit info for per-cell files
 
-# Test hook: "<task>-<cell-id>:kill|sleep|raise" makes that cell SIGKILL its own process,
-# hang, or raise, so the tests can check that the sweep records it and goes on.
+# Test hook: "<task>-<cell-id>:kill|sleep|raise[,...]" makes that cell SIGKILL its own
+# process, hang, or raise, so the tests can check that the sweep records it and goes on.
 FAULT_ENV = "XFBENCH_FAULT"
 TAIL_LINES = 40
 # Options a child needs to expand the same cells as this session.
@@ -155,13 +155,9 @@ def pytest_runtest_protocol(item, nextitem):
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_call(item):
-    fault = os.environ.get(FAULT_ENV, "")
     cell = _cell(item)
-    if cell is None or ":" not in fault:
-        return
-    target, action = fault.rsplit(":", 1)
-    if target != key(cell):
-        return
+    faults = dict(f.rsplit(":", 1) for f in os.environ.get(FAULT_ENV, "").split(",") if ":" in f)
+    action = faults.get(key(cell)) if cell is not None else None
     if action == "kill":
         os.kill(os.getpid(), signal.SIGKILL)
     elif action == "sleep":
