@@ -156,6 +156,8 @@ def pytest_runtest_protocol(item, nextitem):
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_call(item):
     cell = _cell(item)
+    if item.config.stash.get(ISOLATION, None) is not None:
+        return                        # the cell runs in a child, where the fault belongs
     faults = dict(f.rsplit(":", 1) for f in os.environ.get(FAULT_ENV, "").split(",") if ":" in f)
     action = faults.get(key(cell)) if cell is not None else None
     if action == "kill":

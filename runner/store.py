@@ -55,7 +55,7 @@ def default_folder(base: Path) -> Path:
 
 class RunFolder:
     def __init__(self, root: Path | str):
-        self.root = Path(root)
+        self.root = Path(root).absolute()   # children run in the checkout, not here
         self.cells = self.root / "cells"
         self.failed = self.root / "failed"
         self.logs = self.root / "logs"
