@@ -111,6 +111,7 @@ def _interrupt(signum, frame):
 def sweep(args, plan: Plan, folder: RunFolder) -> int:
     from harness import machine
     quiet = args.quiet or args.json_only
+    machine_description = machine.describe()
     timeout = args.cell_timeout or default_timeout(plan.preset_name)
     folder.add_selection(plan.selection)
     todo = [c for c in plan.cells if not folder.is_finished(key(c), args.retry_failed)]
@@ -145,12 +146,26 @@ def sweep(args, plan: Plan, folder: RunFolder) -> int:
                 if job_todo:
                     run_group(Job(job.group, job_todo, job.options), folder, timeout, on_poll)
                     progress.update(f"finished {job.group.name}", *counts())
+                    folder.merge(plan.selection, machine_description)
         except KeyboardInterrupt:
             interrupted = True
         finally:
             signal.signal(signal.SIGTERM, previous)
-    merged = folder.merge(plan.selection, machine.describe())
+    merged = folder.merge(plan.selection, machine_description)
     return _summary(args, plan, folder, merged, interrupted)
+
+
+def _report(folder: RunFolder) -> None:
+    """Render the run folder with `xfbench report` when that command is present; the
+    results are safe on disk whatever happens here."""
+    from report.cli import main as report_main
+    try:
+        rc = report_main([str(folder.root)])
+    except (Exception, SystemExit) as e:
+        rc = f"{type(e).__name__}: {e}"
+    if rc not in (0, None):
+        print(f"xfbench report did not finish ({rc}); run: xfbench report {folder.root}",
+              file=sys.stderr)
 
 
 def _summary(args, plan: Plan, folder: RunFolder, merged: Path, interrupted: bool) -> int:
@@ -178,8 +193,7 @@ def _summary(args, plan: Plan, folder: RunFolder, merged: Path, interrupted: boo
         if interrupted:
             print("interrupted: run the same command again to resume", file=sys.stderr)
         elif importlib.util.find_spec("report") and importlib.util.find_spec("report.cli"):
-            from report.cli import main as report_main
-            report_main([str(folder.root)])
+            _report(folder)
     if interrupted:
         return 130
     return 1 if hard else 0

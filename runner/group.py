@@ -127,7 +127,7 @@ def _run_child(job: Job, cells, folder: RunFolder, timeout_s: float, on_poll) ->
         # workers included), and Ctrl-C in the terminal reaches only this process.
         proc = subprocess.Popen(child_command(job, cells), cwd=ROOT, env=env, stdout=out,
                                 stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                start_new_session=True)
+                                start_new_session=True, preexec_fn=_die_with_parent)
         started, timed_out, marker = time.monotonic(), False, None
         try:
             while proc.poll() is None:
@@ -149,6 +149,18 @@ def _run_child(job: Job, cells, folder: RunFolder, timeout_s: float, on_poll) ->
     oom_after = _oom_kills()
     oom = oom_before is not None and oom_after is not None and oom_after > oom_before
     return ChildEnd(proc.returncode, marker, timed_out, oom, log_start)
+
+
+def _die_with_parent() -> None:
+    """In the child, before exec: if the runner itself is killed (SIGKILL, which it cannot
+    catch), take the child down too, so that a resumed sweep never finds an orphan still
+    writing into the same folder."""
+    try:
+        import ctypes
+        PR_SET_PDEATHSIG = 1
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    except (OSError, AttributeError):
+        pass
 
 
 def _kill(proc: subprocess.Popen) -> None:
