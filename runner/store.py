@@ -133,7 +133,9 @@ class RunFolder:
             "benchmarks": [b for r in results for b in r.get("benchmarks", [])],
             "datetime": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
             "version": pytest_benchmark.__version__,
-            "xfbench": {"failures": self.failures(), "selection": selection, "machine": machine},
+            "xfbench": {"failures": self.failures(), "selection": selection, "machine": machine,
+                        # every selection that ran into this folder (the cells are theirs)
+                        "selections": self.selections()},
         }
         write_json(self.merged, merged)
         return self.merged
