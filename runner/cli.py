@@ -88,7 +88,10 @@ def choose_folder(args, plan: Plan) -> RunFolder:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     try:
-        args = parser().parse_args(argv)
+        try:
+            args = parser().parse_args(argv)
+        except SystemExit as e:         # --help
+            return int(e.code or 0)
         if args.cell_timeout is not None and args.cell_timeout <= 0:
             raise UsageError("--cell-timeout must be a positive number of seconds")
         plan = make_plan(args.framework, args.model, args.mode, args.precision, args.device,
