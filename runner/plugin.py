@@ -150,7 +150,8 @@ def pytest_runtest_protocol(item, nextitem):
     marker = os.environ.get(MARKER_ENV)
     cell = _cell(item)
     if marker and cell is not None:
-        write_json(Path(marker), {"key": key(cell), "started": time.monotonic()})
+        write_json(Path(marker), {"key": key(cell), "started": time.monotonic(),
+                                  "pid": os.getpid()})
 
 
 @pytest.hookimpl(tryfirst=True)
