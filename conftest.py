@@ -13,6 +13,9 @@ from harness.measure import Skip, measure
 from harness.selection import SelectionError, cells, parse
 from harness.table import cell_table
 
+# Failures recorded, per-cell result files, and one process per framework group.
+pytest_plugins = ("runner.plugin",)
+
 SELECTION = pytest.StashKey()
 RECORDS = pytest.StashKey()
 CONFIGURED = pytest.StashKey()
@@ -26,7 +29,7 @@ OPTIONS = {
     "threads": "CPU threads for this process: variables, framework knobs and affinity "
                "(default: every CPU this process may use)",
     "batch-size": "mini-batch size (default: the preset's, Table 7's for paper and quick)",
-    "preset": "paper, quick or smoke (default: paper)",
+    "preset": "paper, quick, table7 or smoke (default: paper)",
     "data": "resident (default) or copied: copy the batch from host memory inside each step",
 }
 

@@ -126,6 +126,9 @@ def cells(sel: Selection, task: str) -> list[Cell]:
             modes = [m for m in (sel.modes or adapter.modes) if m in adapter.modes]
             if sel.modes is None:
                 modes = [m for m in modes if adapter.mode_reason(m, device) is None]
+                if sel.preset.one_mode is not None and modes:
+                    chosen = dict(sel.preset.one_mode).get(fw)
+                    modes = [chosen if chosen in modes else modes[0]]
             for network in sel.networks:
                 for mode in modes:
                     for precision in sel.precisions:
