@@ -13,6 +13,9 @@ from harness.measure import Skip, measure
 from harness.selection import SelectionError, cells, parse
 from harness.table import cell_table
 
+# The GEMM suite's options, cells and summary live in their own plugin.
+pytest_plugins = ("gemm.plugin",)
+
 SELECTION = pytest.StashKey()
 RECORDS = pytest.StashKey()
 CONFIGURED = pytest.StashKey()
