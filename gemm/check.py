@@ -11,7 +11,7 @@ such as a transposed operand, is off by order 1 everywhere).
 The tolerances sit between what a correct product of each type gives and what the
 next cheaper mode would give, so they also catch a silent mode change (fp32 run
 on TF32 tensor cores errs by ~5e-4, well above the fp32 bound):
-  fp32 ~1e-6 (fp32 accumulation), tf32 ~5e-4 (10-bit mantissas),
+  fp32 ~4e-7 (fp32 accumulation), tf32 ~3e-4 to 8e-4 (10-bit mantissas, rounded or cut),
   bf16 ~2e-3 and fp16 ~3e-4 (rounding of the 16-bit result), fp8 ~2e-3 (bf16 result).
 """
 from __future__ import annotations
