@@ -97,8 +97,17 @@ class GemmImpl:
 
     def free_bytes(self, device: str) -> int | None:
         """Bytes this implementation could still allocate on device (None: the host,
-        whose free memory the measurement reads itself)."""
-        return None
+        whose free memory the measurement reads itself). By default the driver's
+        count of free bytes (NVML)."""
+        if not device.startswith("cuda"):
+            return None
+        try:
+            import pynvml
+            pynvml.nvmlInit()
+            handle = pynvml.nvmlDeviceGetHandleByIndex(gpu_index(device))
+            return pynvml.nvmlDeviceGetMemoryInfo(handle).free
+        except Exception:  # no NVML: the cell runs unchecked and fails if memory runs out
+            return None
 
     def prepare(self, dtype: str, device: str) -> dict[str, Any]:
         return {}

@@ -147,8 +147,9 @@ class CupyMatmul(GemmImpl):
         import cupy
         storage = {"fp32": np.float32, "tf32": np.float32, "fp16": np.float16,
                    "bf16": self._bfloat16()}[dtype]
+        # Converted on the host (exactly: x holds values of the type), then copied.
         with cupy.cuda.Device(gpu_index(device)):
-            return cupy.asarray(np.ascontiguousarray(x)).astype(storage)
+            return cupy.asarray(np.ascontiguousarray(x).astype(storage))
 
     def matmul(self, a, b):
         import cupy
@@ -157,9 +158,11 @@ class CupyMatmul(GemmImpl):
 
     def fetch(self, c, rows, cols):
         import cupy
+        # The whole product to the host, then NumPy (ml_dtypes) picks the block: no
+        # gather kernels needed for bfloat16.
         with cupy.cuda.Device(self.index):
-            block = c[cupy.asarray(rows)][:, cupy.asarray(cols)]
-            return cupy.asnumpy(block.astype(np.float64))
+            host = cupy.asnumpy(c)
+        return host[np.ix_(rows, cols)].astype(np.float64)
 
     def placed_on(self, c):
         return f"cuda:{c.device.id}"
