@@ -158,3 +158,20 @@ def test_compare_checks_cupy_against_torch(tmp_path, capsys):
     assert "798" in out and "0.988" in out        # the published figure beside ours
     assert compare.main([str(path), "--min-ratio", "0.995"]) == 1
     assert compare.main([str(tmp_path / "missing.json")]) == 2
+
+
+def test_implementations_import_only_their_own_framework():
+    code = (
+        "import sys\n"
+        "FRAMEWORKS = ('torch', 'tensorflow', 'jax', 'cupy', 'onnxruntime')\n"
+        "import gemm.plugin\n"
+        "from gemm import IMPLS, get_impl\n"
+        "for name in IMPLS: get_impl(name)\n"
+        "assert not [m for m in FRAMEWORKS if m in sys.modules], 'listing imported a framework'\n"
+        "get_impl('onnxruntime').versions()\n"
+        "get_impl('jax').versions()\n"
+        "loaded = sorted(m for m in FRAMEWORKS if m in sys.modules)\n"
+        "assert loaded == ['jax', 'onnxruntime'], loaded\n")
+    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
