@@ -13,8 +13,9 @@ from harness.measure import Skip, measure
 from harness.selection import SelectionError, cells, parse
 from harness.table import cell_table
 
-# Failures recorded, per-cell result files, and one process per framework group.
-pytest_plugins = ("runner.plugin",)
+# Failures recorded, per-cell result files and one process per framework group (runner);
+# the GEMM suite's options, cells and summary (gemm).
+pytest_plugins = ("runner.plugin", "gemm.plugin")
 
 SELECTION = pytest.StashKey()
 RECORDS = pytest.StashKey()
