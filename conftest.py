@@ -13,6 +13,10 @@ from harness.measure import WEIGHT_SOURCES, Skip, measure
 from harness.selection import SelectionError, cells, parse
 from harness.table import cell_table
 
+# Failures recorded, per-cell result files and one process per framework group (runner);
+# the GEMM suite's options, cells and summary (gemm).
+pytest_plugins = ("runner.plugin", "gemm.plugin")
+
 SELECTION = pytest.StashKey()
 RECORDS = pytest.StashKey()
 CONFIGURED = pytest.StashKey()
@@ -26,7 +30,7 @@ OPTIONS = {
     "threads": "CPU threads for this process: variables, framework knobs and affinity "
                "(default: every CPU this process may use)",
     "batch-size": "mini-batch size (default: the preset's, Table 7's for paper and quick)",
-    "preset": "paper, quick or smoke (default: paper)",
+    "preset": "paper, quick, table7 or smoke (default: paper)",
     "data": "resident (default) or copied: copy the batch from host memory inside each step",
 }
 
@@ -103,4 +107,10 @@ def pytest_terminal_summary(terminalreporter, config):
 
 
 def pytest_benchmark_update_machine_info(config, machine_info):
-    machine_info["xfbench"] = machine.describe()
+    info = machine.describe()
+    # Runtime versions (CUDA, cuDNN, ...) of the frameworks this process already started;
+    # asking the others would import them.
+    from adapters import get_adapter
+    info["runtimes"] = {name: get_adapter(name).versions()
+                        for name in config.stash.get(CONFIGURED, {})}
+    machine_info["xfbench"] = info

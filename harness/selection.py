@@ -15,6 +15,11 @@ from harness.threads import allowed_cpus
 from models import NETWORKS, SMOKE_BATCH, get_spec
 
 
+# Precisions only the GEMM suite runs (fp8 through torch._scaled_mm). Network adapters
+# do not list them, so network cells asked for them skip with that reason.
+GEMM_ONLY_PRECISIONS = ("fp8",)
+
+
 class SelectionError(ValueError):
     """A bad option value; the message is one line for the user."""
 
@@ -91,7 +96,7 @@ def parse(framework=None, model=None, mode=None, precision=None, device=None, th
             if m not in known:
                 raise SelectionError(f"unknown mode {m!r} for {', '.join(frameworks)}; valid: {valid}")
     precisions = _split(precision) or ["fp32"]
-    _check("precision", precisions, PRECISIONS)
+    _check("precision", precisions, PRECISIONS + GEMM_ONLY_PRECISIONS)
     devices = [normalize_device(d) for d in _split(device)]
     explicit = bool(devices)
     devices = devices or ["cpu"] + [f"cuda:{i}" for i in range(machine.gpu_count())]
@@ -126,6 +131,9 @@ def cells(sel: Selection, task: str) -> list[Cell]:
             modes = [m for m in (sel.modes or adapter.modes) if m in adapter.modes]
             if sel.modes is None:
                 modes = [m for m in modes if adapter.mode_reason(m, device) is None]
+                if sel.preset.one_mode is not None and modes:
+                    chosen = dict(sel.preset.one_mode).get(fw)
+                    modes = [chosen if chosen in modes else modes[0]]
             for network in sel.networks:
                 for mode in modes:
                     for precision in sel.precisions:

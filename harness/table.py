@@ -11,7 +11,7 @@ def _row(r: dict) -> list:
     base = [r["task"], r["network"], r["framework"], r["mode"], r["precision"], r["device"],
             r["threads"], r["batch_size"]]
     if r.get("status") != "ok":
-        return base + [f"failed: {r.get('reason', '')}"[:60]] + [""] * 5
+        return base + [f"{r.get('status') or 'failed'}: {r.get('reason', '')}"[:60]] + [""] * 5
     return base + [f"{r['seconds_per_batch']:.4g}", f"{r['samples_per_s']:.4g}",
                    f"{r['achieved_tflops'] * 1e3:.4g}", f"{r['compile_s']:.3g}",
                    f"{r['threads_used']:.2f}", f"{r['peak_host_rss_bytes'] / 2**20:.0f}"]

@@ -11,10 +11,11 @@ from models import NETWORKS, get_spec, initial_weights, synthetic_batch
 ADAPTER = get_adapter("torch")
 
 
-def build(network, task="train", mode="eager", precision="fp32", batch=8, seed=0):
+def build(network, task="train", mode="eager", precision="fp32", batch=8, seed=0,
+          data="resident"):
     spec = get_spec(network, "smoke")
     cell = Cell(network, "torch", mode, precision, "cpu", torch.get_num_threads(), batch, task,
-                "resident", "smoke")
+                data, "smoke")
     return spec, ADAPTER.build(spec, cell, initial_weights(spec, seed))
 
 
@@ -139,3 +140,12 @@ def test_compile_mode_matches_eager_and_compiles_once(network):
         compiled.step()
     assert counters["stats"]["unique_graphs"] == graphs_after_first  # no recompilation while timed
     assert compiled.loss() == pytest.approx(eager.loss(), rel=1e-4)
+
+
+def test_copied_data_gives_the_same_step():
+    _, resident = build("alexnet_r")
+    _, copied = build("alexnet_r", data="copied")
+    resident.step()
+    copied.step()
+    assert copied.loss() == resident.loss()
+    assert copied.x_host.data_ptr() != copied._batch()[0].data_ptr()  # a new copy each step

@@ -1,0 +1,157 @@
+"""The sweep runner: one process per group, failures recorded, nothing lost, resume.
+
+Cells use the null adapter (and torch where two frameworks are needed) at smoke size;
+faults are injected through the XFBENCH_FAULT test hook of runner/plugin.py.
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from harness.selection import cells, parse
+from harness.threads import allowed_cpus
+from runner import cli
+from runner.plan import default_threads, make_plan
+from runner.plugin import FAULT_ENV
+from runner.store import RunFolder, default_folder, host
+
+ROOT = Path(__file__).resolve().parents[1]
+CPUS = len(allowed_cpus())
+NULL = ["--framework", "null", "--preset", "smoke", "--task", "train"]
+
+
+def run(argv, monkeypatch=None, fault=""):
+    if monkeypatch is not None:
+        monkeypatch.setenv(FAULT_ENV, fault)
+    return cli.main(argv + ["--quiet"])
+
+
+def test_default_threads_are_powers_of_two_and_the_maximum():
+    assert default_threads(1) == [1]
+    assert default_threads(2) == [1, 2]
+    assert default_threads(6) == [1, 2, 4, 6]
+    assert default_threads(8) == [1, 2, 4, 8]
+
+
+@pytest.mark.parametrize("args, words", [
+    (["--framework", "nope"], "unknown framework 'nope'"),
+    (["--model", "nope"], "unknown model 'nope'"),
+    (["--device", "xpu"], "unknown device 'xpu'"),
+    (["--device", "cuda:7"], "cuda:7 is not present"),
+    (["--threads", f"1,{CPUS + 1}"], f"--threads {CPUS + 1} is more than"),
+    (["--threads", "two"], "--threads takes positive counts"),
+    (["--task", "fly"], "unknown task 'fly'"),
+    (["--cell-timeout", "0"], "--cell-timeout must be a positive number"),
+])
+def test_bad_input_is_one_line_before_anything_runs(tmp_path, capsys, args, words):
+    results = tmp_path / "r"
+    rc = cli.main(["--framework", "null", "--preset", "smoke", "--results", str(results)] + args)
+    err = capsys.readouterr().err
+    assert rc == 2
+    assert err.count("\n") == 1 and words in err, err
+    assert "Traceback" not in err
+    assert not results.exists()
+
+
+def test_unwritable_results_folder_is_one_line(tmp_path, capsys):
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    rc = cli.main(NULL + ["--results", str(blocker / "sub")])
+    err = capsys.readouterr().err
+    assert rc == 2 and err.count("\n") == 1 and "not writable" in err
+
+
+@pytest.mark.skipif(CPUS < 2, reason="a thread sweep needs 2 CPUs")
+def test_each_thread_count_runs_in_its_own_pinned_process(tmp_path):
+    folder = RunFolder(tmp_path / "r")
+    assert run(NULL + ["--model", "fcn5,fcn8", "--threads", "1,2", "--results", str(folder.root)]) == 0
+    entries = [b["extra_info"] for r in folder.results() for b in r["benchmarks"]]
+    assert len(entries) == 4
+    pids = {}
+    for e in entries:
+        # the affinity the cell ran under is the count asked for
+        assert e["threads_config"]["cpus_allowed"] == e["threads"] == e["threads_requested"]
+        pids.setdefault(e["threads"], set()).add(e["pid"])
+    assert all(len(p) == 1 for p in pids.values())           # one process per group
+    assert pids[1] != pids[2] and os.getpid() not in pids[1] | pids[2]
+    merged = json.loads(folder.merged.read_text())
+    assert len(merged["benchmarks"]) == 4
+    assert merged["xfbench"]["selection"]["threads"] == [1, 2]
+    assert merged["xfbench"]["machine"]["cpus_allowed"] == CPUS
+
+
+def test_failures_are_recorded_the_sweep_goes_on_and_resumes(tmp_path, monkeypatch):
+    folder = RunFolder(tmp_path / "r")
+    argv = NULL + ["--model", "fcn5,fcn8,alexnet,resnet56,lstm32", "--threads", "1",
+                   "--results", str(folder.root), "--cell-timeout", "3"]
+    k = {n: f"train-null-{n}-none-fp32-cpu-t1-b8" for n in
+         ("fcn5", "fcn8", "alexnet", "resnet56", "lstm32")}
+    faults = f"{k['fcn5']}:raise,{k['fcn8']}:sleep,{k['resnet56']}:kill"
+    assert run(argv, monkeypatch, faults) == 1
+
+    status = {f["cell"]["network"]: f for f in folder.failures()}
+    assert status["fcn5"]["status"] == "failed" and "fault injected" in status["fcn5"]["reason"]
+    assert status["fcn8"]["status"] == "timeout" and "--cell-timeout" in status["fcn8"]["reason"]
+    assert status["resnet56"]["status"] == "killed" and "SIGKILL" in status["resnet56"]["reason"]
+    assert status["resnet56"]["output_tail"]
+    assert sorted(status) == ["fcn5", "fcn8", "resnet56"]
+    assert folder.has_result(k["alexnet"]) and folder.has_result(k["lstm32"])
+    merged = json.loads(folder.merged.read_text())
+    assert len(merged["benchmarks"]) == 2 and len(merged["xfbench"]["failures"]) == 3
+    # the exception did not end its process; the time-out and the kill did
+    log = (folder.logs / "null-cpu-t1.log").read_text()
+    assert log.count("$ ") == 3
+
+    # the same command again: every cell is finished, nothing runs
+    size = len(log)
+    assert run(argv, monkeypatch) == 1
+    assert len((folder.logs / "null-cpu-t1.log").read_text()) == size
+
+    # --retry-failed runs the three failures again, in one process, and they pass now
+    assert run(argv + ["--retry-failed"], monkeypatch) == 0
+    assert folder.failures() == []
+    assert len(folder.results()) == 5
+
+
+def test_a_sweep_resumes_the_newest_unfinished_folder_of_its_selection(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    argv = NULL + ["--model", "fcn5", "--threads", "1"]
+    plan = make_plan(framework="null", model="fcn5", threads="1", preset="smoke", task="train")
+    old = RunFolder(Path("results") / f"2000-01-01-{host()}")
+    old.add_selection(plan.selection)
+    assert run(argv) == 0
+    assert len(old.results()) == 1                        # resumed there, not today's folder
+    assert not default_folder(Path("results")).exists()
+    assert run(argv) == 0                                 # finished: a new run starts today
+    assert len(RunFolder(default_folder(Path("results"))).results()) == 1
+
+
+def test_table7_preset_runs_one_mode_per_framework_and_trains_only():
+    sel = parse(framework="torch", preset="table7", threads="1")
+    assert {c.mode for c in cells(sel, "train")} == {"eager"}
+    assert make_plan(framework="torch", preset="table7", threads="1").selection["tasks"] == ["train"]
+
+
+def test_plain_pytest_runs_each_framework_in_its_own_process(tmp_path):
+    """Two frameworks in one `pytest suites/`: each group in a child; the parent's
+    --benchmark-json holds every cell, and the failure of a killed one."""
+    out = tmp_path / "out.json"
+    env = dict(os.environ, **{FAULT_ENV: "train-null-fcn8-none-fp32-cpu-t1-b8:kill"})
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "suites/test_train.py",
+         "--framework", "null,torch", "--mode", "none,eager", "--model", "fcn5,fcn8",
+         "--threads", "1", "--preset", "smoke", f"--benchmark-json={out}"],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 1, proc.stdout[-3000:] + proc.stderr[-3000:]
+    data = json.loads(out.read_text())
+    pids = {b["extra_info"]["framework"]: b["extra_info"]["pid"] for b in data["benchmarks"]}
+    assert len(data["benchmarks"]) == 3
+    assert pids["null"] != pids["torch"]
+    [failure] = data["xfbench"]["failures"]
+    assert failure["status"] == "killed" and failure["cell"]["network"] == "fcn8"
+    assert "each framework in its own process" in proc.stdout
