@@ -59,7 +59,10 @@ def run_onnx(model_or_path, x: np.ndarray, threads: int = 1) -> np.ndarray:
     source = model_or_path.SerializeToString() if hasattr(model_or_path, "SerializeToString") \
         else str(model_or_path)
     session = ort.InferenceSession(source, options, providers=["CPUExecutionProvider"])
-    return session.run(None, {session.get_inputs()[0].name: x})[0]
+    first = session.get_inputs()[0]
+    if first.type == "tensor(int32)" and x.dtype == np.int64:
+        x = x.astype(np.int32)  # token ids, from an exporter that traced them as int32
+    return session.run(None, {first.name: x})[0]
 
 
 def cross_entropy(logits: np.ndarray, labels: np.ndarray) -> float:
