@@ -175,10 +175,16 @@ def test_altered_torch_geometry_is_caught(monkeypatch):
     assert not record["verified"] and record["max_rel_err"] > 100 * TOL
 
 
+@pytest.mark.parametrize("framework", ["torch", "tensorflow", "jax"])
 @pytest.mark.parametrize("network", ["alexnet_r", "lstm64"])
-def test_torch_export_reproduces_torch_in_onnxruntime(network, tmp_path):
+def test_export_reproduces_the_framework_in_onnxruntime(framework, network, tmp_path):
+    from adapters import REGISTRY, get_adapter
+    if framework not in REGISTRY:
+        pytest.skip(f"the {framework} adapter is not part of this checkout")
+    if get_adapter(framework).import_error():
+        pytest.skip(get_adapter(framework).import_error())
     spec = get_spec(network, "smoke")
-    err = framework_export("torch", spec, initial_weights(spec), 4, tmp_path / "t.onnx")
+    err = framework_export(framework, spec, initial_weights(spec), 4, tmp_path / "t.onnx")
     assert err <= TOL
     assert (tmp_path / "t.onnx").exists()
 
