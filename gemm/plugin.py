@@ -8,6 +8,7 @@ Options (beside the common --precision, --device, --threads and --preset):
                 implementation when --framework is not given. Implementations
                 that are not installed, or cannot run on a device, skip with the reason.
   --gemm-sizes  N (square), MxNxK, layers[:BATCH]; default: the preset's list.
+--model names networks, so with it (and neither GEMM option) no GEMM cell is selected.
 --precision defaults to every GEMM type here (fp32, tf32, bf16, fp16, fp8).
 """
 from __future__ import annotations
@@ -49,7 +50,7 @@ def _split(value: str | None) -> list[str]:
 
 
 def select(gemm_impl=None, gemm_sizes=None, framework=None, precision=None, device=None,
-           threads=None, preset=None) -> GemmSelection:
+           threads=None, preset=None, model=None) -> GemmSelection:
     """Validate raw option strings into a GemmSelection (SelectionError on bad input)."""
     # The common options, validated exactly as the network suites validate them.
     sel = parse(framework="null", precision=precision, device=device, threads=threads,
@@ -58,7 +59,9 @@ def select(gemm_impl=None, gemm_sizes=None, framework=None, precision=None, devi
     for name in impls:
         if name not in IMPLS:
             raise SelectionError(f"unknown GEMM implementation {name!r}; valid: {', '.join(IMPLS)}")
-    if not impls:
+    if not impls and _split(model) and not gemm_sizes:
+        pass  # --model names networks: the GEMM suite was not asked for
+    elif not impls:
         named = _split(framework)
         impls = list(dict.fromkeys(FRAMEWORK_IMPL[f] for f in named if f in FRAMEWORK_IMPL)) \
             if named else list(IMPLS)
@@ -85,7 +88,8 @@ def pytest_addoption(parser):
 def pytest_configure(config):
     try:
         config.stash[GEMM] = select(**{name: config.getoption(name) for name in (
-            "gemm_impl", "gemm_sizes", "framework", "precision", "device", "threads", "preset")})
+            "gemm_impl", "gemm_sizes", "framework", "precision", "device", "threads", "preset",
+            "model")})
     except SelectionError as e:
         raise pytest.UsageError(str(e)) from None
     config.stash[RECORDS] = []

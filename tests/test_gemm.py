@@ -175,3 +175,10 @@ def test_implementations_import_only_their_own_framework():
     proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
                           timeout=120)
     assert proc.returncode == 0, proc.stderr[-2000:]
+
+
+def test_naming_networks_leaves_the_gemm_suite_out():
+    from gemm.plugin import select
+    assert select(framework="torch", model="resnet56", preset="smoke").cells() == []
+    assert select(framework="torch", model="resnet56", gemm_sizes="256", preset="smoke").cells()
+    assert select(framework="torch", preset="smoke").cells()
