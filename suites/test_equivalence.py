@@ -17,7 +17,8 @@ them, e.g. --framework onnxruntime, all three are); --model picks networks;
 --preset smoke (tiny networks, batch 8) or paper/quick (full size, batch 2 unless
 --batch-size); --mode picks the framework's mode (default: its first CPU mode).
 Frameworks not installed, or whose adapter is not in this checkout, are skipped
-with the reason.
+with the reason. The suite runs only when this file is named on the command line
+(`pytest suites/test_equivalence.py`): a plain `pytest suites/` is a benchmark run.
 """
 from __future__ import annotations
 
@@ -39,8 +40,21 @@ def _selection(config):
     return config.stash[SELECTION]
 
 
+def asked_for(config) -> bool:
+    """Whether this file was named on the command line (alone, or with test ids)."""
+    return any(str(arg).split("::")[0].endswith("test_equivalence.py") for arg in config.args)
+
+
 def pytest_generate_tests(metafunc):
     if "framework" not in metafunc.fixturenames:
+        return
+    if not asked_for(metafunc.config):
+        # A plain `pytest suites/` is a benchmark run: the equivalence checks (which
+        # build every network in every framework) run only when asked for by name.
+        metafunc.parametrize("network, framework", [pytest.param(
+            "-", "-", marks=pytest.mark.skip(reason="the equivalence suite runs when named: "
+                                                    "pytest suites/test_equivalence.py"))],
+            ids=["not-named"])
         return
     sel = _selection(metafunc.config)
     named = (metafunc.config.getoption("framework") or "").split(",")
