@@ -25,7 +25,8 @@ def parse_args(argv=None):
                    help="CPU threads (sets the CPU affinity and NPROC before jax starts)")
     p.add_argument("--batch", type=int, default=128, help="mini-batch size (default 128)")
     p.add_argument("--steps", type=int, default=20, help="timed steps (default 20)")
-    p.add_argument("--warmup", type=int, default=2, help="untimed steps after the first (default 2)")
+    p.add_argument("--warmup", type=int, default=2,
+                   help="untimed steps after the first (default 2)")
     args = p.parse_args(argv)
     for name in ("batch", "steps"):
         if getattr(args, name) < 1:
@@ -96,7 +97,8 @@ def main(argv=None) -> int:
 
     def forward(params, stats, x, train):
         new = {"blocks": []}
-        h, new["stem_bn"] = bn(conv(x, params["stem"], 1), params["stem_bn"], stats["stem_bn"], train)
+        h, new["stem_bn"] = bn(conv(x, params["stem"], 1), params["stem_bn"], stats["stem_bn"],
+                               train)
         h = jax.nn.relu(h)
         for (cin, cout, stride), p, s in zip(plan, params["blocks"], stats["blocks"]):
             out, s1 = bn(conv(h, p["w1"], stride), p["bn1"], s["bn1"], train)

@@ -42,7 +42,8 @@ def batch_norm(x, params, stats, name: str, layer: L.BatchNorm, train: bool, new
         m = layer.momentum
         # The running statistics are buffers, not parameters: no gradient flows into them.
         new_stats[mean_key] = (1 - m) * stats[mean_key] + m * lax.stop_gradient(mean)
-        new_stats[var_key] = (1 - m) * stats[var_key] + m * lax.stop_gradient(var) * (n / max(n - 1, 1))
+        unbiased = lax.stop_gradient(var) * (n / max(n - 1, 1))
+        new_stats[var_key] = (1 - m) * stats[var_key] + m * unbiased
     else:
         mean, var = stats[mean_key], stats[var_key]
         new_stats[mean_key], new_stats[var_key] = mean, var
