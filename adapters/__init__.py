@@ -11,6 +11,7 @@ from adapters.base import DATA_MODES, PRECISIONS, TASKS, Adapter, Cell, Unsuppor
 # --framework value -> module holding an `ADAPTER` instance.
 REGISTRY: dict[str, str] = {
     "torch": "adapters.torch",
+    "tensorflow": "adapters.tensorflow",
     "null": "adapters.null",
 }
 
