@@ -85,6 +85,14 @@ def test_converters_round_trip_and_flatten_order():
     np.testing.assert_allclose(nhwc_flat, nchw_flat, rtol=1e-5)
 
 
+def test_same_padding_only_where_it_is_the_spec_padding():
+    from adapters.tensorflow.layers import same_is_symmetric
+    assert same_is_symmetric(32, 3, 1, 1)            # stride 1: SAME pads 1 and 1
+    assert not same_is_symmetric(32, 3, 2, 1)        # stride 2: SAME pads 0 and 1
+    assert not same_is_symmetric(224, 11, 4, 2)      # AlexNet's conv1: 56 maps, not 55
+    assert not same_is_symmetric(224, 7, 2, 3)       # ResNet-50's conv1
+
+
 def test_lstm_gates_reordered_and_biases_summed():
     h, fin = 3, 2
     # Each ONNX gate block (i, o, f, c) filled with its own number.
@@ -228,16 +236,16 @@ def test_batchnorm_running_statistics_match_pytorch():
     np.testing.assert_allclose(bn.var.numpy(), ref.running_var.numpy(), atol=1e-6)
 
 
-@pytest.mark.parametrize("network", ["alexnet", "resnet56"])
+@pytest.mark.parametrize("network", ["alexnet", "resnet50", "resnet56"])
 def test_channels_first_layout_computes_the_same(network):
-    """The GPU fp32 layout (NCHW), checked here on the CPU through XLA, which
-    compiles it; plain TensorFlow CPU kernels want NHWC."""
+    """The GPU fp32 layout (NCHW), checked here on the CPU (oneDNN runs NCHW too,
+    though more slowly than NHWC, which is why CPU cells are channels-last)."""
     spec = get_spec(network, "smoke")
     w0 = initial_weights(spec)
     x, _ = synthetic_batch(spec, 4)
     nchw = Network(spec, "channels_first", w0)
     nhwc = Network(spec, "channels_last", w0)
-    a = tf.function(lambda t: nchw(t, False), jit_compile=True)(tf.constant(x)).numpy()
+    a = tf.function(lambda t: nchw(t, False))(tf.constant(x)).numpy()
     b = nhwc(tf.constant(x.transpose(0, 2, 3, 1)), False).numpy()
     assert rel_err(a, b) < 1e-4
 

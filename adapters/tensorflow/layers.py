@@ -3,11 +3,11 @@
 Why not keras.layers for these: Keras 3's BatchNormalization is computed from
 tf.nn.moments (not the fused kernel) and updates its moving variance with the
 biased batch variance, where PyTorch (and TensorFlow's own fused kernel) use
-the unbiased one; Keras's Conv2D has no explicit padding. So convolutions use
-tf.nn.conv2d with explicit symmetric padding (never "SAME": it pads
-asymmetrically and gives AlexNet a 7x7 last map), and batch norm is
-FusedBatchNormV3 (cuDNN on GPUs, oneDNN on CPUs, batch-norm HLOs under XLA)
-with exponential_avg_factor = PyTorch's momentum.
+the unbiased one. So batch norm is FusedBatchNormV3 (cuDNN on GPUs, oneDNN on
+CPUs, batch-norm HLOs under XLA) with exponential_avg_factor = PyTorch's
+momentum, and the rest are the tf.nn ops Keras would call. Padding is always
+the spec's symmetric padding: "SAME" only where it is the same thing (it pads
+asymmetrically at stride 2, which gives AlexNet a 7x7 last map).
 
 Every layer takes (x, training). Variables are fp32 (the master weights); a
 layer computes in its input's dtype, so mixed precision is one cast of the
@@ -83,7 +83,20 @@ def _spatial(fmt: str, values) -> list:
     return [1, a, b, 1] if fmt == "NHWC" else [1, 1, a, b]
 
 
+def same_is_symmetric(size: int, kernel: int, stride: int, pad: int) -> bool:
+    """Whether TensorFlow's "SAME" padding places every window where symmetric padding
+    by pad does (it pads (total // 2) before, the rest after, and keeps ceil(size / stride))."""
+    out = -(-size // stride)
+    total = max((out - 1) * stride + kernel - size, 0)
+    return total // 2 == pad and out == (size + 2 * pad - kernel) // stride + 1
+
+
 class Conv(tf.Module):
+    """2-D convolution with the spec's symmetric padding, done the fastest exact way:
+    "SAME" where it pads the same (stride-1 convolutions), otherwise tf.pad then
+    "VALID". (tf.nn.conv2d's explicit-padding argument is exact too, but oneDNN does
+    not take it: on the CPU it runs 2-3x slower.)"""
+
     def __init__(self, layer: L.Conv, x, fmt: str, variables: Variables):
         super().__init__()
         ps = layer.params(x)
@@ -92,11 +105,19 @@ class Conv(tf.Module):
         self.fmt = fmt
         self.strides = _spatial(fmt, (layer.stride, layer.stride))
         p = layer.pad
-        self.padding = ("VALID" if p == 0 else
-                        [[0, 0], [p, p], [p, p], [0, 0]] if fmt == "NHWC" else
+        self.pad = None
+        if p == 0:
+            self.padding = "VALID"
+        elif all(same_is_symmetric(n, layer.kernel, layer.stride, p) for n in x[1:]):
+            self.padding = "SAME"
+        else:
+            self.padding = "VALID"
+            self.pad = ([[0, 0], [p, p], [p, p], [0, 0]] if fmt == "NHWC" else
                         [[0, 0], [0, 0], [p, p], [p, p]])
 
     def __call__(self, x, training=False):
+        if self.pad is not None:
+            x = tf.pad(x, self.pad)
         y = tf.nn.conv2d(x, tf.cast(self.kernel, x.dtype), self.strides, self.padding,
                          data_format=self.fmt)
         if self.bias is not None:
