@@ -12,6 +12,7 @@ from adapters.base import DATA_MODES, PRECISIONS, TASKS, Adapter, Cell, Unsuppor
 REGISTRY: dict[str, str] = {
     "torch": "adapters.torch",
     "jax": "adapters.jax",
+    "tensorflow": "adapters.tensorflow",
     "null": "adapters.null",
 }
 
