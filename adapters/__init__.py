@@ -11,6 +11,8 @@ from adapters.base import DATA_MODES, PRECISIONS, TASKS, Adapter, Cell, Unsuppor
 # --framework value -> module holding an `ADAPTER` instance.
 REGISTRY: dict[str, str] = {
     "torch": "adapters.torch",
+    "jax": "adapters.jax",
+    "tensorflow": "adapters.tensorflow",
     "null": "adapters.null",
     "onnxruntime": "adapters.onnxruntime",
 }

@@ -1,0 +1,204 @@
+"""The JAX adapter builds the same networks as PyTorch: same parameter counts, same
+logits, loss and one-step update from the same canonical weights and batch, and a
+step that is compiled once, ahead of time, with its state donated."""
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+import pytest
+
+jax = pytest.importorskip("jax")
+
+from adapters import get_adapter  # noqa: E402
+from adapters.base import Cell, Unsupported  # noqa: E402
+from adapters.jax import networks  # noqa: E402
+from adapters.jax import weights as W  # noqa: E402
+from adapters.jax.workload import JaxWorkload  # noqa: E402
+from models import NETWORKS, get_spec, initial_weights  # noqa: E402
+from models.layers import (  # noqa: E402
+    BasicBlock, BatchNorm, Conv, Dense, GlobalAvgPool, ReLU,
+)
+from models.spec import Spec  # noqa: E402
+
+# MODELS.md's table.
+PARAMETERS = {"fcn5": 117_997_696, "fcn8": 130_586_752, "fcn_r": 14_205_962,
+              "alexnet": 62_378_344, "alexnet_r": 85_098, "resnet50": 25_557_032,
+              "resnet56": 853_018, "lstm32": 6_182_672, "lstm64": 6_182_672}
+
+
+def cell(network, task="train", precision="fp32", device="cpu", framework="jax", mode="jit"):
+    return Cell(network, framework, mode, precision, device, 1, 8, task, scale="smoke")
+
+
+def jax_workload(network, task="train", precision="fp32", spec=None):
+    spec = spec or get_spec(network, "smoke")
+    return JaxWorkload(spec, cell(network, task, precision), initial_weights(spec, 0))
+
+
+def torch_workload(network, task):
+    from adapters.torch.workload import TorchWorkload
+    spec = get_spec(network, "smoke")
+    return TorchWorkload(spec, cell(network, task, framework="torch", mode="eager"),
+                         initial_weights(spec, 0))
+
+
+@pytest.mark.parametrize("network", list(NETWORKS))
+def test_parameter_count_from_shapes_only(network):
+    assert networks.count_parameters(get_spec(network)) == PARAMETERS[network]
+
+
+@pytest.mark.parametrize("network", list(NETWORKS))
+def test_canonical_weights_round_trip(network):
+    spec = get_spec(network, "smoke")
+    weights = initial_weights(spec, 0)
+    back = W.to_canonical(spec, W.to_jax(spec, weights))
+    assert set(back) == set(weights)
+    for name, value in weights.items():
+        np.testing.assert_array_equal(back[name], value, err_msg=name)
+
+
+def test_built_workload_reports_the_weights_it_was_given():
+    spec = get_spec("alexnet", "smoke")  # conv, and a dense layer after a 2x2 flatten
+    weights = initial_weights(spec, 0)
+    work = JaxWorkload(spec, cell("alexnet", "infer"), weights)
+    for name, value in work.weights().items():
+        np.testing.assert_array_equal(value, weights[name], err_msg=name)
+
+
+@pytest.mark.parametrize("network", list(NETWORKS))
+def test_agrees_with_pytorch_and_learns(network):
+    """Same logits, same loss and the same weights after one update as PyTorch
+    (catches layout, flatten-order, gate-order and optimizer mistakes); then the
+    loss keeps falling over a few more steps on the same batch."""
+    pytest.importorskip("torch")
+    jx, th = jax_workload(network, "infer"), torch_workload(network, "infer")
+    jx.prepare()
+    jx.step()
+    th.step()
+    out_t = th.output()
+    np.testing.assert_allclose(jx.output(), out_t, rtol=1e-4, atol=1e-5 * np.abs(out_t).max())
+
+    jx, th = jax_workload(network), torch_workload(network, "train")
+    jx.prepare()
+    jx.step()
+    th.step()
+    assert jx.loss() == pytest.approx(th.loss(), rel=1e-4)
+    before, after_t = initial_weights(jx.spec, 0), th.weights()
+    for name, value in jx.weights().items():
+        if network == "resnet50":
+            # At smoke size ResNet-50 normalises 1x1 maps over 8 samples and its float32
+            # gradients are ill-conditioned (PyTorch's own agree with float64 to ~3e-4 of
+            # the largest): compare each update with the largest of its tensor.
+            step_t = after_t[name] - before[name]
+            np.testing.assert_allclose(value - before[name], step_t, rtol=0,
+                                       atol=2e-3 * np.abs(step_t).max(), err_msg=name)
+        else:
+            np.testing.assert_allclose(value, after_t[name], rtol=1e-4, atol=1e-6, err_msg=name)
+    if network in ("resnet56", "resnet50"):  # BatchNorm running statistics after one step
+        from adapters.torch.networks import canonical_keys
+        state = th.net.state_dict()
+        keys = {name.rsplit(".", 1)[0]: key.rsplit(".", 1)[0]
+                for name, key in canonical_keys(th.spec, th.net).items()}
+        for name, value in jx.running_stats().items():
+            bn, stat = name.rsplit(".", 1)
+            expected = state[f"{keys[bn]}.{stat}"].numpy()
+            np.testing.assert_allclose(value, expected, rtol=1e-4, atol=1e-5, err_msg=name)
+
+    first = jx.loss()
+    for _ in range(3):
+        jx.step()
+    assert jx.loss() < first
+
+
+def test_prepared_step_never_compiles_again_and_donates_its_state():
+    import jax.monitoring
+    work = jax_workload("alexnet_r")
+    work.prepare()
+    events = []
+    listener = lambda name, *args, **kwargs: events.append(name)  # noqa: E731
+    jax.monitoring.register_event_duration_secs_listener(listener)
+    try:
+        old = jax.tree.leaves(work.state)
+        work.step()
+        work.step()
+    finally:
+        jax.monitoring.unregister_event_duration_listener(listener)
+    compiles = [e for e in events if "compile" in e or "trace" in e]
+    assert compiles == []
+    assert all(leaf.is_deleted() for leaf in old)  # updated in place: donated
+
+
+def test_fp32_traces_every_product_at_highest_precision():
+    work = jax_workload("alexnet_r")
+    work.prepare()
+    text = work.lowered.as_text()
+    precisions = [line.split("precision_config = ")[1][:80] for line in text.splitlines()
+                  if "precision_config" in line]
+    assert len(precisions) >= 8  # 4 layers forward, and their gradients
+    assert all("DEFAULT" not in p and "HIGH>" not in p for p in precisions), precisions
+
+
+def tiny_resnet() -> Spec:
+    """Convolution, BatchNorm and an option-A block, cheap to compile."""
+    layers = (Conv("conv1", 8, 3, 1, 1, bias=False), BatchNorm("bn1"), ReLU(),
+              BasicBlock("layer2.0", 16, 2), GlobalAvgPool(), Dense("fc", 10))
+    return Spec("resnet56", "tiny ResNet", (3, 8, 8), 10, layers, 8, scale="smoke")
+
+
+@functools.lru_cache
+def tiny_resnet_fp32_loss() -> float:
+    work = jax_workload("resnet56", spec=tiny_resnet())
+    work.step()
+    return work.loss()
+
+
+@pytest.mark.parametrize("precision", ["bf16", "fp16"])
+def test_mixed_precision_keeps_float32_state_and_learns(precision):
+    work = jax_workload("resnet56", precision=precision, spec=tiny_resnet())
+    work.step()
+    assert all(leaf.dtype == np.float32 for leaf in jax.tree.leaves(work.state["params"]))
+    assert work.info["compute_dtype"] == {"bf16": "bfloat16", "fp16": "float16"}[precision]
+    assert work.loss() == pytest.approx(tiny_resnet_fp32_loss(), rel=3e-2)
+    first = work.loss()
+    for _ in range(3):
+        work.step()
+    assert work.loss() < first
+
+
+def test_fp16_overflow_skips_the_update_and_backs_off():
+    """The LSTM path: loss scaling, unscaling, then clipping."""
+    work = jax_workload("lstm32", precision="fp16")
+    work.step()
+    assert float(work.state["scaler"]["scale"]) == 2.0 ** 16
+    before = work.weights()
+    work.state["scaler"]["scale"] = jax.device_put(np.float32(2.0 ** 100), work.device)
+    work.step()
+    assert float(work.state["scaler"]["scale"]) == 2.0 ** 99
+    for name, value in work.weights().items():
+        np.testing.assert_array_equal(value, before[name], err_msg=name)
+
+
+def test_arrays_live_on_the_device_asked_for():
+    work = jax_workload("fcn_r")
+    device = jax.devices("cpu")[0]
+    for leaf in jax.tree.leaves((work.state, work.x, work.y)):
+        assert leaf.devices() == {device}
+
+
+def test_absent_accelerator_is_refused_not_replaced():
+    adapter = get_adapter("jax")
+    assert "cpu" in adapter.devices()
+    if "cuda:0" in adapter.devices():
+        pytest.skip("a GPU is present")
+    assert "not present" in adapter.check(cell("fcn_r", device="cuda:0"))
+    spec = get_spec("fcn_r", "smoke")
+    with pytest.raises(Unsupported, match="no cuda device"):
+        JaxWorkload(spec, cell("fcn_r", device="cuda:0"), initial_weights(spec, 0))
+
+
+def test_thread_report_reads_the_affinity():
+    import os
+    report = get_adapter("jax").configure_threads(len(os.sched_getaffinity(0)))
+    assert report["cpus_allowed"] == len(os.sched_getaffinity(0))
+    assert report["matches_request"]
