@@ -214,6 +214,11 @@ class JaxWorkload(Workload):
         out = np.asarray(jax.device_get(self._out), np.float32)
         return out.transpose(1, 0, 2) if self.spec.sequence else out  # back to (N, T, C)
 
+    def export_onnx(self, path: str) -> None:
+        """The network in evaluation mode, with its current weights, through jax2onnx (see export.py)."""
+        from adapters.jax.export import export_onnx
+        export_onnx(self, path)
+
     def weights(self) -> dict[str, np.ndarray]:
         return W.to_canonical(self.spec, jax.device_get(self.state["params"]))
 

@@ -237,6 +237,11 @@ class TensorFlowWorkload(Workload):
     def output(self) -> np.ndarray:
         return np.asarray(tf.cast(self._out, tf.float32))
 
+    def export_onnx(self, path: str) -> None:
+        """The network in evaluation mode, with its current weights, through tf2onnx (see export.py)."""
+        from adapters.tensorflow.export import export_onnx
+        export_onnx(self, path)
+
     def weights(self) -> dict[str, np.ndarray]:
         return self.net.weights()
 
