@@ -50,8 +50,8 @@ class _Graph:
     def op(self, op_type: str, inputs: list[str], hint: str | None = None, n_out: int = 1,
            **attrs) -> str | list[str]:
         outs = [self.name(hint or op_type.lower()) for _ in range(n_out)]
-        self.nodes.append(helper.make_node(op_type, inputs, outs, name=f"n{len(self.nodes)}_{op_type}",
-                                           **attrs))
+        name = f"n{len(self.nodes)}_{op_type}"
+        self.nodes.append(helper.make_node(op_type, inputs, outs, name=name, **attrs))
         return outs[0] if n_out == 1 else outs
 
     def param(self, name: str, shape: tuple[int, ...]) -> str:

@@ -89,7 +89,8 @@ def test_suite_runs_inference_and_skips_training_with_the_reason(tmp_path):
     out = tmp_path / "out.json"
     proc = subprocess.run(
         [sys.executable, "-m", "pytest", "suites/test_infer.py", "suites/test_train.py", "-q",
-         "-rs", "-p", "no:cacheprovider", "--framework", "onnxruntime", "--model", "resnet56,lstm32",
+         "-rs", "-p", "no:cacheprovider", "--framework", "onnxruntime",
+         "--model", "resnet56,lstm32",
          "--preset", "smoke", "--threads", "1", "--weights", "onnx", f"--benchmark-json={out}"],
         cwd=ROOT, capture_output=True, text=True, timeout=300,
         env={**__import__("os").environ, "XFBENCH_CACHE": str(tmp_path / "cache")})
