@@ -99,6 +99,8 @@ class OrtWorkload(Workload):
         raise Unsupported(TRAIN_REASON)
 
     def output(self) -> np.ndarray:
+        if self.where[0] != "cpu":
+            return np.asarray(self.binding.copy_outputs_to_cpu()[0], np.float32)
         return np.asarray(self.out.numpy(), np.float32)
 
     def weights(self) -> dict[str, np.ndarray]:
