@@ -14,7 +14,7 @@ import numpy as np
 import onnxruntime as ort
 
 from adapters.base import Cell, Unsupported, Workload
-from adapters.onnxruntime import PROVIDERS, TRAIN_REASON
+from adapters.onnxruntime import TRAIN_REASON
 from exchange.graph import INPUT, OPSET, OUTPUT, build_graph
 from models import Spec, synthetic_batch
 
