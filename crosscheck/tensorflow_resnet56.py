@@ -1,8 +1,8 @@
 """A plain TensorFlow ResNet-56 training loop, independent of xfbench's adapter.
 
 The yardstick for the suite's TensorFlow numbers: what a TensorFlow user would
-write by hand (Keras layers, channels-last, a tf.function step with
-tf.GradientTape and Keras SGD), with the geometry of MODELS.md (3x3 convs padded
+write by hand (Keras layers, channels-last, TensorFlow's fused batch norm, a
+tf.function step with tf.GradientTape and Keras SGD), with the geometry of MODELS.md (3x3 convs padded
 by 1, option-A shortcuts, global average pool, fc 64 -> 10). It prints the median
 seconds per training step after warm-up. Compare with
 
@@ -27,6 +27,9 @@ def parse_args(argv=None):
     p.add_argument("--warmup", type=int, default=3, help="untimed steps after the first")
     p.add_argument("--batch", type=int, default=128, help="mini-batch size (default 128)")
     p.add_argument("--xla", action="store_true", help="tf.function(jit_compile=True)")
+    p.add_argument("--keras-bn", action="store_true",
+                   help="Keras 3's BatchNormalization (not fused) instead of TensorFlow's fused "
+                        "kernel, to see what the unfused layer costs")
     args = p.parse_args(argv)
     cpus = sorted(os.sched_getaffinity(0))
     for name in ("threads", "steps", "batch"):
@@ -53,13 +56,37 @@ def main(argv=None) -> int:
     tf.config.threading.set_inter_op_parallelism_threads(1)
     tf.config.experimental.enable_tensor_float_32_execution(False)
 
+    class FusedBatchNorm(layers.Layer):
+        """TensorFlow's fused batch-norm kernel, running statistics at factor 0.1."""
+
+        def build(self, shape):
+            c = shape[-1]
+            self.gamma = self.add_weight(shape=(c,), initializer="ones")
+            self.beta = self.add_weight(shape=(c,), initializer="zeros")
+            self.mean = self.add_weight(shape=(c,), initializer="zeros", trainable=False)
+            self.var = self.add_weight(shape=(c,), initializer="ones", trainable=False)
+
+        def call(self, x, training=False):
+            y, mean, var = tf.compat.v1.nn.fused_batch_norm(
+                x, self.gamma, self.beta, mean=self.mean, variance=self.var, epsilon=1e-5,
+                is_training=training, exponential_avg_factor=0.1 if training else 1.0)
+            if training:
+                self.mean.assign(mean)
+                self.var.assign(var)
+            return y
+
+    def batch_norm():
+        if args.keras_bn:
+            return layers.BatchNormalization(momentum=0.9, epsilon=1e-5)
+        return FusedBatchNorm()
+
     def conv_bn(x, filters, stride):
         if stride == 1:
             x = layers.Conv2D(filters, 3, padding="same", use_bias=False)(x)
         else:   # "same" would pad 0 before and 1 after; the spec pads 1 on both sides
             x = layers.ZeroPadding2D(1)(x)
             x = layers.Conv2D(filters, 3, strides=stride, use_bias=False)(x)
-        return layers.BatchNormalization(momentum=0.9, epsilon=1e-5)(x)
+        return batch_norm()(x)
 
     def block(x, filters, stride):
         out = layers.ReLU()(conv_bn(x, filters, stride))
@@ -109,7 +136,8 @@ def main(argv=None) -> int:
         cpu.append(time.process_time() - c0)
     # CPU seconds per step are printed too: on a shared machine they move less than wall time.
     print(f"plain TensorFlow {tf.__version__} ResNet-56 ({params:,} parameters), "
-          f"{'xla' if args.xla else 'function'}, batch {args.batch}, {args.threads} thread(s): "
+          f"{'xla' if args.xla else 'function'}, "
+          f"{'Keras' if args.keras_bn else 'fused'} batch norm, batch {args.batch}, {args.threads} thread(s): "
           f"first step {first:.2f} s, median {statistics.median(times):.4f} s/step over "
           f"{args.steps} steps (CPU {statistics.median(cpu):.4f} s/step; loss {loss:.3f})")
     return 0
