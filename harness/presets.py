@@ -50,6 +50,6 @@ PRESETS = {
                                  "1 warm-up and 3 timed steps",
                      tasks=("train",),
                      one_mode=(("torch", "eager"), ("tensorflow", "function"), ("jax", "jit"),
-                               ("onnx", "cpu")),
+                               ("onnxruntime", "cpu")),
                      cell_timeout_s=900.0),
 }
