@@ -46,6 +46,7 @@ def parser() -> Parser:
     sel.add_argument("--preset", help=f"{', '.join(PRESETS)} (default: paper)")
     sel.add_argument("--batch-size", help="mini-batch size (default: the preset's)")
     sel.add_argument("--data", help="resident (default) or copied")
+    sel.add_argument("--weights", help="seed (default) or onnx: where the initial weights come from")
     sel.add_argument("--task", help="train,infer (default: the preset's tasks)")
     run = p.add_argument_group("the sweep")
     run.add_argument("--cell-timeout", type=float, metavar="SECONDS",
@@ -95,7 +96,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.cell_timeout is not None and args.cell_timeout <= 0:
             raise UsageError("--cell-timeout must be a positive number of seconds")
         plan = make_plan(args.framework, args.model, args.mode, args.precision, args.device,
-                         args.threads, args.batch_size, args.preset, args.data, args.task)
+                         args.threads, args.batch_size, args.preset, args.data, args.task,
+                         args.weights)
         if not plan.cells:
             raise UsageError("the selection has no cells (no mode of these frameworks runs "
                              "on these devices)")

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from adapters import TASKS
 from harness import machine
+from harness.measure import WEIGHT_SOURCES
 from harness.presets import PRESETS
 from harness.selection import SelectionError, cells, normalize_device, parse
 from harness.threads import allowed_cpus
@@ -52,7 +53,7 @@ class Plan:
 
 
 def make_plan(framework=None, model=None, mode=None, precision=None, device=None, threads=None,
-              batch_size=None, preset=None, data=None, task=None) -> Plan:
+              batch_size=None, preset=None, data=None, task=None, weights=None) -> Plan:
     """Validate every option (SelectionError: one line for the user) and list the jobs."""
     counts = thread_counts(threads)
     base = dict(framework=framework, model=model, mode=mode, precision=precision, device=device,
@@ -65,12 +66,15 @@ def make_plan(framework=None, model=None, mode=None, precision=None, device=None
             if d.startswith("cuda:") and int(d.split(":")[1]) >= gpus:
                 present = f"{gpus} NVIDIA GPU{'s' if gpus != 1 else ''}" if gpus else "no NVIDIA GPU"
                 raise SelectionError(f"device {d} is not present: this machine has {present}")
+    if (weights or "seed") not in WEIGHT_SOURCES:
+        raise SelectionError(f"unknown weights {weights!r}; valid: {', '.join(WEIGHT_SOURCES)}")
     tasks = _split(task) or list(sel.preset.tasks)
     for t in tasks:
         if t not in TASKS:
             raise SelectionError(f"unknown task {t!r}; valid: {', '.join(TASKS)}")
     options = {"model": ",".join(sel.networks), "mode": mode, "precision": ",".join(sel.precisions),
-               "preset": sel.preset.name, "batch-size": batch_size, "data": sel.data}
+               "preset": sel.preset.name, "batch-size": batch_size, "data": sel.data,
+               "weights": weights or "seed"}
     jobs = []
     for fw in sel.frameworks:
         for dev in sel.devices:
@@ -83,7 +87,7 @@ def make_plan(framework=None, model=None, mode=None, precision=None, device=None
                  "modes": list(sel.modes) if sel.modes else None,
                  "precisions": list(sel.precisions), "devices": list(sel.devices),
                  "threads": counts, "tasks": tasks, "preset": sel.preset.name,
-                 "batch_size": sel.batch_size, "data": sel.data}
+                 "batch_size": sel.batch_size, "data": sel.data, "weights": weights or "seed"}
     return Plan(selection, jobs, sel.preset.name)
 
 

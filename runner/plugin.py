@@ -37,7 +37,7 @@ CACHE = pytest.StashKey()         # config: machine and commit info for per-cell
 FAULT_ENV = "XFBENCH_FAULT"
 TAIL_LINES = 40
 # Options a child needs to expand the same cells as this session.
-CELL_OPTIONS = ("model", "mode", "precision", "preset", "batch-size", "data")
+CELL_OPTIONS = ("model", "mode", "precision", "preset", "batch-size", "data", "weights")
 
 
 def pytest_addoption(parser):

@@ -155,3 +155,14 @@ def test_plain_pytest_runs_each_framework_in_its_own_process(tmp_path):
     [failure] = data["xfbench"]["failures"]
     assert failure["status"] == "killed" and failure["cell"]["network"] == "fcn8"
     assert "each framework in its own process" in proc.stdout
+
+
+def test_the_weights_source_reaches_the_children():
+    from runner.plan import make_plan
+    from harness.selection import SelectionError
+    plan = make_plan(framework="null", model="fcn_r", threads="1", preset="smoke", weights="onnx")
+    assert all(job.options["weights"] == "onnx" for job in plan.jobs)
+    assert plan.selection["weights"] == "onnx"
+    import pytest
+    with pytest.raises(SelectionError, match="unknown weights 'disk'"):
+        make_plan(framework="null", threads="1", preset="smoke", weights="disk")
