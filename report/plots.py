@@ -1,0 +1,129 @@
+"""Plots (matplotlib, Agg): time against threads per network, accelerator bars per
+network, GEMM TFLOP/s against size per dtype. Each is written as a PNG file."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")  # files only, never a window
+import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib.ticker import ScalarFormatter  # noqa: E402
+
+from report.model import Block, Report, dtype_name, row_label  # noqa: E402
+
+SIZE = (7.0, 4.0)
+DPI = 110
+
+
+def _save(fig, path: Path) -> Path:
+    fig.tight_layout()
+    fig.savefig(path, dpi=DPI)
+    plt.close(fig)
+    return path
+
+
+def _legend(ax, n: int) -> None:
+    if n:
+        ax.legend(fontsize=8, loc="best", frameon=False)
+
+
+def threads_plot(report: Report, block: Block, path: Path) -> Path | None:
+    """Seconds per mini-batch against CPU threads, both log scale, a line per row
+    (and per machine when there are several)."""
+    lines = 0
+    fig, ax = plt.subplots(figsize=SIZE)
+    for row in block.rows:
+        for mi, machine in enumerate(report.machines):
+            points = sorted((c.key[1], cell.value) for c, cell in zip(block.columns, row.cells)
+                            if c.machine == mi and c.key[0] == "cpu" and cell.value is not None)
+            if len(points) < 1:
+                continue
+            label = row.label + (f" ({machine.short})" if len(report.machines) > 1 else "")
+            ax.plot([p[0] for p in points], [p[1] for p in points], marker="o", label=label)
+            lines += 1
+    if not lines:
+        plt.close(fig)
+        return None
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.xaxis.set_major_formatter(ScalarFormatter())
+    ax.set_xlabel("CPU threads")
+    ax.set_ylabel("seconds per mini-batch (median)")
+    ax.set_title(block.title, fontsize=10)
+    ax.grid(True, which="both", alpha=0.3)
+    _legend(ax, lines)
+    return _save(fig, path)
+
+
+def accelerator_plot(report: Report, block: Block, path: Path) -> Path | None:
+    """Seconds per mini-batch on each accelerator, a bar per row."""
+    columns = [(ci, c) for ci, c in enumerate(block.columns) if c.key[0] == "acc"]
+    if not columns:
+        return None
+    rows = [row for row in block.rows if any(row.cells[ci].value is not None for ci, _ in columns)]
+    if not rows:
+        return None
+    fig, ax = plt.subplots(figsize=SIZE)
+    width = 0.8 / len(rows)
+    for i, row in enumerate(rows):
+        xs = [j + i * width for j in range(len(columns))]
+        ys = [row.cells[ci].value or 0.0 for ci, _ in columns]
+        ax.bar(xs, ys, width=width, label=row.label)
+    ax.set_xticks([j + width * (len(rows) - 1) / 2 for j in range(len(columns))])
+    ax.set_xticklabels([c.label for _, c in columns], fontsize=8, rotation=10)
+    ax.set_ylabel("seconds per mini-batch (median)")
+    ax.set_title(block.title, fontsize=10)
+    ax.grid(True, axis="y", alpha=0.3)
+    _legend(ax, len(rows))
+    return _save(fig, path)
+
+
+def gemm_plot(report: Report, path: Path) -> Path | None:
+    """GEMM TFLOP/s against matrix size, one panel per dtype, a line per device and
+    implementation."""
+    series: dict[str, dict[str, list[tuple[float, float]]]] = {}
+    for machine, g in report.gemm:
+        size = next((g[k] for k in ("size", "n", "m") if isinstance(g.get(k), (int, float))), None)
+        tflops = g.get("tflops")
+        if size is None or not isinstance(tflops, (int, float)):
+            continue
+        device = g.get("device_name") or g.get("device", "?")
+        name = f"{g.get('implementation')} on {device}" \
+            + (f" {g['threads']}t" if g.get("device", "cpu") == "cpu" and "threads" in g else "") \
+            + (f" ({machine.short})" if len(report.machines) > 1 else "")
+        series.setdefault(dtype_name(g.get("dtype", "fp32")), {}).setdefault(name, []).append(
+            (float(size), float(tflops)))
+    if not series:
+        return None
+    fig, axes = plt.subplots(1, len(series), figsize=(SIZE[0] * min(len(series), 2), SIZE[1]),
+                             squeeze=False)
+    for ax, (dtype, lines) in zip(axes[0], sorted(series.items())):
+        for name, points in sorted(lines.items()):
+            points.sort()
+            ax.plot([p[0] for p in points], [p[1] for p in points], marker="o", label=name)
+        ax.set_xscale("log", base=2)
+        ax.xaxis.set_major_formatter(ScalarFormatter())
+        ax.set_xlabel("matrix size (n for n x n x n)")
+        ax.set_ylabel("TFLOP/s")
+        ax.set_title(f"GEMM {dtype}", fontsize=10)
+        ax.grid(True, which="both", alpha=0.3)
+        _legend(ax, len(lines))
+    return _save(fig, path)
+
+
+def render(report: Report, folder: Path) -> dict[str, list[tuple[str, Path]]]:
+    """Write every plot under folder; {"threads"|"accelerators"|"gemm": [(caption, path)]}."""
+    folder.mkdir(parents=True, exist_ok=True)
+    out: dict[str, list[tuple[str, Path]]] = {"threads": [], "accelerators": [], "gemm": []}
+    for block in report.blocks:
+        p = threads_plot(report, block, folder / f"threads-{block.slug}.png")
+        if p:
+            out["threads"].append((block.title, p))
+        p = accelerator_plot(report, block, folder / f"accelerators-{block.slug}.png")
+        if p:
+            out["accelerators"].append((block.title, p))
+    p = gemm_plot(report, folder / "gemm.png")
+    if p:
+        out["gemm"].append(("GEMM TFLOP/s against size", p))
+    return out
