@@ -91,6 +91,7 @@ def group_machines(runs: list[Run]) -> tuple[list[Machine], list[str]]:
                              base_label=run.machine["label"], short=run.machine["host"])
             machines.append(target)
         target.runs.append(run)
+        _name_failed_devices(run)
         target.gemm += run.gemm
         target.equivalence += run.equivalence
         for r in run.results:
@@ -116,6 +117,19 @@ def group_machines(runs: list[Run]) -> tuple[list[Machine], list[str]]:
         if hosts.count(m.short) > 1:   # same host name, different hardware
             m.short = m.base_label
     return machines, notes
+
+
+def _name_failed_devices(run: Run) -> None:
+    """A failure record carries the cell's device ("cuda:0") but not the device's name,
+    which only a cell that ran reports: take it from the run's timed cells on that
+    device, else from the machine's GPU list, so the failure lands in its column."""
+    names = {r.device: r.device_name for r in run.results if r.ok and r.accelerator}
+    for i, gpu in enumerate(run.machine.get("gpus") or []):
+        for prefix in ("cuda", "gpu"):
+            names.setdefault(f"{prefix}:{i}", gpu)
+    for r in run.results:
+        if not r.ok and r.accelerator and r.device_name == r.device:
+            r.device_name = names.get(r.device, r.device)
 
 
 def _failure_keys(m: Machine):
