@@ -155,6 +155,7 @@ class Column:
     machine: int           # index into Report.machines
     key: ColKey
     label: str             # header, with the machine's short name when there are several
+    short_label: str = ""  # header under a machine's group header (HTML)
 
 
 @dataclass
@@ -334,7 +335,7 @@ def _paper_block(key: BlockKey) -> PaperBlock | None:
         return None
     t = paper.table()
     values = t.rows.get(row, [])
-    tools = [(tool, [format_seconds(v[c]) if c in v else "-" for c in t.columns])
+    tools = [(tool, [f"{v[c]:.3f}" if c in v else "-" for c in t.columns])
              for tool, v in values]
     return PaperBlock(row, t.batch.get(row), t.labels, tools, values)
 
@@ -414,7 +415,7 @@ def build(runs: list[Run], *, with_paper: bool = False, reference: str | None = 
         for mi, m in enumerate(machines):
             keys = sorted({col_key(r) for i, r in inside if i == mi}, key=_col_order)
             columns += [Column(mi, k, col_label(k) if len(machines) == 1
-                               else f"{m.short} {col_label(k)}") for k in keys]
+                               else f"{m.short} {col_label(k)}", col_label(k)) for k in keys]
         rows = []
         for rk in sorted({row_key(r) for _, r in inside}):
             cells = []

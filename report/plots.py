@@ -2,6 +2,7 @@
 network, GEMM TFLOP/s against size per dtype. Each is written as a PNG file."""
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import matplotlib
@@ -12,7 +13,9 @@ from matplotlib.ticker import ScalarFormatter  # noqa: E402
 
 from report.model import Block, Report, dtype_name, row_label  # noqa: E402
 
-SIZE = (7.0, 4.0)
+SIZE = (8.5, 4.0)
+COLORS = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+STYLES = ("-", "--", ":", "-.")
 DPI = 110
 
 
@@ -24,8 +27,8 @@ def _save(fig, path: Path) -> Path:
 
 
 def _legend(ax, n: int) -> None:
-    if n:
-        ax.legend(fontsize=8, loc="best", frameon=False)
+    if n:  # beside the axes, so no line is hidden under it
+        ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
 
 
 def threads_plot(report: Report, block: Block, path: Path) -> Path | None:
@@ -33,21 +36,25 @@ def threads_plot(report: Report, block: Block, path: Path) -> Path | None:
     (and per machine when there are several)."""
     lines = 0
     fig, ax = plt.subplots(figsize=SIZE)
-    for row in block.rows:
+    for ri, row in enumerate(block.rows):
         for mi, machine in enumerate(report.machines):
             points = sorted((c.key[1], cell.value) for c, cell in zip(block.columns, row.cells)
                             if c.machine == mi and c.key[0] == "cpu" and cell.value is not None)
             if len(points) < 1:
                 continue
             label = row.label + (f" ({machine.short})" if len(report.machines) > 1 else "")
-            ax.plot([p[0] for p in points], [p[1] for p in points], marker="o", label=label)
+            # a colour per row, a line style per machine
+            ax.plot([p[0] for p in points], [p[1] for p in points], marker="o", label=label,
+                    color=COLORS[ri % len(COLORS)], linestyle=STYLES[mi % len(STYLES)])
             lines += 1
     if not lines:
         plt.close(fig)
         return None
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
-    ax.xaxis.set_major_formatter(ScalarFormatter())
+    threads = sorted({c.key[1] for c in block.columns if c.key[0] == "cpu"})
+    ax.set_xticks(threads, [str(t) for t in threads])   # the thread counts measured, as integers
+    ax.minorticks_off() if len(threads) < 2 else None
     ax.set_xlabel("CPU threads")
     ax.set_ylabel("seconds per mini-batch (median)")
     ax.set_title(block.title, fontsize=10)
@@ -79,8 +86,8 @@ def accelerator_plot(report: Report, block: Block, path: Path) -> Path | None:
     return _save(fig, path)
 
 
-def gemm_plot(report: Report, path: Path) -> Path | None:
-    """GEMM TFLOP/s against matrix size, one panel per dtype, a line per device and
+def gemm_plots(report: Report, folder: Path) -> list[tuple[str, Path]]:
+    """GEMM TFLOP/s against matrix size, one plot per dtype, a line per device and
     implementation."""
     series: dict[str, dict[str, list[tuple[float, float]]]] = {}
     for machine, g in report.gemm:
@@ -94,27 +101,31 @@ def gemm_plot(report: Report, path: Path) -> Path | None:
             + (f" ({machine.short})" if len(report.machines) > 1 else "")
         series.setdefault(dtype_name(g.get("dtype", "fp32")), {}).setdefault(name, []).append(
             (float(size), float(tflops)))
-    if not series:
-        return None
-    fig, axes = plt.subplots(1, len(series), figsize=(SIZE[0] * min(len(series), 2), SIZE[1]),
-                             squeeze=False)
-    for ax, (dtype, lines) in zip(axes[0], sorted(series.items())):
+    out = []
+    for dtype, lines in sorted(series.items()):
+        fig, ax = plt.subplots(figsize=SIZE)
         for name, points in sorted(lines.items()):
             points.sort()
             ax.plot([p[0] for p in points], [p[1] for p in points], marker="o", label=name)
+        sizes = sorted({p[0] for points in lines.values() for p in points})
         ax.set_xscale("log", base=2)
-        ax.xaxis.set_major_formatter(ScalarFormatter())
+        ax.set_xticks(sizes, [f"{x:g}" for x in sizes])
+        ax.minorticks_off()
         ax.set_xlabel("matrix size (n for n x n x n)")
         ax.set_ylabel("TFLOP/s")
         ax.set_title(f"GEMM {dtype}", fontsize=10)
         ax.grid(True, which="both", alpha=0.3)
         _legend(ax, len(lines))
-    return _save(fig, path)
+        slug = re.sub(r"[^A-Za-z0-9_.-]+", "_", dtype)
+        out.append((f"GEMM TFLOP/s against size, {dtype}", _save(fig, folder / f"gemm-{slug}.png")))
+    return out
 
 
 def render(report: Report, folder: Path) -> dict[str, list[tuple[str, Path]]]:
     """Write every plot under folder; {"threads"|"accelerators"|"gemm": [(caption, path)]}."""
     folder.mkdir(parents=True, exist_ok=True)
+    for stale in folder.glob("*.png"):  # plots/ is the report's own: drop the last render's
+        stale.unlink()
     out: dict[str, list[tuple[str, Path]]] = {"threads": [], "accelerators": [], "gemm": []}
     for block in report.blocks:
         p = threads_plot(report, block, folder / f"threads-{block.slug}.png")
@@ -123,7 +134,5 @@ def render(report: Report, folder: Path) -> dict[str, list[tuple[str, Path]]]:
         p = accelerator_plot(report, block, folder / f"accelerators-{block.slug}.png")
         if p:
             out["accelerators"].append((block.title, p))
-    p = gemm_plot(report, folder / "gemm.png")
-    if p:
-        out["gemm"].append(("GEMM TFLOP/s against size", p))
+    out["gemm"] = gemm_plots(report, folder)
     return out

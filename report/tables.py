@@ -26,6 +26,9 @@ class Table:
     caption: str = ""
     anchor: str = ""
     sub: list["Table"] = field(default_factory=list)
+    text_cols: int = 1              # leading columns of text (left-aligned in HTML)
+    groups: list[tuple[str, int]] = field(default_factory=list)  # HTML: (header, span) above
+    short_headers: list[str] = field(default_factory=list)        # HTML: headers under groups
 
 
 def _t(value) -> Text:
@@ -53,7 +56,7 @@ def machines_table(report: Report) -> Table:
                      _t(", ".join(f"{r.name} ({r.files} file{'s' if r.files != 1 else ''})" for r in m.runs)),
                      _t("reference" if m is report.reference else "")])
     return Table("Machines", ["machine", "cores (phys / logical)", "memory GiB", "GPUs", "runs", "role"],
-                 rows, anchor="machines")
+                 rows, anchor="machines", text_cols=6)
 
 
 def summary_table(report: Report) -> Table | None:
@@ -69,10 +72,10 @@ def summary_table(report: Report) -> Table | None:
                  caption="Geometric mean over the cells both machines ran of (reference seconds / "
                          "this machine's seconds): above 1 is faster than the reference. CPU cells "
                          "are matched by thread count, accelerator cells by device index.",
-                 anchor="summary")
+                 anchor="summary", text_cols=1)
 
 
-def table7(block: Block) -> Table:
+def table7(block: Block, group_names: list[str] | None = None) -> Table:
     verified = any(row.verified for row in block.rows)
     headers = ["framework / mode"] + (["verified identical"] if verified else []) \
         + [c.label for c in block.columns]
@@ -80,7 +83,13 @@ def table7(block: Block) -> Table:
     for row in block.rows:
         cells = [Text(c.text, best=c.best, note=c.footnote) for c in row.cells]
         rows.append([_t(row.label)] + ([_t(row.verified)] if verified else []) + cells)
-    table = Table(block.title, headers, rows, anchor=f"t7-{block.slug}")
+    lead = 1 + verified
+    table = Table(block.title, headers, rows, anchor=f"t7-{block.slug}", text_cols=lead)
+    machines = [c.machine for c in block.columns]
+    if group_names and len(group_names) > 1:   # several machines: a header over each group
+        table.groups = [("", lead)] + [(group_names[mi], machines.count(mi))
+                                       for mi in dict.fromkeys(machines)]
+        table.short_headers = headers[:lead] + [c.short_label for c in block.columns]
     if block.paper:
         p = block.paper
         ours = block.key[2]
@@ -114,12 +123,13 @@ def details_table(report: Report, block: Block) -> Table | None:
             Text(_num(d.result.median, ".4g"), best=d.best_in_column),
             _t(_num(d.samples_per_s, ".4g")), _t(_num(d.tflops, ".3g"))]
             + ([_t(_num(d.gemm_peak_tflops, ".3g")), _t(_num(d.peak_share and d.peak_share * 100,
-                                                             ".0f"))] if share else [])
+                                                             ".2g"))] if share else [])
             + [_t(_num(d.speedup, ".2f")), _t(_num(d.efficiency and d.efficiency * 100, ".0f")
                                                + ("%" if d.efficiency else "")),
                _t(_num(info.get("threads_used"), ".2f")), _t(_num(info.get("compile_s"), ".3g")),
                _t(_mb(info.get("peak_host_rss_bytes"))), _t(_mb(info.get("peak_device_bytes")))])
-    return Table(block.title, headers, rows, anchor=f"detail-{block.slug}")
+    return Table(block.title, headers, rows, anchor=f"detail-{block.slug}",
+                 text_cols=3 if several else 2)
 
 
 def procurement_table(report: Report) -> Table | None:
@@ -141,7 +151,8 @@ def procurement_table(report: Report) -> Table | None:
                                  "kWh per million samples"], rows,
                  caption="Each network's fastest cell on each machine that has a price or power "
                          "in the prices file. $ per million samples uses the hourly price; "
-                         "kWh per million samples uses the power.", anchor="procurement")
+                         "kWh per million samples uses the power.", anchor="procurement",
+                 text_cols=3)
 
 
 def gemm_table(report: Report) -> Table | None:
@@ -163,7 +174,8 @@ def gemm_table(report: Report) -> Table | None:
     return Table("Measured GEMM peak", (["machine"] if several else [])
                  + ["device", "dtype", "implementation", "size", "best TFLOP/s"], rows,
                  caption="The best GEMM TFLOP/s per device and dtype: the peak that achieved "
-                         "TFLOP/s are compared with.", anchor="gemm")
+                         "TFLOP/s are compared with.", anchor="gemm",
+                 text_cols=(4 if several else 3))
 
 
 def footnote_lines(report: Report) -> list[tuple[int, str]]:

@@ -365,7 +365,7 @@ def test_gemm_peak_share_and_equivalence_mark(tmp_path):
     md = (folder / "report.md").read_text()
     assert "% of peak" in md and "## Measured GEMM peak" in md
     assert "yes (max rel err 2.0e-07)" in md.split("### FCN-5")[1].split("###")[0]
-    assert (folder / "plots" / "gemm.png").is_file()
+    assert (folder / "plots" / "gemm-fp32.png").is_file()
 
 
 def test_seconds_per_batch_disagreeing_with_stats_is_reported(tmp_path):
