@@ -128,9 +128,10 @@ def machine_of(doc: dict) -> dict[str, Any]:
 
 def _int(value, default=0) -> int:
     try:
-        return int(value)
-    except (TypeError, ValueError):
+        number = int(value)
+    except (TypeError, ValueError, OverflowError):
         return default
+    return number if abs(number) < 2**31 else default   # no real count is that large
 
 
 def _cell_result(cell: dict, status: str, source: str) -> Result:
@@ -156,13 +157,36 @@ def failure_result(record: dict, source: str) -> Result:
     return result
 
 
+def _number(value) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        return None
+    return float(value)
+
+
+def gemm_record(extra: dict, source: str) -> dict | None:
+    """A GEMM suite entry, normalised: implementation, dtype, tflops, device, device_name,
+    size (n of an n x n x n product; "size", else "n", else "m"), threads (CPU only)."""
+    tflops = _number(extra.get("tflops"))
+    if tflops is None or tflops <= 0:
+        return None
+    device = str(extra.get("device") or "cpu")
+    size = next((_number(extra.get(k)) for k in ("size", "n", "m")
+                 if 0 < (_number(extra.get(k)) or 0) < 2**31), None)
+    threads = extra.get("threads")
+    return {"implementation": str(extra.get("implementation")), "dtype": str(extra.get("dtype", "fp32")),
+            "tflops": tflops, "device": device, "device_name": str(extra.get("device_name") or device),
+            "size": size, "threads": _int(threads, None) if device == "cpu" and threads is not None
+            else None, "source": source}
+
+
 def _median(entry: dict) -> float:
     stats = entry.get("stats")
     if not isinstance(stats, dict):
         raise ValueError("no stats")
     median = stats.get("median")
-    if not isinstance(median, (int, float)) or isinstance(median, bool) or not math.isfinite(median):
-        raise ValueError(f"stats.median is {median!r}")
+    if not isinstance(median, (int, float)) or isinstance(median, bool) or not math.isfinite(median) \
+            or median <= 0:
+        raise ValueError(f"stats.median is {median!r}, not a positive number of seconds")
     return float(median)
 
 
@@ -186,8 +210,12 @@ def add_document(run: Run, doc: dict, source: str) -> None:
             used += 1      # already taken by equivalence_records
             continue
         if "implementation" in extra and "tflops" in extra:
-            run.gemm.append({**extra, "source": source})
-            used += 1
+            gemm = gemm_record(extra, source)
+            if gemm is None:
+                run.problems.append(f"{source}: {name}: GEMM entry without a positive tflops")
+            else:
+                run.gemm.append(gemm)
+                used += 1
             continue
         if "network" not in extra or "framework" not in extra:
             run.problems.append(f"{source}: {name}: not an xfbench cell (no network/framework)")

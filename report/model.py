@@ -196,7 +196,7 @@ class Block:
     def slug(self) -> str:
         task, network, batch, scale = self.key
         slug = f"{task}-{network}-b{batch}" + ("" if scale == "full" else f"-{scale}")
-        return re.sub(r"[^A-Za-z0-9_.-]+", "_", slug)  # names come from JSON: keep paths plain
+        return re.sub(r"[^A-Za-z0-9_.-]+", "_", slug)[:100]  # names come from JSON: keep paths plain
 
 
 @dataclass
@@ -274,16 +274,11 @@ def network_title(network: str) -> str:
 def _gemm_peaks(m: Machine) -> dict[tuple[str, str, int | None], float]:
     """Best measured GEMM TFLOP/s per (device, dtype, CPU threads or None)."""
     peaks: dict[tuple[str, str, int | None], float] = {}
-    for g in m.gemm:
-        tflops = g.get("tflops")
-        if not isinstance(tflops, (int, float)) or not math.isfinite(tflops) or tflops <= 0:
-            continue
-        device = str(g.get("device", "cpu"))
-        dev = "cpu" if device == "cpu" else str(g.get("device_name") or device)
-        dtype = dtype_name(g.get("dtype", "fp32"))
-        threads = g.get("threads") if dev == "cpu" and isinstance(g.get("threads"), int) else None
-        for key in {(dev, dtype, threads), (dev, dtype, None)}:
-            peaks[key] = max(peaks.get(key, 0.0), float(tflops))
+    for g in m.gemm:   # normalised by load.gemm_record
+        dev = "cpu" if g["device"] == "cpu" else g["device_name"]
+        dtype = dtype_name(g["dtype"])
+        for key in {(dev, dtype, g["threads"]), (dev, dtype, None)}:
+            peaks[key] = max(peaks.get(key, 0.0), g["tflops"])
     return peaks
 
 

@@ -39,7 +39,8 @@ def threads_plot(report: Report, block: Block, path: Path) -> Path | None:
     for ri, row in enumerate(block.rows):
         for mi, machine in enumerate(report.machines):
             points = sorted((c.key[1], cell.value) for c, cell in zip(block.columns, row.cells)
-                            if c.machine == mi and c.key[0] == "cpu" and cell.value is not None)
+                            if c.machine == mi and c.key[0] == "cpu" and cell.value is not None
+                            and c.key[1] > 0)
             if len(points) < 1:
                 continue
             label = row.label + (f" ({machine.short})" if len(report.machines) > 1 else "")
@@ -52,7 +53,7 @@ def threads_plot(report: Report, block: Block, path: Path) -> Path | None:
         return None
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
-    threads = sorted({c.key[1] for c in block.columns if c.key[0] == "cpu"})
+    threads = sorted({c.key[1] for c in block.columns if c.key[0] == "cpu" and c.key[1] > 0})
     ax.set_xticks(threads, [str(t) for t in threads])   # the thread counts measured, as integers
     ax.minorticks_off() if len(threads) < 2 else None
     ax.set_xlabel("CPU threads")
@@ -90,17 +91,14 @@ def gemm_plots(report: Report, folder: Path) -> list[tuple[str, Path]]:
     """GEMM TFLOP/s against matrix size, one plot per dtype, a line per device and
     implementation."""
     series: dict[str, dict[str, list[tuple[float, float]]]] = {}
-    for machine, g in report.gemm:
-        size = next((g[k] for k in ("size", "n", "m") if isinstance(g.get(k), (int, float))), None)
-        tflops = g.get("tflops")
-        if size is None or not isinstance(tflops, (int, float)):
+    for machine, g in report.gemm:   # normalised by load.gemm_record
+        if g["size"] is None:
             continue
-        device = g.get("device_name") or g.get("device", "?")
-        name = f"{g.get('implementation')} on {device}" \
-            + (f" {g['threads']}t" if g.get("device", "cpu") == "cpu" and "threads" in g else "") \
+        name = f"{g['implementation']} on {g['device_name']}" \
+            + (f" {g['threads']}t" if g["threads"] is not None else "") \
             + (f" ({machine.short})" if len(report.machines) > 1 else "")
-        series.setdefault(dtype_name(g.get("dtype", "fp32")), {}).setdefault(name, []).append(
-            (float(size), float(tflops)))
+        series.setdefault(dtype_name(g["dtype"]), {}).setdefault(name, []).append(
+            (g["size"], g["tflops"]))
     out = []
     for dtype, lines in sorted(series.items()):
         fig, ax = plt.subplots(figsize=SIZE)
@@ -121,18 +119,32 @@ def gemm_plots(report: Report, folder: Path) -> list[tuple[str, Path]]:
     return out
 
 
+def _safely(draw, *args, problems: list[str], what: str):
+    """A plot that cannot be drawn (absurd values in a file) must not cost the tables."""
+    try:
+        return draw(*args)
+    except Exception as e:  # noqa: BLE001 - any matplotlib failure, reported below
+        plt.close("all")
+        problems.append(f"plot {what} not drawn: {type(e).__name__}: {e}")
+        return None
+
+
 def render(report: Report, folder: Path) -> dict[str, list[tuple[str, Path]]]:
-    """Write every plot under folder; {"threads"|"accelerators"|"gemm": [(caption, path)]}."""
+    """Write every plot under folder; {"threads"|"accelerators"|"gemm": [(caption, path)]}.
+    Plots that fail are listed in report.problems."""
     folder.mkdir(parents=True, exist_ok=True)
     for stale in folder.glob("*.png"):  # plots/ is the report's own: drop the last render's
         stale.unlink()
     out: dict[str, list[tuple[str, Path]]] = {"threads": [], "accelerators": [], "gemm": []}
+    problems = report.problems
     for block in report.blocks:
-        p = threads_plot(report, block, folder / f"threads-{block.slug}.png")
+        p = _safely(threads_plot, report, block, folder / f"threads-{block.slug}.png",
+                    problems=problems, what=f"threads-{block.slug}")
         if p:
             out["threads"].append((block.title, p))
-        p = accelerator_plot(report, block, folder / f"accelerators-{block.slug}.png")
+        p = _safely(accelerator_plot, report, block, folder / f"accelerators-{block.slug}.png",
+                    problems=problems, what=f"accelerators-{block.slug}")
         if p:
             out["accelerators"].append((block.title, p))
-    out["gemm"] = gemm_plots(report, folder)
+    out["gemm"] = _safely(gemm_plots, report, folder, problems=problems, what="gemm") or []
     return out

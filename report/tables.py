@@ -36,13 +36,17 @@ def _t(value) -> Text:
 
 
 def _num(value, fmt: str, none: str = "") -> str:
-    if value is None or (isinstance(value, float) and not math.isfinite(value)):
+    if value is None or isinstance(value, bool) or \
+            (isinstance(value, float) and not math.isfinite(value)):
         return none
+    if not isinstance(value, (int, float)):
+        return str(value)   # a file with a string where a number belongs: show it as written
     return format(value, fmt)
 
 
 def _mb(value) -> str:
-    return f"{value / 2**20:.0f}" if isinstance(value, (int, float)) else ""
+    return f"{value / 2**20:.0f}" if isinstance(value, (int, float)) and not isinstance(value, bool) \
+        else _num(value, "")
 
 
 def machines_table(report: Report) -> Table:
@@ -157,20 +161,17 @@ def procurement_table(report: Report) -> Table | None:
 
 def gemm_table(report: Report) -> Table | None:
     best: dict[tuple, dict] = {}
-    for m, g in report.gemm:
-        key = (m.short, g.get("device_name") or g.get("device", "?"), str(g.get("dtype")),
-               g.get("threads") if g.get("device", "cpu") == "cpu" else None)
-        if not isinstance(g.get("tflops"), (int, float)):
-            continue
+    for m, g in report.gemm:   # normalised by load.gemm_record
+        key = (m.short, g["device_name"], g["dtype"], g["threads"])
         if key not in best or g["tflops"] > best[key]["tflops"]:
             best[key] = g
     if not best:
         return None
     several = len(report.machines) > 1
     rows = [([_t(k[0])] if several else []) + [
-        _t(k[1] + (f" {k[3]}t" if k[3] is not None else "")), _t(k[2]),
-        _t(str(g.get("implementation"))), _t(str(g.get("size", g.get("n", "")))),
-        _t(_num(g["tflops"], ".4g"))] for k, g in sorted(best.items(), key=lambda kv: str(kv[0]))]
+        _t(k[1] + (f" {k[3]}t" if k[3] is not None else "")), _t(k[2]), _t(g["implementation"]),
+        _t(_num(g["size"], "g")), _t(_num(g["tflops"], ".4g"))]
+        for k, g in sorted(best.items(), key=lambda kv: str(kv[0]))]
     return Table("Measured GEMM peak", (["machine"] if several else [])
                  + ["device", "dtype", "implementation", "size", "best TFLOP/s"], rows,
                  caption="The best GEMM TFLOP/s per device and dtype: the peak that achieved "
