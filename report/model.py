@@ -37,7 +37,8 @@ class Machine:
     label: str                 # machine label, made unique with the run name when needed
     host: str
     base_label: str            # machine label as written (host: CPU + GPUs)
-    short: str                 # for column headers
+    short: str                 # host name (with the run names when one host ran twice)
+    tag: str = ""              # "A", "B", ...: column-header prefix when there are several
     runs: list[Run] = field(default_factory=list)
     results: dict[tuple[BlockKey, RowKey, ColKey], Result] = field(default_factory=dict)
     failures: list[Result] = field(default_factory=list)
@@ -112,6 +113,8 @@ def group_machines(runs: list[Run]) -> tuple[list[Machine], list[str]]:
         if len(twins) > 1:
             m.label = f"{m.base_label} [{', '.join(m.names)}]"
             m.short = f"{m.host} [{', '.join(m.names)}]"
+    for i, m in enumerate(machines):
+        m.tag = chr(ord("A") + i) if i < 26 else f"M{i + 1}"
     hosts = [m.short for m in machines]
     for m in machines:
         if hosts.count(m.short) > 1:   # same host name, different hardware
@@ -154,7 +157,7 @@ def find_machine(machines: list[Machine], name: str) -> Machine | None:
 class Column:
     machine: int           # index into Report.machines
     key: ColKey
-    label: str             # header, with the machine's short name when there are several
+    label: str             # header, with the machine's tag when there are several
     short_label: str = ""  # header under a machine's group header (HTML)
 
 
@@ -410,7 +413,7 @@ def build(runs: list[Run], *, with_paper: bool = False, reference: str | None = 
         for mi, m in enumerate(machines):
             keys = sorted({col_key(r) for i, r in inside if i == mi}, key=_col_order)
             columns += [Column(mi, k, col_label(k) if len(machines) == 1
-                               else f"{m.short} {col_label(k)}", col_label(k)) for k in keys]
+                               else f"{m.tag}: {col_label(k)}", col_label(k)) for k in keys]
         rows = []
         for rk in sorted({row_key(r) for _, r in inside}):
             cells = []

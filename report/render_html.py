@@ -22,7 +22,8 @@ def render(report: Report, plots: dict, generated: str) -> str:
     sections = {
         "machines": tables.machines_table(report),
         "summary": tables.summary_table(report),
-        "table7": [tables.table7(b, [m.label for m in report.machines]) for b in report.blocks],
+        "table7": [tables.table7(b, [m.label for m in report.machines],
+                                [m.tag for m in report.machines]) for b in report.blocks],
         "footnotes": tables.footnote_lines(report),
         "details": [t for t in (tables.details_table(report, b) for b in report.blocks) if t],
         "procurement": tables.procurement_table(report),

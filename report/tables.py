@@ -50,17 +50,20 @@ def _mb(value) -> str:
 
 
 def machines_table(report: Report) -> Table:
+    several = len(report.machines) > 1
     rows = []
     for m in report.machines:
         first = m.runs[0].machine
         mem = first.get("memory_bytes")
         cores = f"{first.get('cores_physical') or '?'} / {first.get('cores_logical') or '?'}"
-        rows.append([_t(m.label), _t(cores), _t(f"{mem / 2**30:.0f}" if mem else "?"),
+        rows.append(([_t(m.tag)] if several else []) + [_t(m.label), _t(cores), _t(f"{mem / 2**30:.0f}" if mem else "?"),
                      _t(", ".join(first["gpus"]) or "none"),
                      _t(", ".join(f"{r.name} ({r.files} file{'s' if r.files != 1 else ''})" for r in m.runs)),
                      _t("reference" if m is report.reference else "")])
-    return Table("Machines", ["machine", "cores (phys / logical)", "memory GiB", "GPUs", "runs", "role"],
-                 rows, anchor="machines", text_cols=6)
+    return Table("Machines", (["tag"] if several else [])
+                 + ["machine", "cores (phys / logical)", "memory GiB", "GPUs", "runs", "role"],
+                 rows, anchor="machines", text_cols=7 if several else 6,
+                 caption="Table 7's column headers start with the machine's tag." if several else "")
 
 
 def summary_table(report: Report) -> Table | None:
@@ -79,7 +82,8 @@ def summary_table(report: Report) -> Table | None:
                  anchor="summary", text_cols=1)
 
 
-def table7(block: Block, group_names: list[str] | None = None) -> Table:
+def table7(block: Block, group_names: list[str] | None = None,
+           tags: list[str] | None = None) -> Table:
     verified = any(row.verified for row in block.rows)
     headers = ["framework / mode"] + (["verified identical"] if verified else []) \
         + [c.label for c in block.columns]
@@ -91,7 +95,7 @@ def table7(block: Block, group_names: list[str] | None = None) -> Table:
     table = Table(block.title, headers, rows, anchor=f"t7-{block.slug}", text_cols=lead)
     machines = [c.machine for c in block.columns]
     if group_names and len(group_names) > 1:   # several machines: a header over each group
-        table.groups = [("", lead)] + [(group_names[mi], machines.count(mi))
+        table.groups = [("", lead)] + [(f"{tags[mi]}: {group_names[mi]}", machines.count(mi))
                                        for mi in dict.fromkeys(machines)]
         table.short_headers = headers[:lead] + [c.short_label for c in block.columns]
     if block.paper:

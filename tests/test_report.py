@@ -243,7 +243,8 @@ def test_two_machines_side_by_side_with_geometric_mean(tmp_path, capsys):
     expected = math.exp((8 * math.log(2) + math.log(8)) / 9)
     assert f"{expected:.3g}x (9 cells)" in md
     block = md.split("### ResNet-56")[1].split("###")[0]
-    assert "2026-01-01-alpha 1t" in block and "2026-01-02-beta 1t" in block
+    assert "| A: 1t" in block and "| B: 1t" in block and f"B: {H100}" in block
+    assert "| A     | 2026-01-01-alpha: Test CPU 9000" in md        # the tags' legend
     rows = read_csv(out / "report.csv")
     assert {r["host"] for r in rows} == {"2026-01-01-alpha", "2026-01-02-beta"}
     # the other machine as reference inverts the ratio
