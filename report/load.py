@@ -277,7 +277,9 @@ def load(path: str | Path) -> Run:
         doc = read_json(path)
         if not (_is_benchmark_doc(doc) or _is_failure_doc(doc)):
             raise LoadError(f"{path}: not a pytest-benchmark JSON file (no 'benchmarks' list)")
-        run = Run(name=path.stem, path=str(path), machine=machine_of(doc), files=1)
+        # a runner's merged.json is named after its folder
+        name = path.parent.resolve().name if path.name == "merged.json" else path.stem
+        run = Run(name=name, path=str(path), machine=machine_of(doc), files=1)
         add_document(run, doc, str(path))
         if not run.results and not run.gemm and not run.equivalence:
             raise LoadError(f"{path}: no xfbench results in it"

@@ -113,8 +113,11 @@ def group_machines(runs: list[Run]) -> tuple[list[Machine], list[str]]:
         if len(twins) > 1:
             m.label = f"{m.base_label} [{', '.join(m.names)}]"
             m.short = f"{m.host} [{', '.join(m.names)}]"
+    labels = [m.label for m in machines]
     for i, m in enumerate(machines):
         m.tag = chr(ord("A") + i) if i < 26 else f"M{i + 1}"
+        if labels.count(m.label) > 1:   # runs of the same name, too
+            m.label, m.short = f"{m.label} ({m.tag})", f"{m.short} ({m.tag})"
     hosts = [m.short for m in machines]
     for m in machines:
         if hosts.count(m.short) > 1:   # same host name, different hardware
