@@ -25,7 +25,8 @@ class PaperTable:
     machines: str                               # the header line describing the machines
 
 
-def _label(column: str) -> str:
+def column_label(column: str) -> str:
+    """desktop_t4 -> 'desktop 4t', gtx1080 -> 'GTX 1080'."""
     m = re.fullmatch(r"(desktop|server)_t(\d+)", column)
     if m:
         return f"{m[1]} {m[2]}t"
@@ -46,7 +47,7 @@ def table() -> PaperTable:
     sizes = next((c for c in comments if c.startswith("Mini-batch sizes:")), "")
     batch = {name: int(n) for name, n in re.findall(r"([\w-]+) (\d+)", sizes.split(":", 1)[-1])}
     machines = next((c for c in comments if c.startswith("desktop =")), "")
-    return PaperTable(columns, tuple(_label(c) for c in columns), rows, batch, machines)
+    return PaperTable(columns, tuple(column_label(c) for c in columns), rows, batch, machines)
 
 
 def paper_row(network: str) -> str | None:

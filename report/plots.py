@@ -9,9 +9,8 @@ import matplotlib
 
 matplotlib.use("Agg")  # files only, never a window
 import matplotlib.pyplot as plt  # noqa: E402
-from matplotlib.ticker import ScalarFormatter  # noqa: E402
 
-from report.model import Block, Report, dtype_name, row_label  # noqa: E402
+from report.model import Block, Report, dtype_name  # noqa: E402
 
 SIZE = (8.5, 4.0)
 COLORS = plt.rcParams["axes.prop_cycle"].by_key()["color"]

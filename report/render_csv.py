@@ -6,7 +6,7 @@ import csv
 from pathlib import Path
 
 from report import paper
-from report.model import Report, block_key, col_key, row_key
+from report.model import Report
 
 COLUMNS = ("source", "machine", "host", "run", "task", "network", "batch_size", "scale",
            "framework", "mode", "precision", "data", "device", "device_name", "threads", "status",
@@ -64,7 +64,7 @@ def rows(report: Report) -> list[dict]:
                                 "task": "train", "network": block.paper.row,
                                 "batch_size": block.paper.batch, "framework": tool,
                                 "device": "cpu" if threads else "gpu",
-                                "device_name": "cpu" if threads else paper._label(column),
+                                "device_name": "cpu" if threads else paper.column_label(column),
                                 "threads": int(threads) if threads else None, "status": "ok",
                                 "seconds_per_batch": values[column]})
     return out
