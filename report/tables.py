@@ -116,7 +116,7 @@ def details_table(report: Report, block: Block) -> Table | None:
         return None
     several = len(report.machines) > 1
     share = any(d.gemm_peak_tflops for d in mine)
-    headers = (["machine"] if several else []) + ["framework / mode", "device", "s/batch",
+    headers = (["machine"] if several else []) + ["framework / mode", "device / threads", "s/batch",
                                                   "samples/s", "TFLOP/s"] \
         + (["GEMM peak TFLOP/s", "% of peak"] if share else []) \
         + ["speedup vs 1t", "parallel eff.", "threads used", "compile s", "peak host MB",
