@@ -173,7 +173,8 @@ def gemm_record(extra: dict, source: str) -> dict | None:
     size = next((_number(extra.get(k)) for k in ("size", "n", "m")
                  if 0 < (_number(extra.get(k)) or 0) < 2**31), None)
     threads = extra.get("threads")
-    return {"implementation": str(extra.get("implementation")), "dtype": str(extra.get("dtype", "fp32")),
+    name = extra.get("implementation") or extra.get("impl")  # the GEMM suite writes "impl"
+    return {"implementation": str(name), "dtype": str(extra.get("dtype", "fp32")),
             "tflops": tflops, "device": device, "device_name": str(extra.get("device_name") or device),
             "size": size, "threads": _int(threads, None) if device == "cpu" and threads is not None
             else None, "source": source}
@@ -209,7 +210,7 @@ def add_document(run: Run, doc: dict, source: str) -> None:
         if "equivalence" in extra:
             used += 1      # already taken by equivalence_records
             continue
-        if "implementation" in extra and "tflops" in extra:
+        if ("implementation" in extra or extra.get("suite") == "gemm") and "tflops" in extra:
             gemm = gemm_record(extra, source)
             if gemm is None:
                 run.problems.append(f"{source}: {name}: GEMM entry without a positive tflops")

@@ -377,3 +377,26 @@ def test_seconds_per_batch_disagreeing_with_stats_is_reported(tmp_path):
     render([path], tmp_path, ["csv", "md"])
     assert float(read_csv(tmp_path / "report.csv")[0]["seconds_per_batch"]) == 0.2
     assert "differs from stats.median" in (tmp_path / "report.md").read_text()
+
+
+def test_the_gemm_and_equivalence_suites_own_records_are_read(tmp_path):
+    """The exact extra_info the GEMM suite and the equivalence suite write."""
+    from gemm.measure import GemmCell
+    from gemm.shapes import square
+    bench = standard()
+    cell = GemmCell("cupy", square(8192), "fp32", "cuda:0", 8)
+    gemm = [{"group": "gemm", "name": "gemm", "stats": {"median": 1.0},
+             "extra_info": {**cell.as_dict(), "device_name": H100, "tflops": 50.0,
+                            "peak_share": None, "share_of_best": 1.0}}]
+    equiv = [{"group": "eq", "name": "eq", "stats": {"median": 1.0},
+              "extra_info": {"kind": "equivalence", "equivalence": {
+                  "network": "fcn5", "framework": "torch", "mode": "eager", "check": "train",
+                  "verified": False, "max_rel_err": 3e-3, "reference": "onnxruntime"}}}]
+    folder = runner_folder(tmp_path, "run", bench + gemm + equiv, gpus=[H100])
+    render([folder], folder, ["csv"])
+    rows = read_csv(folder / "report.csv")
+    gpu = next(r for r in rows if r["network"] == "resnet56" and r["device"] == "cuda:0")
+    assert float(gpu["gemm_peak_tflops"]) == 50.0
+    train = next(r for r in rows if r["network"] == "fcn5" and r["framework"] == "torch"
+                 and r["task"] == "train" and r["device"] == "cpu")
+    assert train["verified"] == "False"
