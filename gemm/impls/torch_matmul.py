@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from adapters.torch import ADAPTER as TORCH
 from gemm.impls.base import GemmImpl, Timer, WallTimer, gpu_index
 
 LAUNCH_S = 50e-6   # generous CPU time to queue one call; the sleep kernel covers the batch
@@ -71,17 +72,10 @@ class TorchMatmul(GemmImpl):
         return out
 
     def devices(self):
-        import torch
-        return ["cpu"] + [f"cuda:{i}" for i in range(torch.cuda.device_count())]
+        return TORCH.devices()
 
     def configure_threads(self, threads):
-        import torch
-        torch.set_num_threads(threads)
-        try:
-            torch.set_num_interop_threads(1)
-        except RuntimeError:
-            pass  # already started in this process; the count below says what holds
-        return {"intra_op": torch.get_num_threads(), "inter_op": torch.get_num_interop_threads()}
+        return TORCH.configure_threads(threads)  # the same knobs as the network cells
 
     def dtype_reason(self, dtype, device):
         import torch
