@@ -107,6 +107,7 @@ class Adapter:
     package: str = ""        # the importable module that must be installed
     modes: tuple[str, ...] = ()
     precisions: tuple[str, ...] = PRECISIONS
+    tasks: tuple[str, ...] = TASKS   # "train" and/or "infer"
     install_hint: str = ""
 
     def import_error(self) -> str | None:

@@ -27,6 +27,7 @@ class SelectionError(ValueError):
 @dataclass(frozen=True)
 class Selection:
     frameworks: tuple[str, ...]
+    frameworks_explicit: bool          # named by --framework (else: every installed one)
     networks: tuple[str, ...]
     modes: tuple[str, ...] | None      # None: every mode of each framework that runs on the device
     precisions: tuple[str, ...]
@@ -115,18 +116,20 @@ def parse(framework=None, model=None, mode=None, precision=None, device=None, th
     _check("preset", [preset_name], list(PRESETS))
     data_mode = data or "resident"
     _check("data mode", [data_mode], DATA_MODES)
-    return Selection(tuple(frameworks), tuple(networks), tuple(modes) if modes else None,
+    return Selection(tuple(frameworks), bool(_split(framework)), tuple(networks), tuple(modes) if modes else None,
                      tuple(precisions), tuple(dict.fromkeys(devices)), explicit, n_threads,
                      _positive("--batch-size", batch_size), PRESETS[preset_name], data_mode)
 
 
 def cells(sel: Selection, task: str) -> list[Cell]:
-    """Every cell of the selection for one task. Modes that cannot run on a device
-    are left out when modes were not named, and kept (to be skipped with their
-    reason) when they were."""
+    """Every cell of the selection for one task. Modes that cannot run on a device, and
+    tasks a framework does not do, are left out when modes or frameworks were not named,
+    and kept (to be skipped with their reason) when they were."""
     out = []
     for fw in sel.frameworks:
         adapter = get_adapter(fw)
+        if task not in adapter.tasks and not sel.frameworks_explicit:
+            continue  # an inference-only framework is in a training run only when named
         for device in sel.devices:
             modes = [m for m in (sel.modes or adapter.modes) if m in adapter.modes]
             if sel.modes is None:

@@ -85,3 +85,12 @@ def test_null_adapter_measures_the_harness_overhead(tmp_path, capsys):
     with capsys.disabled():
         print(f"\nharness overhead per timed step (null adapter): {overhead * 1e6:.2f} us")
     assert overhead > 0
+
+
+def test_an_inference_only_framework_joins_training_only_when_named():
+    from harness.selection import cells, parse
+    default = parse(model="fcn_r", preset="smoke")
+    assert not [c for c in cells(default, "train") if c.framework == "onnxruntime"]
+    assert [c for c in cells(default, "infer") if c.framework == "onnxruntime"]
+    named = parse(framework="onnxruntime", model="fcn_r", preset="smoke")
+    assert cells(named, "train")  # kept, to be skipped with the reason

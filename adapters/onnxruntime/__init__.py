@@ -34,6 +34,7 @@ class OnnxRuntimeAdapter(Adapter):
     name = "onnxruntime"
     package = "onnxruntime"
     modes = ("cpu", "cuda", "tensorrt")
+    tasks = ("infer",)
     precisions = ("fp32", "tf32")
     install_hint = "pip install -r requirements.lock (onnxruntime-gpu on NVIDIA machines)"
 
