@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from harness import machine, threads
+from harness import machine, memory, threads
 from harness.measure import WEIGHT_SOURCES, Skip, measure
 from harness.selection import SelectionError, cells, parse
 from harness.table import cell_table
@@ -54,8 +54,10 @@ def pytest_configure(config):
     if (config.getoption("weights") or "seed") not in WEIGHT_SOURCES:
         raise pytest.UsageError(f"unknown weights {config.getoption('weights')!r}; valid: "
                                 f"{', '.join(WEIGHT_SOURCES)}")
-    # Before any framework is imported: OpenMP/MKL read these once, at start.
+    # Before any framework is imported: OpenMP/MKL read these once, at start, and the
+    # allocator settings then hold for every allocation the frameworks make.
     threads.pin(sel.threads)
+    memory.keep_freed_memory()
     config.stash[SELECTION] = sel
     config.stash[RECORDS] = []
     config.stash[CONFIGURED] = {}

@@ -11,6 +11,7 @@ import time
 from typing import Any
 
 from adapters import Cell, Unsupported, get_adapter
+from harness import memory
 from harness.memory import peak_rss_bytes, reset_peak_rss
 from harness.presets import Preset
 from harness.threads import CpuMeter, allowed_cpus
@@ -103,6 +104,7 @@ def _record(benchmark, cell, spec: Spec, work, adapter, preset, rounds, build_s,
         "rounds": rounds,
         "peak_host_rss_bytes": peak_rss_bytes(),
         "peak_host_rss_scope": "cell" if own_peak else "process",
+        "malloc": memory.SETTING,
         "peak_device_bytes": device_peak,
         "threads_requested": cell.threads,
         "threads_used": round(meter.threads_used, 2),
