@@ -12,6 +12,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+import threadpoolctl
+
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS",
                     "VECLIB_MAXIMUM_THREADS", "NUMEXPR_NUM_THREADS", "NPROC")
 
@@ -43,12 +45,21 @@ def choose_cpus(n: int) -> list[int]:
 
 
 def pin(n: int) -> list[int]:
-    """Restrict this process (and the threads it will start) to n CPUs and tell
+    """Restrict this process (its threads now and those it will start) to n CPUs and tell
     every threading library to use n threads. Call before importing a framework."""
     cpus = choose_cpus(n)
     for var in THREAD_VARIABLES:
         os.environ[var] = str(n)
-    os.sched_setaffinity(0, cpus)
+    # Affinity is per thread: the threads already running (NumPy's OpenBLAS pool starts when
+    # NumPy is imported, before any option is read) are pinned one by one; new threads
+    # inherit the mask from the thread that starts them.
+    for tid in Path("/proc/self/task").iterdir():
+        try:
+            os.sched_setaffinity(int(tid.name), cpus)
+        except (ProcessLookupError, ValueError):
+            pass  # the thread ended meanwhile
+    # BLAS and OpenMP pools already loaded read their variables too early: resize them.
+    threadpoolctl.threadpool_limits(limits=n)
     return cpus
 
 

@@ -94,3 +94,20 @@ def test_an_inference_only_framework_joins_training_only_when_named():
     assert [c for c in cells(default, "infer") if c.framework == "onnxruntime"]
     named = parse(framework="onnxruntime", model="fcn_r", preset="smoke")
     assert cells(named, "train")  # kept, to be skipped with the reason
+
+
+def test_threads_started_before_the_options_are_pinned_too():
+    """NumPy's BLAS pool starts when NumPy is imported, before --threads is read: pin()
+    must move those threads too, and shrink the pool."""
+    script = (
+        "import os, numpy, threadpoolctl\n"
+        "from harness.threads import pin\n"
+        "assert len(os.listdir('/proc/self/task')) > 1, 'no BLAS threads to test with'\n"
+        "cpus = pin(1)\n"
+        "masks = {t: os.sched_getaffinity(int(t)) for t in os.listdir('/proc/self/task')}\n"
+        "assert all(m == set(cpus) for m in masks.values()), masks\n"
+        "pools = threadpoolctl.threadpool_info()\n"
+        "assert pools and all(p['num_threads'] == 1 for p in pools), pools\n")
+    proc = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True,
+                          text=True, env={**__import__("os").environ, "OPENBLAS_NUM_THREADS": "2"})
+    assert proc.returncode == 0, proc.stderr[-2000:]
