@@ -42,9 +42,9 @@ PRESETS = {
     # The CPU sweep of the README. Training FLOPs per step at Table 7's batches add up to
     # about 1.1 TFLOP over the nine networks; at 50-100 GFLOP/s per thread that is 11-22 s
     # per pass at one thread. Six steps per cell (compile, two warm-up, three timed) at 1 and
-    # 2 threads make 2-4 minutes per framework plus start-up and compilation (measured: 9
-    # minutes for three frameworks with one warm-up step; a second one lets TensorFlow's heap
-    # reach its steady size first). Inference and the slower modes would triple it.
+    # 2 threads make 2-4 minutes per framework plus start-up and compilation (measured: 10
+    # minutes for three frameworks; the second warm-up step lets TensorFlow's heap reach its
+    # steady size first). Inference and the slower modes would triple it.
     "table7": Preset("table7", "full", warmup=2, min_rounds=3, max_rounds=3, budget_s=0.0,
                      description="Table 7's CPU columns: the paper's networks and batch sizes, "
                                  "training only, one mode per framework (its fastest on CPU), "
