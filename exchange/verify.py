@@ -13,11 +13,25 @@ References:
   the graph as written) on the canonical "infer" graph;
 - the training step's loss: ONNX Runtime on the "train" graph (BatchNorm on batch
   statistics) followed by mean softmax cross-entropy in float64 numpy;
-- the updated weights: the first framework that ran the step (PyTorch when it is
-  installed), since ONNX Runtime here has no training; compared as weights_error says
-  (per tensor, or all together for networks with BatchNorm).
+- the updated weights: the same step computed plainly in float64 (PyTorch, eager, on
+  the CPU; ONNX Runtime here has no training), compared as weights_error says (per
+  tensor, or all together for networks with BatchNorm).
+
+Tolerance of the updated weights: TOL, unless fp32 itself cannot get that close to
+the float64 step. The same plain step run in float32 measures how close fp32 gets
+(the "fp32 floor"); a framework's fp32 step may then be up to FLOOR_FACTOR times as
+far off as that. Why: BatchNorm's backward subtracts the gradient's projections on
+1 and on the normalised input; at initialisation, in deep layers over few values per
+channel, that difference is small against its terms, and fp32 loses digits there
+that every layer below inherits. ResNet-50 at batch 2: PyTorch's plain fp32 step is
+7e-4 from float64 (relative L2 of all updated weights; 2.6 % of the update itself),
+and PyTorch's own channels-last step, TensorFlow's and JAX's are 6e-4 to 1e-3 off.
+Where the floor is below TOL / FLOOR_FACTOR the tolerance stays TOL. A different
+function (another geometry, loss or update rule) is off by far more than either.
 """
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -27,6 +41,7 @@ from models import Spec, synthetic_batch
 from models import layers as L
 
 TOL = 1e-4
+FLOOR_FACTOR = 4
 
 
 def rel_err(a: np.ndarray, ref: np.ndarray) -> float:
@@ -187,36 +202,56 @@ def weights_error(spec: Spec, after: dict, reference: dict) -> tuple[float, str]
     return (num / den) ** 0.5 if den else 0.0, "all weights (L2)"
 
 
+@dataclass
+class ReferenceStep:
+    """One training step computed in float64, and how close fp32 can get to it."""
+    loss: float
+    weights: dict[str, np.ndarray]
+    fp32_floor: float          # weights_error of the plain float32 step against it
+    tolerance: float           # for a framework's updated weights
+
+    @classmethod
+    def compute(cls, spec: Spec, weights, batch: int) -> "ReferenceStep":
+        if get_adapter("torch").import_error():
+            raise Unsupported("the float64 reference step is computed with PyTorch, "
+                              "which is not installed")
+        from adapters.torch.reference import train_step
+        loss, ref = train_step(spec, weights, batch, "float64")
+        _, fp32 = train_step(spec, weights, batch, "float32")
+        floor, _ = weights_error(spec, fp32, ref)
+        return cls(loss, ref, floor, max(TOL, FLOOR_FACTOR * floor))
+
+
 def check_training(framework: str, spec: Spec, weights, batch: int, mode: str | None = None,
-                   reference_weights: dict[str, np.ndarray] | None = None,
-                   reference_framework: str | None = None) -> tuple[dict, dict]:
+                   reference: ReferenceStep | None = None) -> tuple[dict, dict]:
     """One training step: its loss against ONNX Runtime's forward on the "train" graph,
-    and (when given) its updated weights against another framework's (weights_error).
-    Returns the record and the updated weights (the reference for the next framework)."""
+    and its updated weights against the float64 step (ReferenceStep). Returns the record
+    and the updated weights."""
     mode = mode or first_cpu_mode(framework)
+    reference = reference or ReferenceStep.compute(spec, weights, batch)
     loss, after = framework_train_step(framework, spec, weights, batch, mode)
     loss_err = rel_err(np.array(loss), np.array(reference_loss(spec, weights, batch)))
-    err, worst, reference = loss_err, "loss", "onnxruntime"
+    w_err, w_worst = weights_error(spec, after, reference.weights)
+    # For information: the worst single tensor, and how far the update itself
+    # (after - before) is from the float64 update, in the worst tensor.
+    a, ref, before = (functional(spec, w) for w in (after, reference.weights, weights))
+    worst_single, worst_single_name = max_rel_err(a, ref)
+    update_err, _ = max_rel_err({k: a[k] - before[k] for k in a},
+                                {k: ref[k] - before[k] for k in ref})
+    loss_ok, weights_ok = loss_err <= TOL, w_err <= reference.tolerance
+    # The headline error: whichever of the two is nearer to (or further past) its tolerance.
+    worst, err = (("loss", loss_err) if loss_err / TOL >= w_err / reference.tolerance
+                  else (w_worst, w_err))
     record = {"network": spec.id, "framework": framework, "mode": mode, "check": "train",
               "scale": spec.scale, "batch_size": batch, "loss": loss, "loss_rel_err": loss_err,
-              "tolerance": TOL}
-    if reference_weights is not None:
-        w_err, w_worst = weights_error(spec, after, reference_weights)
-        reference = f"onnxruntime (loss), {reference_framework} (updated weights)"
-        record["weights_rel_err"] = w_err
-        # For information: the worst single tensor, and how far the updates themselves
-        # (after - before) differ, which shows how much room the tolerance leaves.
-        record["worst_tensor_rel_err"], record["worst_single_tensor"] = max_rel_err(
-            functional(spec, after), functional(spec, reference_weights))
-        record["update_rel_err"], _ = max_rel_err(
-            {k: after[k] - weights[k] for k in after},
-            {k: reference_weights[k] - weights[k] for k in weights})
-        if w_err > err:
-            err, worst = w_err, w_worst
-    record.update({"verified": bool(err <= TOL), "max_rel_err": err, "worst_tensor": worst,
-                   "reference": reference})
+              "tolerance": TOL, "weights_rel_err": w_err, "weights_tolerance": reference.tolerance,
+              "fp32_floor": reference.fp32_floor, "float64_loss": reference.loss,
+              "worst_tensor_rel_err": worst_single, "worst_single_tensor": worst_single_name,
+              "update_rel_err": update_err,
+              "verified": bool(loss_ok and weights_ok), "max_rel_err": err, "worst_tensor": worst,
+              "reference": "onnxruntime (loss), float64 PyTorch step (updated weights)"}
     return record, after
 
-__all__ = ["INPUT", "TOL", "check_inference", "check_training", "cross_entropy", "framework_export",
+__all__ = ["FLOOR_FACTOR", "INPUT", "ReferenceStep", "TOL", "check_inference", "check_training", "cross_entropy", "framework_export",
            "framework_logits", "framework_train_step", "functional", "max_rel_err",
            "reference_logits", "reference_loss", "rel_err", "run_onnx", "weights_error"]

@@ -199,14 +199,26 @@ def test_rel_err_is_scaled_by_the_reference():
 
 @pytest.mark.parametrize("network", ["resnet56", "lstm32"])  # with BatchNorm, and without
 def test_a_different_update_is_caught(network):
-    """Updated weights from a step with twice the learning rate fail the training check."""
+    """Against a float64 reference step with twice the learning rate, the adapter's
+    step fails the training check; against the right one it passes."""
     from dataclasses import replace
 
-    from exchange.verify import check_training, framework_train_step
+    from exchange.verify import ReferenceStep, check_training
     spec = get_spec(network, "smoke")
     weights = initial_weights(spec)
-    _, same = framework_train_step("torch", spec, weights, 4)
-    _, doubled = framework_train_step("torch", replace(spec, lr=2 * spec.lr), weights, 4)
-    assert check_training("torch", spec, weights, 4, None, same, "torch")[0]["verified"]
-    record, _ = check_training("torch", spec, weights, 4, None, doubled, "torch, lr x2")
-    assert not record["verified"] and record["weights_rel_err"] > 3 * TOL
+    right = ReferenceStep.compute(spec, weights, 4)
+    assert check_training("torch", spec, weights, 4, None, right)[0]["verified"]
+    doubled = ReferenceStep.compute(replace(spec, lr=2 * spec.lr), weights, 4)
+    record, _ = check_training("torch", spec, weights, 4, None, doubled)
+    assert not record["verified"]
+    assert record["weights_rel_err"] > 3 * record["weights_tolerance"]
+
+
+def test_weights_tolerance_follows_the_fp32_floor():
+    """The tolerance is TOL where fp32 reaches the float64 step easily, and
+    FLOOR_FACTOR times the plain fp32 step's distance where it does not."""
+    from exchange.verify import FLOOR_FACTOR, ReferenceStep
+    spec = get_spec("fcn_r", "smoke")
+    ref = ReferenceStep.compute(spec, initial_weights(spec), 4)
+    assert 0 < ref.fp32_floor < TOL / FLOOR_FACTOR and ref.tolerance == TOL
+    assert all(w.dtype == np.float64 for w in ref.weights.values())

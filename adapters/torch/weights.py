@@ -60,9 +60,10 @@ def load(spec: Spec, net: torch.nn.Module, weights: dict[str, np.ndarray]) -> No
     net.load_state_dict(state, strict=False)
 
 
-def from_module(spec: Spec, net: torch.nn.Module) -> dict[str, np.ndarray]:
-    """Canonical weights from net's current parameters (float32, host)."""
-    state = {k: v.detach().float().cpu().numpy() for k, v in net.state_dict().items()}
+def from_module(spec: Spec, net: torch.nn.Module, dtype=np.float32) -> dict[str, np.ndarray]:
+    """Canonical weights from net's current parameters (float32 unless asked, host)."""
+    state = {k: v.detach().cpu().numpy().astype(dtype, copy=False)
+             for k, v in net.state_dict().items()}
     if not spec.sequence:
         return {name: state[key] for name, key in canonical_keys(spec, net).items()}
     out, biases = {}, {}
