@@ -14,7 +14,8 @@ worker its own.
 Several machines (torch): run the same command on every node with torchrun's options,
 e.g. `python -m scaling.launch --framework torch --network resnet56 --workers 4
 --batch 128 --nnodes 2 --node-rank K --rdzv-endpoint HOST:29500 --out r.json`; each
-node starts workers/nnodes processes, and node 0 writes the result.
+node starts workers/nnodes processes, and the node holding global rank 0 writes the result
+(with a c10d rendezvous torchrun assigns node ranks, so that can be any node).
 """
 from __future__ import annotations
 
@@ -181,8 +182,17 @@ def main(argv: list[str] | None = None) -> int:
     if a.print_command:
         print(" ".join(argv_))
         return 0
-    if a.node_rank not in (None, "0"):   # only node 0 holds global rank 0, which writes
-        return subprocess.run(argv_, env=env).returncode
+    if a.nnodes not in (None, "1"):
+        # Several machines: the node that holds global rank 0 writes --out. With a c10d
+        # rendezvous (--rdzv-endpoint) torchrun assigns node ranks itself, so that may
+        # be any node; with --master-addr/--master-port it is --node-rank 0.
+        Path(a.out).unlink(missing_ok=True)
+        code = subprocess.run(argv_, env=env, timeout=a.timeout).returncode
+        if Path(a.out).exists():
+            print(Path(a.out).read_text())
+        else:
+            print(f"no result on this node (global rank 0 ran on another node); exit {code}")
+        return code
     try:
         data = run(cell, a.warmup, a.steps, a.out, a.timeout, options, a.save_weights)
     except LaunchError as e:

@@ -133,6 +133,24 @@ def test_ddp_on_the_split_batch_is_the_one_process_step_on_the_whole_batch(ddp_f
     assert relative_error(ddp_fcn_r[1], work.weights()) < 1e-5
 
 
+def test_ddp_two_nodes_over_loopback(tmp_path):
+    """Several machines, played by two launchers on this one: torchrun's node and rendezvous
+    options pass through, and one of the two nodes (the one given global rank 0) writes."""
+    port = launch.free_port()
+    procs = [subprocess.Popen(
+        [sys.executable, "-m", "scaling.launch", "--framework", "torch", "--network", "fcn_r",
+         "--scale", "smoke", "--workers", "2", "--batch", "16", "--warmup", "0", "--steps", "1",
+         "--threads-per-worker", "1", "--nnodes", "2", "--node-rank", str(k),
+         "--rdzv-endpoint", f"127.0.0.1:{port}", "--out", str(tmp_path / f"node{k}.json"),
+         "--timeout", str(TIMEOUT)], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+        text=True) for k in (0, 1)]
+    outputs = [p.communicate(timeout=TIMEOUT)[0] for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], outputs
+    written = [json.loads(f.read_text()) for f in sorted(tmp_path.glob("node*.json"))]
+    assert len(written) == 1
+    check_ran(written[0], 2, 1)
+
+
 @pytest.mark.skipif(machine.gpu_count() == 0, reason="no GPU here: the NCCL path (one worker "
                                                      "per GPU) runs only where a GPU is present")
 def test_ddp_nccl_one_worker():
