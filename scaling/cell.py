@@ -16,7 +16,7 @@ from typing import Any
 FRAMEWORKS = ("torch", "jax", "tensorflow")
 DEVICES = ("cpu", "cuda")
 SCALINGS = ("strong", "weak")
-PRECISIONS = ("fp32",)
+PRECISIONS = ("fp32", "tf32", "bf16", "fp16")   # as adapters.base; tf32 only on cuda
 SCALES = ("full", "smoke")
 
 
@@ -68,6 +68,9 @@ class ScalingCell:
                                    ("scale", self.scale, SCALES)):
             if value not in valid:
                 raise CellError(f"unknown {name} {value!r}; valid: {', '.join(valid)}")
+        if self.precision == "tf32" and self.device != "cuda":
+            raise CellError(f"tf32 is a mode of NVIDIA tensor cores; it has no meaning on "
+                            f"{self.device}")
         for name, value in (("workers", self.workers), ("batch", self.batch),
                             ("threads per worker", self.threads_per_worker)):
             if value < 1:
@@ -101,9 +104,11 @@ def parser(prog: str | None = None) -> argparse.ArgumentParser:
     p.add_argument("--device", default="cpu", choices=DEVICES)
     p.add_argument("--workers", type=int, required=True)
     p.add_argument("--scaling", default="strong", choices=SCALINGS)
-    p.add_argument("--batch", type=int, required=True,
-                   help="strong: the global batch; weak: the per-worker batch")
-    p.add_argument("--threads-per-worker", type=int, default=1)
+    p.add_argument("--batch", type=int, default=None,
+                   help="strong: the global batch; weak: the per-worker batch (default: the "
+                        "network's paper batch, or the smoke batch at --scale smoke)")
+    p.add_argument("--threads-per-worker", type=int, default=None,
+                   help="CPU threads of each worker (default: the available CPUs // --workers)")
     p.add_argument("--precision", default="fp32", choices=PRECISIONS)
     p.add_argument("--warmup", type=int, default=2, help="untimed steps after the first")
     p.add_argument("--steps", type=int, default=10, help="timed steps")
@@ -114,22 +119,43 @@ def parser(prog: str | None = None) -> argparse.ArgumentParser:
     return p
 
 
+def cell_from(a: argparse.Namespace) -> ScalingCell:
+    """The cell named by parsed worker options (defaults filled); CellError when it cannot be."""
+    cell = ScalingCell(a.network, a.framework, a.device, a.workers, a.scaling,
+                       a.batch or _default_batch(a.network, a.scale),
+                       a.threads_per_worker or default_threads_per_worker(a.workers), a.precision, a.scale)
+    cell.check()
+    if a.warmup < 0 or a.steps < 1:
+        raise CellError("--warmup must be at least 0 and --steps at least 1")
+    return cell
+
+
 def parse_args(argv: list[str] | None = None, framework: str | None = None,
                prog: str | None = None) -> Run:
     """The worker's Run from its command line; a bad value exits 2 with one line."""
     p = parser(prog)
     a = p.parse_args(argv)
-    cell = ScalingCell(a.network, a.framework, a.device, a.workers, a.scaling, a.batch,
-                       a.threads_per_worker, a.precision, a.scale)
     try:
-        cell.check()
+        cell = cell_from(a)
         if framework and cell.framework != framework:
             raise CellError(f"this worker runs {framework}, not {cell.framework}")
-        if a.warmup < 0 or a.steps < 1:
-            raise CellError("--warmup must be at least 0 and --steps at least 1")
     except CellError as e:
         p.error(str(e))
     return Run(cell, a.warmup, a.steps, a.out, a.save_weights)
+
+
+def _default_batch(network: str, scale: str) -> int:
+    from models import NETWORKS, get_spec
+    if network not in NETWORKS:
+        raise CellError(f"unknown network {network!r}; valid: {', '.join(NETWORKS)}")
+    return get_spec(network, scale).batch_size
+
+
+def default_threads_per_worker(max_workers: int) -> int:
+    """Available CPUs // the most workers asked for (at least 1): every run, the one-worker
+    baseline included, then gives each worker the same threads."""
+    from scaling.result import available_cpus
+    return max(1, len(available_cpus()) // max(1, max_workers))
 
 
 def to_argv(cell: ScalingCell, warmup: int, steps: int, out: str) -> list[str]:

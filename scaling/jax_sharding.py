@@ -92,8 +92,9 @@ def _measure(run: Run) -> dict:
     x, y = jax.device_put(work.x_host, rows), jax.device_put(work.y_host, rows)
     work.state = work.x = work.y = None   # the one-device copies are not used again
 
-    step = jax.jit(make_train_step(spec, work.dtype, False), in_shardings=(replicated, rows, rows),
-                   out_shardings=(replicated, replicated), donate_argnums=0)
+    step = jax.jit(make_train_step(spec, work.dtype, work.loss_scaling),
+                   in_shardings=(replicated, rows, rows), out_shardings=(replicated, replicated),
+                   donate_argnums=0)
     t0 = time.perf_counter()
     with jax.default_matmul_precision(work.matmul_precision):
         compiled = step.lower(state, x, y).compile()

@@ -29,7 +29,7 @@ import tempfile
 from pathlib import Path
 
 from scaling import result as R
-from scaling.cell import CellError, ScalingCell, parser, to_argv
+from scaling.cell import CellError, ScalingCell, cell_from, parser, to_argv
 
 MODULES = {"torch": "scaling.torch_ddp", "jax": "scaling.jax_sharding",
            "tensorflow": "scaling.tensorflow_mirrored"}
@@ -51,12 +51,6 @@ def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
-
-
-def default_threads_per_worker(max_workers: int) -> int:
-    """Available CPUs // the most workers asked for (at least 1): every run, the
-    one-worker baseline included, then gives each worker the same threads."""
-    return max(1, len(R.available_cpus()) // max(1, max_workers))
 
 
 def _option(options: list[str], name: str) -> str | None:
@@ -165,11 +159,11 @@ def main(argv: list[str] | None = None) -> int:
     for opt in ("--nnodes", "--node-rank", "--rdzv-endpoint", "--rdzv-backend", "--rdzv-id",
                 "--master-addr", "--master-port"):
         p.add_argument(opt, default=None, help="passed to torchrun (torch only)")
-    p.set_defaults(threads_per_worker=None)
     a = p.parse_args(argv)
-    cell = ScalingCell(a.network, a.framework, a.device, a.workers, a.scaling, a.batch,
-                       a.threads_per_worker or default_threads_per_worker(a.workers),
-                       a.precision, a.scale)
+    try:
+        cell = cell_from(a)
+    except CellError as e:
+        p.error(str(e))
     options = []
     for name in ("nnodes", "node_rank", "rdzv_endpoint", "rdzv_backend", "rdzv_id",
                  "master_addr", "master_port"):

@@ -98,7 +98,7 @@ def scaling_cells(config) -> list[ScalingCell]:
     """The cells the options select; cells that cannot run here are kept, to skip with why."""
     from conftest import SELECTION
     from harness import machine
-    from scaling.launch import default_threads_per_worker
+    from scaling.cell import default_threads_per_worker
     sel = config.stash[SELECTION]
     counts_asked, kinds = config.stash[SCALING]
     frameworks = [f for f in sel.frameworks if f in FRAMEWORKS]
