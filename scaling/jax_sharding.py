@@ -126,8 +126,9 @@ def _measure(run: Run) -> dict:
     if run.save_weights:
         np.savez(run.save_weights, **work.weights())
 
-    out = R.header(cell, f"XLA all-reduce over {cell.workers} "
-                         + ("host devices" if kind == "cpu" else "GPUs"),
+    what = "host device" if kind == "cpu" else "GPU"
+    out = R.header(cell, f"XLA all-reduce over {cell.workers} {what}"
+                         + ("s" if cell.workers > 1 else ""),
                    devices[0].device_kind, ADAPTER.versions())
     out.update({
         **R.step_summary(steps), "compile_s": compile_s, "warmup_steps": run.warmup,

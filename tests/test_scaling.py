@@ -183,6 +183,8 @@ def test_jax_two_devices_fcn_r_is_the_one_device_step(tmp_path):
 @pytest.mark.parametrize("argv, words", [
     (["-m", "scaling.torch_ddp", "--network", "fcn_r", "--framework", "torch", "--workers", "0",
       "--batch", "8", "--out", "x.json"], "workers must be at least 1"),
+    (["-m", "scaling.torch_ddp", "--network", "fcn_r", "--framework", "torch", "--workers", "1",
+      "--batch", "8", "--out", "x.json"], "start me through torchrun"),
     (["-m", "scaling.jax_sharding", "--network", "fcn_r", "--framework", "jax", "--workers", "3",
       "--batch", "8", "--out", "x.json"], "must divide by 3"),
     (["-m", "scaling.jax_sharding", "--network", "nope", "--framework", "jax", "--workers", "1",
