@@ -9,6 +9,10 @@ code (network, canonical weights, layout, loss, SGD: adapters/torch/workload.py,
 on the global synthetic batch, keeps its rows [r*b, (r+1)*b), and wraps the module in DDP,
 which averages the gradients over the workers during backward.
 
+BatchNorm normalises each worker's rows with that worker's batch statistics; DDP copies rank
+0's running statistics to every rank at each forward (broadcast_buffers), and only the
+trained weights are compared across replicas.
+
 On the CPU, local rank r runs on CPUs [r*T, (r+1)*T) of the available ones (T threads per
 worker), set before torch is imported so that its thread pools start there.
 
