@@ -1,0 +1,234 @@
+"""Data-parallel scaling at smoke size: two Gloo DDP processes and two JAX host devices
+run, check their replicas, and compute the same step as one process on the whole batch;
+the cell, the commands, the stats helper, speedup and bad input."""
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from harness import machine
+from harness.external import record_durations
+from scaling import launch
+from scaling.cell import CellError, ScalingCell, parse_args, to_argv
+from scaling.speedup import fill_speedup
+
+ROOT = Path(__file__).resolve().parents[1]
+TIMEOUT = 300
+
+
+def cell(network, framework, workers, batch=16, scaling="strong", device="cpu"):
+    return ScalingCell(network, framework, device, workers, scaling, batch, 1, scale="smoke")
+
+
+def check_ran(result, workers, steps):
+    assert result["status"] == "ok", result.get("reason")
+    assert result["workers"] == workers and len(result["step_seconds"]) == steps
+    assert all(s > 0 for s in result["step_seconds"])
+    assert result["replicas_agree"] and result["replicas_max_diff"] == 0.0
+    assert np.isfinite(result["loss"])
+
+
+def relative_error(a: dict, b: dict) -> float:
+    assert set(a) == set(b)
+    return max(float(np.abs(a[k] - b[k]).max() / max(np.abs(b[k]).max(), 1e-12)) for k in b)
+
+
+# -- the cell and the commands --------------------------------------------------------
+def test_cell_batches_id_and_the_workers_command_line(tmp_path):
+    strong, weak = cell("resnet56", "torch", 2, 16), cell("resnet56", "torch", 2, 16, "weak")
+    assert (strong.global_batch, strong.per_worker_batch) == (16, 8)
+    assert (weak.global_batch, weak.per_worker_batch) == (32, 16)
+    assert strong.id == "resnet56-torch-cpu-w2-strong-b16"
+    with pytest.raises(CellError, match="must divide by 3"):
+        cell("resnet56", "torch", 3, 16).check()
+    run = parse_args(to_argv(strong, 1, 4, str(tmp_path / "r.json")))
+    assert (run.cell, run.warmup, run.steps) == (strong, 1, 4)
+
+
+def test_commands_follow_the_contract(tmp_path, monkeypatch):
+    monkeypatch.setenv("XLA_FLAGS", "--xla_dump_to=/nowhere")
+    argv, env = launch.command(cell("fcn_r", "torch", 2), 1, 3, tmp_path / "r.json")
+    assert argv[1:5] == ["-m", "torch.distributed.run", "--nproc-per-node", "2"]
+    assert argv[5] == "--master-port" and argv[7:9] == ["-m", "scaling.torch_ddp"]
+    assert env["OMP_NUM_THREADS"] == "1" and env["XFBENCH_SCALING_CPUS"]
+    argv, env = launch.command(cell("fcn_r", "jax", 2), 1, 3, tmp_path / "r.json")
+    assert argv[1:3] == ["-m", "scaling.jax_sharding"]
+    assert env["XLA_FLAGS"] == "--xla_dump_to=/nowhere --xla_force_host_platform_device_count=2"
+    argv, _ = launch.command(cell("fcn_r", "tensorflow", 2), 1, 3, tmp_path / "r.json")
+    assert argv[1:3] == ["-m", "scaling.tensorflow_mirrored"]
+    # Several machines: torchrun's node and rendezvous options pass through.
+    argv, _ = launch.command(cell("fcn_r", "torch", 4), 1, 3, tmp_path / "r.json",
+                             ["--nnodes", "2", "--node-rank", "1", "--rdzv-endpoint", "h:29500"])
+    assert argv[argv.index("--nproc-per-node") + 1] == "2" and "--master-port" not in argv
+    for opt, value in (("--nnodes", "2"), ("--node-rank", "1"), ("--rdzv-endpoint", "h:29500"),
+                       ("--rdzv-backend", "c10d")):
+        assert argv[argv.index(opt) + 1] == value
+
+
+# -- the helper that puts the workers' step times into pytest-benchmark's stats ---------
+def test_external_durations_become_the_benchmark_stats(benchmark):
+    if benchmark.disabled:
+        pytest.skip("benchmarks are disabled in this session")
+    stats = record_durations(benchmark, [0.3, 0.1, 0.2])
+    assert stats is benchmark.stats
+    assert stats.stats.rounds == 3 and stats.stats.median == pytest.approx(0.2)
+    assert stats.stats.min == pytest.approx(0.1) and stats.iterations == 1
+    assert stats.as_dict(include_data=True)["stats"]["data"] == [0.3, 0.1, 0.2]
+    with pytest.raises(RuntimeError, match="already used"):
+        record_durations(benchmark, [0.1])
+
+
+def test_speedup_and_efficiency_over_one_worker():
+    def rec(workers, scaling, seconds, batch):
+        c = cell("resnet56", "torch", workers, batch, scaling)
+        return {"kind": "scaling", **c.as_dict(), "cell_id": c.id, "status": "ok",
+                "global_batch": c.global_batch, "per_worker_batch": c.per_worker_batch,
+                "seconds_per_batch": seconds, "samples_per_s": c.global_batch / seconds}
+    records = [rec(1, "strong", 1.0, 16), rec(2, "strong", 0.8, 16), rec(4, "strong", 0.5, 16),
+               rec(1, "weak", 1.0, 8), rec(2, "weak", 1.25, 8), rec(2, "strong", 0.5, 32)]
+    fill_speedup(records)
+    assert records[1]["speedup"] == pytest.approx(1.25) and records[1]["efficiency"] == 0.625
+    assert records[2]["speedup"] == 2.0 and records[2]["efficiency"] == 0.5
+    assert records[1]["speedup_baseline"] == "resnet56-torch-cpu-w1-strong-b16"
+    # weak: samples/s of 2 workers (16 samples in 1.25 s) over 1 worker's (8 in 1 s)
+    assert records[4]["speedup"] == pytest.approx(1.6) and records[4]["efficiency"] == 0.8
+    # no one-worker run of the same global batch: no speedup rather than a wrong one
+    assert records[5]["speedup"] is None and records[5]["speedup_baseline"] is None
+
+
+# -- PyTorch DDP over Gloo, two processes -----------------------------------------------
+def test_ddp_two_processes_resnet56():
+    result = launch.run(cell("resnet56", "torch", 2), 1, 2, timeout=TIMEOUT)
+    check_ran(result, 2, 2)
+    assert result["backend"] == "gloo" and result["layout"] == "channels_last"
+    assert result["comm_share"] is not None and 0 <= result["comm_share"] < 1
+    first, second = result["cpus"]   # each rank pinned to CPUs of its own
+    assert first and second and not set(first) & set(second)
+
+
+@pytest.fixture(scope="module")
+def ddp_fcn_r(tmp_path_factory):
+    path = tmp_path_factory.mktemp("ddp") / "weights.npz"
+    result = launch.run(cell("fcn_r", "torch", 2), 0, 1, timeout=TIMEOUT, save_weights=str(path))
+    return result, dict(np.load(path))
+
+
+def test_ddp_two_processes_fcn_r(ddp_fcn_r):
+    check_ran(ddp_fcn_r[0], 2, 1)
+
+
+def test_ddp_on_the_split_batch_is_the_one_process_step_on_the_whole_batch(ddp_fcn_r):
+    """fcn_r has no BatchNorm, so two workers on 8 rows each, gradients averaged, must give
+    the weights one process gets on all 16 rows (the same two steps: first + timed)."""
+    from adapters import Cell, get_adapter
+    from models import get_spec, initial_weights
+    spec = get_spec("fcn_r", "smoke")
+    one = Cell("fcn_r", "torch", "eager", "fp32", "cpu", 1, 16, "train", "resident", "smoke")
+    work = get_adapter("torch").build(spec, one, initial_weights(spec, 0))
+    work.step()
+    work.step()
+    assert relative_error(ddp_fcn_r[1], work.weights()) < 1e-5
+
+
+def test_ddp_two_nodes_over_loopback(tmp_path):
+    """Several machines, played by two launchers on this one: torchrun's node and rendezvous
+    options pass through, and one of the two nodes (the one given global rank 0) writes."""
+    port = launch.free_port()
+    procs = [subprocess.Popen(
+        [sys.executable, "-m", "scaling.launch", "--framework", "torch", "--network", "fcn_r",
+         "--scale", "smoke", "--workers", "2", "--batch", "16", "--warmup", "0", "--steps", "1",
+         "--threads-per-worker", "1", "--nnodes", "2", "--node-rank", str(k),
+         "--rdzv-endpoint", f"127.0.0.1:{port}", "--out", str(tmp_path / f"node{k}.json"),
+         "--timeout", str(TIMEOUT)], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+        text=True) for k in (0, 1)]
+    outputs = [p.communicate(timeout=TIMEOUT)[0] for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], outputs
+    written = [json.loads(f.read_text()) for f in sorted(tmp_path.glob("node*.json"))]
+    assert len(written) == 1
+    check_ran(written[0], 2, 1)
+
+
+@pytest.mark.skipif(machine.gpu_count() == 0, reason="no GPU here: the NCCL path (one worker "
+                                                     "per GPU) runs only where a GPU is present")
+def test_ddp_nccl_one_worker():
+    result = launch.run(cell("resnet56", "torch", 1, device="cuda"), 1, 2, timeout=TIMEOUT)
+    check_ran(result, 1, 2)
+    assert result["backend"] == "nccl" and result["comm_share"] is None
+
+
+# -- JAX, the batch sharded over two host devices -------------------------------------------
+def test_jax_two_host_devices_resnet56():
+    result = launch.run(cell("resnet56", "jax", 2), 0, 2, timeout=TIMEOUT)
+    check_ran(result, 2, 2)
+    assert result["sharding"]["batch_devices"] == 2 and result["sharding"]["batch_pieces"] == 2
+    assert result["sharding"]["all_reduces_in_step"] > 0
+
+
+def test_jax_two_devices_fcn_r_is_the_one_device_step(tmp_path):
+    weights = {}
+    for workers in (2, 1):
+        path = tmp_path / f"w{workers}.npz"
+        result = launch.run(cell("fcn_r", "jax", workers), 0, 1, timeout=TIMEOUT,
+                            save_weights=str(path))
+        check_ran(result, workers, 1)
+        weights[workers] = dict(np.load(path))
+    assert result["sharding"]["batch_devices"] == 1
+    assert relative_error(weights[2], weights[1]) < 1e-5
+
+
+# -- bad input: one line, exit 2 (pytest's own usage-error code, 4, for its options) -------
+@pytest.mark.parametrize("argv, words", [
+    (["-m", "scaling.torch_ddp", "--network", "fcn_r", "--framework", "torch", "--workers", "0",
+      "--batch", "8", "--out", "x.json"], "workers must be at least 1"),
+    (["-m", "scaling.torch_ddp", "--network", "fcn_r", "--framework", "torch", "--workers", "1",
+      "--batch", "8", "--out", "x.json"], "start me through torchrun"),
+    (["-m", "scaling.jax_sharding", "--network", "fcn_r", "--framework", "jax", "--workers", "3",
+      "--batch", "8", "--out", "x.json"], "must divide by 3"),
+    (["-m", "scaling.jax_sharding", "--network", "nope", "--framework", "jax", "--workers", "1",
+      "--batch", "8", "--out", "x.json"], "unknown network 'nope'"),
+    (["-m", "scaling.launch", "--network", "fcn_r", "--framework", "jax", "--workers", "2",
+      "--batch", "8", "--out", "x.json", "--nnodes", "2"], "torchrun options are for torch"),
+    (["-m", "pytest", "suites/test_scaling.py", "-p", "no:cacheprovider", "--workers", "two"],
+     "--workers takes positive whole numbers, not 'two'"),
+    (["-m", "pytest", "suites/test_scaling.py", "-p", "no:cacheprovider", "--scaling", "wide"],
+     "unknown scaling 'wide'; valid: strong, weak"),
+])
+def test_bad_input_is_one_line_and_exit_2(argv, words, tmp_path):
+    proc = subprocess.run([sys.executable, *argv], cwd=ROOT, capture_output=True, text=True,
+                          timeout=120)
+    lines = [line for line in (proc.stdout + proc.stderr).splitlines() if line.strip()]
+    assert proc.returncode == (4 if "pytest" in argv else 2) and "Traceback" not in proc.stderr
+    errors = [line for line in lines if "error" in line.lower()]
+    assert len(errors) == 1 and words in errors[0], lines
+
+
+# -- the suite: records, speedup at session end, skipped cells with their reason ------------
+def test_suite_records_speedup_and_skips(tmp_path):
+    out = tmp_path / "out.json"
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "suites/test_scaling.py", "-q", "-p", "no:cacheprovider",
+         "--framework", "torch,tensorflow", "--model", "fcn_r", "--preset", "smoke",
+         "--workers", "1,2", "--device", "cpu", f"--benchmark-json={out}"],
+        cwd=ROOT, capture_output=True, text=True, timeout=TIMEOUT)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert "xfbench scaling: seconds per step" in proc.stdout
+    data = json.loads(out.read_text())
+    entries = {b["extra_info"]["cell_id"]: b for b in data["benchmarks"]}
+    two = entries["fcn_r-torch-cpu-w2-strong-b16"]
+    assert two["group"] == "scaling fcn_r strong"
+    info = two["extra_info"]
+    assert info["kind"] == "scaling" and info["status"] == "ok" and info["workers"] == 2
+    assert info["speedup_baseline"] == "fcn_r-torch-cpu-w1-strong-b16"
+    assert info["efficiency"] == pytest.approx(info["speedup"] / 2)
+    assert info["seconds_per_batch"] == two["stats"]["median"]
+    assert info["samples_per_s"] == pytest.approx(16 / info["seconds_per_batch"])
+    assert len(two["stats"]["data"]) == info["rounds"]
+    # TensorFlow's cells ran, or are recorded with why not (its worker may be absent).
+    failed = {f"fcn_r-tensorflow-cpu-w{f['cell']['workers']}-strong-b16": f
+              for f in data["xfbench"]["failures"] if f["cell"]["framework"] == "tensorflow"}
+    for workers in (1, 2):
+        key = f"fcn_r-tensorflow-cpu-w{workers}-strong-b16"
+        assert key in entries or (failed[key]["reason"] and failed[key]["cell"]["kind"] == "scaling")
