@@ -206,9 +206,10 @@ def build(tf, strategy, spec, layout: str, precision: str, use_cudnn: bool):
             self.loss_scale = self.good_steps = None
 
             def statistics_per_replica(next_creator, **kwargs):
-                # Batch-norm running statistics (the network's only non-trainable
-                # variables): per replica, read as their mean (Keras's convention).
-                if kwargs.get("trainable") is False:   # (None means trainable)
+                # Batch-norm running statistics (layers.Variables.buffer names them
+                # "<layer>.running_mean|var"): per replica, read as their mean
+                # (Keras's convention). Other variables are left as the strategy makes them.
+                if ".running_" in str(kwargs.get("name") or ""):
                     kwargs["synchronization"] = tf.VariableSynchronization.ON_READ
                     kwargs["aggregation"] = tf.VariableAggregation.MEAN
                 return next_creator(**kwargs)
@@ -327,9 +328,9 @@ class Trainer:
 
         return float(np.max(gathered().numpy()))
 
-    def gather_max(self, values: list[float]) -> np.ndarray:
-        """values (the same length on every process) -> their elementwise max over
-        all replicas of the cluster."""
+    def gather(self, values: list[float]) -> np.ndarray:
+        """values (the same length on every process) -> one row per replica of the
+        cluster (a process's replicas give the same row)."""
         tf, strategy = self.tf, self.strategy
         local = tf.constant(values, tf.float64)
 
@@ -340,7 +341,7 @@ class Trainer:
 
         rows = strategy.gather(strategy.experimental_distribute_values_from_function(
             per_replica), axis=0)
-        return np.max(rows.numpy(), axis=0)
+        return rows.numpy()
 
     def barrier(self):
         """Every replica of the cluster reaches this point before any goes on."""
@@ -379,7 +380,7 @@ def make_strategy(tf, names: list[str], device: str, multi_worker: bool):
     else:
         ops = tf.distribute.ReductionToOneDevice()
     strategy = tf.distribute.MirroredStrategy(devices=names, cross_device_ops=ops)
-    return strategy, f"MirroredStrategy ({type(ops).__name__}) over {len(names)} {device} devices"
+    return strategy, f"MirroredStrategy ({type(ops).__name__}) over {len(names)} {device} device(s)"
 
 
 def run(args) -> dict:
@@ -444,17 +445,16 @@ def run(args) -> dict:
     if multi:
         diff = max(diff, trainer.cluster_disagreement())
         # Per step the slowest worker's time; threads_used averaged over the workers.
-        merged = trainer.gather_max(seconds)
-        seconds = [float(s) for s in merged]
-        total = trainer.gather_max([used])   # max, as an upper bound; same on one machine
-        used = float(total[0])
+        rows = trainer.gather(seconds + [used])
+        seconds = [float(t) for t in rows[:, :-1].max(axis=0)]
+        used = float(rows[:, -1].mean())
     agree = bool(np.isfinite(diff) and diff <= AGREE_TOL)
 
     record.update(
         status="ok" if agree else "failed",
         step_seconds=seconds, compile_s=compile_s, warmup_steps=args.warmup,
         comm_share=None,
-        comm_share_how=("not exposed: TensorFlow runs the replicas' steps and the "
+        comm_share_how=("not exposed by TensorFlow: it runs the replicas' steps and the "
                         "all-reduce as one graph with no switch to leave the reduction "
                         "out (no no_sync), and the replicas' ops overlap, so a profile's "
                         "per-op times do not add up to a share of the step"),
