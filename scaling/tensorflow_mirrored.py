@@ -25,13 +25,14 @@ tf.function. Between the gradient and the update the gradients are averaged over
 the replicas (an all-reduce, MEAN), so every replica applies the same update to its
 own copy of the weights; the copies are compared after the timed steps.
 
-Batch-norm running statistics are per replica (ON_READ variables averaged when read,
-as Keras keeps them under a strategy): each replica normalises its own rows, as in
-the paper's and PyTorch DDP's data parallelism. They are not trained weights, so
-they are left out of the replica agreement check.
+Batch norm: each replica normalises its rows with its own batch statistics (no
+synchronised batch norm, as in plain PyTorch DDP). The running statistics are kept
+per replica (ON_READ variables, their mean when read: Keras's convention under a
+strategy; DDP instead copies rank 0's to every rank at each forward). They are not
+trained weights, so they are left out of the replica agreement check.
 
 TensorFlow is imported only after the CPU affinity, the thread variables and the
-device split are set, inside main().
+device split are set, inside run().
 """
 from __future__ import annotations
 
@@ -182,7 +183,13 @@ def start_runtime(device: str, local_replicas: int, threads: int, rank: int):
         if len(gpus) < local_replicas:
             raise UsageError(f"{local_replicas} GPU replicas asked for, but TensorFlow sees "
                              f"{len(gpus)} GPU(s)")
+        # Only this process's GPUs are visible (MultiWorkerMirroredStrategy takes every
+        # visible one); several processes on one machine take disjoint ones when they fit.
+        first = rank * local_replicas if (rank + 1) * local_replicas <= len(gpus) else 0
+        mine = gpus[first:first + local_replicas]
+        tf.config.set_visible_devices(mine, "GPU")
         names = [f"/GPU:{i}" for i in range(local_replicas)]
+        config["gpus"] = [g.name for g in mine]
     return tf, names, config
 
 
@@ -200,7 +207,7 @@ def build(tf, strategy, spec, layout: str, precision: str, use_cudnn: bool):
         update see the averaged gradient on every replica. __init__ builds only what
         the step uses: the batch comes per replica from the strategy."""
 
-        def __init__(self):  # noqa: super().__init__ places the batch on one device
+        def __init__(self):  # not super().__init__(): it puts one whole batch on one device
             self.spec = spec
             self.compute_dtype = COMPUTE_DTYPES[precision]
             self.loss_scale = self.good_steps = None
@@ -269,15 +276,15 @@ class Trainer:
         self._check_placement()
 
         def train_step(x, y):
-            losses = strategy.run(self.workload._train_fn, args=(x, y))
-            return strategy.reduce(tf.distribute.ReduceOp.MEAN, losses, axis=None)
+            # The replicas' losses come back as they are: averaging them here would add
+            # a collective to every step (across machines under MultiWorkerMirrored).
+            return strategy.run(self.workload._train_fn, args=(x, y))
 
         self.fn = tf.function(train_step, reduce_retracing=False)
 
     def _check_placement(self) -> None:
         """Every replica's weights, buffers and rows are on that replica's device."""
         from adapters.tensorflow.workload import _same_device
-        tf = self.tf
         wrong = []
         for value in list(self.workload.trainable) + self.workload.slots + [self.x, self.y]:
             for device, local in zip(self.local_devices,
@@ -286,12 +293,12 @@ class Trainer:
                     wrong.append(f"{local.device} (wanted {device})")
         if wrong:
             raise RuntimeError(f"values not on their replica's device: {sorted(set(wrong))[:3]}")
-        del tf
 
     def step(self) -> float:
-        """One step of the global batch; returns the mean loss once every replica is done."""
-        loss = self.fn(self.x, self.y)
-        value = float(loss)               # the host waits for the step's result
+        """One step of the global batch; returns the mean loss of this process's replicas
+        once they are all done."""
+        losses = self.strategy.experimental_local_results(self.fn(self.x, self.y))
+        value = float(np.mean([float(v) for v in losses]))   # the host waits for each
         if self.gpu:
             self.tf.test.experimental.sync_devices()   # and for the queued updates
         return value
@@ -350,17 +357,16 @@ class Trainer:
             def one():
                 return tf.distribute.get_replica_context().all_reduce(
                     tf.distribute.ReduceOp.SUM, tf.ones([]))
-            self._barrier = tf.function(lambda: strategy.reduce(
-                tf.distribute.ReduceOp.SUM, strategy.run(one), axis=None))
-        float(self._barrier())
+            self._barrier = tf.function(lambda: strategy.run(one))
+        for value in strategy.experimental_local_results(self._barrier()):
+            float(value)
 
     def device_name(self) -> str:
         if not self.gpu:
             return "cpu"
         tf = self.tf
-        gpus = tf.config.list_physical_devices("GPU")
         names = {tf.config.experimental.get_device_details(g).get("device_name", g.name)
-                 for g in gpus[:len(self.local_devices)]}
+                 for g in tf.config.get_visible_devices("GPU")}
         return ", ".join(sorted(names))
 
 
@@ -444,10 +450,10 @@ def run(args) -> dict:
     diff = trainer.local_disagreement()
     if multi:
         diff = max(diff, trainer.cluster_disagreement())
-        # Per step the slowest worker's time; threads_used averaged over the workers.
-        rows = trainer.gather(seconds + [used])
-        seconds = [float(t) for t in rows[:, :-1].max(axis=0)]
-        used = float(rows[:, -1].mean())
+        # Per step the slowest worker's time; threads_used and the loss averaged.
+        rows = trainer.gather(seconds + [used, loss])
+        seconds = [float(t) for t in rows[:, :-2].max(axis=0)]
+        used, loss = float(rows[:, -2].mean()), float(rows[:, -1].mean())
     agree = bool(np.isfinite(diff) and diff <= AGREE_TOL)
 
     record.update(
