@@ -149,8 +149,9 @@ def pin_cpus(cpus: list[int]) -> None:
             pass
 
 
-def start_runtime(device: str, local_replicas: int, threads: int, rank: int):
-    """Pin the CPUs and set TensorFlow's threads and devices, then import it. Returns
+def start_runtime(device: str, local_replicas: int, threads: int, rank: int | None = None):
+    """Pin the CPUs and set TensorFlow's threads and devices, then import it. rank: this
+    process's place in a multi-process cluster, None for one process. Returns
     (tf, local device names, threads_config)."""
     config = {}
     if device == "cpu":
@@ -159,9 +160,12 @@ def start_runtime(device: str, local_replicas: int, threads: int, rank: int):
         if n > len(allowed):
             raise UsageError(f"{local_replicas} replicas x {threads} threads need {n} CPUs, "
                              f"but this process may use {len(allowed)}")
-        # Several worker processes on one machine take disjoint CPU sets when they fit.
-        first = rank * n if (rank + 1) * n <= len(allowed) else 0
-        cpus = allowed[first:first + n] if rank else hthreads.choose_cpus(n)
+        if rank is None:
+            cpus = hthreads.choose_cpus(n)      # one per physical core first
+        else:
+            # Several worker processes on one machine take disjoint CPU sets when they fit.
+            first = rank * n if (rank + 1) * n <= len(allowed) else 0
+            cpus = allowed[first:first + n]
         pin_cpus(cpus)
         config["cpus"] = cpus
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
@@ -185,7 +189,8 @@ def start_runtime(device: str, local_replicas: int, threads: int, rank: int):
                              f"{len(gpus)} GPU(s)")
         # Only this process's GPUs are visible (MultiWorkerMirroredStrategy takes every
         # visible one); several processes on one machine take disjoint ones when they fit.
-        first = rank * local_replicas if (rank + 1) * local_replicas <= len(gpus) else 0
+        first = (rank or 0) * local_replicas
+        first = first if first + local_replicas <= len(gpus) else 0
         mine = gpus[first:first + local_replicas]
         tf.config.set_visible_devices(mine, "GPU")
         names = [f"/GPU:{i}" for i in range(local_replicas)]
@@ -411,7 +416,7 @@ def run(args) -> dict:
     threads = args.threads_per_worker or max(1, len(hthreads.allowed_cpus()) // local)
 
     tf, names, threads_config = start_runtime(args.device, local, threads,
-                                              tasks["rank"] if multi else 0)
+                                              tasks["rank"] if multi else None)
     # MultiWorkerMirroredStrategy must exist before any other op runs.
     strategy, backend = make_strategy(tf, names, args.device, multi)
     if strategy.num_replicas_in_sync != args.workers:

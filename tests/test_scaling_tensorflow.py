@@ -105,7 +105,7 @@ from models import get_spec, initial_weights
 from adapters import Cell, get_adapter
 
 spec = get_spec("fcn_r", "smoke")
-tf, names, _ = m.start_runtime("cpu", 2, 1, 0)
+tf, names, _ = m.start_runtime("cpu", 2, 1)
 strategy, _ = m.make_strategy(tf, names, "cpu", False)
 trainer = m.Trainer(tf, strategy, spec, "cpu", "fp32", 8)
 trainer.step()
@@ -168,7 +168,7 @@ def test_multi_worker_mirrored_over_loopback_matches_one_process(tmp_path, two_r
     assert r["status"] == "ok" and r["replicas_agree"] is True
     assert r["multi_worker"] == {"tasks": 2, "rank": 0}
     assert r["backend"].startswith("MultiWorkerMirroredStrategy")
-    assert r["threads_config"]["cpus"] != [] and r["workers"] == 2
+    assert len(r["threads_config"]["cpus"]) == 1 and r["workers"] == 2   # one replica each
     assert len(r["step_seconds"]) == STEPS
     assert r["loss"] == pytest.approx(two_replicas("fcn_r")["loss"], rel=1e-5)
 
@@ -187,3 +187,29 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path, args, message):
     assert "Traceback" not in output
     assert len(lines) == 1 and message in lines[0], output[-2000:]
     assert not out.exists()
+
+
+def gpus() -> int:
+    from harness.machine import gpu_count
+    return gpu_count()
+
+
+@pytest.mark.skipif(gpus() > 0, reason="a GPU is present (the GPU run is tested instead)")
+def test_cuda_without_a_gpu_is_one_line(tmp_path):
+    proc = worker("fcn_r", tmp_path / "x.json", "--device", "cuda", "--workers", "1")
+    output, _ = proc.communicate(timeout=120)
+    assert proc.returncode == 2, output[-2000:]
+    assert "error: 1 GPU replicas asked for, but TensorFlow sees 0 GPU(s)" in output
+    assert "Traceback" not in output
+
+
+@pytest.mark.skipif(gpus() == 0, reason="no NVIDIA GPU on this machine")
+def test_one_replica_per_gpu(tmp_path):
+    n = gpus()
+    out = tmp_path / "gpu.json"
+    finish(worker("resnet56", out, "--device", "cuda", "--workers", str(n),
+                  "--batch", str(8 * n)))
+    r = json.loads(out.read_text())
+    assert r["status"] == "ok" and r["replicas_agree"] is True
+    assert r["device"] == "cuda" and r["workers"] == n and r["threads_used"] is None
+    assert "NcclAllReduce" in r["backend"]
