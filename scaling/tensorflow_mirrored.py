@@ -288,12 +288,15 @@ class Trainer:
         self.fn = tf.function(train_step, reduce_retracing=False)
 
     def _check_placement(self) -> None:
-        """Every replica's weights, buffers and rows are on that replica's device."""
+        """Every replica has its own copy of the weights, buffers and rows, on its device."""
         from adapters.tensorflow.workload import _same_device
         wrong = []
         for value in list(self.workload.trainable) + self.workload.slots + [self.x, self.y]:
-            for device, local in zip(self.local_devices,
-                                     self.strategy.experimental_local_results(value)):
+            copies = self.strategy.experimental_local_results(value)
+            if len(copies) != len(self.local_devices):   # one variable shared: no replicas
+                raise RuntimeError(f"{getattr(value, 'name', 'a batch')} has {len(copies)} "
+                                   f"copies for {len(self.local_devices)} replicas")
+            for device, local in zip(self.local_devices, copies):
                 if not _same_device(local.device, device):
                     wrong.append(f"{local.device} (wanted {device})")
         if wrong:

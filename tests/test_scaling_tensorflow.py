@@ -59,6 +59,14 @@ def finish(proc, timeout=180) -> str:
     return output
 
 
+def test_importing_the_worker_starts_no_framework():
+    code = ("import sys, scaling.tensorflow_mirrored; "
+            "print([m for m in ('tensorflow', 'keras', 'torch', 'jax') if m in sys.modules])")
+    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env(),
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0 and proc.stdout.strip() == "[]", proc.stdout + proc.stderr
+
+
 @pytest.fixture(scope="module")
 def two_replicas(tmp_path_factory):
     """network -> the worker JSON of a 2-replica strong-scaling run of global batch 8."""
