@@ -1,0 +1,223 @@
+"""The TensorFlow data-parallel worker (scaling/tensorflow_mirrored.py): two CPU replicas
+train, agree, write the worker JSON, and compute what one device computes on the whole
+batch; the same over two processes with MultiWorkerMirroredStrategy on loopback.
+
+Every run is a subprocess: the CPU is split into logical devices before TensorFlow's
+runtime starts, which cannot be undone in this process.
+"""
+from __future__ import annotations
+
+import importlib.util
+import json
+import math
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+pytestmark = pytest.mark.skipif(importlib.util.find_spec("tensorflow") is None,
+                                reason="tensorflow is not installed")
+
+# The contract's worker JSON keys (every run writes them all).
+KEYS = {"status", "framework", "network", "scale", "device", "device_name", "precision",
+        "workers", "scaling", "global_batch", "per_worker_batch", "threads_per_worker",
+        "backend", "step_seconds", "compile_s", "warmup_steps", "comm_share",
+        "comm_share_how", "replicas_agree", "replicas_max_diff", "loss", "threads_used",
+        "versions"}
+WARMUP, STEPS = 1, 2
+
+
+def env(**extra) -> dict:
+    out = {**os.environ, "PYTHONPATH": str(ROOT), "TF_CPP_MIN_LOG_LEVEL": "2"}
+    out.pop("TF_CONFIG", None)   # a cluster only where a test sets one
+    out.update(extra)
+    return out
+
+
+def worker(network: str, out: Path, *args: str, extra_env=None, timeout=180):
+    cmd = [sys.executable, "-m", "scaling.tensorflow_mirrored", "--network", network,
+           "--scale", "smoke", "--workers", "2", "--batch", "8", "--threads-per-worker", "1",
+           "--warmup", str(WARMUP), "--steps", str(STEPS), "--out", str(out), *args]
+    return subprocess.Popen(cmd, cwd=ROOT, env=env(**(extra_env or {})), text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+
+
+def finish(proc, timeout=180) -> str:
+    try:
+        output, _ = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        output, _ = proc.communicate()
+        pytest.fail(f"worker timed out:\n{output[-3000:]}")
+    assert proc.returncode == 0, output[-3000:]
+    return output
+
+
+def test_importing_the_worker_starts_no_framework():
+    code = ("import sys, scaling.tensorflow_mirrored; "
+            "print([m for m in ('tensorflow', 'keras', 'torch', 'jax') if m in sys.modules])")
+    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env(),
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0 and proc.stdout.strip() == "[]", proc.stdout + proc.stderr
+
+
+@pytest.fixture(scope="module")
+def two_replicas(tmp_path_factory):
+    """network -> the worker JSON of a 2-replica strong-scaling run of global batch 8."""
+    cache = {}
+
+    def get(network):
+        if network not in cache:
+            out = tmp_path_factory.mktemp("tf") / f"{network}.json"
+            finish(worker(network, out))
+            cache[network] = json.loads(out.read_text())
+        return cache[network]
+    return get
+
+
+@pytest.mark.parametrize("network", ["resnet56", "fcn_r"])
+def test_two_cpu_replicas_train_and_write_the_worker_json(two_replicas, network):
+    r = two_replicas(network)
+    assert KEYS <= set(r), f"missing: {KEYS - set(r)}"
+    assert r["status"] == "ok"
+    assert (r["framework"], r["network"], r["scale"], r["device"]) == (
+        "tensorflow", network, "smoke", "cpu")
+    assert (r["workers"], r["scaling"], r["global_batch"], r["per_worker_batch"]) == (
+        2, "strong", 8, 4)
+    assert r["threads_per_worker"] == 1 and r["threads_config"]["intra_op"] == 2
+    assert "MirroredStrategy (ReductionToOneDevice)" in r["backend"]
+    assert r["replicas_agree"] is True and r["replicas_max_diff"] == 0.0
+    assert len(r["step_seconds"]) == STEPS and all(s > 0 for s in r["step_seconds"])
+    assert r["warmup_steps"] == WARMUP and r["compile_s"] > 0
+    assert r["comm_share"] is None and r["comm_share_how"]
+    assert math.isfinite(r["loss"]) and r["loss"] > 0
+    assert r["threads_used"] is not None and r["threads_used"] > 0
+    assert r["versions"]["tensorflow"]
+
+
+# One step of 2 replicas on halves of the batch, and one step of the adapter on one
+# device on the whole batch, from the same weights. After one step from zero the
+# momentum buffer is the gradient the update used (v = 0.9 * 0 + g); both buffers and
+# both sets of weights are saved.
+SAME_STEP = """
+import sys
+import numpy as np
+from scaling import tensorflow_mirrored as m
+from models import get_spec, initial_weights
+from adapters import Cell, get_adapter
+
+spec = get_spec("fcn_r", "smoke")
+tf, names, _ = m.start_runtime("cpu", 2, 1)
+strategy, _ = m.make_strategy(tf, names, "cpu", False)
+trainer = m.Trainer(tf, strategy, spec, "cpu", "fp32", 8)
+trainer.step()
+np.savez(sys.argv[1], **trainer.workload.net.weights())
+np.savez(sys.argv[2], *[v.numpy() for v in trainer.workload.slots])
+
+cell = Cell("fcn_r", "tensorflow", "function", "fp32", "cpu", 1, 8, scale="smoke")
+single = get_adapter("tensorflow").build(spec, cell, initial_weights(spec))
+single.prepare()
+single.step()
+np.savez(sys.argv[3], **single.weights())
+np.savez(sys.argv[4], *[v.numpy() for v in single.slots])
+"""
+
+
+def test_two_replica_step_on_halves_is_the_one_device_step_on_the_batch(tmp_path):
+    """fcn_r has no batch norm, so the mean of the halves' mean gradients is the whole
+    batch's mean gradient: the gradient each replica applies (its momentum buffer after
+    one step) and the weights it reaches are the one-device step's. A sum instead of a
+    mean, or no all-reduce at all, gives other gradients."""
+    from models import get_spec, initial_weights
+    paths = [tmp_path / f"{n}.npz" for n in ("w2", "g2", "w1", "g1")]
+    proc = subprocess.run([sys.executable, "-c", SAME_STEP, *map(str, paths)],
+                          cwd=ROOT, env=env(), capture_output=True, text=True, timeout=180)
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
+    w2, g2, w1, g1 = (np.load(p) for p in paths)
+    w0 = initial_weights(get_spec("fcn_r", "smoke"))
+    assert set(w2.files) == set(w1.files) == set(w0)
+    assert len(g2.files) == len(g1.files) == len(w0)
+    for key in g1.files:
+        a, b = g2[key], g1[key]
+        scale = float(np.max(np.abs(b)))
+        assert scale > 0, f"gradient {key} is zero"
+        err = float(np.max(np.abs(a - b))) / scale
+        assert err < 1e-5, f"gradient {key}: differs by {err:.2e} of its largest value"
+    for name in w0:
+        assert not np.array_equal(w1[name], w0[name]), f"{name} did not move"
+        np.testing.assert_allclose(w2[name], w1[name], rtol=1e-5, atol=1e-7, err_msg=name)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_multi_worker_mirrored_over_loopback_matches_one_process(tmp_path, two_replicas):
+    """Two processes, one CPU replica each, joined through TF_CONFIG on 127.0.0.1:
+    the chief writes the JSON, and the training is the one-process run's."""
+    workers = [f"127.0.0.1:{free_port()}", f"127.0.0.1:{free_port()}"]
+    out = tmp_path / "mw.json"
+    procs = []
+    for i in range(2):
+        config = {"cluster": {"worker": workers}, "task": {"type": "worker", "index": i}}
+        procs.append(worker("fcn_r", out, extra_env={"TF_CONFIG": json.dumps(config)}))
+    for p in procs:
+        finish(p)
+    r = json.loads(out.read_text())
+    assert KEYS <= set(r)
+    assert r["status"] == "ok" and r["replicas_agree"] is True
+    assert r["multi_worker"] == {"tasks": 2, "rank": 0}
+    assert r["backend"].startswith("MultiWorkerMirroredStrategy")
+    assert len(r["threads_config"]["cpus"]) == 1 and r["workers"] == 2   # one replica each
+    assert len(r["step_seconds"]) == STEPS
+    assert r["loss"] == pytest.approx(two_replicas("fcn_r")["loss"], rel=1e-5)
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--workers", "3"], "strong scaling: global batch 8 does not divide by 3 workers"),
+    (["--precision", "fp16"], "fp16 (dynamic loss scaling) is not run data-parallel"),
+    (["--threads-per-worker", "999"], "2 replicas x 999 threads need 1998 CPUs"),
+])
+def test_bad_input_is_one_line_and_exit_2(tmp_path, args, message):
+    out = tmp_path / "x.json"
+    proc = worker("fcn_r", out, *args)
+    output, _ = proc.communicate(timeout=120)
+    lines = [line for line in output.splitlines() if line.startswith("error:")]
+    assert proc.returncode == 2, output[-2000:]
+    assert "Traceback" not in output
+    assert len(lines) == 1 and message in lines[0], output[-2000:]
+    assert not out.exists()
+
+
+def gpus() -> int:
+    from harness.machine import gpu_count
+    return gpu_count()
+
+
+@pytest.mark.skipif(gpus() > 0, reason="a GPU is present (the GPU run is tested instead)")
+def test_cuda_without_a_gpu_is_one_line(tmp_path):
+    proc = worker("fcn_r", tmp_path / "x.json", "--device", "cuda", "--workers", "1")
+    output, _ = proc.communicate(timeout=120)
+    assert proc.returncode == 2, output[-2000:]
+    assert "error: 1 GPU replicas asked for, but TensorFlow sees 0 GPU(s)" in output
+    assert "Traceback" not in output
+
+
+@pytest.mark.skipif(gpus() == 0, reason="no NVIDIA GPU on this machine")
+def test_one_replica_per_gpu(tmp_path):
+    n = gpus()
+    out = tmp_path / "gpu.json"
+    finish(worker("resnet56", out, "--device", "cuda", "--workers", str(n),
+                  "--batch", str(8 * n)))
+    r = json.loads(out.read_text())
+    assert r["status"] == "ok" and r["replicas_agree"] is True
+    assert r["device"] == "cuda" and r["workers"] == n and r["threads_used"] is None
+    assert "NcclAllReduce" in r["backend"]
