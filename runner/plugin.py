@@ -24,8 +24,10 @@ from pathlib import Path
 
 import pytest
 
+from adapters import Cell
 from runner.group import CELL_DIR_ENV, MARKER_ENV, Group, Job, key, run_group
 from runner.store import RunFolder, read_json, write_json
+from runner.suites import from_item
 
 FAILURES = pytest.StashKey()      # config: failure records of this session
 ISOLATION = pytest.StashKey()     # config: the Isolation when groups run in children
@@ -52,8 +54,16 @@ def pytest_configure(config):
 
 
 def _cell(item):
+    """The train/infer Cell of a test item, or None."""
     callspec = getattr(item, "callspec", None)
-    return callspec.params.get("cell") if callspec else None
+    cell = callspec.params.get("cell") if callspec else None
+    return cell if isinstance(cell, Cell) else None
+
+
+def _unit(item):
+    """What a test item measures, for markers, result files and failure records: a
+    train/infer Cell, a scaling or all-reduce cell (runner.suites.SuiteCell), or None."""
+    return _cell(item) or from_item(item)
 
 
 # -- several groups in one pytest: isolate each in a child ----------------------------
@@ -148,7 +158,7 @@ def pytest_unconfigure(config):
 # -- a runner's child: marker before each cell, a file after each --------------------
 def pytest_runtest_protocol(item, nextitem):
     marker = os.environ.get(MARKER_ENV)
-    cell = _cell(item)
+    cell = _unit(item)
     if marker and cell is not None:
         write_json(Path(marker), {"key": key(cell), "started": time.monotonic(),
                                   "pid": os.getpid()})
@@ -156,7 +166,7 @@ def pytest_runtest_protocol(item, nextitem):
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_call(item):
-    cell = _cell(item)
+    cell = _unit(item)
     if item.config.stash.get(ISOLATION, None) is not None:
         return                        # the cell runs in a child, where the fault belongs
     faults = dict(f.rsplit(":", 1) for f in os.environ.get(FAULT_ENV, "").split(",") if ":" in f)
@@ -172,7 +182,7 @@ def pytest_runtest_call(item):
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item, call):
     report = yield
-    cell = _cell(item)
+    cell = _unit(item)
     if cell is None:
         return report
     record = None
