@@ -284,10 +284,13 @@ def build(machines: list, first_footnote: int, problems: list[str]) -> ScalingRe
     rows: dict[tuple, ScalingRow] = {}
     sweeps: dict[tuple, Sweep] = {}
     crashed: list[tuple[tuple, str]] = []      # sweeps that left no rows: (sweep key, text)
+    scaling = [(mi, m, r) for mi, m in enumerate(machines) for run in m.runs for r in run.scaling]
+    # timed cells first: a failure record that does not know its threads per worker (the
+    # runner's, for a crash) then joins the row of the cells it belongs with
+    for mi, m, r in sorted(scaling, key=lambda x: x[2]["seconds"] is None):
+        _add_point(rows, mi, m, r, problems)
     for mi, m in enumerate(machines):
         for run in m.runs:
-            for r in run.scaling:
-                _add_point(rows, mi, m, r, problems)
             for s in run.allreduce:
                 key = (mi, s["framework"], s["backend"], s["device"], s["world_size"])
                 sweep = sweeps.get(key)
@@ -340,6 +343,8 @@ def build(machines: list, first_footnote: int, problems: list[str]) -> ScalingRe
 
 def _add_point(rows: dict, mi: int, machine, r: dict, problems: list[str]) -> None:
     key = _row_key(mi, r)
+    if r["threads_per_worker"] is None and key not in rows:
+        key = next((k for k in rows if k[:-1] == key[:-1]), key)
     row = rows.get(key)
     if row is None:
         row = rows[key] = ScalingRow(machine, r["network"], r["framework"], r["device"],

@@ -284,3 +284,29 @@ def test_allreduce_sweep_passes_world_sizes_and_message_sizes(stand_ins, monkeyp
     assert cli.main(argv) == 0
     out = capsys.readouterr().out
     assert "busbw GB/s all-reduce (largest)" in out and "| torch" in out
+
+
+def test_plain_pytest_json_carries_scaling_failures(stand_ins):
+    """Without the runner, --benchmark-json still lists a failed scaling cell under
+    "xfbench" with its kind, so the report shows it among the scaling failures."""
+    import os
+    import subprocess
+    import sys
+    out = stand_ins / "out.json"
+    env = dict(os.environ, PYTHONPATH=str(ROOT),
+               **{FAULT_ENV: "scaling-fcn_r-torch-cpu-w2-strong-b16:raise"})
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "suites/test_scaling.py",
+         "--framework", "torch", "--device", "cpu", "--model", "fcn_r", "--workers", "1,2",
+         "--scaling", "strong", "--batch-size", "16", f"--benchmark-json={out}"],
+        cwd=stand_ins / "checkout", env=env, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 1, proc.stdout[-2000:] + proc.stderr[-2000:]
+    data = json.loads(out.read_text())
+    assert [b["extra_info"]["workers"] for b in data["benchmarks"]] == [1]
+    [failure] = data["xfbench"]["failures"]
+    assert failure["cell"]["kind"] == "scaling" and failure["cell"]["workers"] == 2
+    assert failure["status"] == "failed" and "fault injected" in failure["reason"]
+    from report import render
+    render([out], stand_ins / "report", ["md"])
+    md = (stand_ins / "report" / "report.md").read_text()
+    assert "### Failed scaling and all-reduce cells" in md and "fault injected" in md
