@@ -72,7 +72,8 @@ def parser() -> Parser:
                                       "the same as --world-sizes. --threads is per worker")
     dp.add_argument("--scaling", help="strong (default: the global batch split over the "
                                       "workers) and/or weak (the batch per worker fixed)")
-    dp.add_argument("--world-sizes", help="all-reduce world sizes (default as --workers)")
+    dp.add_argument("--world-sizes", help="all-reduce world sizes (default: 1,2 on cpu; 1, 2, "
+                                          "4, ... and the number of GPUs on cuda)")
     dp.add_argument("--allreduce-sizes", help="message sizes, passed to the all-reduce suite "
                                               "(default: the suite's, by preset)")
     out = p.add_argument_group("output")

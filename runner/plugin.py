@@ -26,12 +26,15 @@ import pytest
 
 from adapters import Cell
 from runner.group import CELL_DIR_ENV, MARKER_ENV, Group, Job, key, run_group
-from runner.store import RunFolder, read_json, write_json
+from runner.store import STATUSES, RunFolder, read_json, write_json
 from runner.suites import from_item
 
 FAILURES = pytest.StashKey()      # config: failure records of this session
 ISOLATION = pytest.StashKey()     # config: the Isolation when groups run in children
 REPLAYED = pytest.StashKey()      # item: the child's failure record for this cell
+# item: a failure record a suite left because it knows better than the exception why its
+# cell failed (a worker's own status, such as "timeout", and its output tail)
+SUITE_FAILURE = pytest.StashKey()
 CACHE = pytest.StashKey()         # config: machine and commit info for per-cell files
 
 # Test hook: "<task>-<cell-id>:kill|sleep|raise[,...]" makes that cell SIGKILL its own
@@ -197,13 +200,25 @@ def pytest_runtest_makereport(item, call):
     elif report.skipped and report.when in ("setup", "call"):
         record = item.stash.get(REPLAYED, None) or _failure(cell, "skipped", _skip_reason(report), "")
     elif report.failed and report.when in ("setup", "call"):
-        record = item.stash.get(REPLAYED, None) or _from_exception(cell, call, report)
+        record = item.stash.get(REPLAYED, None) or _suite_failure(item, cell) \
+            or _from_exception(cell, call, report)
     if record:
         item.config.stash[FAILURES].append(record)
         if os.environ.get(CELL_DIR_ENV):
             RunFolder(os.environ[CELL_DIR_ENV]).write_failure(key(cell), **{
                 k: record[k] for k in ("cell", "status", "reason", "output_tail")})
     return report
+
+
+def _suite_failure(item, cell) -> dict | None:
+    """The record a suite left in item.stash[SUITE_FAILURE], in the shape of ours."""
+    left = item.stash.get(SUITE_FAILURE, None)
+    if not isinstance(left, dict):
+        return None
+    status = left.get("status") if left.get("status") in STATUSES else "failed"
+    reason = str(left.get("reason") or "failed").strip().splitlines() or ["failed"]
+    return {"cell": left.get("cell") or cell.as_dict(), "status": status, "reason": reason[0],
+            "output_tail": str(left.get("output_tail") or "")}
 
 
 def _failure(cell, status, reason, tail) -> dict:

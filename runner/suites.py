@@ -30,7 +30,7 @@ SCALING_FRAMEWORKS = ("torch", "jax", "tensorflow")
 ALLREDUCE_FRAMEWORKS = ("torch", "jax")
 SCALING_KINDS = ("strong", "weak")
 # The all-reduce suite's pytest option for its world sizes.
-WORLD_SIZES_OPTION = "workers"
+WORLD_SIZES_OPTION = "world-sizes"
 
 
 def scaling_id(network: str, framework: str, device: str, workers: int, scaling: str,
@@ -146,8 +146,10 @@ def _devices(device: str | None, suite: str) -> list[str]:
     return list(dict.fromkeys(out))
 
 
-def worker_counts(value: str | None, device: str, option: str = "--workers") -> list[int]:
-    """Default: 1 and 2 on the CPU; 1, 2, 4, ... up to the GPUs present on cuda."""
+def worker_counts(value: str | None, device: str, option: str = "--workers",
+                  every_gpu: bool = False) -> list[int]:
+    """Default: 1 and 2 on the CPU; 1, 2, 4, ... up to the GPUs present on cuda (and,
+    with every_gpu, the number of GPUs itself when it is not a power of two)."""
     gpus = machine.gpu_count()
     asked = counts(option, value)
     if device == "cpu":
@@ -157,7 +159,10 @@ def worker_counts(value: str | None, device: str, option: str = "--workers") -> 
             raise SelectionError(f"{option} {asked[-1]} on cuda needs {asked[-1]} GPUs; this "
                                  f"machine has {gpus}")
         return asked
-    return [2**i for i in range(int(math.log2(gpus)) + 1)] if gpus else [1]
+    if not gpus:
+        return [1]
+    powers = [2**i for i in range(int(math.log2(gpus)) + 1)]
+    return sorted(set(powers + ([gpus] if every_gpu else [])))
 
 
 def _threads(value: str | None) -> int | None:
@@ -241,7 +246,7 @@ def allreduce_plan(framework=None, device=None, preset=None, world_sizes=None, s
     devices = _devices(device, "allreduce")
     if sizes is not None and not _split(sizes):
         raise SelectionError("--allreduce-sizes needs at least one message size")
-    by_device = {d: worker_counts(world_sizes, d, "--world-sizes") for d in devices}
+    by_device = {d: worker_counts(world_sizes, d, "--world-sizes", every_gpu=True) for d in devices}
     jobs = []
     for fw in frameworks:
         for dev in devices:

@@ -267,6 +267,17 @@ def test_allreduce_tables_plot_and_csv(tmp_path):
     assert "All-reduce bandwidth" in html and "reduce + broadcast" in html
 
 
+def test_a_sweep_marked_failed_for_a_wrong_row_shows_that_row(tmp_path):
+    sweep = allreduce_entry("torch", 2, wrong={(1024, "allreduce")})
+    sweep["extra_info"]["status"] = "failed"          # as the suite marks it
+    path = write(tmp_path / "x.json", document([sweep]))
+    render([path], tmp_path / "out", ["md"])
+    md = (tmp_path / "out" / "report.md").read_text()
+    [line] = [x for x in md.splitlines() if x.startswith("- [")]
+    assert "all-reduce of 1024 bytes: incorrect: wrong result" in line
+    assert "| 1 MiB" in md                             # the sweep's other rows are shown
+
+
 def test_a_crashed_allreduce_sweep_is_a_failure_line(tmp_path):
     crashed = {"cell": {"kind": "allreduce_sweep", "framework": "jax", "device": "cpu",
                         "world_size": 2}, "status": "killed",

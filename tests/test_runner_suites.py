@@ -104,7 +104,7 @@ def test_node_ids_and_child_options_follow_the_contract():
         "suites/test_allreduce.py::test_allreduce[jax-cpu-n1]",
         "suites/test_allreduce.py::test_allreduce[jax-cpu-n2]"]
     argv = child_command(plan.jobs[0], plan.jobs[0].cells)
-    assert argv[argv.index("--workers") + 1] == "1,2"
+    assert argv[argv.index("--world-sizes") + 1] == "1,2"
     assert argv[argv.index("--allreduce-sizes") + 1] == "1K,4K"
     assert plan.jobs[0].group.name == "allreduce-torch-cpu"
     # the train/infer groups keep their names (log files of earlier runs)
@@ -137,7 +137,8 @@ pytest_plugins = ("runner.plugin",)
 
 def pytest_addoption(parser):
     for name in ("framework", "model", "mode", "precision", "device", "threads", "batch-size",
-                 "preset", "data", "weights", "workers", "scaling", "allreduce-sizes"):
+                 "preset", "data", "weights", "workers", "scaling", "world-sizes",
+                 "allreduce-sizes"):
         parser.addoption(f"--{name}", default=None)
 '''
 
@@ -194,8 +195,8 @@ def test_scaling(scell, benchmark):
 ALLREDUCE = '''
 def pytest_generate_tests(metafunc):
     opt = metafunc.config.getoption
-    ids = [f"{opt('framework')}-{opt('device')}-n{n}" for n in opt("workers").split(",")]
-    metafunc.parametrize("world_size", [int(n) for n in opt("workers").split(",")], ids=ids)
+    ids = [f"{opt('framework')}-{opt('device')}-n{n}" for n in opt("world_sizes").split(",")]
+    metafunc.parametrize("world_size", [int(n) for n in opt("world_sizes").split(",")], ids=ids)
 
 
 def test_allreduce(world_size, benchmark, request):
@@ -310,3 +311,31 @@ def test_plain_pytest_json_carries_scaling_failures(stand_ins):
     render([out], stand_ins / "report", ["md"])
     md = (stand_ins / "report" / "report.md").read_text()
     assert "### Failed scaling and all-reduce cells" in md and "fault injected" in md
+
+
+def test_a_suites_own_failure_record_is_the_one_recorded(stand_ins, monkeypatch):
+    """A suite that knows why its cell failed (the workers timed out) leaves its record in
+    item.stash[runner.plugin.SUITE_FAILURE]; the runner keeps its status and reason."""
+    test = stand_ins / "checkout" / "suites" / "test_scaling.py"
+    test.write_text(test.read_text() + textwrap.dedent('''
+
+        import pytest
+        from runner.plugin import SUITE_FAILURE
+
+
+        @pytest.fixture(autouse=True)
+        def workers_time_out(request, scell):
+            if scell.workers == 2:
+                request.node.stash[SUITE_FAILURE] = {
+                    "cell": {"kind": "scaling", **scell.as_dict()}, "status": "timeout",
+                    "reason": "the workers gave no result within 5 s", "output_tail": "rank 1"}
+                pytest.fail("timeout: the workers gave no result within 5 s")
+        '''))
+    folder = RunFolder(stand_ins / "r")
+    argv = SMOKE + ["--suite", "scaling", "--model", "fcn_r", "--device", "cpu",
+                    "--workers", "1,2", "--results", str(folder.root)]
+    assert run(argv, monkeypatch) == 1
+    [failure] = folder.failures()
+    assert failure["status"] == "timeout" and failure["output_tail"] == "rank 1"
+    assert failure["reason"] == "the workers gave no result within 5 s"
+    assert failure["cell"]["workers"] == 2
