@@ -93,7 +93,7 @@ def render(report: Report, plots: dict, out: Path, generated: str) -> str:
     for t in (tables.procurement_table(report), tables.gemm_table(report)):
         if t:
             lines += [table(t, 2), ""]
-    if any(plots.values()):
+    if any(plots.get(kind) for kind in ("threads", "accelerators", "gemm")):
         lines += ["## Plots", ""]
         for kind in ("threads", "accelerators", "gemm"):
             for caption, path in plots[kind]:

@@ -145,7 +145,7 @@ def test_scaling_table_speedup_efficiency_and_comm(tmp_path):
     written = render([path], tmp_path / "out", ["md", "html", "csv"])
     md = (tmp_path / "out" / "report.md").read_text()
     assert "## Data-parallel scaling" in md and "### Strong scaling" in md
-    assert "## Table 7" not in md          # nothing single-device to show
+    assert "## Table 7" not in md and "## Plots" not in md    # nothing single-device to show
     # headers: per worker count, seconds, samples/s, speedup, efficiency, comm share
     assert "1w s/step" in md and "2w speedup" in md and "2w eff." in md and "2w comm" in md
     line = next(x for x in md.splitlines() if x.startswith("| ResNet-56") and "| torch" in x)
