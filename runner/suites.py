@@ -295,6 +295,13 @@ def summary_table(suite: str, records: list[dict]) -> str:
     """The terminal table at the end of a scaling or all-reduce sweep: one row per cell."""
     from tabulate import tabulate
     if suite == "scaling":
+        try:    # the scaling suite's own table, with speedup over its 1-worker cells
+            from scaling.speedup import fill_speedup, scaling_table
+        except ImportError:
+            pass
+        else:
+            fill_speedup(records)
+            return scaling_table(records)
         headers = ("network", "framework", "device", "workers", "scaling", "batch", "backend",
                    "s/step", "samples/s", "speedup", "eff. %", "comm %")
         rows = [_scaling_row(r) for r in records]
