@@ -265,5 +265,18 @@ def pytest_benchmark_update_json(config, benchmarks, output_json):
     from harness import machine
     options = {name: config.getoption(name.replace("-", "_"))
                for name in ("framework", "device", "threads") + CELL_OPTIONS}
-    output_json["xfbench"] = {"failures": config.stash.get(FAILURES, []),
+    output_json["xfbench"] = {"failures": _once_per_cell(config.stash.get(FAILURES, [])),
                               "selection": options, "machine": machine.describe()}
+
+
+def _once_per_cell(records: list[dict]) -> list[dict]:
+    """One failure record per cell: a suite plugin that also records its own cells'
+    failures must not make them appear twice."""
+    import json
+    seen, out = set(), []
+    for record in records:
+        cell = json.dumps(record.get("cell"), sort_keys=True, default=str)
+        if cell not in seen:
+            seen.add(cell)
+            out.append(record)
+    return out

@@ -339,3 +339,12 @@ def test_a_suites_own_failure_record_is_the_one_recorded(stand_ins, monkeypatch)
     assert failure["status"] == "timeout" and failure["output_tail"] == "rank 1"
     assert failure["reason"] == "the workers gave no result within 5 s"
     assert failure["cell"]["workers"] == 2
+
+
+def test_a_failure_recorded_by_the_suite_and_the_runner_plugin_is_listed_once():
+    from runner.plugin import _once_per_cell
+    cell = {"kind": "scaling", "network": "fcn_r", "workers": 2}
+    twice = [{"cell": cell, "status": "skipped", "reason": "a"},
+             {"cell": dict(cell), "status": "skipped", "reason": "a"},
+             {"cell": {**cell, "workers": 4}, "status": "failed", "reason": "b"}]
+    assert _once_per_cell(twice) == [twice[0], twice[2]]
