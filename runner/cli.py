@@ -131,7 +131,8 @@ SUITE_OPTIONS = {
                "batch_size", "data", "weights", "task"),
     "scaling": ("framework", "model", "precision", "device", "threads", "preset", "batch_size",
                 "workers", "scaling"),
-    "allreduce": ("framework", "device", "preset", "workers", "world_sizes", "allreduce_sizes"),
+    "allreduce": ("framework", "device", "threads", "preset", "workers", "world_sizes",
+                  "allreduce_sizes"),
 }
 EVERY_OPTION = sorted({o for names in SUITE_OPTIONS.values() for o in names})
 
@@ -152,7 +153,8 @@ def make_suite_plan(args) -> Plan:
         if args.workers and args.world_sizes:
             raise UsageError("--workers and --world-sizes name the same thing here; give one")
         return suites.allreduce_plan(args.framework, args.device, args.preset,
-                                     args.world_sizes or args.workers, args.allreduce_sizes)
+                                     args.world_sizes or args.workers, args.allreduce_sizes,
+                                     args.threads)
     return make_plan(args.framework, args.model, args.mode, args.precision, args.device,
                      args.threads, args.batch_size, args.preset, args.data, args.task,
                      args.weights)

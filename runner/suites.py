@@ -238,12 +238,14 @@ def scaling_plan(framework=None, model=None, precision=None, device=None, thread
     return Plan(selection, jobs, sel.preset.name)
 
 
-def allreduce_plan(framework=None, device=None, preset=None, world_sizes=None, sizes=None):
+def allreduce_plan(framework=None, device=None, preset=None, world_sizes=None, sizes=None,
+                   threads=None):
     """Validate the options of `xfbench run --suite allreduce` and list its jobs: one
     child per (framework, device), one test per world size (all sizes and both patterns)."""
     sel = parse(framework=framework, preset=preset)
     frameworks = _frameworks(framework, ALLREDUCE_FRAMEWORKS, "allreduce", sel.frameworks)
     devices = _devices(device, "allreduce")
+    per_rank_threads = _threads(threads)
     if sizes is not None and not _split(sizes):
         raise SelectionError("--allreduce-sizes needs at least one message size")
     by_device = {d: worker_counts(world_sizes, d, "--world-sizes", every_gpu=True) for d in devices}
@@ -252,10 +254,11 @@ def allreduce_plan(framework=None, device=None, preset=None, world_sizes=None, s
         for dev in devices:
             options = {WORLD_SIZES_OPTION: ",".join(map(str, by_device[dev])),
                        "allreduce-sizes": sizes, "preset": sel.preset.name}
-            jobs.append(Job(Group(fw, dev, 0, "allreduce"),
+            jobs.append(Job(Group(fw, dev, per_rank_threads or 0, "allreduce"),
                             [allreduce_cell(fw, dev, n) for n in by_device[dev]], options))
     selection = {"suite": "allreduce", "frameworks": frameworks, "devices": devices,
-                 "world_sizes": by_device, "sizes": sizes, "preset": sel.preset.name}
+                 "world_sizes": by_device, "sizes": sizes, "threads_per_rank": per_rank_threads,
+                 "preset": sel.preset.name}
     return Plan(selection, jobs, sel.preset.name)
 
 

@@ -106,7 +106,10 @@ def test_node_ids_and_child_options_follow_the_contract():
     argv = child_command(plan.jobs[0], plan.jobs[0].cells)
     assert argv[argv.index("--world-sizes") + 1] == "1,2"
     assert argv[argv.index("--allreduce-sizes") + 1] == "1K,4K"
-    assert plan.jobs[0].group.name == "allreduce-torch-cpu"
+    assert plan.jobs[0].group.name == "allreduce-torch-cpu" and "--threads" not in argv
+    [job] = allreduce_plan(framework="torch", device="cpu", world_sizes="2", threads="1").jobs
+    argv = child_command(job, job.cells)
+    assert argv[argv.index("--threads") + 1] == "1"          # threads per rank
     # the train/infer groups keep their names (log files of earlier runs)
     assert Group("torch", "cuda:0", 4).name == "torch-cuda0-t4"
 
