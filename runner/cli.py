@@ -18,9 +18,9 @@ from pathlib import Path
 
 from harness.presets import PRESETS
 from harness.selection import SelectionError
+from runner import suites
 from runner.group import Job, key, run_group
 from runner.plan import Plan, default_timeout, make_plan
-from runner import suites
 from runner.progress import SweepProgress
 from runner.store import RunFolder, default_folder, find_resumable, read_json
 

@@ -89,8 +89,9 @@ def from_item(item) -> SuiteCell | None:
     fields = next((p.as_dict() for p in callspec.params.values() if hasattr(p, "as_dict")), None)
     if fields is None:
         match = (SCALING_ID if task == "scaling" else ALLREDUCE_ID).fullmatch(callspec.id)
-        fields = {k: int(v) if v.isdigit() else v for k, v in match.groupdict().items()} \
-            if match else {}
+        if match is None:
+            return None     # not a cell: the placeholder a suite skips when it is not named
+        fields = {k: int(v) if v.isdigit() else v for k, v in match.groupdict().items()}
     fields = {k: v for k, v in fields.items() if k != "kind"}
     return SuiteCell(task, callspec.id, tuple(fields.items()))
 

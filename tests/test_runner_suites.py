@@ -128,7 +128,9 @@ def test_a_test_of_the_suites_is_known_by_its_id_whatever_its_parameter():
     Item.originalname, Item.callspec.id = "test_allreduce", "jax-cpu-n2"
     assert from_item(Item).as_dict() == {"kind": "allreduce_sweep", "framework": "jax",
                                          "device": "cpu", "world_size": 2}
-    Item.originalname = "test_train"
+    Item.callspec.id = "not-named"      # a suite's placeholder when it is not named: no cell
+    assert from_item(Item) is None
+    Item.originalname, Item.callspec.id = "test_train", "jax-cpu-n2"
     assert from_item(Item) is None
 
 
