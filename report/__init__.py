@@ -12,11 +12,12 @@ FORMATS = ("md", "html", "csv")
 def render(results: list[str | Path], out: str | Path, formats=FORMATS, *, with_paper: bool = False,
            reference: str | None = None, prices: str | Path | None = None) -> list[Path]:
     """Read RESULTS (runner folders or pytest-benchmark JSON files), write the report files
-    into out, and return their paths (report.md / .html / .csv first, then the plots).
+    into out, and return their paths (report.md / .html / .csv first, then
+    report-scaling.csv and report-allreduce.csv when there are such results, then the plots).
 
     Raises report.load.LoadError (unusable input), report.procurement.PricesError and
     ValueError (a reference that names no machine); each message is one line."""
-    from report import model, plots, procurement, render_csv, render_html, render_md
+    from report import model, plots, procurement, render_csv, render_html, render_md, scaling_plots
     from report.load import load
 
     runs = [load(p) for p in results]
@@ -25,8 +26,11 @@ def render(results: list[str | Path], out: str | Path, formats=FORMATS, *, with_
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     generated = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    drawn = plots.render(rep, out / "plots") if {"md", "html"} & set(formats) else \
-        {"threads": [], "accelerators": [], "gemm": []}
+    if {"md", "html"} & set(formats):
+        drawn = plots.render(rep, out / "plots")
+        drawn.update(scaling_plots.render(rep, out / "plots"))
+    else:
+        drawn = {"threads": [], "accelerators": [], "gemm": [], "efficiency": [], "busbw": []}
     written = []
     if "md" in formats:
         path = out / "report.md"
@@ -38,6 +42,7 @@ def render(results: list[str | Path], out: str | Path, formats=FORMATS, *, with_
         written.append(path)
     if "csv" in formats:
         written.append(render_csv.write(rep, out / "report.csv"))
+        written += render_csv.write_scaling(rep, out)
     return written + [p for kind in drawn.values() for _, p in kind]
 
 

@@ -19,11 +19,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from report import scaling
 from report.equivalence import equivalence_records
 
 FAILURE_STATUSES = ("failed", "timeout", "killed", "oom", "skipped")
 # Files the report itself writes into a runner folder: never read back as input.
-OWN_OUTPUTS = ("report.md", "report.html", "report.csv")
+OWN_OUTPUTS = ("report.md", "report.html", "report.csv", "report-scaling.csv",
+               "report-allreduce.csv")
 
 
 class LoadError(Exception):
@@ -68,8 +70,14 @@ class Run:
     results: list[Result] = field(default_factory=list)
     gemm: list[dict[str, Any]] = field(default_factory=list)
     equivalence: list[dict[str, Any]] = field(default_factory=list)
+    scaling: list[dict[str, Any]] = field(default_factory=list)     # report.scaling records
+    allreduce: list[dict[str, Any]] = field(default_factory=list)   # report.scaling sweeps
     problems: list[str] = field(default_factory=list)   # files or entries left out, and why
     files: int = 0                   # files read
+
+    @property
+    def empty(self) -> bool:
+        return not (self.results or self.gemm or self.equivalence or self.scaling or self.allreduce)
 
 
 def read_json(path: Path) -> dict:
@@ -195,7 +203,8 @@ def add_document(run: Run, doc: dict, source: str) -> None:
     """Add the entries and failures of one pytest-benchmark document (or one failure
     record) to a run; entries that cannot be used go to run.problems."""
     if _is_failure_doc(doc):
-        run.results.append(failure_result(doc, source))
+        if not scaling.read_failure(run, doc, source):
+            run.results.append(failure_result(doc, source))
         return
     if not _is_benchmark_doc(doc):
         raise LoadError(f"{source}: not a pytest-benchmark JSON file (no 'benchmarks' list)")
@@ -217,6 +226,17 @@ def add_document(run: Run, doc: dict, source: str) -> None:
             else:
                 run.gemm.append(gemm)
                 used += 1
+            continue
+        if extra.get("kind") in scaling.KINDS:
+            # data-parallel and all-reduce results: their own tables, never Table 7 rows
+            try:
+                median, error = _median(entry), None
+            except ValueError as e:
+                median, error = None, str(e)
+            taken, problem = scaling.read_entry(run, extra, median, error, source)
+            if problem:
+                run.problems.append(f"{source}: {name}: {problem}")
+            used += taken
             continue
         if "network" not in extra or "framework" not in extra:
             run.problems.append(f"{source}: {name}: not an xfbench cell (no network/framework)")
@@ -244,7 +264,8 @@ def add_document(run: Run, doc: dict, source: str) -> None:
     failures = top.get("failures") if isinstance(top, dict) else None
     for record in failures or []:
         if isinstance(record, dict):
-            run.results.append(failure_result(record, source))
+            if not scaling.read_failure(run, record, source):
+                run.results.append(failure_result(record, source))
             used += 1
     if doc["benchmarks"] and not used:
         run.problems.append(f"{source}: no xfbench entries among {len(doc['benchmarks'])}")
@@ -282,7 +303,7 @@ def load(path: str | Path) -> Run:
         name = path.parent.resolve().name if path.name == "merged.json" else path.stem
         run = Run(name=name, path=str(path), machine=machine_of(doc), files=1)
         add_document(run, doc, str(path))
-        if not run.results and not run.gemm and not run.equivalence:
+        if run.empty:
             raise LoadError(f"{path}: no xfbench results in it"
                             + (f" ({run.problems[0]})" if run.problems else ""))
         return run
@@ -297,7 +318,7 @@ def load(path: str | Path) -> Run:
             run.files += 1
         except LoadError as e:
             run.problems.append(str(e))
-    if not run.results and not run.gemm and not run.equivalence:
+    if run.empty:
         detail = "; ".join(run.problems[:3]) if run.problems else "no JSON files in it"
         raise LoadError(f"{path}: no usable results ({detail})")
     run.machine = run.machine or machine_of({})

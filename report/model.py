@@ -10,7 +10,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from report import paper, procurement
+from report import paper, procurement, scaling
 from report.equivalence import mark
 from report.load import Result, Run
 
@@ -263,6 +263,8 @@ class Report:
     gemm: list[tuple[Machine, dict]]
     problems: list[str]
     with_paper: bool
+    # data-parallel scaling and all-reduce results (report.scaling), apart from Table 7
+    scaling: scaling.ScalingReport | None = None
 
 
 def format_seconds(value: float) -> str:
@@ -466,4 +468,5 @@ def build(runs: list[Run], *, with_paper: bool = False, reference: str | None = 
     gemm = [(m, g) for m in machines for g in m.gemm]
     return Report(machines, blocks, details, footnotes,
                   summarise(machines, ref) if ref and len(machines) > 1 else [], ref, buys, gemm,
-                  problems, with_paper)
+                  problems, with_paper,
+                  scaling.build(machines, first_footnote=len(footnotes) + 1, problems=problems))

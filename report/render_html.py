@@ -7,7 +7,7 @@ from pathlib import Path
 
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
-from report import tables
+from report import scaling_tables, tables
 from report.model import Report
 
 ENV = Environment(loader=FileSystemLoader(Path(__file__).parent / "templates"), autoescape=True,
@@ -31,5 +31,12 @@ def render(report: Report, plots: dict, generated: str) -> str:
         "plots": [(caption, _png(path)) for kind in ("threads", "accelerators", "gemm")
                   for caption, path in plots[kind]],
         "problems": report.problems,
+        "scaling": scaling_tables.scaling_tables(report),
+        "scaling_caption": scaling_tables.CAPTION,
+        "efficiency_plots": [(caption, _png(path)) for caption, path in plots.get("efficiency", [])],
+        "allreduce": scaling_tables.allreduce_tables(report),
+        "allreduce_caption": scaling_tables.ALLREDUCE_CAPTION,
+        "busbw_plots": [(caption, _png(path)) for caption, path in plots.get("busbw", [])],
+        "scaling_failures": scaling_tables.failure_lines(report),
     }
     return ENV.get_template("report.html.j2").render(generated=generated, **sections)

@@ -5,7 +5,7 @@ from pathlib import Path
 
 from tabulate import tabulate
 
-from report import tables
+from report import scaling_tables, tables
 from report.model import Report
 from report.tables import Table, Text
 
@@ -41,29 +41,59 @@ def table(t: Table, level: int = 3) -> str:
     return "\n".join(parts)
 
 
+def _plots(plots: dict, kinds, out: Path) -> list[str]:
+    return [line for kind in kinds for caption, path in plots.get(kind, [])
+            for line in (f"![{esc(caption)}]({path.relative_to(out).as_posix()})", "")]
+
+
+def scaling_section(report: Report, plots: dict, out: Path) -> list[str]:
+    """Data-parallel scaling and all-reduce: tables, failures and their plots."""
+    lines = []
+    scaling = scaling_tables.scaling_tables(report)
+    if scaling:
+        lines += ["## Data-parallel scaling", "", esc(scaling_tables.CAPTION), ""]
+        for t in scaling:
+            lines += [table(t), ""]
+        lines += _plots(plots, ("efficiency",), out)
+    allreduce = scaling_tables.allreduce_tables(report)
+    if allreduce:
+        lines += ["## All-reduce bandwidth", "", esc(scaling_tables.ALLREDUCE_CAPTION), ""]
+        for t in allreduce:
+            lines += [table(t), ""]
+        lines += _plots(plots, ("busbw",), out)
+    failures = scaling_tables.failure_lines(report)
+    if failures:
+        lines += ["### Failed scaling and all-reduce cells", ""] \
+            + [f"- [{n}] {esc(x)}" for n, x in failures] + [""]
+    return lines
+
+
 def render(report: Report, plots: dict, out: Path, generated: str) -> str:
     lines = ["# xfbench report", "", f"Generated {generated}. {INTRO}", "",
              table(tables.machines_table(report), 2), ""]
     summary = tables.summary_table(report)
     if summary:
         lines += [table(summary, 2), ""]
-    lines += ["## Table 7: seconds per mini-batch", "",
-              "Columns: CPU thread counts (`4t` = 4 threads), then each accelerator by name.", ""]
+    if report.blocks or not report.scaling:
+        lines += ["## Table 7: seconds per mini-batch", "",
+                  "Columns: CPU thread counts (`4t` = 4 threads), then each accelerator by name.", ""]
     for block in report.blocks:
         lines += [table(tables.table7(block)), ""]
     if report.footnotes:
         lines += ["### Failed cells", ""] + [f"- [{n}] {esc(x)}" for n, x in tables.footnote_lines(report)] + [""]
-    lines += ["## Throughput, TFLOP/s, scaling, compile time, memory", "",
-              "samples/s = batch / median; TFLOP/s from the network's analytic FLOPs; speedup and "
-              "parallel efficiency over the same row's 1-thread CPU cell.", ""]
+    if report.blocks:
+        lines += ["## Throughput, TFLOP/s, scaling, compile time, memory", "",
+                  "samples/s = batch / median; TFLOP/s from the network's analytic FLOPs; speedup and "
+                  "parallel efficiency over the same row's 1-thread CPU cell.", ""]
     for block in report.blocks:
         t = tables.details_table(report, block)
         if t:
             lines += [table(t), ""]
+    lines += scaling_section(report, plots, out)
     for t in (tables.procurement_table(report), tables.gemm_table(report)):
         if t:
             lines += [table(t, 2), ""]
-    if any(plots.values()):
+    if any(plots.get(kind) for kind in ("threads", "accelerators", "gemm")):
         lines += ["## Plots", ""]
         for kind in ("threads", "accelerators", "gemm"):
             for caption, path in plots[kind]:

@@ -1,5 +1,8 @@
 """`xfbench run`: sweep cells, one fresh process per (framework, device, threads) group.
 
+`--suite scaling` and `--suite allreduce` run the data-parallel scaling cells and the
+all-reduce sweeps instead (runner.suites), through the same children, folder and resume.
+
 Every option is checked before anything runs; a bad one gives one line and exit 2.
 Exit status: 0 when every cell has a result or was skipped with its reason, 1 when
 any cell failed (crash, kill, out of memory, time-out, exception), 130 when interrupted.
@@ -15,6 +18,7 @@ from pathlib import Path
 
 from harness.presets import PRESETS
 from harness.selection import SelectionError
+from runner import suites
 from runner.group import Job, key, run_group
 from runner.plan import Plan, default_timeout, make_plan
 from runner.progress import SweepProgress
@@ -34,6 +38,10 @@ class Parser(argparse.ArgumentParser):
 
 def parser() -> Parser:
     p = Parser(prog="xfbench run", description=__doc__.split("\n\n")[0])
+    p.add_argument("--suite", default="single",
+                   help="single (default: the train/infer cells on one device each), scaling "
+                        "(data-parallel training over N workers) or allreduce (collective "
+                        "bandwidth)")
     sel = p.add_argument_group("cells (comma-separated lists, as for pytest suites/)")
     sel.add_argument("--framework", help="default: every installed framework")
     sel.add_argument("--model", help="networks (default: all nine)")
@@ -58,6 +66,16 @@ def parser() -> Parser:
                           "results/<date>-<host> of this selection, else today's)")
     run.add_argument("--retry-failed", action="store_true",
                      help="run again the cells recorded in failed/")
+    dp = p.add_argument_group("--suite scaling and --suite allreduce")
+    dp.add_argument("--workers", help="worker counts, e.g. 1,2,4 (default: 1,2 on cpu; 1, 2, "
+                                      "4, ... up to the GPUs on cuda); with --suite allreduce, "
+                                      "the same as --world-sizes. --threads is per worker")
+    dp.add_argument("--scaling", help="strong (default: the global batch split over the "
+                                      "workers) and/or weak (the batch per worker fixed)")
+    dp.add_argument("--world-sizes", help="all-reduce world sizes (default: 1,2 on cpu; 1, 2, "
+                                          "4, ... and the number of GPUs on cuda)")
+    dp.add_argument("--allreduce-sizes", help="message sizes, passed to the all-reduce suite "
+                                              "(default: the suite's, by preset)")
     out = p.add_argument_group("output")
     out.add_argument("--quiet", action="store_true", help="no progress bar or table: one line at the end")
     out.add_argument("--json-only", action="store_true", help="print only the merged JSON's path")
@@ -95,9 +113,7 @@ def main(argv: list[str] | None = None) -> int:
             return int(e.code or 0)
         if args.cell_timeout is not None and args.cell_timeout <= 0:
             raise UsageError("--cell-timeout must be a positive number of seconds")
-        plan = make_plan(args.framework, args.model, args.mode, args.precision, args.device,
-                         args.threads, args.batch_size, args.preset, args.data, args.task,
-                         args.weights)
+        plan = make_suite_plan(args)
         if not plan.cells:
             raise UsageError("the selection has no cells (no mode of these frameworks runs "
                              "on these devices)")
@@ -107,6 +123,41 @@ def main(argv: list[str] | None = None) -> int:
         print(f"xfbench run: {e}", file=sys.stderr)
         return 2
     return sweep(args, plan, folder)
+
+
+# Options that belong to one suite only: giving them to another is a mistake, not a no-op.
+SUITE_OPTIONS = {
+    "single": ("framework", "model", "mode", "precision", "device", "threads", "preset",
+               "batch_size", "data", "weights", "task"),
+    "scaling": ("framework", "model", "precision", "device", "threads", "preset", "batch_size",
+                "workers", "scaling"),
+    "allreduce": ("framework", "device", "threads", "preset", "workers", "world_sizes",
+                  "allreduce_sizes"),
+}
+EVERY_OPTION = sorted({o for names in SUITE_OPTIONS.values() for o in names})
+
+
+def make_suite_plan(args) -> Plan:
+    """The plan of the suite named by --suite, every option checked (UsageError or
+    SelectionError: one line)."""
+    if args.suite not in suites.SUITES:
+        raise UsageError(f"unknown suite {args.suite!r}; valid: {', '.join(suites.SUITES)}")
+    for name in EVERY_OPTION:
+        if getattr(args, name) is not None and name not in SUITE_OPTIONS[args.suite]:
+            raise UsageError(f"--{name.replace('_', '-')} does not apply to --suite {args.suite}")
+    if args.suite == "scaling":
+        return suites.scaling_plan(args.framework, args.model, args.precision, args.device,
+                                   args.threads, args.batch_size, args.preset, args.workers,
+                                   args.scaling)
+    if args.suite == "allreduce":
+        if args.workers and args.world_sizes:
+            raise UsageError("--workers and --world-sizes name the same thing here; give one")
+        return suites.allreduce_plan(args.framework, args.device, args.preset,
+                                     args.world_sizes or args.workers, args.allreduce_sizes,
+                                     args.threads)
+    return make_plan(args.framework, args.model, args.mode, args.precision, args.device,
+                     args.threads, args.batch_size, args.preset, args.data, args.task,
+                     args.weights)
 
 
 def _interrupt(signum, frame):
@@ -193,7 +244,8 @@ def _summary(args, plan: Plan, folder: RunFolder, merged: Path, interrupted: boo
         print(line)
     else:
         from harness.table import cell_table
-        print(cell_table(records))
+        suite = plan.selection.get("suite")
+        print(suites.summary_table(suite, records) if suite else cell_table(records))
         print(line)
         if interrupted:
             print("interrupted: run the same command again to resume", file=sys.stderr)

@@ -1,4 +1,5 @@
 """Run one (framework, device, threads) group of cells in fresh pytest processes.
+(The scaling and all-reduce suites' cells run the same way: runner.suites.)
 
 The child is an ordinary `pytest suites/...` process given exactly the group's
 remaining cells as node ids; conftest pins its threads and affinity before any
@@ -35,11 +36,15 @@ MARKER_ENV = "XFBENCH_MARKER"
 class Group:
     framework: str
     device: str
-    threads: int
+    threads: int            # --threads of the child; 0: not given (the suite's own default)
+    suite: str = ""         # "" (train/infer), or "scaling" / "allreduce" (runner.suites)
+    part: str = ""          # what else splits a suite's cells over children (network, kind)
 
     @property
     def name(self) -> str:
-        return f"{self.framework}-{self.device.replace(':', '')}-t{self.threads}"
+        name = f"{self.framework}-{self.device.replace(':', '')}" \
+            + (f"-t{self.threads}" if self.threads else "")
+        return "-".join(x for x in (self.suite, name, self.part) if x)
 
 
 @dataclass
@@ -55,13 +60,15 @@ def key(cell: Cell) -> str:
 
 
 def node_id(cell: Cell) -> str:
+    if cell.task not in SUITE_FILES:
+        return cell.node_id          # a scaling or all-reduce cell (runner.suites.SuiteCell)
     return f"{SUITE_FILES[cell.task]}::test_{cell.task}[{cell.id}]"
 
 
 def child_command(job: Job, cells: list[Cell]) -> list[str]:
     args = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-            "--framework", job.group.framework, "--device", job.group.device,
-            "--threads", str(job.group.threads)]
+            "--framework", job.group.framework, "--device", job.group.device] \
+        + (["--threads", str(job.group.threads)] if job.group.threads else [])
     for name, value in job.options.items():
         if name == "mode" and value:
             # Only this framework's modes: the child validates --mode against it alone.

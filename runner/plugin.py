@@ -24,12 +24,17 @@ from pathlib import Path
 
 import pytest
 
+from adapters import Cell
 from runner.group import CELL_DIR_ENV, MARKER_ENV, Group, Job, key, run_group
-from runner.store import RunFolder, read_json, write_json
+from runner.store import STATUSES, RunFolder, read_json, write_json
+from runner.suites import from_item
 
 FAILURES = pytest.StashKey()      # config: failure records of this session
 ISOLATION = pytest.StashKey()     # config: the Isolation when groups run in children
 REPLAYED = pytest.StashKey()      # item: the child's failure record for this cell
+# item: a failure record a suite left because it knows better than the exception why its
+# cell failed (a worker's own status, such as "timeout", and its output tail)
+SUITE_FAILURE = pytest.StashKey()
 CACHE = pytest.StashKey()         # config: machine and commit info for per-cell files
 
 # Test hook: "<task>-<cell-id>:kill|sleep|raise[,...]" makes that cell SIGKILL its own
@@ -52,8 +57,16 @@ def pytest_configure(config):
 
 
 def _cell(item):
+    """The train/infer Cell of a test item, or None."""
     callspec = getattr(item, "callspec", None)
-    return callspec.params.get("cell") if callspec else None
+    cell = callspec.params.get("cell") if callspec else None
+    return cell if isinstance(cell, Cell) else None
+
+
+def _unit(item):
+    """What a test item measures, for markers, result files and failure records: a
+    train/infer Cell, a scaling or all-reduce cell (runner.suites.SuiteCell), or None."""
+    return _cell(item) or from_item(item)
 
 
 # -- several groups in one pytest: isolate each in a child ----------------------------
@@ -148,7 +161,7 @@ def pytest_unconfigure(config):
 # -- a runner's child: marker before each cell, a file after each --------------------
 def pytest_runtest_protocol(item, nextitem):
     marker = os.environ.get(MARKER_ENV)
-    cell = _cell(item)
+    cell = _unit(item)
     if marker and cell is not None:
         write_json(Path(marker), {"key": key(cell), "started": time.monotonic(),
                                   "pid": os.getpid()})
@@ -156,7 +169,7 @@ def pytest_runtest_protocol(item, nextitem):
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_call(item):
-    cell = _cell(item)
+    cell = _unit(item)
     if item.config.stash.get(ISOLATION, None) is not None:
         return                        # the cell runs in a child, where the fault belongs
     faults = dict(f.rsplit(":", 1) for f in os.environ.get(FAULT_ENV, "").split(",") if ":" in f)
@@ -172,7 +185,7 @@ def pytest_runtest_call(item):
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item, call):
     report = yield
-    cell = _cell(item)
+    cell = _unit(item)
     if cell is None:
         return report
     record = None
@@ -187,13 +200,25 @@ def pytest_runtest_makereport(item, call):
     elif report.skipped and report.when in ("setup", "call"):
         record = item.stash.get(REPLAYED, None) or _failure(cell, "skipped", _skip_reason(report), "")
     elif report.failed and report.when in ("setup", "call"):
-        record = item.stash.get(REPLAYED, None) or _from_exception(cell, call, report)
+        record = item.stash.get(REPLAYED, None) or _suite_failure(item, cell) \
+            or _from_exception(cell, call, report)
     if record:
         item.config.stash[FAILURES].append(record)
         if os.environ.get(CELL_DIR_ENV):
             RunFolder(os.environ[CELL_DIR_ENV]).write_failure(key(cell), **{
                 k: record[k] for k in ("cell", "status", "reason", "output_tail")})
     return report
+
+
+def _suite_failure(item, cell) -> dict | None:
+    """The record a suite left in item.stash[SUITE_FAILURE], in the shape of ours."""
+    left = item.stash.get(SUITE_FAILURE, None)
+    if not isinstance(left, dict):
+        return None
+    status = left.get("status") if left.get("status") in STATUSES else "failed"
+    reason = str(left.get("reason") or "failed").strip().splitlines() or ["failed"]
+    return {"cell": left.get("cell") or cell.as_dict(), "status": status, "reason": reason[0],
+            "output_tail": str(left.get("output_tail") or "")}
 
 
 def _failure(cell, status, reason, tail) -> dict:
@@ -240,5 +265,18 @@ def pytest_benchmark_update_json(config, benchmarks, output_json):
     from harness import machine
     options = {name: config.getoption(name.replace("-", "_"))
                for name in ("framework", "device", "threads") + CELL_OPTIONS}
-    output_json["xfbench"] = {"failures": config.stash.get(FAILURES, []),
+    output_json["xfbench"] = {"failures": _once_per_cell(config.stash.get(FAILURES, [])),
                               "selection": options, "machine": machine.describe()}
+
+
+def _once_per_cell(records: list[dict]) -> list[dict]:
+    """One failure record per cell: a suite plugin that also records its own cells'
+    failures must not make them appear twice."""
+    import json
+    seen, out = set(), []
+    for record in records:
+        cell = json.dumps(record.get("cell"), sort_keys=True, default=str)
+        if cell not in seen:
+            seen.add(cell)
+            out.append(record)
+    return out

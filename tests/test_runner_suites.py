@@ -1,0 +1,355 @@
+"""`xfbench run --suite scaling|allreduce`: options checked before anything runs, node ids
+as the suites name their tests, and the sweep (children, failures, resume) driven against
+stand-in suites that record what they were asked, so nothing here trains a network."""
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+
+import pytest
+
+import runner.group
+from report import render_folder
+from runner import cli
+from runner.group import Group, child_command, key
+from runner.plugin import FAULT_ENV
+from runner.store import RunFolder
+from runner.suites import allreduce_plan, from_item, scaling_id, scaling_plan
+
+ROOT = Path(__file__).resolve().parents[1]
+SMOKE = ["--framework", "torch", "--preset", "smoke"]
+
+
+def run(argv, monkeypatch=None, fault=""):
+    if monkeypatch is not None:
+        monkeypatch.setenv(FAULT_ENV, fault)
+    return cli.main(argv + ["--quiet"])
+
+
+# ------------------------------------------------------------------ options
+
+@pytest.mark.parametrize("args, words", [
+    (["--suite", "nope"], "unknown suite 'nope'; valid: single, scaling, allreduce"),
+    (["--suite", "scaling", "--workers", "0"], "--workers takes positive counts"),
+    (["--suite", "scaling", "--workers", "two"], "--workers takes positive counts"),
+    (["--suite", "scaling", "--scaling", "medium"], "unknown scaling 'medium'; valid: strong, weak"),
+    (["--suite", "scaling", "--mode", "eager"], "--mode does not apply to --suite scaling"),
+    (["--suite", "scaling", "--task", "infer"], "--task does not apply to --suite scaling"),
+    (["--suite", "scaling", "--framework", "onnxruntime"], "--suite scaling runs torch, jax, "
+                                                           "tensorflow; not 'onnxruntime'"),
+    (["--suite", "scaling", "--model", "nope"], "unknown model 'nope'"),
+    (["--suite", "scaling", "--batch-size", "9", "--model", "fcn5"],
+     "2 workers do not divide it"),
+    (["--suite", "scaling", "--threads", "1,2"], "--threads takes one positive count per worker"),
+    (["--suite", "scaling", "--device", "cuda:3"], "cuda:3 is not present"),
+    (["--suite", "allreduce", "--framework", "tensorflow"], "--suite allreduce runs torch, jax"),
+    (["--suite", "allreduce", "--model", "fcn5"], "--model does not apply to --suite allreduce"),
+    (["--suite", "allreduce", "--workers", "1", "--world-sizes", "2"], "give one"),
+    (["--suite", "allreduce", "--allreduce-sizes", ","], "--allreduce-sizes needs at least one"),
+    (["--workers", "2"], "--workers does not apply to --suite single"),
+    (["--scaling", "weak"], "--scaling does not apply to --suite single"),
+])
+def test_bad_suite_options_are_one_line_before_anything_runs(tmp_path, capsys, args, words):
+    results = tmp_path / "r"
+    rc = cli.main(["--preset", "smoke", "--results", str(results)] + args)
+    err = capsys.readouterr().err
+    assert rc == 2
+    assert err.count("\n") == 1 and words in err, err
+    assert "Traceback" not in err
+    assert not results.exists()
+
+
+def test_node_ids_and_child_options_follow_the_contract():
+    plan = scaling_plan(framework="torch,jax", model="resnet56,fcn_r", preset="smoke",
+                        device="cpu", workers="1,2", scaling="strong,weak")
+    assert plan.selection["suite"] == "scaling"
+    assert len(plan.jobs) == 2 * 2 * 2              # framework x network x scaling kind
+    job = next(j for j in plan.jobs if j.group.framework == "jax"
+               and j.group.part == "resnet56-strong")
+    argv = child_command(job, job.cells)
+    # strong smoke batch: the smoke batch (8) times the most workers, so 1 and 2 divide it
+    assert argv[-2:] == ["suites/test_scaling.py::test_scaling[resnet56-jax-cpu-w1-strong-b16]",
+                         "suites/test_scaling.py::test_scaling[resnet56-jax-cpu-w2-strong-b16]"]
+    opts = dict(zip(argv[6:-2:2], argv[7:-2:2]))
+    assert opts == {"--framework": "jax", "--device": "cpu", "--model": "resnet56",
+                    "--scaling": "strong", "--workers": "1,2", "--batch-size": "16",
+                    "--precision": "fp32", "--preset": "smoke"}
+    assert "--threads" not in argv                  # the suite's own threads per worker
+    assert job.group.name == "scaling-jax-cpu-resnet56-strong"
+    weak = next(j for j in plan.jobs if j.group.framework == "torch" and j.group.part == "fcn_r-weak")
+    assert [c.id for c in weak.cells] == ["fcn_r-torch-cpu-w1-weak-b8", "fcn_r-torch-cpu-w2-weak-b8"]
+    assert [key(c) for c in weak.cells] == ["scaling-fcn_r-torch-cpu-w1-weak-b8",
+                                            "scaling-fcn_r-torch-cpu-w2-weak-b8"]
+    assert weak.cells[1].as_dict() == {
+        "kind": "scaling", "network": "fcn_r", "framework": "torch", "device": "cpu", "workers": 2,
+        "scaling": "weak", "batch": 8, "precision": "fp32", "scale": "smoke",
+        "threads_per_worker": None}
+    assert scaling_id("fcn_r", "torch", "cpu", 2, "weak", 8) == weak.cells[1].id
+
+    # --threads is per worker and reaches the child; a given batch is the batch of every cell
+    plan = scaling_plan(framework="torch", model="resnet56", preset="paper", device="cpu",
+                        workers="1,2,4", threads="1", batch_size="64")
+    [job] = plan.jobs
+    argv = child_command(job, job.cells)
+    assert argv[argv.index("--threads") + 1] == "1" and job.group.name == \
+        "scaling-torch-cpu-t1-resnet56-strong"
+    assert [c.id for c in job.cells] == [f"resnet56-torch-cpu-w{w}-strong-b64" for w in (1, 2, 4)]
+
+    plan = allreduce_plan(framework="torch,jax", device="cpu", preset="smoke", world_sizes="1,2",
+                          sizes="1K,4K")
+    assert [c.node_id for j in plan.jobs for c in j.cells] == [
+        "suites/test_allreduce.py::test_allreduce[torch-cpu-n1]",
+        "suites/test_allreduce.py::test_allreduce[torch-cpu-n2]",
+        "suites/test_allreduce.py::test_allreduce[jax-cpu-n1]",
+        "suites/test_allreduce.py::test_allreduce[jax-cpu-n2]"]
+    argv = child_command(plan.jobs[0], plan.jobs[0].cells)
+    assert argv[argv.index("--world-sizes") + 1] == "1,2"
+    assert argv[argv.index("--allreduce-sizes") + 1] == "1K,4K"
+    assert plan.jobs[0].group.name == "allreduce-torch-cpu" and "--threads" not in argv
+    [job] = allreduce_plan(framework="torch", device="cpu", world_sizes="2", threads="1").jobs
+    argv = child_command(job, job.cells)
+    assert argv[argv.index("--threads") + 1] == "1"          # threads per rank
+    # the train/infer groups keep their names (log files of earlier runs)
+    assert Group("torch", "cuda:0", 4).name == "torch-cuda0-t4"
+
+
+def test_a_test_of_the_suites_is_known_by_its_id_whatever_its_parameter():
+    class Item:
+        originalname = "test_scaling"
+
+        class callspec:
+            id = "fcn_r-tensorflow-cuda-w4-weak-b32"
+            params = {"anything": object()}
+    cell = from_item(Item)
+    assert key(cell) == "scaling-fcn_r-tensorflow-cuda-w4-weak-b32"
+    assert cell.as_dict() == {"kind": "scaling", "network": "fcn_r", "framework": "tensorflow",
+                              "device": "cuda", "workers": 4, "scaling": "weak", "batch": 32}
+    Item.originalname, Item.callspec.id = "test_allreduce", "jax-cpu-n2"
+    assert from_item(Item).as_dict() == {"kind": "allreduce_sweep", "framework": "jax",
+                                         "device": "cpu", "world_size": 2}
+    Item.callspec.id = "not-named"      # a suite's placeholder when it is not named: no cell
+    assert from_item(Item) is None
+    Item.originalname, Item.callspec.id = "test_train", "jax-cpu-n2"
+    assert from_item(Item) is None
+
+
+# ------------------------------------------------------------------ sweeps against stand-ins
+
+CONFTEST = '''
+pytest_plugins = ("runner.plugin",)
+
+
+def pytest_addoption(parser):
+    for name in ("framework", "model", "mode", "precision", "device", "threads", "batch-size",
+                 "preset", "data", "weights", "workers", "scaling", "world-sizes",
+                 "allreduce-sizes"):
+        parser.addoption(f"--{name}", default=None)
+'''
+
+# Stand-in for suites/test_scaling.py: expands its cells from the options as the real suite
+# does, and records a step time of 0.1 s / workers**0.5 (efficiency 1/sqrt(2) at 2 workers).
+SCALING = '''
+import os
+from dataclasses import asdict, dataclass
+
+
+@dataclass(frozen=True)
+class ScalingCell:
+    network: str
+    framework: str
+    device: str
+    workers: int
+    scaling: str
+    batch: int
+
+    @property
+    def id(self):
+        return (f"{self.network}-{self.framework}-{self.device}-w{self.workers}-"
+                f"{self.scaling}-b{self.batch}")
+
+    def as_dict(self):
+        return asdict(self)
+
+
+def pytest_generate_tests(metafunc):
+    opt = metafunc.config.getoption
+    device = "cuda" if opt("device").startswith("cuda") else "cpu"
+    cells = [ScalingCell(n, opt("framework"), device, int(w), s, int(opt("batch_size")))
+             for n in opt("model").split(",") for s in opt("scaling").split(",")
+             for w in opt("workers").split(",")]
+    metafunc.parametrize("scell", cells, ids=[c.id for c in cells])
+
+
+def test_scaling(scell, benchmark):
+    seconds = 0.1 / scell.workers ** 0.5
+    global_batch = scell.batch if scell.scaling == "strong" else scell.batch * scell.workers
+    benchmark._mode = "benchmark.pedantic(...)"
+    benchmark.group = f"scaling {scell.network} {scell.scaling}"
+    benchmark.extra_info.update({
+        "kind": "scaling", **scell.as_dict(), "global_batch": global_batch,
+        "per_worker_batch": global_batch // scell.workers, "status": "ok",
+        "seconds_per_batch": seconds, "samples_per_s": global_batch / seconds,
+        "speedup": None, "efficiency": None, "backend": "gloo", "comm_share": None,
+        "threads_per_worker": 1, "pid": os.getpid()})
+    stats = benchmark._make_stats(1)
+    for _ in range(3):
+        stats.update(seconds)
+'''
+
+ALLREDUCE = '''
+def pytest_generate_tests(metafunc):
+    opt = metafunc.config.getoption
+    ids = [f"{opt('framework')}-{opt('device')}-n{n}" for n in opt("world_sizes").split(",")]
+    metafunc.parametrize("world_size", [int(n) for n in opt("world_sizes").split(",")], ids=ids)
+
+
+def test_allreduce(world_size, benchmark, request):
+    sizes = [int(s.rstrip("K")) * 1024 for s in request.config.getoption("allreduce_sizes").split(",")]
+    rows = [{"pattern": p, "bytes": b, "status": "ok", "seconds": 1e-4 * b / 1024,
+             "algbw_gbps": 1.0, "busbw_gbps": 2 * (world_size - 1) / world_size,
+             "correct": True} for b in sizes for p in ("allreduce", "reduce_broadcast")]
+    benchmark._mode = "benchmark.pedantic(...)"
+    benchmark.extra_info.update({"kind": "allreduce_sweep", "framework": "torch",
+                                 "backend": "gloo", "device": "cpu",
+                                 "world_size": world_size, "rows": rows})
+    stats = benchmark._make_stats(1)
+    stats.update(rows[-2]["seconds"])
+'''
+
+
+@pytest.fixture
+def stand_ins(tmp_path, monkeypatch):
+    """A checkout whose suites/ holds the stand-ins; the children run there with this
+    checkout's runner plugin."""
+    checkout = tmp_path / "checkout"
+    (checkout / "suites").mkdir(parents=True)
+    (checkout / "suites" / "conftest.py").write_text(textwrap.dedent(CONFTEST))
+    (checkout / "suites" / "test_scaling.py").write_text(textwrap.dedent(SCALING))
+    (checkout / "suites" / "test_allreduce.py").write_text(textwrap.dedent(ALLREDUCE))
+    monkeypatch.setattr(runner.group, "ROOT", checkout)
+    monkeypatch.setenv("PYTHONPATH", str(ROOT))
+    return tmp_path
+
+
+def test_scaling_sweep_records_failures_resumes_and_reports(stand_ins, monkeypatch):
+    folder = RunFolder(stand_ins / "r")
+    argv = SMOKE + ["--suite", "scaling", "--model", "fcn_r", "--device", "cpu",
+                    "--workers", "1,2", "--scaling", "strong,weak", "--cell-timeout", "4",
+                    "--results", str(folder.root)]
+    k = {(w, s): f"scaling-fcn_r-torch-cpu-w{w}-{s}-b{16 if s == 'strong' else 8}"
+         for w in (1, 2) for s in ("strong", "weak")}
+    faults = f"{k[2, 'strong']}:kill,{k[2, 'weak']}:sleep"
+    assert run(argv, monkeypatch, faults) == 1
+
+    assert folder.has_result(k[1, "strong"]) and folder.has_result(k[1, "weak"])
+    killed, timed_out = folder.failure(k[2, "strong"]), folder.failure(k[2, "weak"])
+    assert killed["status"] == "killed" and "SIGKILL" in killed["reason"]
+    assert timed_out["status"] == "timeout" and "--cell-timeout" in timed_out["reason"]
+    assert killed["cell"]["kind"] == "scaling" and killed["cell"]["workers"] == 2
+    assert killed["output_tail"]
+    entry = json.loads((folder.cells / f"{k[1, 'strong']}.json").read_text())["benchmarks"][0]
+    assert entry["extra_info"]["kind"] == "scaling" and entry["stats"]["median"] == 0.1
+    merged = json.loads(folder.merged.read_text())
+    assert len(merged["benchmarks"]) == 2 and len(merged["xfbench"]["failures"]) == 2
+    assert merged["xfbench"]["selection"]["suite"] == "scaling"
+    logs = sorted(p.name for p in folder.logs.iterdir())
+    assert logs == ["scaling-torch-cpu-fcn_r-strong.log", "scaling-torch-cpu-fcn_r-weak.log"]
+
+    # the same command again: every cell is finished, nothing runs
+    sizes = {p: p.stat().st_size for p in folder.logs.iterdir()}
+    assert run(argv, monkeypatch) == 1
+    assert {p: p.stat().st_size for p in folder.logs.iterdir()} == sizes
+
+    # --retry-failed runs the two failures again, and they pass now
+    assert run(argv + ["--retry-failed"], monkeypatch) == 0
+    assert folder.failures() == [] and len(folder.results()) == 4
+
+    # the report reads the folder: a scaling table with speedups computed from 1 worker,
+    # nothing in Table 7
+    render_folder(folder.root, ["md", "csv"])
+    rows = (folder.root / "report-scaling.csv").read_text().splitlines()
+    assert len(rows) == 1 + 4
+    md = (folder.root / "report.md").read_text()
+    line = next(x for x in md.splitlines() if x.startswith("| FCN-R") and "16 global" in x)
+    assert "1.41x" in line and "71%" in line          # 0.1 / (0.1 / sqrt 2)
+    assert (folder.root / "report.csv").read_text().count("\n") == 1   # header only
+
+
+def test_allreduce_sweep_passes_world_sizes_and_message_sizes(stand_ins, monkeypatch, capsys):
+    folder = RunFolder(stand_ins / "r")
+    argv = SMOKE + ["--suite", "allreduce", "--device", "cpu", "--world-sizes", "1,2",
+                    "--allreduce-sizes", "1K,4K", "--results", str(folder.root)]
+    assert run(argv, monkeypatch) == 0
+    assert [p.name for p in sorted(folder.cells.iterdir())] == [
+        "allreduce-torch-cpu-n1.json", "allreduce-torch-cpu-n2.json"]
+    entry = json.loads((folder.cells / "allreduce-torch-cpu-n2.json").read_text())["benchmarks"][0]
+    assert [r["bytes"] for r in entry["extra_info"]["rows"]] == [1024, 1024, 4096, 4096]
+    assert "2 of 2 cells measured, 0 failed" in capsys.readouterr().out
+    # the summary table of an all-reduce sweep
+    assert cli.main(argv) == 0
+    out = capsys.readouterr().out
+    assert "busbw GB/s all-reduce (largest)" in out and "| torch" in out
+
+
+def test_plain_pytest_json_carries_scaling_failures(stand_ins):
+    """Without the runner, --benchmark-json still lists a failed scaling cell under
+    "xfbench" with its kind, so the report shows it among the scaling failures."""
+    import os
+    import subprocess
+    import sys
+    out = stand_ins / "out.json"
+    env = dict(os.environ, PYTHONPATH=str(ROOT),
+               **{FAULT_ENV: "scaling-fcn_r-torch-cpu-w2-strong-b16:raise"})
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "suites/test_scaling.py",
+         "--framework", "torch", "--device", "cpu", "--model", "fcn_r", "--workers", "1,2",
+         "--scaling", "strong", "--batch-size", "16", f"--benchmark-json={out}"],
+        cwd=stand_ins / "checkout", env=env, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 1, proc.stdout[-2000:] + proc.stderr[-2000:]
+    data = json.loads(out.read_text())
+    assert [b["extra_info"]["workers"] for b in data["benchmarks"]] == [1]
+    [failure] = data["xfbench"]["failures"]
+    assert failure["cell"]["kind"] == "scaling" and failure["cell"]["workers"] == 2
+    assert failure["status"] == "failed" and "fault injected" in failure["reason"]
+    from report import render
+    render([out], stand_ins / "report", ["md"])
+    md = (stand_ins / "report" / "report.md").read_text()
+    assert "### Failed scaling and all-reduce cells" in md and "fault injected" in md
+
+
+def test_a_suites_own_failure_record_is_the_one_recorded(stand_ins, monkeypatch):
+    """A suite that knows why its cell failed (the workers timed out) leaves its record in
+    item.stash[runner.plugin.SUITE_FAILURE]; the runner keeps its status and reason."""
+    test = stand_ins / "checkout" / "suites" / "test_scaling.py"
+    test.write_text(test.read_text() + textwrap.dedent('''
+
+        import pytest
+        from runner.plugin import SUITE_FAILURE
+
+
+        @pytest.fixture(autouse=True)
+        def workers_time_out(request, scell):
+            if scell.workers == 2:
+                request.node.stash[SUITE_FAILURE] = {
+                    "cell": {"kind": "scaling", **scell.as_dict()}, "status": "timeout",
+                    "reason": "the workers gave no result within 5 s", "output_tail": "rank 1"}
+                pytest.fail("timeout: the workers gave no result within 5 s")
+        '''))
+    folder = RunFolder(stand_ins / "r")
+    argv = SMOKE + ["--suite", "scaling", "--model", "fcn_r", "--device", "cpu",
+                    "--workers", "1,2", "--results", str(folder.root)]
+    assert run(argv, monkeypatch) == 1
+    [failure] = folder.failures()
+    assert failure["status"] == "timeout" and failure["output_tail"] == "rank 1"
+    assert failure["reason"] == "the workers gave no result within 5 s"
+    assert failure["cell"]["workers"] == 2
+
+
+def test_a_failure_recorded_by_the_suite_and_the_runner_plugin_is_listed_once():
+    from runner.plugin import _once_per_cell
+    cell = {"kind": "scaling", "network": "fcn_r", "workers": 2}
+    twice = [{"cell": cell, "status": "skipped", "reason": "a"},
+             {"cell": dict(cell), "status": "skipped", "reason": "a"},
+             {"cell": {**cell, "workers": 4}, "status": "failed", "reason": "b"}]
+    assert _once_per_cell(twice) == [twice[0], twice[2]]
