@@ -18,9 +18,9 @@ from dataclasses import dataclass
 from harness import machine
 from harness.selection import SelectionError, normalize_device, parse
 from harness.threads import allowed_cpus
-from models import SMOKE_BATCH, get_spec
 from runner.group import Group, Job
 from runner.plan import Plan
+from scaling.cell import ScalingCell, default_batch
 
 SUITES = ("single", "scaling", "allreduce")
 SUITE_FILES = {"scaling": "suites/test_scaling.py", "allreduce": "suites/test_allreduce.py"}
@@ -35,8 +35,8 @@ WORLD_SIZES_OPTION = "world-sizes"
 
 def scaling_id(network: str, framework: str, device: str, workers: int, scaling: str,
                batch: int) -> str:
-    """ScalingCell.id (scaling/cell.py) of a data-parallel cell."""
-    return f"{network}-{framework}-{device}-w{workers}-{scaling}-b{batch}"
+    """ScalingCell.id of a data-parallel cell."""
+    return ScalingCell(network, framework, device, workers, scaling, batch, 1).id
 
 
 def allreduce_id(framework: str, device: str, world_size: int) -> str:
@@ -175,18 +175,6 @@ def _threads(value: str | None) -> int | None:
     if int(value) > cpus:
         raise SelectionError(f"--threads {value} is more than the {cpus} CPUs this process may use")
     return int(value)
-
-
-def default_batch(network: str, scale: str, scaling: str, workers: list[int]) -> int:
-    """Strong scaling: the global batch, the same at every worker count: the network's
-    paper batch (full size), or the smoke batch times the most workers, rounded up so every
-    worker count divides it; weak scaling: the batch per worker (paper or smoke batch)."""
-    if scale != "full":
-        if scaling == "weak":
-            return SMOKE_BATCH
-        step = math.lcm(*workers)
-        return math.ceil(SMOKE_BATCH * max(workers) / step) * step
-    return get_spec(network).batch_size
 
 
 # ------------------------------------------------------------------ plans

@@ -20,6 +20,22 @@ PRECISIONS = ("fp32", "tf32", "bf16", "fp16")   # as adapters.base; tf32 only on
 SCALES = ("full", "smoke")
 
 
+def default_batch(network: str, scale: str, scaling: str, counts) -> int:
+    """The batch of a network's cells when none is given. Strong scaling: the global
+    batch, the same at every worker count: the network's paper batch (full size), or
+    the smoke batch times the most workers, rounded up so every count divides it.
+    Weak scaling: the batch per worker (paper or smoke batch)."""
+    import math
+
+    from models import SMOKE_BATCH, get_spec
+    if scale != "smoke":
+        return get_spec(network).batch_size
+    if scaling == "weak":
+        return SMOKE_BATCH
+    step = math.lcm(*counts)
+    return -(-SMOKE_BATCH * max(counts) // step) * step
+
+
 class CellError(ValueError):
     """A cell that cannot be; the message is one line for the user."""
 

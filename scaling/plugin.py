@@ -23,13 +23,16 @@ import statistics
 
 import pytest
 
+from runner.plugin import SUITE_FAILURE as PENDING
 from scaling import result as R
 from scaling.cell import FRAMEWORKS, CellError, ScalingCell
+from scaling.cell import default_batch as cell_default_batch
 from scaling.speedup import fill_speedup, scaling_table
 
 SCALING = pytest.StashKey()
 RECORDS = pytest.StashKey()
-PENDING = pytest.StashKey()   # item: the failure record its run left
+# PENDING (item): the failure record a cell's run left; the runner's plugin records it
+# (status "timeout" and the workers' output tail, rather than a bare exception).
 SUITE = "test_scaling.py"
 
 
@@ -83,15 +86,7 @@ def gpu_worker_counts(gpus: int) -> tuple[int, ...]:
 
 
 def default_batch(sel, network: str, scaling: str, counts) -> int:
-    from models import SMOKE_BATCH, get_spec
-    if sel.batch_size:
-        return sel.batch_size
-    if sel.preset.scale != "smoke":
-        return get_spec(network).batch_size
-    if scaling == "weak":
-        return SMOKE_BATCH
-    step = math.lcm(*counts)
-    return -(-SMOKE_BATCH * max(counts) // step) * step
+    return sel.batch_size or cell_default_batch(network, sel.preset.scale, scaling, counts)
 
 
 def scaling_cells(config) -> list[ScalingCell]:
@@ -236,11 +231,7 @@ def pytest_runtest_makereport(item, call):
             reason = (f"{e.typename}: {e.value}" if e else report.longreprtext).strip()
             failure = _failure(cell, "failed", (reason.splitlines() or ["failed"])[0],
                                "\n".join(report.longreprtext.splitlines()[-40:]))
-    try:
-        from runner.plugin import FAILURES   # the session's failures, in --benchmark-json
-        item.config.stash.setdefault(FAILURES, []).append(failure)
-    except ImportError:
-        pass
+    # The runner's plugin records the failure for --benchmark-json and the results folder.
     item.config.stash[RECORDS].append({**failure["cell"], "cell_id": cell.id,
                                        "status": failure["status"], "reason": failure["reason"]})
     return report
