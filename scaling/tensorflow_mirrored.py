@@ -1,8 +1,11 @@
 """TensorFlow data-parallel training: MirroredStrategy over W devices of one process,
 or MultiWorkerMirroredStrategy across processes (and machines) when TF_CONFIG is set.
 
-    python -m scaling.tensorflow_mirrored --network resnet56 --scale smoke --workers 2 \
-        --batch 16 --out result.json
+    python -m scaling.tensorflow_mirrored --network resnet56 --framework tensorflow \
+        --workers 2 --batch 128 --out r.json
+
+(scaling/launch.py builds this command; the command line is the workers' shared one,
+scaling/cell.py.)
 
 Devices: on a GPU machine one replica per GPU (/GPU:0 .. /GPU:W-1), summed with
 NCCL (NcclAllReduce, what MirroredStrategy picks itself on a Linux GPU build). On
@@ -15,8 +18,9 @@ CPU device of the process (logical devices have no pools of their own). So W rep
 of T threads each are W*T intra-op threads that all replicas' kernels draw from,
 W inter-op threads so that the W replicas' kernels run at the same time (with one
 inter-op thread the replicas' ops would take turns, each on all W*T threads), and
-the process pinned to W*T CPUs. Each replica therefore gets T threads on average
-while all W are busy, not a hard partition of T cores each as the torch ranks have.
+the process pinned to W*T CPUs (T: --threads-per-worker). Each replica therefore
+gets T threads on average while all W are busy, not a hard partition of T cores each
+as the torch ranks have.
 
 The step is the TensorFlow adapter's own (adapters/tensorflow/workload.py): its
 networks (tf.Modules, fused batch norm), weight import, loss, clipping and fused
@@ -31,89 +35,33 @@ per replica (ON_READ variables, their mean when read: Keras's convention under a
 strategy; DDP instead copies rank 0's to every rank at each forward). They are not
 trained weights, so they are left out of the replica agreement check.
 
-TensorFlow is imported only after the CPU affinity, the thread variables and the
-device split are set, inside run().
+TensorFlow is imported only after the CPU affinity and the thread variables are set
+(scaling.result.pin, in main), and its threads and devices are configured before its
+runtime starts (start_runtime).
+
+Exit status as the other workers: 2 with one line for bad input; 0 once the worker JSON
+is written, whatever its status; an exception writes a failed JSON and is re-raised.
 """
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import sys
 import time
-import traceback
-from pathlib import Path
 
 import numpy as np
 
-from harness import threads as hthreads
-from models import get_spec, initial_weights, synthetic_batch
-from models.networks import NETWORKS
+from scaling import result as R
+from scaling.cell import Run, ScalingCell, parse_args
 
-FRAMEWORK = "tensorflow"
-SEED = 0
-#: largest |difference| between replicas' weights that still counts as agreeing
-#: (the update is the same arithmetic on the same numbers: 0 is expected)
-AGREE_TOL = 0.0
+PROG = "python -m scaling.tensorflow_mirrored"
 
 
 class UsageError(Exception):
     """Bad input: reported as one line, exit status 2."""
 
 
-# -- the worker CLI -------------------------------------------------------------
-# To be replaced by the shared worker parser of scaling.cell when the scaling
-# package is merged: the option names and meanings are the contract's.
-
-def parse_args(argv=None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog="python -m scaling.tensorflow_mirrored",
-                                description="TensorFlow data-parallel training worker")
-    p.add_argument("--network", required=True, choices=sorted(NETWORKS))
-    p.add_argument("--scale", default="full", choices=("full", "smoke"))
-    p.add_argument("--framework", default=FRAMEWORK, choices=(FRAMEWORK,))
-    p.add_argument("--device", default="cpu", choices=("cpu", "cuda"))
-    p.add_argument("--workers", type=int, default=1)
-    p.add_argument("--scaling", default="strong", choices=("strong", "weak"))
-    p.add_argument("--batch", type=int, default=None,
-                   help="strong: the global batch; weak: the per-worker batch "
-                        "(default: the network's batch size at this scale)")
-    p.add_argument("--threads-per-worker", type=int, default=None,
-                   help="CPU threads per replica (default: allowed CPUs // workers)")
-    p.add_argument("--precision", default="fp32", choices=("fp32", "tf32", "bf16", "fp16"))
-    p.add_argument("--warmup", type=int, default=2)
-    p.add_argument("--steps", type=int, default=5)
-    p.add_argument("--out", required=True, help="where the worker JSON is written")
-    return p.parse_args(argv)
-
-
-def batches(args) -> tuple[int, int]:
-    """(global batch, per-replica batch)."""
-    if args.scaling == "strong":
-        if args.batch % args.workers:
-            raise UsageError(f"strong scaling: global batch {args.batch} does not divide "
-                             f"by {args.workers} workers")
-        return args.batch, args.batch // args.workers
-    return args.batch * args.workers, args.batch
-
-
-def check(args) -> None:
-    if args.workers < 1:
-        raise UsageError(f"--workers must be at least 1, not {args.workers}")
-    if args.batch is not None and args.batch < 1:
-        raise UsageError(f"--batch must be at least 1, not {args.batch}")
-    if args.warmup < 1 or args.steps < 1:
-        raise UsageError("--warmup and --steps must be at least 1 (the first warm-up step "
-                         "is the compile step)")
-    if args.threads_per_worker is not None and args.threads_per_worker < 1:
-        raise UsageError(f"--threads-per-worker must be at least 1, not {args.threads_per_worker}")
-    if args.precision == "fp16":
-        # fp16's dynamic loss scale skips a step on overflow, decided per replica
-        # before the all-reduce: replicas could disagree and the collective hang.
-        raise UsageError("fp16 (dynamic loss scaling) is not run data-parallel in TensorFlow; "
-                         "use fp32, tf32 or bf16")
-
-
-# -- the cluster (TF_CONFIG) ------------------------------------------------------
+# -- before TensorFlow starts: the cluster, the replicas of this process, its CPUs ----
 
 def cluster() -> dict | None:
     """TF_CONFIG's cluster and task when set (MultiWorkerMirroredStrategy), else None."""
@@ -136,66 +84,65 @@ def cluster() -> dict | None:
     return {"tasks": len(order), "rank": order.index((kind, index)), "chief": chief}
 
 
-# -- process set-up, before TensorFlow starts ------------------------------------
+def local_replicas(cell: ScalingCell, tasks: dict | None) -> int:
+    """The replicas this process runs (all of them without TF_CONFIG)."""
+    if cell.precision == "fp16":
+        # fp16's dynamic loss scale skips a step on overflow, decided per replica
+        # before the all-reduce: replicas could disagree and the collective hang.
+        raise UsageError("fp16 (dynamic loss scaling) is not run data-parallel in TensorFlow; "
+                         "use fp32, tf32 or bf16")
+    if tasks is None:
+        return cell.workers
+    if cell.workers % tasks["tasks"]:
+        raise UsageError(f"--workers {cell.workers} is not a multiple of TF_CONFIG's "
+                         f"{tasks['tasks']} tasks")
+    if cell.device == "cpu" and cell.workers != tasks["tasks"]:
+        raise UsageError("MultiWorkerMirroredStrategy runs one CPU replica per process: "
+                         f"--workers must equal TF_CONFIG's {tasks['tasks']} tasks")
+    return cell.workers // tasks["tasks"]
 
-def pin_cpus(cpus: list[int]) -> None:
-    """harness.threads.pin for a given CPU set: the thread variables and BLAS pools
-    for len(cpus) threads, and every running thread's affinity to exactly these CPUs."""
-    hthreads.pin(len(cpus))
-    for tid in Path("/proc/self/task").iterdir():
-        try:
-            os.sched_setaffinity(int(tid.name), cpus)
-        except (ProcessLookupError, ValueError):
-            pass
+
+def process_cpus(cell: ScalingCell, local: int, tasks: dict | None) -> list[int]:
+    """local * T of the available CPUs. Cluster processes on one machine take disjoint
+    sets by rank when they fit; on machines of their own, the first ones."""
+    first = tasks["rank"] * local if tasks else 0
+    try:
+        return R.worker_cpus(first, cell.threads_per_worker, local)
+    except RuntimeError:
+        if not first:
+            raise
+        return R.worker_cpus(0, cell.threads_per_worker, local)
 
 
-def start_runtime(device: str, local_replicas: int, threads: int, rank: int | None = None):
-    """Pin the CPUs and set TensorFlow's threads and devices, then import it. rank: this
-    process's place in a multi-process cluster, None for one process. Returns
-    (tf, local device names, threads_config)."""
-    config = {}
-    if device == "cpu":
-        allowed = hthreads.allowed_cpus()
-        n = local_replicas * threads
-        if n > len(allowed):
-            raise UsageError(f"{local_replicas} replicas x {threads} threads need {n} CPUs, "
-                             f"but this process may use {len(allowed)}")
-        if rank is None:
-            cpus = hthreads.choose_cpus(n)      # one per physical core first
-        else:
-            # Several worker processes on one machine take disjoint CPU sets when they fit.
-            first = rank * n if (rank + 1) * n <= len(allowed) else 0
-            cpus = allowed[first:first + n]
-        pin_cpus(cpus)
-        config["cpus"] = cpus
+def start_runtime(device: str, local: int, threads: int, rank: int | None = None):
+    """Set TensorFlow's threads and devices, then start it (the process is pinned
+    already). rank: this process's place in a cluster, None for one process.
+    Returns (tf, local device names, threads_config)."""
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
     import tensorflow as tf
 
     if device == "cpu":
-        tf.config.threading.set_intra_op_parallelism_threads(local_replicas * threads)
-        tf.config.threading.set_inter_op_parallelism_threads(local_replicas)
+        tf.config.threading.set_intra_op_parallelism_threads(local * threads)
+        tf.config.threading.set_inter_op_parallelism_threads(local)
         cpu = tf.config.list_physical_devices("CPU")[0]
-        if local_replicas > 1:
+        if local > 1:
             tf.config.set_logical_device_configuration(
-                cpu, [tf.config.LogicalDeviceConfiguration() for _ in range(local_replicas)])
-        names = [f"/CPU:{i}" for i in range(local_replicas)]
-        config.update(intra_op=local_replicas * threads, inter_op=local_replicas,
-                      logical_cpu_devices=local_replicas,
-                      OMP_NUM_THREADS=os.environ.get("OMP_NUM_THREADS"))
-    else:
-        gpus = tf.config.list_physical_devices("GPU")
-        if len(gpus) < local_replicas:
-            raise UsageError(f"{local_replicas} GPU replicas asked for, but TensorFlow sees "
-                             f"{len(gpus)} GPU(s)")
-        # Only this process's GPUs are visible (MultiWorkerMirroredStrategy takes every
-        # visible one); several processes on one machine take disjoint ones when they fit.
-        first = (rank or 0) * local_replicas
-        first = first if first + local_replicas <= len(gpus) else 0
-        mine = gpus[first:first + local_replicas]
-        tf.config.set_visible_devices(mine, "GPU")
-        names = [f"/GPU:{i}" for i in range(local_replicas)]
-        config["gpus"] = [g.name for g in mine]
-    return tf, names, config
+                cpu, [tf.config.LogicalDeviceConfiguration() for _ in range(local)])
+        names = [f"/CPU:{i}" for i in range(local)]
+        config = {"intra_op": local * threads, "inter_op": local, "logical_cpu_devices": local,
+                  "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS")}
+        return tf, names, config
+    gpus = tf.config.list_physical_devices("GPU")
+    if len(gpus) < local:
+        raise RuntimeError(f"{local} GPU replicas asked for, but TensorFlow sees "
+                           f"{len(gpus)} GPU(s)")
+    # Only this process's GPUs are visible (MultiWorkerMirroredStrategy takes every
+    # visible one); several processes on one machine take disjoint ones when they fit.
+    first = (rank or 0) * local
+    first = first if first + local <= len(gpus) else 0
+    mine = gpus[first:first + local]
+    tf.config.set_visible_devices(mine, "GPU")
+    return tf, [f"/GPU:{i}" for i in range(local)], {"gpus": [g.name for g in mine]}
 
 
 # -- the replicated step ----------------------------------------------------------
@@ -203,6 +150,7 @@ def start_runtime(device: str, local_replicas: int, threads: int, rank: int | No
 def build(tf, strategy, spec, layout: str, precision: str, use_cudnn: bool):
     """The adapter's workload, its variables made under strategy.scope(), its step's
     gradients averaged over the replicas before the update."""
+    from models import initial_weights
     from adapters.tensorflow.networks import Network
     from adapters.tensorflow.workload import COMPUTE_DTYPES, TensorFlowWorkload
 
@@ -226,7 +174,7 @@ def build(tf, strategy, spec, layout: str, precision: str, use_cudnn: bool):
                     kwargs["aggregation"] = tf.VariableAggregation.MEAN
                 return next_creator(**kwargs)
 
-            weights = initial_weights(spec, SEED)
+            weights = initial_weights(spec, 0)
             with strategy.scope():
                 with tf.variable_creator_scope(statistics_per_replica):
                     self.net = Network(spec, layout, weights, use_cudnn, self.compute_dtype)
@@ -252,6 +200,7 @@ class Trainer:
 
     def __init__(self, tf, strategy, spec, device: str, precision: str, global_batch: int):
         from adapters.tensorflow.workload import preferred_layout, set_fp32_precision
+        from models import synthetic_batch
 
         self.tf, self.strategy, self.spec = tf, strategy, spec
         self.gpu = device == "cuda"
@@ -261,11 +210,11 @@ class Trainer:
         self.replicas = strategy.num_replicas_in_sync
         self.local_devices = list(strategy.extended.worker_devices)
         if global_batch % self.replicas:
-            raise UsageError(f"global batch {global_batch} does not divide by "
+            raise RuntimeError(f"global batch {global_batch} does not divide by "
                              f"{self.replicas} replicas")
         self.per_replica = global_batch // self.replicas
 
-        x, y = synthetic_batch(spec, global_batch, SEED)
+        x, y = synthetic_batch(spec, global_batch, 0)
         if x.ndim == 4 and self.layout == "channels_last":
             x = np.ascontiguousarray(x.transpose(0, 2, 3, 1))
         b = self.per_replica
@@ -311,15 +260,16 @@ class Trainer:
             self.tf.test.experimental.sync_devices()   # and for the queued updates
         return value
 
-    def local_disagreement(self) -> float:
-        """Largest |difference| between this process's replicas' copies of the weights
-        and momentum buffers (copy 0 against each other copy)."""
-        worst = 0.0
+    def local_disagreement(self) -> tuple[float, float]:
+        """(largest |difference| between this process's replicas' copies of the weights
+        and momentum buffers, copy 0 against each other copy; largest |value| of copy 0)."""
+        worst = scale = 0.0
         for v in list(self.workload.trainable) + self.workload.slots:
             copies = [c.numpy() for c in self.strategy.experimental_local_results(v)]
+            scale = max(scale, float(np.max(np.abs(copies[0]), initial=0.0)))
             for c in copies[1:]:
                 worst = max(worst, float(np.max(np.abs(c - copies[0]), initial=0.0)))
-        return worst
+        return worst, scale
 
     def cluster_disagreement(self) -> float:
         """The same across processes: replica 0's copy reaches every replica through an
@@ -397,55 +347,65 @@ def make_strategy(tf, names: list[str], device: str, multi_worker: bool):
     return strategy, f"MirroredStrategy ({type(ops).__name__}) over {len(names)} {device} device(s)"
 
 
-def run(args) -> dict:
-    """The whole worker run; returns the worker JSON (or raises UsageError)."""
-    check(args)
-    spec = get_spec(args.network, args.scale)
-    if args.batch is None:
-        args.batch = spec.batch_size
-    global_batch, per_worker = batches(args)
-    tasks = cluster()
-    multi = tasks is not None
-    if multi:
-        if args.workers % tasks["tasks"]:
-            raise UsageError(f"--workers {args.workers} is not a multiple of TF_CONFIG's "
-                             f"{tasks['tasks']} tasks")
-        local = args.workers // tasks["tasks"]
-        if args.device == "cpu" and local != 1:
-            raise UsageError("MultiWorkerMirroredStrategy runs one CPU replica per process: "
-                             f"--workers must equal TF_CONFIG's {tasks['tasks']} tasks")
-    else:
-        local = args.workers
-    threads = args.threads_per_worker or max(1, len(hthreads.allowed_cpus()) // local)
+def main(argv: list[str] | None = None) -> int:
+    run = parse_args(argv, framework="tensorflow", prog=PROG)
+    cell = run.cell
+    try:
+        tasks = cluster()
+        local = local_replicas(cell, tasks)
+    except UsageError as e:
+        sys.stderr.write(f"{PROG}: error: {e}\n")
+        return 2
+    chief = tasks is None or tasks["chief"]   # the one process that writes --out
+    if cell.device == "cpu":
+        try:
+            cpus = process_cpus(cell, local, tasks)
+        except RuntimeError as e:
+            if chief:
+                R.write(run.out, R.failed(cell, str(e)))
+            sys.stderr.write(f"{PROG}: {e}\n")
+            return 0
+        # Before TensorFlow is imported: its pools start on these CPUs.
+        R.pin(cpus)
+    try:
+        out = _measure(run, local, tasks)
+    except Exception as e:
+        if chief:   # TensorFlow puts the message's point on its last line
+            lines = [line.strip() for line in str(e).splitlines() if line.strip()]
+            R.write(run.out, R.failed(cell, f"{type(e).__name__}: {lines[-1] if lines else ''}"))
+        raise
+    if chief:
+        R.write(run.out, out)
+    return 0
 
-    tf, names, threads_config = start_runtime(args.device, local, threads,
+
+def _measure(run: Run, local: int, tasks: dict | None) -> dict:
+    from harness.threads import CpuMeter
+    from models import get_spec
+
+    cell = run.cell
+    multi = tasks is not None
+    cpu = cell.device == "cpu"
+    tf, names, threads_config = start_runtime(cell.device, local, cell.threads_per_worker,
                                               tasks["rank"] if multi else None)
     # MultiWorkerMirroredStrategy must exist before any other op runs.
-    strategy, backend = make_strategy(tf, names, args.device, multi)
-    if strategy.num_replicas_in_sync != args.workers:
-        raise UsageError(f"--workers {args.workers}, but the strategy has "
-                         f"{strategy.num_replicas_in_sync} replicas")
+    strategy, backend = make_strategy(tf, names, cell.device, multi)
+    if strategy.num_replicas_in_sync != cell.workers:
+        raise RuntimeError(f"--workers {cell.workers}, but the strategy has "
+                           f"{strategy.num_replicas_in_sync} replicas")
     from adapters.tensorflow import ADAPTER
 
-    record = {
-        "framework": FRAMEWORK, "network": args.network, "scale": args.scale,
-        "device": args.device, "precision": args.precision, "workers": args.workers,
-        "scaling": args.scaling, "global_batch": global_batch, "per_worker_batch": per_worker,
-        "threads_per_worker": threads, "backend": backend, "threads_config": threads_config,
-        "versions": ADAPTER.versions(),
-    }
-    trainer = Trainer(tf, strategy, spec, args.device, args.precision, global_batch)
-    record.update(device_name=trainer.device_name(), layout=trainer.layout, tf32=trainer.tf32)
-
+    trainer = Trainer(tf, strategy, get_spec(cell.network, cell.scale), cell.device,
+                      cell.precision, cell.global_batch)
     t0 = time.perf_counter()
     loss = trainer.step()                  # traces, compiles and runs the first step
     compile_s = time.perf_counter() - t0
-    for _ in range(args.warmup - 1):
+    for _ in range(run.warmup):
         loss = trainer.step()
 
     seconds = []
-    with hthreads.CpuMeter() as meter:
-        for _ in range(args.steps):
+    with CpuMeter() as meter:
+        for _ in range(run.steps):
             if multi:
                 trainer.barrier()
             t0 = time.perf_counter()
@@ -453,68 +413,42 @@ def run(args) -> dict:
             seconds.append(time.perf_counter() - t0)
     # CPU time of this process over the timed steps, per replica it runs (the barriers'
     # few microseconds of waiting included).
-    used = meter.threads_used / local if args.device == "cpu" else float("nan")
+    used = meter.threads_used / local if cpu else float("nan")
 
-    diff = trainer.local_disagreement()
+    diff, scale = trainer.local_disagreement()
     if multi:
         diff = max(diff, trainer.cluster_disagreement())
         # Per step the slowest worker's time; threads_used and the loss averaged.
         rows = trainer.gather(seconds + [used, loss])
         seconds = [float(t) for t in rows[:, :-2].max(axis=0)]
         used, loss = float(rows[:, -2].mean()), float(rows[:, -1].mean())
-    agree = bool(np.isfinite(diff) and diff <= AGREE_TOL)
+    agree = bool(np.isfinite(diff) and diff <= R.REPLICA_RTOL * scale)
+    if run.save_weights:
+        # Read on every process: under MultiWorkerMirroredStrategy reading the batch-norm
+        # statistics (their mean over replicas) is a collective.
+        weights = trainer.workload.net.weights()
+        if tasks is None or tasks["chief"]:
+            np.savez(run.save_weights, **weights)
 
-    record.update(
-        status="ok" if agree else "failed",
-        step_seconds=seconds, compile_s=compile_s, warmup_steps=args.warmup,
-        comm_share=None,
-        comm_share_how=("not exposed by TensorFlow: it runs the replicas' steps and the "
-                        "all-reduce as one graph with no switch to leave the reduction "
-                        "out (no no_sync), and the replicas' ops overlap, so a profile's "
-                        "per-op times do not add up to a share of the step"),
-        replicas_agree=agree, replicas_max_diff=diff, loss=loss,
-        threads_used=None if args.device != "cpu" else used,
-        multi_worker=({"tasks": tasks["tasks"], "rank": tasks["rank"]} if multi else None),
-    )
+    out = R.header(cell, backend, trainer.device_name(), ADAPTER.versions())
+    out.update({
+        **R.step_summary(seconds), "compile_s": compile_s, "warmup_steps": run.warmup,
+        "comm_share": None,
+        "comm_share_how": ("not exposed by TensorFlow: it runs the replicas' steps and the "
+                           "all-reduce as one graph with no switch to leave the reduction "
+                           "out (no no_sync), and the replicas' ops overlap, so a profile's "
+                           "per-op times do not add up to a share of the step"),
+        "replicas_agree": agree, "replicas_max_diff": diff, "loss": loss,
+        "threads_used": round(used, 2) if cpu else None,
+        "threads_config": threads_config, "layout": trainer.layout, "mode": "function",
+        "tf32": trainer.tf32,
+        "cpus": sorted(os.sched_getaffinity(0)) if cpu else None,
+        "multi_worker": {"tasks": tasks["tasks"], "rank": tasks["rank"]} if multi else None,
+    })
     if not agree:
-        record["reason"] = (f"replicas' weights differ after {args.steps} steps "
-                            f"(max |diff| {diff:.3g})")
-    record["_chief"] = tasks["chief"] if multi else True
-    return record
-
-
-def write_json(path: str, record: dict) -> None:
-    out = Path(path)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(out.name + ".tmp")
-    tmp.write_text(json.dumps(record, indent=1, default=float))
-    os.replace(tmp, out)
-
-
-def main(argv=None) -> int:
-    args = parse_args(argv)
-    base = {"status": "failed", "framework": FRAMEWORK, "network": args.network,
-            "scale": args.scale, "device": args.device, "workers": args.workers,
-            "scaling": args.scaling}
-    try:
-        record = run(args)
-    except UsageError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
-    except Exception as e:  # a crash: the reason in the JSON, the traceback in the log
-        traceback.print_exc()
-        lines = [line.strip() for line in str(e).splitlines() if line.strip()]
-        reason = f"{type(e).__name__}: {lines[-1] if lines else ''}"   # TF puts it last
-        write_json(args.out, {**base, "reason": reason})
-        print(f"failed: {reason}", file=sys.stderr)
-        return 1
-    chief = record.pop("_chief")
-    if chief:
-        write_json(args.out, record)
-    if record["status"] != "ok":
-        print(f"failed: {record['reason']}", file=sys.stderr)
-        return 1
-    return 0
+        out.update(status="failed", reason=f"replicas disagree after the timed steps: weights "
+                                           f"differ by up to {diff:.3g}")
+    return out
 
 
 if __name__ == "__main__":

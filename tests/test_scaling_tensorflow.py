@@ -42,7 +42,7 @@ def env(**extra) -> dict:
 
 def worker(network: str, out: Path, *args: str, extra_env=None, timeout=180):
     cmd = [sys.executable, "-m", "scaling.tensorflow_mirrored", "--network", network,
-           "--scale", "smoke", "--workers", "2", "--batch", "8", "--threads-per-worker", "1",
+           "--framework", "tensorflow", "--scale", "smoke", "--workers", "2", "--batch", "8", "--threads-per-worker", "1",
            "--warmup", str(WARMUP), "--steps", str(STEPS), "--out", str(out), *args]
     return subprocess.Popen(cmd, cwd=ROOT, env=env(**(extra_env or {})), text=True,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
@@ -75,8 +75,9 @@ def two_replicas(tmp_path_factory):
     def get(network):
         if network not in cache:
             out = tmp_path_factory.mktemp("tf") / f"{network}.json"
-            finish(worker(network, out))
+            finish(worker(network, out, "--save-weights", str(out.with_suffix(".npz"))))
             cache[network] = json.loads(out.read_text())
+            cache[network]["saved"] = dict(np.load(out.with_suffix(".npz")))
         return cache[network]
     return get
 
@@ -99,6 +100,12 @@ def test_two_cpu_replicas_train_and_write_the_worker_json(two_replicas, network)
     assert math.isfinite(r["loss"]) and r["loss"] > 0
     assert r["threads_used"] is not None and r["threads_used"] > 0
     assert r["versions"]["tensorflow"]
+    assert len(r["cpus"]) == 2 and r["mode"] == "function"
+    # --save-weights: the canonical weights after the timed steps, moved from the start.
+    from models import get_spec, initial_weights
+    w0 = initial_weights(get_spec(network, "smoke"), 0)
+    assert set(r["saved"]) == set(w0)
+    assert any(not np.array_equal(r["saved"][k], w0[k]) for k in w0)
 
 
 # One step of 2 replicas on halves of the batch, and one step of the adapter on one
@@ -176,25 +183,37 @@ def test_multi_worker_mirrored_over_loopback_matches_one_process(tmp_path, two_r
     assert r["status"] == "ok" and r["replicas_agree"] is True
     assert r["multi_worker"] == {"tasks": 2, "rank": 0}
     assert r["backend"].startswith("MultiWorkerMirroredStrategy")
-    assert len(r["threads_config"]["cpus"]) == 1 and r["workers"] == 2   # one replica each
+    assert len(r["cpus"]) == 1 and r["workers"] == 2   # one replica each
     assert len(r["step_seconds"]) == STEPS
     assert r["loss"] == pytest.approx(two_replicas("fcn_r")["loss"], rel=1e-5)
 
 
 @pytest.mark.parametrize("args, message", [
-    (["--workers", "3"], "strong scaling: global batch 8 does not divide by 3 workers"),
+    (["--workers", "3"], "global batch 8 over 3 workers: it must divide by 3"),
     (["--precision", "fp16"], "fp16 (dynamic loss scaling) is not run data-parallel"),
-    (["--threads-per-worker", "999"], "2 replicas x 999 threads need 1998 CPUs"),
+    (["--framework", "jax"], "this worker runs tensorflow, not jax"),
 ])
 def test_bad_input_is_one_line_and_exit_2(tmp_path, args, message):
     out = tmp_path / "x.json"
     proc = worker("fcn_r", out, *args)
     output, _ = proc.communicate(timeout=120)
-    lines = [line for line in output.splitlines() if line.startswith("error:")]
+    lines = [line for line in output.splitlines() if "error:" in line]
     assert proc.returncode == 2, output[-2000:]
     assert "Traceback" not in output
     assert len(lines) == 1 and message in lines[0], output[-2000:]
     assert not out.exists()
+
+
+def test_too_few_cpus_is_a_failed_record(tmp_path):
+    """As the JAX worker: the machine, not the command line, is short, so the launcher
+    gets a failed worker JSON with the reason (exit 0: the JSON was written)."""
+    out = tmp_path / "x.json"
+    proc = worker("fcn_r", out, "--threads-per-worker", "999")
+    output, _ = proc.communicate(timeout=120)
+    assert proc.returncode == 0 and "Traceback" not in output, output[-2000:]
+    r = json.loads(out.read_text())
+    assert r["status"] == "failed" and "2 workers of 999 threads need 1998 CPUs" in r["reason"]
+    assert r["framework"] == "tensorflow" and r["replicas_agree"] is False
 
 
 def gpus() -> int:
@@ -203,12 +222,15 @@ def gpus() -> int:
 
 
 @pytest.mark.skipif(gpus() > 0, reason="a GPU is present (the GPU run is tested instead)")
-def test_cuda_without_a_gpu_is_one_line(tmp_path):
-    proc = worker("fcn_r", tmp_path / "x.json", "--device", "cuda", "--workers", "1")
+def test_cuda_without_a_gpu_is_a_failed_record(tmp_path):
+    """As the torch and JAX workers: a failed worker JSON with the reason, non-zero exit."""
+    out = tmp_path / "x.json"
+    proc = worker("fcn_r", out, "--device", "cuda", "--workers", "1")
     output, _ = proc.communicate(timeout=120)
-    assert proc.returncode == 2, output[-2000:]
-    assert "error: 1 GPU replicas asked for, but TensorFlow sees 0 GPU(s)" in output
-    assert "Traceback" not in output
+    assert proc.returncode != 0, output[-2000:]
+    r = json.loads(out.read_text())
+    assert r["status"] == "failed" and r["device"] == "cuda"
+    assert r["reason"] == "RuntimeError: 1 GPU replicas asked for, but TensorFlow sees 0 GPU(s)"
 
 
 @pytest.mark.skipif(gpus() == 0, reason="no NVIDIA GPU on this machine")
