@@ -14,8 +14,8 @@ from harness.selection import SelectionError, cells, parse
 from harness.table import cell_table
 
 # Failures recorded, per-cell result files and one process per framework group (runner);
-# the GEMM suite's options, cells and summary (gemm).
-pytest_plugins = ("runner.plugin", "gemm.plugin")
+# the GEMM suite's options, cells and summary (gemm); the all-reduce suite's (allreduce).
+pytest_plugins = ("runner.plugin", "gemm.plugin", "allreduce.plugin")
 
 SELECTION = pytest.StashKey()
 RECORDS = pytest.StashKey()

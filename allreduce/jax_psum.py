@@ -133,7 +133,7 @@ def main(argv=None) -> int:
     if len(devices) < world:
         reason = f"{world} {platform} devices asked for, but jax sees {len(devices)}"
         print(reason, file=sys.stderr)
-        write_result(args.out, failure("jax", args.device, world, reason))
+        write_result(args.out, failure("jax", args.device, world, reason, unavailable=True))
         return 1
     if args.device == "cpu":
         from harness.machine import cpu_model

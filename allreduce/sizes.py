@@ -75,8 +75,9 @@ def cap(per_rank_bytes: int, world_size: int, ranks_per_memory: int | None = Non
     return per_rank_bytes // (MEMORY_SHARE * max(share, 1))
 
 
-def memory_cap(device: str, world_size: int) -> int:
-    """Cap for the given device kind ('cpu' or 'cuda'), read without importing a framework."""
+def memory_cap(device: str, world_size: int, one_gpu_holds_all: bool = False) -> int:
+    """Cap for the given device kind ('cpu' or 'cuda'), read without importing a framework.
+    one_gpu_holds_all: the pattern gathers every rank's buffer on one GPU (JAX's baseline)."""
     if device == "cpu":
         import psutil
         return cap(psutil.virtual_memory().available, world_size)
@@ -84,4 +85,5 @@ def memory_cap(device: str, world_size: int) -> int:
     gpus = machine.gpus()
     if not gpus:
         return 0
-    return cap(min(g["memory_bytes"] for g in gpus), world_size, ranks_per_memory=1)
+    return cap(min(g["memory_bytes"] for g in gpus), world_size,
+               ranks_per_memory=world_size if one_gpu_holds_all else 1)

@@ -123,7 +123,7 @@ def main(argv=None) -> int:
                       f"{torch.cuda.device_count() if torch.cuda.is_available() else 0} GPUs")
             print(reason, file=sys.stderr)
             if rank == 0:
-                write_result(args.out, failure("torch", "cuda", world, reason))
+                write_result(args.out, failure("torch", "cuda", world, reason, unavailable=True))
             return 1
         device = torch.device("cuda", local_rank)
         torch.cuda.set_device(device)

@@ -32,6 +32,8 @@ def write_result(path: str | None, result: dict) -> None:
     os.replace(tmp, out)
 
 
-def failure(framework: str, device: str, world_size: int, reason: str) -> dict:
+def failure(framework: str, device: str, world_size: int, reason: str,
+            unavailable: bool = False) -> dict:
+    """unavailable: the devices asked for are not there (the suite skips rather than fails)."""
     return {"status": "failed", "reason": reason, "framework": framework, "device": device,
-            "world_size": world_size, "rows": []}
+            "world_size": world_size, "rows": [], "unavailable": unavailable}
