@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import sys
 from dataclasses import dataclass
 
 import pytest
@@ -129,13 +130,28 @@ def pytest_addoption(parser):
                          "(default: 1KB:1GB, smoke preset 1KB:1MB; capped by memory)")
 
 
+def _select(config) -> AllreduceSelection:
+    return select(**{name: config.getoption(name) for name in (
+        "world_sizes", "allreduce_sizes", "framework", "device", "preset", "threads")})
+
+
+def pytest_cmdline_main(config):
+    """Bad all-reduce options: one line and exit status 2, before anything runs."""
+    from harness.selection import SelectionError
+    try:
+        config.stash[SELECTION] = _select(config)
+    except OptionError as e:
+        sys.stderr.write(f"ERROR: {str(e).splitlines()[0]}\n")
+        return 2
+    except SelectionError:
+        pass     # a bad common option: the root conftest reports it
+    return None
+
+
 @pytest.hookimpl(trylast=True)   # after the root conftest has validated the common options
 def pytest_configure(config):
-    try:
-        config.stash[SELECTION] = select(**{name: config.getoption(name) for name in (
-            "world_sizes", "allreduce_sizes", "framework", "device", "preset", "threads")})
-    except (OptionError, ValueError) as e:
-        pytest.exit(str(e).splitlines()[0], returncode=2)
+    if SELECTION not in config.stash:
+        config.stash[SELECTION] = _select(config)
     config.stash[RECORDS] = []
 
 
