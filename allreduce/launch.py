@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -64,17 +65,17 @@ def run(framework: str, device: str, world_size: int, sizes: list[int], preset: 
         out = Path(tmp) / "result.json"
         argv, env = command(framework, device, world_size, sizes, preset, str(out),
                             threads_per_rank, rounds)
+        # A session of its own, so that a timeout ends torchrun and every rank it started.
+        proc = subprocess.Popen(argv, cwd=ROOT, env=env, stdout=subprocess.PIPE,
+                                stderr=subprocess.STDOUT, text=True, start_new_session=True,
+                                preexec_fn=(lambda: os.sched_setaffinity(0, cpus)) if cpus else None)
         try:
-            proc = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True,
-                                  timeout=timeout,
-                                  preexec_fn=(lambda: os.sched_setaffinity(0, cpus)) if cpus else None)
-        except subprocess.TimeoutExpired as e:
-            tail = ((e.stdout or b"") + (e.stderr or b"")) if isinstance(e.stdout, bytes) else \
-                (e.stdout or "") + (e.stderr or "")
-            tail = tail.decode(errors="replace") if isinstance(tail, bytes) else tail
+            output, _ = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            output, _ = proc.communicate()
             raise LaunchError(f"{framework} all-reduce over {world_size} ranks timed out after "
-                              f"{timeout:g} s\n{tail[-TAIL_CHARS:]}") from None
-        output = proc.stdout + proc.stderr
+                              f"{timeout:g} s\n{(output or '')[-TAIL_CHARS:]}") from None
         if not out.exists():
             raise LaunchError(f"{framework} all-reduce over {world_size} ranks exited with code "
                               f"{proc.returncode} and no result\n{output[-TAIL_CHARS:]}")

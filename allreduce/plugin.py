@@ -86,10 +86,13 @@ def device_kind(device: str) -> str:
 
 
 def select(world_sizes=None, allreduce_sizes=None, framework=None, device=None, preset=None,
-           threads=None, gpus: int | None = None, cpus: int | None = None) -> AllreduceSelection:
-    """Validate raw option strings (the common ones already checked by the root conftest)."""
-    from harness.selection import normalize_device
+           threads=None, gpus: int | None = None, cpus: int | None = None,
+           check_cpus: bool = True) -> AllreduceSelection:
+    """Validate raw option strings (the common ones already checked by the root conftest).
+    check_cpus: whether --threads per rank must fit the largest CPU world size (only when
+    the suite runs: elsewhere --threads means the network suites' threads)."""
     from harness import machine
+    from harness.selection import SelectionError, normalize_device
     gpus = machine.gpu_count() if gpus is None else gpus
     cpus = len(START_CPUS) if cpus is None else cpus
     named = _split(framework)
@@ -106,14 +109,17 @@ def select(world_sizes=None, allreduce_sizes=None, framework=None, device=None, 
             else sizes_mod.doubling(*(sizes_mod.SMOKE if preset == "smoke" else sizes_mod.DEFAULT))
     except sizes_mod.SizeError as e:
         raise OptionError(f"--allreduce-sizes: {e}") from None
-    threads_per_rank = int(threads) if threads not in (None, "") else None
+    try:
+        threads_per_rank = int(threads) if threads not in (None, "") else None
+    except ValueError:
+        raise SelectionError(f"bad --threads {threads!r}") from None   # the conftest says why
     cases = []
     for fw in frameworks:
         for dev in devices:
             for n in explicit_ws or default_world_sizes(dev, gpus):
                 cases.append(Case(fw, dev, n))
     cpu_ws = [c.world_size for c in cases if c.device == "cpu"]
-    if threads_per_rank and cpu_ws and threads_per_rank * max(cpu_ws) > cpus:
+    if check_cpus and threads_per_rank and cpu_ws and threads_per_rank * max(cpu_ws) > cpus:
         raise OptionError(f"--threads {threads_per_rank} per rank times {max(cpu_ws)} ranks needs "
                           f"{threads_per_rank * max(cpu_ws)} CPUs; this process may use {cpus}")
     return AllreduceSelection(tuple(cases), tuple(nbytes), allreduce_sizes not in (None, ""),
@@ -132,7 +138,8 @@ def pytest_addoption(parser):
 
 def _select(config) -> AllreduceSelection:
     return select(**{name: config.getoption(name) for name in (
-        "world_sizes", "allreduce_sizes", "framework", "device", "preset", "threads")})
+        "world_sizes", "allreduce_sizes", "framework", "device", "preset", "threads")},
+        check_cpus=asked_for(config))
 
 
 def pytest_cmdline_main(config):
@@ -184,7 +191,7 @@ def _skip_reason(case: Case) -> str | None:
         from harness import machine
         gpus = machine.gpu_count()
         if gpus < case.world_size:
-            return (f"{case.world_size} ranks need {case.world_size} GPUs (one per rank); "
+            return (f"one GPU per rank: {case.world_size} asked for, "
                     f"this machine has {gpus}")
     return None
 

@@ -89,6 +89,8 @@ def test_options_select_cases_and_sizes():
                 {"threads": "2", "world_sizes": "2"}):
         with pytest.raises(OptionError):
             select(gpus=0, cpus=2, **bad)
+    # --threads 2 is the network suites' business when the all-reduce suite does not run
+    assert select(threads="2", gpus=0, cpus=2, check_cpus=False).threads_per_rank == 2
 
 
 def test_suite_runs_only_when_named():
@@ -161,3 +163,20 @@ def test_a_wrong_reduction_is_caught(framework, monkeypatch):
         assert not r["correct"] and r["status"] == "failed"
         assert r["max_abs_err"] == 1.0 and r["wrong"] == 2 * 256   # 2 instead of 3, both ranks
         assert "wrong result" in r["reason"]
+
+
+def test_a_timeout_ends_torchrun_and_its_ranks():
+    import time
+
+    import psutil
+    from allreduce.launch import LaunchError
+    with pytest.raises(LaunchError, match="timed out"):
+        run("torch", "cpu", 2, [2**20], "paper", timeout=2)
+    time.sleep(0.5)
+    left = []
+    for p in psutil.process_iter(["cmdline", "cwd"]):
+        cmd = " ".join(p.info["cmdline"] or [])
+        if "allreduce.torch_collectives" in cmd and "--sizes 1048576 " in cmd \
+                and p.info["cwd"] == str(ROOT):
+            left.append(p.pid)
+    assert not left, f"ranks left running: {left}"
