@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import socket
 import subprocess
 import sys
@@ -25,6 +24,23 @@ TAIL_CHARS = 4000
 
 class LaunchError(RuntimeError):
     """The worker crashed or timed out; the message ends with its output's tail."""
+
+
+def end_with_descendants(pid: int) -> None:
+    """SIGKILL a worker and every process it started. torchrun starts each rank in a
+    session of its own, so killing torchrun's process group would leave the ranks running
+    (holding the output pipe open, and the port)."""
+    import psutil
+    try:
+        root = psutil.Process(pid)
+        procs = [root] + root.children(recursive=True)
+    except psutil.NoSuchProcess:
+        return
+    for p in procs:
+        try:
+            p.kill()
+        except psutil.NoSuchProcess:
+            pass
 
 
 def free_port() -> int:
@@ -65,14 +81,13 @@ def run(framework: str, device: str, world_size: int, sizes: list[int], preset: 
         out = Path(tmp) / "result.json"
         argv, env = command(framework, device, world_size, sizes, preset, str(out),
                             threads_per_rank, rounds)
-        # A session of its own, so that a timeout ends torchrun and every rank it started.
         proc = subprocess.Popen(argv, cwd=ROOT, env=env, stdout=subprocess.PIPE,
-                                stderr=subprocess.STDOUT, text=True, start_new_session=True,
+                                stderr=subprocess.STDOUT, text=True,
                                 preexec_fn=(lambda: os.sched_setaffinity(0, cpus)) if cpus else None)
         try:
             output, _ = proc.communicate(timeout=timeout)
         except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
+            end_with_descendants(proc.pid)
             output, _ = proc.communicate()
             raise LaunchError(f"{framework} all-reduce over {world_size} ranks timed out after "
                               f"{timeout:g} s\n{(output or '')[-TAIL_CHARS:]}") from None
