@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from allreduce import FRAMEWORKS, PATTERNS, sizes as sizes_mod
+from allreduce import FRAMEWORKS, sizes as sizes_mod
 from allreduce.table import sweep_tables
 from allreduce.timing import TIMINGS
 
