@@ -14,8 +14,9 @@ from harness.selection import SelectionError, cells, parse
 from harness.table import cell_table
 
 # Failures recorded, per-cell result files and one process per framework group (runner);
-# the GEMM suite's options, cells and summary (gemm); the scaling suite's (scaling).
-pytest_plugins = ("runner.plugin", "gemm.plugin", "scaling.plugin")
+# the GEMM suite's options, cells and summary (gemm); the scaling and all-reduce
+# suites' (scaling, allreduce).
+pytest_plugins = ("runner.plugin", "gemm.plugin", "scaling.plugin", "allreduce.plugin")
 
 SELECTION = pytest.StashKey()
 RECORDS = pytest.StashKey()
