@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
 from allreduce.jax_psum import host_devices_env
+from harness.processes import end_with_descendants, free_port
 
 ROOT = Path(__file__).resolve().parent.parent
 TAIL_CHARS = 4000
@@ -25,28 +25,6 @@ TAIL_CHARS = 4000
 class LaunchError(RuntimeError):
     """The worker crashed or timed out; the message ends with its output's tail."""
 
-
-def end_with_descendants(pid: int) -> None:
-    """SIGKILL a worker and every process it started. torchrun starts each rank in a
-    session of its own, so killing torchrun's process group would leave the ranks running
-    (holding the output pipe open, and the port)."""
-    import psutil
-    try:
-        root = psutil.Process(pid)
-        procs = [root] + root.children(recursive=True)
-    except psutil.NoSuchProcess:
-        return
-    for p in procs:
-        try:
-            p.kill()
-        except psutil.NoSuchProcess:
-            pass
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def command(framework: str, device: str, world_size: int, sizes: list[int], preset: str, out: str,
@@ -87,7 +65,7 @@ def run(framework: str, device: str, world_size: int, sizes: list[int], preset: 
         try:
             output, _ = proc.communicate(timeout=timeout)
         except subprocess.TimeoutExpired:
-            end_with_descendants(proc.pid)
+            end_with_descendants(proc.pid)   # torchrun's ranks are in sessions of their own
             output, _ = proc.communicate()
             raise LaunchError(f"{framework} all-reduce over {world_size} ranks timed out after "
                               f"{timeout:g} s\n{(output or '')[-TAIL_CHARS:]}") from None

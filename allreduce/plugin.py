@@ -209,7 +209,7 @@ def _threads_per_rank(sel: AllreduceSelection, case: Case) -> int | None:
 def run_allreduce(request, benchmark):
     """Run one sweep (every size, both patterns) and record it as one benchmark entry."""
     from allreduce.launch import LaunchError, run
-    from harness.external_times import record_external_times
+    from harness.external import record_durations
     from harness.presets import PRESETS
     config = request.config
     sel = config.stash[SELECTION]
@@ -254,7 +254,7 @@ def run_allreduce(request, benchmark):
                   "versions": result.get("versions", {}),
                   "rows": [{k: v for k, v in r.items() if k != "round_seconds"} for r in rows]}
         benchmark.extra_info.update(record)
-        record_external_times(benchmark, largest["round_seconds"])
+        record_durations(benchmark, largest["round_seconds"])
         config.stash[RECORDS].append(record)
         return record
 

@@ -21,13 +21,12 @@ from __future__ import annotations
 
 import json
 import os
-import signal
-import socket
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
+from harness.processes import end_with_descendants, free_port
 from scaling import result as R
 from scaling.cell import CellError, ScalingCell, cell_from, parser, to_argv
 
@@ -46,11 +45,6 @@ class LaunchError(RuntimeError):
         self.status, self.tail = status, tail
 
 
-def free_port() -> int:
-    """A TCP port free on loopback now, for torchrun's rendezvous."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _option(options: list[str], name: str) -> str | None:
@@ -121,15 +115,14 @@ def run(cell: ScalingCell, warmup: int, steps: int, out: str | os.PathLike | Non
     out.unlink(missing_ok=True)
     argv, env = command(cell, warmup, steps, out, torchrun_options, save_weights)
     try:
-        # A session of its own: on timeout the whole group (torchrun and its workers) goes.
         proc = subprocess.Popen(argv, env=env, cwd=cwd or Path(__file__).resolve().parents[1],
-                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                                start_new_session=True)
+                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         try:
             output, _ = proc.communicate(timeout=timeout)
             status = None
         except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
+            # torchrun starts each rank in a session of its own: end them one by one.
+            end_with_descendants(proc.pid)
             output, _ = proc.communicate()
             status = "timeout"
         tail = "\n".join((output or "").rstrip().splitlines()[-TAIL_LINES:])

@@ -18,7 +18,6 @@ from allreduce.launch import run
 from allreduce.plugin import OptionError, asked_for, default_world_sizes, select
 from allreduce.sizes import SizeError, cap, label, parse_sizes
 from allreduce.worker_args import FAULT_ENV
-from harness.external_times import record_external_times
 
 ROOT = Path(__file__).resolve().parents[1]
 SIZES = "1KB,4KB,64KB"
@@ -106,19 +105,6 @@ def test_bad_options_exit_2_with_one_line(option):
     lines = (proc.stdout + proc.stderr).strip().splitlines()
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert len(lines) == 1 and option[0] in lines[0], lines
-
-
-# -- externally timed durations ----------------------------------------------------------
-def test_external_times_become_the_benchmark_stats(benchmark):
-    record_external_times(benchmark, [0.3, 0.1, 0.2])
-    if benchmark.disabled:
-        pytest.skip("--benchmark-disable: nothing is recorded")
-    stats = benchmark.stats.stats
-    assert stats.rounds == 3
-    assert stats.median == pytest.approx(0.2)
-    assert stats.min == pytest.approx(0.1) and stats.max == pytest.approx(0.3)
-    with pytest.raises(RuntimeError):
-        record_external_times(benchmark, [0.1])
 
 
 # -- the workers -------------------------------------------------------------------------

@@ -233,3 +233,28 @@ def test_suite_records_speedup_and_skips(tmp_path):
     assert tf["speedup_baseline"] == "fcn_r-tensorflow-cpu-w1-strong-b16"
     assert tf["efficiency"] == pytest.approx(tf["speedup"] / 2)
     assert not data["xfbench"]["failures"]
+
+
+def test_a_timeout_ends_torchrun_and_its_workers(tmp_path):
+    """torchrun starts each rank in a session of its own: a timed-out cell must end them
+    too, or they keep the output pipe open and run() never returns."""
+    import psutil
+    from concurrent.futures import ThreadPoolExecutor, TimeoutError as Late
+    out = tmp_path / "never.json"
+    with ThreadPoolExecutor(1) as pool:
+        # Full-size ResNet-56 for 50 steps: far longer than the 3 s allowed.
+        future = pool.submit(launch.run, ScalingCell("resnet56", "torch", "cpu", 2, "strong", 128, 1),
+                             1, 50, out, 3)
+        try:
+            future.result(timeout=20)
+            outcome = "no timeout"
+        except launch.LaunchError as e:
+            outcome = e.status
+        except Late:
+            outcome = "still waiting for the workers 20 s later"
+        left = [p for p in psutil.process_iter(["cmdline"])
+                if str(out) in " ".join(p.info["cmdline"] or [])]
+        for p in left:
+            p.kill()
+    assert outcome == "timeout"
+    assert not left, f"workers left running after the timeout: {[p.pid for p in left]}"

@@ -11,13 +11,14 @@ import importlib.util
 import json
 import math
 import os
-import socket
 import subprocess
 import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
+
+from harness.processes import free_port
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -159,12 +160,6 @@ def test_two_replica_step_on_halves_is_the_one_device_step_on_the_batch(tmp_path
     for name in w0:
         assert not np.array_equal(w1[name], w0[name]), f"{name} did not move"
         np.testing.assert_allclose(w2[name], w1[name], rtol=1e-5, atol=1e-7, err_msg=name)
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def test_multi_worker_mirrored_over_loopback_matches_one_process(tmp_path, two_replicas):
