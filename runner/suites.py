@@ -237,6 +237,12 @@ def allreduce_plan(framework=None, device=None, preset=None, world_sizes=None, s
     per_rank_threads = _threads(threads)
     if sizes is not None and not _split(sizes):
         raise SelectionError("--allreduce-sizes needs at least one message size")
+    if sizes:
+        from allreduce.sizes import SizeError, parse_sizes
+        try:   # here, before anything runs, rather than as every child's usage error
+            parse_sizes(sizes)
+        except SizeError as e:
+            raise SelectionError(f"--allreduce-sizes: {e}") from None
     by_device = {d: worker_counts(world_sizes, d, "--world-sizes", every_gpu=True) for d in devices}
     jobs = []
     for fw in frameworks:

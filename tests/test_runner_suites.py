@@ -47,6 +47,7 @@ def run(argv, monkeypatch=None, fault=""):
     (["--suite", "allreduce", "--model", "fcn5"], "--model does not apply to --suite allreduce"),
     (["--suite", "allreduce", "--workers", "1", "--world-sizes", "2"], "give one"),
     (["--suite", "allreduce", "--allreduce-sizes", ","], "--allreduce-sizes needs at least one"),
+    (["--suite", "allreduce", "--allreduce-sizes", "3KB:1KB"], "runs backwards"),
     (["--workers", "2"], "--workers does not apply to --suite single"),
     (["--scaling", "weak"], "--scaling does not apply to --suite single"),
 ])
