@@ -7,9 +7,11 @@ each rank's link (n-1 steps of reduce-scatter and n-1 of all-gather, S/n each),
 however the algorithm is built, so busbw = algbw * 2(n-1)/n. For n = 1 nothing
 moves and busbw is 0, as nccl-tests prints.
 
-The reduce-then-broadcast baseline is reported with the same all-reduce factor:
-it computes the same result, so its busbw says how far it falls short of what an
-optimal all-reduce would get through the same links.
+The reduce-then-broadcast and parameter-server baselines are reported with the
+same all-reduce factor: both compute an all-reduce (every rank ends with the sum),
+so their busbw says how far they fall short of what an optimal all-reduce would
+get through the same links. (A parameter server's rank 0 carries 2(n-1)S, n times
+the optimum's 2(n-1)/n S, so its busbw can reach at most 1/n of the link's.)
 """
 from __future__ import annotations
 

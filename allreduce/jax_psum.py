@@ -1,4 +1,4 @@
-"""jax.lax.psum over W devices, and a reduce-to-one-then-broadcast baseline.
+"""jax.lax.psum over W devices, and the parameter-server baseline.
 
 One process drives W devices: W GPUs, or on CPU W host devices made with
 XLA_FLAGS=--xla_force_host_platform_device_count=W (set here, before jax is
@@ -7,8 +7,10 @@ imported). Device i holds row i of a (W, count) array, sharded over a 1-D mesh:
     python -m allreduce.jax_psum --world-size 2 --device cpu --sizes 1KB:1MB --out psum.json
 
 allreduce: jax.shard_map of jax.lax.psum over the mesh axis (jitted; XLA's all-reduce).
-reduce_broadcast: every row to device 0 (jax.device_put), summed there, the sum put
-back on every device: the parameter-server pattern.
+parameter_server: every row to device 0 (jax.device_put), summed there, the sum put
+back on every device: literally the parameter-server pattern, device 0 the server
+(the torch worker's parameter_server; JAX has no reduce-to-one collective to measure
+as torch's reduce_broadcast).
 Each size is checked (device i gives i+1, every device must hold W(W+1)/2), warmed
 up, timed (each operation until its result is ready on every device), and checked
 again. The rows and the printed tables are those of the torch worker.
@@ -20,7 +22,7 @@ import sys
 import time
 import traceback
 
-from allreduce import ITEM_BYTES, PATTERNS
+from allreduce import FRAMEWORK_PATTERNS, ITEM_BYTES
 from allreduce.check import expected_sum
 from allreduce.rows import make_row
 from allreduce.table import sweep_tables
@@ -30,6 +32,7 @@ from allreduce.worker_common import failure, pin_to, rank_cpus, write_result
 
 PROG = "python -m allreduce.jax_psum"
 HOST_DEVICES_FLAG = "--xla_force_host_platform_device_count"
+PATTERNS = FRAMEWORK_PATTERNS["jax"]
 
 
 def host_devices_env(world_size: int, env: dict) -> dict:
@@ -67,7 +70,7 @@ class Collectives:
     def allreduce(self, x):
         return self._allreduce(x)
 
-    def reduce_broadcast(self, x):
+    def parameter_server(self, x):
         on_dev0 = self.jax.device_put(x, self.dev0)
         return self.jax.device_put(self._sum0(on_dev0), self.replicated)
 

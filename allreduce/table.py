@@ -26,7 +26,8 @@ def title(r: dict) -> str:
 def sweep_tables(rows: list[dict]) -> str:
     """Tables of one sweep (one framework, backend and world size), all-reduce first."""
     out = []
-    for pattern in PATTERNS:
+    others = sorted({r.get("pattern") for r in rows} - set(PATTERNS) - {None})
+    for pattern in PATTERNS + tuple(others):
         mine = sorted((r for r in rows if r.get("pattern") == pattern), key=lambda r: r["bytes"])
         if mine:
             out.append(f"# {title(mine[0])}")

@@ -1,4 +1,5 @@
-"""torch.distributed all-reduce and reduce-then-broadcast, timed over message sizes.
+"""torch.distributed all-reduce, reduce-then-broadcast and a parameter server, timed
+over message sizes.
 
 One process per rank, started by torchrun (which sets RANK, WORLD_SIZE, LOCAL_RANK,
 MASTER_ADDR...):
@@ -7,7 +8,15 @@ MASTER_ADDR...):
         --device cpu --sizes 1KB:1MB --out allreduce.json
 
 CPU: Gloo, each rank pinned to its own CPUs before torch is imported. CUDA: NCCL,
-one GPU per rank (LOCAL_RANK). For every size and pattern: the result is checked
+one GPU per rank (LOCAL_RANK). The patterns (allreduce.PATTERNS):
+  allreduce         dist.all_reduce
+  reduce_broadcast  dist.reduce to rank 0, then dist.broadcast from it: the library's
+                    collectives, which pipeline both along a ring or tree (Gloo: ring
+                    reduce-scatter then gather, binomial-tree broadcast; NCCL: rings)
+  parameter_server  the literal pattern with point-to-point operations: rank 0
+                    receives every other rank's buffer, adds each one in as it arrives,
+                    and sends the sum back to every rank, so its link carries 2(n-1)S
+For every size and pattern: the result is checked
 (each rank gives rank+1, every rank must hold n(n+1)/2), then warm-up operations,
 then timed ones, each between a barrier and the device having finished it, the
 slowest rank's time kept; then checked again. Rank 0 prints nccl-tests-style
@@ -20,7 +29,7 @@ import sys
 import time
 import traceback
 
-from allreduce import ITEM_BYTES, PATTERNS
+from allreduce import FRAMEWORK_PATTERNS, ITEM_BYTES
 from allreduce.check import expected_sum, fill_value
 from allreduce.rows import make_row
 from allreduce.table import sweep_tables
@@ -29,6 +38,11 @@ from allreduce.worker_args import fault, parser
 from allreduce.worker_common import failure, pin_to, rank_cpus, write_result
 
 PROG = "python -m torch.distributed.run --nproc-per-node N -m allreduce.torch_collectives"
+PATTERNS = FRAMEWORK_PATTERNS["torch"]
+# Receive buffers rank 0 keeps in flight on a GPU: with the suite's cap of 1/8 of a GPU
+# per buffer, its own buffer and these stay within half the GPU however many ranks
+# send. On the CPU every peer gets one (the cap is 1/8 of each rank's share of RAM).
+RECV_BUFFERS_CUDA = 3
 
 
 class Collectives:
@@ -38,7 +52,9 @@ class Collectives:
         self.torch, self.dist = torch, dist
         self.rank, self.world = dist.get_rank(), dist.get_world_size()
         self.device = device
-        self.op = dist.ReduceOp.MAX if fault() == "max" else dist.ReduceOp.SUM
+        self.wrong = fault() == "max"
+        self.op = dist.ReduceOp.MAX if self.wrong else dist.ReduceOp.SUM
+        self._buffers = []
 
     def sync(self):
         if self.device.type == "cuda":
@@ -48,9 +64,55 @@ class Collectives:
         self.dist.all_reduce(t, op=self.op)
 
     def reduce_broadcast(self, t):
-        # The parameter-server pattern: everything to rank 0, the sum back from rank 0.
+        # Everything to rank 0, the sum back from rank 0, through the library's own
+        # collectives (pipelined: not what a parameter server does; see parameter_server).
         self.dist.reduce(t, dst=0, op=self.op)
         self.dist.broadcast(t, src=0)
+
+    def receive_buffers(self, t) -> list:
+        """Rank 0's receive buffers for buffers like t, allocated once per size (before
+        it is timed, by the correctness check), as a server allocates its own."""
+        want = min(self.world - 1, RECV_BUFFERS_CUDA if self.device.type == "cuda" else self.world)
+        if len(self._buffers) != want or (self._buffers and self._buffers[0].shape != t.shape):
+            self.drop_buffers()         # the previous size's go first
+            self._buffers = [self.torch.empty_like(t) for _ in range(want)]
+        return self._buffers
+
+    def drop_buffers(self):
+        self._buffers = []
+
+    def parameter_server(self, t):
+        """Rank 0 is the server: every worker pushes its buffer to it at once; it adds the
+        pushes into its own buffer in rank order (later ones landing meanwhile) and then
+        sends the sum back to every worker at once. Each push lands in a receive buffer of
+        its own, as in a real server (ps-lite, TensorFlow's accumulators): a shared buffer
+        would take the pushes one after another and idle the workers in turn. On a GPU at
+        most RECV_BUFFERS_CUDA are in flight, a buffer taking the next push once added."""
+        dist = self.dist
+        if self.rank != 0:
+            dist.send(t, dst=0)
+            dist.recv(t, src=0)
+            return
+        peers = list(range(1, self.world))
+        if not peers:
+            return
+        waiting = iter(peers)
+        pending = []                                  # (work, buffer), oldest first
+        for buf in self.receive_buffers(t):
+            pending.append((dist.irecv(buf, src=next(waiting)), buf))
+        while pending:
+            work, buf = pending.pop(0)
+            work.wait()         # NCCL: the current stream waits; the add is queued behind
+            if self.wrong:
+                self.torch.maximum(t, buf, out=t)
+            else:
+                t.add_(buf)
+            src = next(waiting, None)
+            if src is not None:     # NCCL orders the receive after the add on this stream
+                pending.append((dist.irecv(buf, src=src), buf))
+        sends = [dist.P2POp(dist.isend, t, peer) for peer in peers]
+        for work in dist.batch_isend_irecv(sends):
+            work.wait()
 
     def _over_ranks(self, values: list[float], op) -> list[float]:
         t = self.torch.tensor(values, dtype=self.torch.float64, device=self.device)
@@ -102,6 +164,7 @@ def sweep(c: Collectives, sizes: list[int], timing, warmup: int, fixed_rounds: i
                                  warmup=warmup, max_abs_err=max(err1, err2),
                                  wrong=max(wrong1, wrong2), **meta))
         del buf
+        c.drop_buffers()
     return rows
 
 

@@ -21,7 +21,8 @@ def _sizes(text: str) -> list[int]:
 
 def parser(prog: str) -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog=prog, description="All-reduce bandwidth over message sizes "
-                                "(nccl-tests' algbw and busbw), with a reduce-then-broadcast baseline")
+                                "(nccl-tests' algbw and busbw), with reduce-then-broadcast and "
+                                "parameter-server baselines")
     p.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
     p.add_argument("--sizes", type=_sizes, default=parse_sizes("1KB:1GB"),
                    help="message sizes in bytes: 1KB,4MB or a doubling range 1KB:1GB (binary units)")

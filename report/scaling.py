@@ -9,7 +9,8 @@ Schemas read (pytest-benchmark entries, by extra_info["kind"]):
     speedup_baseline, backend, comm_share, comm_share_how, compile_s, rounds,
     replicas_agree, replicas_max_diff, threads_used, device_name.
   - "allreduce_sweep": framework, backend, device, world_size, and "rows": one dict per
-    (pattern, message size) with pattern ("allreduce"|"reduce_broadcast"), bytes, count,
+    (pattern, message size) with pattern ("allreduce"|"reduce_broadcast"|
+    "parameter_server"), bytes, count,
     status, reason, seconds, algbw_gbps, busbw_gbps, correct, max_abs_err, device_name.
   - failure records ({"cell": {...}, "status", "reason"}) whose cell is one of these
     (cell "kind", or the fields that only these cells have).
@@ -22,8 +23,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 KINDS = ("scaling", "allreduce_sweep")
-PATTERNS = ("allreduce", "reduce_broadcast")
-PATTERN_TITLES = {"allreduce": "all-reduce", "reduce_broadcast": "reduce + broadcast"}
+# In the order tables and plots show them; a sweep shows those it has (JAX has no
+# reduce_broadcast), and patterns not named here after these.
+PATTERNS = ("allreduce", "reduce_broadcast", "parameter_server")
+PATTERN_TITLES = {"allreduce": "all-reduce", "reduce_broadcast": "reduce + broadcast",
+                  "parameter_server": "parameter server"}
 SCALING_KINDS = ("strong", "weak")
 
 
@@ -235,6 +239,16 @@ class Sweep:
     footnotes: dict[tuple[int, str], int] = field(default_factory=dict)
 
 
+def pattern_title(pattern: str) -> str:
+    return PATTERN_TITLES.get(pattern, pattern)
+
+
+def patterns_of(sweeps) -> list[str]:
+    """The patterns these sweeps measured, in PATTERNS order, unknown ones after."""
+    have = {p for s in sweeps for rows in s.rows.values() for p in rows}
+    return [p for p in PATTERNS if p in have] + sorted(have - set(PATTERNS))
+
+
 @dataclass
 class Failure:
     number: int
@@ -335,7 +349,7 @@ def build(machines: list, first_footnote: int, problems: list[str]) -> ScalingRe
                         f"wrong result (max abs err {row['max_abs_err']})"
                     sweep.footnotes[(size, pattern)] = fail(
                         sweep.machine, f"all-reduce {sweep.framework} {sweep.backend} world size "
-                                       f"{sweep.world_size}, {PATTERN_TITLES.get(pattern, pattern)} "
+                                       f"{sweep.world_size}, {pattern_title(pattern)} "
                                        f"of {size} bytes: {status}: {what}")
     for key, text in crashed:
         fail(sweeps[key].machine, text)

@@ -1,7 +1,7 @@
 """Plots of the scaling and all-reduce results (matplotlib, Agg, PNG files):
 parallel efficiency against workers per network, and bus bandwidth against message size
-per all-reduce engine, where the reduce-then-broadcast baseline falls behind all-reduce
-as the workers grow."""
+per all-reduce engine, where the baselines (reduce + broadcast, parameter server) fall
+behind all-reduce as the workers grow."""
 from __future__ import annotations
 
 import re
@@ -9,8 +9,11 @@ from pathlib import Path
 
 from report.model import Report, network_title
 from report.plots import COLORS, SIZE, STYLES, _legend, _safely, _save, plt
-from report.scaling import PATTERN_TITLES, PATTERNS
+from report.scaling import pattern_title, patterns_of
 from report.scaling_tables import batch_text, device_text, plural, size_text
+
+
+LINE_STYLES = {"allreduce": "-", "reduce_broadcast": "--", "parameter_server": ":"}
 
 
 def _slug(text: str) -> str:
@@ -66,7 +69,7 @@ def efficiency_plots(report: Report, folder: Path) -> list[tuple[str, Path]]:
 def busbw_plots(report: Report, folder: Path) -> list[tuple[str, Path]]:
     """Per (machine, framework, backend, device): bus bandwidth against message size, log
     x; a colour per world size, a line style per pattern (solid: all-reduce, dashed:
-    reduce + broadcast)."""
+    reduce + broadcast, dotted: parameter server, when the engine measured them)."""
     engines: dict[tuple, list] = {}
     for sweep in report.scaling.sweeps:
         key = (report.machines.index(sweep.machine), sweep.framework, sweep.backend, sweep.device)
@@ -78,8 +81,10 @@ def busbw_plots(report: Report, folder: Path) -> list[tuple[str, Path]]:
         sizes = set()
         # one worker moves no bytes between workers (busbw 0 by definition): not drawn
         shown_sweeps = sorted((s for s in sweeps if s.world_size > 1), key=lambda s: s.world_size)
+        # the same line style for a pattern in every plot, whichever patterns it has
+        styles = {p: LINE_STYLES.get(p, "-.") for p in patterns_of(sweeps)}
         for si, sweep in enumerate(shown_sweeps):
-            for pi, pattern in enumerate(PATTERNS):
+            for pattern in patterns_of([sweep]):
                 points = sorted((size, rows[pattern]["busbw_gbps"]) for size, rows in sweep.rows.items()
                                 if pattern in rows and rows[pattern]["status"] == "ok"
                                 and rows[pattern]["busbw_gbps"] is not None and size > 0)
@@ -87,8 +92,8 @@ def busbw_plots(report: Report, folder: Path) -> list[tuple[str, Path]]:
                     continue
                 sizes.update(s for s, _ in points)
                 ax.plot([p[0] for p in points], [p[1] for p in points], marker="o", markersize=3,
-                        color=COLORS[si % len(COLORS)], linestyle=("-", "--")[pi % 2],
-                        label=f"{PATTERN_TITLES[pattern]}, {plural(sweep.world_size, 'worker')}")
+                        color=COLORS[si % len(COLORS)], linestyle=styles[pattern],
+                        label=f"{pattern_title(pattern)}, {plural(sweep.world_size, 'worker')}")
                 lines += 1
         if not lines:
             plt.close(fig)

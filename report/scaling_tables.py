@@ -3,7 +3,7 @@ by the Markdown and HTML renderers."""
 from __future__ import annotations
 
 from report.model import Report, format_seconds, network_title
-from report.scaling import PATTERN_TITLES, PATTERNS, ScalingRow, ScalingTable, Sweep
+from report.scaling import ScalingRow, ScalingTable, Sweep, pattern_title, patterns_of
 from report.tables import Table, Text, _num
 
 TITLES = {"strong": "Strong scaling: the global batch fixed, split over the workers",
@@ -18,8 +18,11 @@ CAPTION = ("Seconds per step of the global batch (median over the timed steps; e
 ALLREDUCE_CAPTION = ("Median time per operation; algbw = bytes / time; busbw = algbw x 2(n-1)/n "
                      "for n workers (nccl-tests' all-reduce definitions; 0 for one worker, which the "
                      "plot leaves out). The "
-                     "reduce-to-one-then-broadcast baseline (the parameter-server pattern) is "
-                     "measured and computed the same way, so the columns compare directly. "
+                     "baselines compute the same sum and are measured and computed the same way, "
+                     "so the columns compare directly: reduce + broadcast is the library's reduce "
+                     "to one worker then its broadcast (pipelined along a ring or tree); parameter "
+                     "server is the literal pattern, one worker receiving every buffer and sending "
+                     "the sum back to each, 2(n-1) buffers through its link. "
                      "correct: the result checked on every size.")
 
 
@@ -113,10 +116,11 @@ def allreduce_table(report: Report, sweep: Sweep) -> Table | None:
     if not sweep.rows:
         return None
     sub = ["time", "algbw GB/s", "busbw GB/s", "correct"]
+    patterns = patterns_of([sweep])     # only those measured: no empty columns
     rows = []
     for size in sorted(sweep.rows):
         cells = [Text(size_text(size))]
-        for pattern in PATTERNS:
+        for pattern in patterns:
             r = sweep.rows[size].get(pattern)
             note = sweep.footnotes.get((size, pattern))
             if r is None:
@@ -128,11 +132,11 @@ def allreduce_table(report: Report, sweep: Sweep) -> Table | None:
                 cells += [Text(duration_text(r["seconds"])), Text(_num(r["algbw_gbps"], ".3g")),
                           Text(_num(r["busbw_gbps"], ".3g")), Text(correct, note=note)]
         rows.append(cells)
-    headers = ["size"] + [f"{PATTERN_TITLES[p]} {s}" for p in PATTERNS for s in sub]
+    headers = ["size"] + [f"{pattern_title(p)} {s}" for p in patterns for s in sub]
     slug = f"allreduce-{sweep.framework}-{sweep.backend}-{sweep.device}-n{sweep.world_size}"
     t = Table(sweep_title(report, sweep), headers, rows, anchor=slug, text_cols=1)
-    t.groups = [("", 1)] + [(PATTERN_TITLES[p], len(sub)) for p in PATTERNS]
-    t.short_headers = ["size"] + sub * len(PATTERNS)
+    t.groups = [("", 1)] + [(pattern_title(p), len(sub)) for p in patterns]
+    t.short_headers = ["size"] + sub * len(patterns)
     return t
 
 

@@ -230,7 +230,7 @@ def scaling_plan(framework=None, model=None, precision=None, device=None, thread
 def allreduce_plan(framework=None, device=None, preset=None, world_sizes=None, sizes=None,
                    threads=None):
     """Validate the options of `xfbench run --suite allreduce` and list its jobs: one
-    child per (framework, device), one test per world size (all sizes and both patterns)."""
+    child per (framework, device), one test per world size (all sizes and patterns)."""
     sel = parse(framework=framework, preset=preset)
     frameworks = _frameworks(framework, ALLREDUCE_FRAMEWORKS, "allreduce", sel.frameworks)
     devices = _devices(device, "allreduce")
@@ -275,18 +275,33 @@ def _scaling_row(r: dict) -> list:
                    _fmt(r.get("comm_share") and r["comm_share"] * 100, ".0f")]
 
 
-def _allreduce_row(r: dict) -> list:
+# summary columns: the busbw of each pattern some sweep measured, at its largest size
+ALLREDUCE_PATTERN_HEADERS = {"allreduce": "busbw GB/s all-reduce (largest)",
+                             "reduce_broadcast": "busbw GB/s reduce+broadcast",
+                             "parameter_server": "busbw GB/s parameter server"}
+
+
+def _allreduce_patterns(records: list[dict]) -> list[str]:
+    """The patterns these sweeps measured, all-reduce first: no column stays empty (a
+    JAX sweep has no reduce+broadcast)."""
+    have = {x.get("pattern") for r in records for x in r.get("rows") or [] if isinstance(x, dict)}
+    have = {p for p in have if isinstance(p, str)} | {"allreduce"}
+    return [p for p in ALLREDUCE_PATTERN_HEADERS if p in have] + \
+        sorted(have - set(ALLREDUCE_PATTERN_HEADERS))
+
+
+def _allreduce_row(r: dict, patterns: list[str]) -> list:
     base = [r.get("framework"), r.get("device"), r.get("world_size")]
     if r.get("status", "ok") != "ok":
-        return base + [f"{r.get('status') or 'failed'}: {r.get('reason', '')}"[:60]] + [""] * 4
+        return base + [f"{r.get('status') or 'failed'}: {r.get('reason', '')}"[:60]] + \
+            [""] * (2 + len(patterns))
     rows = [x for x in r.get("rows") or [] if isinstance(x, dict)]
     sizes = sorted({x.get("bytes") for x in rows if isinstance(x.get("bytes"), int)})
     largest = {x.get("pattern"): x for x in rows if sizes and x.get("bytes") == sizes[-1]}
     correct = all(x.get("correct") is True for x in rows)
-    return base + [r.get("backend", ""), f"{len(sizes)} sizes up to {sizes[-1] if sizes else '?'} B",
-                   _fmt(largest.get("allreduce", {}).get("busbw_gbps"), ".3g"),
-                   _fmt(largest.get("reduce_broadcast", {}).get("busbw_gbps"), ".3g"),
-                   "yes" if correct else "NO"]
+    return base + [r.get("backend", ""), f"{len(sizes)} sizes up to {sizes[-1] if sizes else '?'} B"] \
+        + [_fmt(largest.get(p, {}).get("busbw_gbps"), ".3g") for p in patterns] \
+        + ["yes" if correct else "NO"]
 
 
 def summary_table(suite: str, records: list[dict]) -> str:
@@ -304,7 +319,9 @@ def summary_table(suite: str, records: list[dict]) -> str:
                    "s/step", "samples/s", "speedup", "eff. %", "comm %")
         rows = [_scaling_row(r) for r in records]
     else:
+        patterns = _allreduce_patterns(records)
         headers = ("framework", "device", "world size", "backend", "sizes",
-                   "busbw GB/s all-reduce (largest)", "busbw GB/s reduce+broadcast", "correct")
-        rows = [_allreduce_row(r) for r in records]
+                   *(ALLREDUCE_PATTERN_HEADERS.get(p, f"busbw GB/s {p}") for p in patterns),
+                   "correct")
+        rows = [_allreduce_row(r, patterns) for r in records]
     return tabulate(rows, headers=headers, tablefmt="github", disable_numparse=True)

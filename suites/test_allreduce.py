@@ -1,9 +1,10 @@
 """All-reduce bandwidth: torch.distributed (Gloo on CPU, NCCL on GPUs) and jax.lax.psum.
 
 One test per framework, device and world size
-(`test_allreduce[torch-cpu-n2]`); each runs every message size through both
-patterns, ring all-reduce and the reduce-to-rank-0-then-broadcast baseline, in
-worker processes (allreduce/launch.py), checking every result. It records one
+(`test_allreduce[torch-cpu-n2]`); each runs every message size through each
+pattern (allreduce.FRAMEWORK_PATTERNS: the all-reduce, torch's reduce to rank 0
+then broadcast, and the literal parameter server), in worker processes
+(allreduce/launch.py), checking every result. It records one
 pytest-benchmark entry whose extra_info is {"kind": "allreduce_sweep", ..., "rows":
 [one per pattern and size: seconds, algbw_gbps, busbw_gbps, correct, ...]} and
 whose stats are the per-operation times of the largest all-reduce.

@@ -117,6 +117,7 @@ def test_suite_runs_gloo_and_jax_over_two_ranks(tmp_path):
         cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert "busbw (GB/s)" in proc.stdout            # the nccl-tests-style summary
+    assert "2 ranks: parameter_server" in proc.stdout
     entries = {b["name"]: b for b in json.loads(out.read_text())["benchmarks"]}
     assert set(entries) == {"test_allreduce[torch-cpu-n2]", "test_allreduce[jax-cpu-n2]"}
     for name, backend in (("test_allreduce[torch-cpu-n2]", "gloo"), ("test_allreduce[jax-cpu-n2]", "xla")):
@@ -125,8 +126,10 @@ def test_suite_runs_gloo_and_jax_over_two_ranks(tmp_path):
         assert info["kind"] == "allreduce_sweep" and info["backend"] == backend
         assert entry["group"] == f"allreduce {info['framework']} {backend} n2"
         rows = info["rows"]
+        patterns = {"torch": ("allreduce", "reduce_broadcast", "parameter_server"),
+                    "jax": ("allreduce", "parameter_server")}[info["framework"]]
         assert sorted((r["pattern"], r["bytes"]) for r in rows) == sorted(
-            (p, s) for p in ("allreduce", "reduce_broadcast") for s in (1024, 4096, 65536))
+            (p, s) for p in patterns for s in (1024, 4096, 65536))
         for r in rows:
             assert r["correct"] and r["status"] == "ok" and r["max_abs_err"] == 0.0
             assert r["seconds"] > 0 and r["algbw_gbps"] > 0
@@ -144,7 +147,11 @@ def test_a_wrong_reduction_is_caught(framework, monkeypatch):
     result, output = run(framework, "cpu", 2, [1024], "smoke", timeout=240)
     assert result["status"] == "ok", output[-3000:]
     rows = result["rows"]
-    assert len(rows) == 2
+    # torch: all_reduce, reduce + broadcast, and rank 0's own sum of the point-to-point
+    # receives (parameter_server); jax: psum and the sum on device 0
+    assert [r["pattern"] for r in rows] == {
+        "torch": ["allreduce", "reduce_broadcast", "parameter_server"],
+        "jax": ["allreduce", "parameter_server"]}[framework]
     for r in rows:
         assert not r["correct"] and r["status"] == "failed"
         assert r["max_abs_err"] == 1.0 and r["wrong"] == 2 * 256   # 2 instead of 3, both ranks

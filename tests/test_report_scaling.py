@@ -58,12 +58,20 @@ def scaling_entry(network: str, framework: str, workers: int, times: list[float]
             "extra_info": extra, "stats": stats(times)}
 
 
+PATTERNS = {"torch": ("allreduce", "reduce_broadcast", "parameter_server"),
+            "jax": ("allreduce", "parameter_server")}
+
+
 def allreduce_entry(framework: str, world_size: int, sizes=(1024, 2**20), *, backend="gloo",
-                    device="cpu", slow_reduce=2.0, wrong=()) -> dict:
-    """One all-reduce sweep: a row per (pattern, size); algbw and busbw per nccl-tests."""
+                    device="cpu", slow_reduce=2.0, wrong=(), patterns=None) -> dict:
+    """One all-reduce sweep: a row per (pattern, size); algbw and busbw per nccl-tests.
+    patterns: those the framework's worker measures (torch three, jax two)."""
     rows = []
+    slowness = {"allreduce": 1.0, "reduce_broadcast": slow_reduce,
+                "parameter_server": slow_reduce * world_size}
     for size in sizes:
-        for pattern, slow in (("allreduce", 1.0), ("reduce_broadcast", slow_reduce)):
+        for pattern in patterns or PATTERNS[framework]:
+            slow = slowness[pattern]
             seconds = (1e-5 + size / 1e9) * slow * world_size
             algbw = size / seconds / 1e9
             rows.append({"kind": "allreduce", "framework": framework, "backend": backend,
@@ -254,7 +262,7 @@ def test_allreduce_tables_plot_and_csv(tmp_path):
     assert "| 1 KiB" in md and "| 1 MiB" in md
     assert "NO [1]" in md and "incorrect: wrong result" in md
     rows = read_csv(tmp_path / "out" / "report-allreduce.csv")
-    assert len(rows) == 3 * 2 * 2
+    assert len(rows) == 3 * 2 * 3        # world sizes x sizes x patterns
     r = next(r for r in rows if r["world_size"] == "4" and r["pattern"] == "allreduce"
              and r["bytes"] == "1048576")
     seconds = float(r["seconds"])
@@ -265,6 +273,52 @@ def test_allreduce_tables_plot_and_csv(tmp_path):
     assert [p.name for p in written if p.suffix == ".png"] == ["busbw-torch-gloo-cpu-0.png"]
     html = (tmp_path / "out" / "report.html").read_text()
     assert "All-reduce bandwidth" in html and "reduce + broadcast" in html
+
+
+def _md_table(md: str, heading: str) -> list[list[str]]:
+    """The cells of the Markdown table under a heading (header row first)."""
+    lines = md.splitlines()
+    start = lines.index(heading)
+    table = []
+    for line in lines[start + 1:]:
+        if line.startswith("|"):
+            table.append([c.strip() for c in line.strip("|").split("|")])
+        elif table:
+            break
+    return [row for row in table if not set("".join(row)) <= set("-: ")]
+
+
+def test_allreduce_sweeps_with_three_and_with_two_patterns(tmp_path):
+    """torch measures three patterns, jax two: each table has the columns of its own
+    patterns and none empty; the plots and the CSV take both."""
+    entries = [allreduce_entry("torch", 2),
+               allreduce_entry("jax", 2, backend="xla", wrong={(1024, "parameter_server")})]
+    path = write(tmp_path / "x.json", document(entries))
+    written = render([path], tmp_path / "out", ["md", "html", "csv"])
+    md = (tmp_path / "out" / "report.md").read_text()
+    torch_table = _md_table(md, "### All-reduce, torch gloo on cpu, 2 workers")
+    jax_table = _md_table(md, "### All-reduce, jax xla on cpu, 2 workers")
+    assert [h for h in torch_table[0] if h.endswith("busbw GB/s")] == [
+        "all-reduce busbw GB/s", "reduce + broadcast busbw GB/s", "parameter server busbw GB/s"]
+    assert [h for h in jax_table[0] if h.endswith("busbw GB/s")] == [
+        "all-reduce busbw GB/s", "parameter server busbw GB/s"]
+    for table in (torch_table, jax_table):
+        assert len(table) == 3                          # header, 1 KiB, 1 MiB
+        assert all(len(row) == len(table[0]) for row in table)
+        for col in range(len(table[0])):              # no column without a value
+            assert any(row[col] for row in table[1:]), table[0][col]
+    # the parameter server is slower than all-reduce in the stand-in numbers
+    ps = torch_table[0].index("parameter server busbw GB/s")
+    ar = torch_table[0].index("all-reduce busbw GB/s")
+    assert float(torch_table[2][ps]) < float(torch_table[2][ar])
+    assert "parameter server of 1024 bytes: incorrect" in md
+    rows = read_csv(tmp_path / "out" / "report-allreduce.csv")
+    assert sorted((r["framework"], r["pattern"]) for r in rows if r["bytes"] == "1024") == [
+        ("jax", "allreduce"), ("jax", "parameter_server"), ("torch", "allreduce"),
+        ("torch", "parameter_server"), ("torch", "reduce_broadcast")]
+    assert sorted(p.name for p in written if p.suffix == ".png") == [
+        "busbw-jax-xla-cpu-0.png", "busbw-torch-gloo-cpu-0.png"]
+    assert "parameter server" in (tmp_path / "out" / "report.html").read_text()
 
 
 def test_a_sweep_marked_failed_for_a_wrong_row_shows_that_row(tmp_path):

@@ -354,3 +354,30 @@ def test_a_failure_recorded_by_the_suite_and_the_runner_plugin_is_listed_once():
              {"cell": dict(cell), "status": "skipped", "reason": "a"},
              {"cell": {**cell, "workers": 4}, "status": "failed", "reason": "b"}]
     assert _once_per_cell(twice) == [twice[0], twice[2]]
+
+
+def test_allreduce_summary_has_a_column_per_measured_pattern():
+    """torch measures three patterns, jax two: the summary's busbw columns are those some
+    sweep has (jax alone: no reduce+broadcast column), blank where a sweep lacks one."""
+    from runner.suites import summary_table
+
+    def sweep(framework, patterns, busbw):
+        return {"framework": framework, "device": "cpu", "world_size": 2, "backend": "b",
+                "rows": [{"pattern": p, "bytes": b, "busbw_gbps": busbw[p], "correct": True}
+                         for b in (1024, 4096) for p in patterns]}
+    torch = sweep("torch", ("allreduce", "reduce_broadcast", "parameter_server"),
+                  {"allreduce": 1.5, "reduce_broadcast": 0.75, "parameter_server": 0.25})
+    jax = sweep("jax", ("allreduce", "parameter_server"),
+                {"allreduce": 2.5, "parameter_server": 0.125})
+
+    def cells(text):
+        lines = [line.strip("|").split("|") for line in text.splitlines() if line.startswith("|")]
+        return [[c.strip() for c in line] for line in lines if not line[0].strip().startswith("-")]
+    header, t, j = cells(summary_table("allreduce", [torch, jax]))
+    assert header[5:] == ["busbw GB/s all-reduce (largest)", "busbw GB/s reduce+broadcast",
+                          "busbw GB/s parameter server", "correct"]
+    assert t[5:] == ["1.5", "0.75", "0.25", "yes"] and j[5:] == ["2.5", "", "0.125", "yes"]
+    header, j = cells(summary_table("allreduce", [jax]))
+    assert header[5:] == ["busbw GB/s all-reduce (largest)", "busbw GB/s parameter server",
+                          "correct"]
+    assert j[5:] == ["2.5", "0.125", "yes"]
