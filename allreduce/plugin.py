@@ -207,7 +207,7 @@ def _threads_per_rank(sel: AllreduceSelection, case: Case) -> int | None:
 
 @pytest.fixture
 def run_allreduce(request, benchmark):
-    """Run one sweep (every size, both patterns) and record it as one benchmark entry."""
+    """Run one sweep (every size, every pattern of the framework) and record it as one benchmark entry."""
     from allreduce.launch import LaunchError, run
     from harness.external import record_durations
     from harness.presets import PRESETS
