@@ -69,7 +69,7 @@ def _measure(run: Run) -> dict:
 
     from adapters.base import Cell
     from adapters.jax import ADAPTER
-    from adapters.jax.workload import JaxWorkload, make_train_step
+    from adapters.jax.workload import JaxWorkload
     from harness.threads import CpuMeter
     from models import get_spec, initial_weights
 
@@ -95,22 +95,12 @@ def _measure(run: Run) -> dict:
     work = JaxWorkload(spec, one, initial_weights(spec, 0))
     mesh = Mesh(np.array(devices), (AXIS,))
     replicated = NamedSharding(mesh, P())
-    # Time-major sequences (T, N) split on their second dimension, everything else on the first.
-    rows = NamedSharding(mesh, P(None, AXIS) if spec.sequence else P(AXIS))
+    rows = NamedSharding(mesh, batch_spec(spec))
     state = jax.device_put(work.state, replicated)
     x, y = jax.device_put(work.x_host, rows), jax.device_put(work.y_host, rows)
     work.state = work.x = work.y = None   # the one-device copies are not used again
 
-    adapter_step = make_train_step(spec, work.dtype, work.loss_scaling, data_axis=AXIS)
-
-    def per_device(state, x, y):
-        new, loss = adapter_step(state, x, y)   # gradients already averaged over AXIS
-        new["stats"] = jax.lax.pmean(new["stats"], AXIS)
-        return new, jax.lax.pmean(loss, AXIS)   # the mean of equal shares: the global loss
-
-    step = jax.jit(jax.shard_map(per_device, mesh=mesh, in_specs=(P(), rows.spec, rows.spec),
-                                 out_specs=(P(), P())),
-                   donate_argnums=0)
+    step = data_parallel_step(spec, work.dtype, work.loss_scaling, mesh)
     t0 = time.perf_counter()
     with jax.default_matmul_precision(work.matmul_precision):
         compiled = step.lower(state, x, y).compile()
@@ -163,6 +153,36 @@ def _measure(run: Run) -> dict:
         out.update(status="failed", reason=f"replicas disagree after the timed steps: weights "
                                            f"differ by up to {max_diff:.3g}")
     return out
+
+
+def batch_spec(spec):
+    """How the batch and labels split over the mesh: time-major sequences (T, N) on their
+    second dimension, everything else on the first."""
+    from jax.sharding import PartitionSpec as P
+    return P(None, AXIS) if spec.sequence else P(AXIS)
+
+
+def data_parallel_step(spec, dtype, loss_scaling: bool, mesh):
+    """The jitted step (state, x, y) -> (state, loss) over the one-axis mesh: the JAX
+    adapter's training step per device on its rows (jax.shard_map), its gradients averaged
+    over the devices (make_train_step's data_axis), the BatchNorm running statistics and
+    the loss averaged too, so that the state leaves replicated; the state is donated."""
+    import jax
+    from jax.sharding import PartitionSpec as P
+
+    from adapters.jax.workload import make_train_step
+
+    adapter_step = make_train_step(spec, dtype, loss_scaling, data_axis=AXIS)
+
+    def per_device(state, x, y):
+        new, loss = adapter_step(state, x, y)   # gradients already averaged over AXIS
+        new["stats"] = jax.lax.pmean(new["stats"], AXIS)
+        return new, jax.lax.pmean(loss, AXIS)   # the mean of equal shares: the global loss
+
+    rows = batch_spec(spec)
+    return jax.jit(jax.shard_map(per_device, mesh=mesh, in_specs=(P(), rows, rows),
+                                 out_specs=(P(), P())),
+                   donate_argnums=0)
 
 
 # An all-reduce in compiled HLO (XLA's CPU client: all-reduce; GPUs: the async

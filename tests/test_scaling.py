@@ -37,6 +37,13 @@ def relative_error(a: dict, b: dict) -> float:
     return max(float(np.abs(a[k] - b[k]).max() / max(np.abs(b[k]).max(), 1e-12)) for k in b)
 
 
+def l2_relative(a: dict, b: dict) -> float:
+    """||a - b|| / ||b|| over all tensors together (the suite's rule for BatchNorm networks)."""
+    assert set(a) == set(b)
+    num = sum(float(np.sum((a[k].astype(np.float64) - b[k]) ** 2)) for k in b)
+    return (num / sum(float(np.sum(np.square(b[k], dtype=np.float64))) for k in b)) ** 0.5
+
+
 # -- the cell and the commands --------------------------------------------------------
 def test_cell_batches_id_and_the_workers_command_line(tmp_path):
     strong, weak = cell("resnet56", "torch", 2, 16), cell("resnet56", "torch", 2, 16, "weak")
@@ -190,6 +197,49 @@ def test_jax_two_devices_fcn_r_is_the_one_device_step(tmp_path):
     assert relative_error(weights[2], weights[1]) < 1e-5
 
 
+CLIP_SCRIPT = """
+import dataclasses, json, sys
+import jax, numpy as np
+from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
+from adapters.base import Cell
+from adapters.jax.workload import JaxWorkload
+from models import get_spec, initial_weights
+from scaling.jax_sharding import AXIS, batch_spec, data_parallel_step
+
+spec = dataclasses.replace(get_spec("lstm32", "smoke"), clip_norm=float(sys.argv[1]))
+w0 = initial_weights(spec, 0)
+cell = Cell("lstm32", "jax", "jit", "fp32", "cpu", 1, 16, "train", "resident", "smoke")
+one = JaxWorkload(spec, cell, w0)
+one.step()
+two = JaxWorkload(spec, cell, w0)
+mesh = Mesh(np.array(jax.devices()[:2]), (AXIS,))
+rows = NamedSharding(mesh, batch_spec(spec))
+two.state, _ = data_parallel_step(spec, two.dtype, False, mesh)(
+    jax.device_put(two.state, NamedSharding(mesh, P())),
+    jax.device_put(two.x_host, rows), jax.device_put(two.y_host, rows))
+print(json.dumps({name: {k: (w[k] - w0[k]).tolist() for k in w0}
+                  for name, w in (("one", one.weights()), ("two", two.weights()))}))
+"""
+
+
+def test_jax_clips_the_averaged_gradient(tmp_path):
+    """The LSTM's gradient clip applies to the gradient averaged over the devices, as DDP
+    clips after its all-reduce: with a clip norm small enough to act (the smoke gradients'
+    norm is about 0.05), two devices on 8 rows each update exactly as one device on all 16.
+    Clipping each device's gradient before averaging would make the update some 30 % shorter."""
+    import os
+    env = {**os.environ, "XLA_FLAGS": "--xla_force_host_platform_device_count=2",
+           "PYTHONPATH": str(ROOT)}
+    proc = subprocess.run([sys.executable, "-c", CLIP_SCRIPT, "0.01"], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=TIMEOUT)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    updates = json.loads(proc.stdout.splitlines()[-1])
+    one, two = ({k: np.array(v) for k, v in updates[n].items()} for n in ("one", "two"))
+    norm = sum(float(np.sum(u ** 2)) for u in one.values()) ** 0.5
+    assert norm == pytest.approx(0.01 * 0.01, rel=1e-3)   # lr x clip norm: the clip acted
+    assert l2_relative(two, one) < 1e-4
+
+
 # -- bad input: one line, exit 2 (pytest's own usage-error code, 4, for its options) -------
 @pytest.mark.parametrize("argv, words", [
     (["-m", "scaling.torch_ddp", "--network", "fcn_r", "--framework", "torch", "--workers", "0",
@@ -272,13 +322,6 @@ def test_a_timeout_ends_torchrun_and_its_workers(tmp_path):
 
 
 # -- the data-parallel function itself: the same in every framework -----------------------
-def l2_relative(a: dict, b: dict) -> float:
-    """||a - b|| / ||b|| over all tensors together (the suite's rule for BatchNorm networks)."""
-    assert set(a) == set(b)
-    num = sum(float(np.sum((a[k].astype(np.float64) - b[k]) ** 2)) for k in b)
-    return (num / sum(float(np.sum(np.square(b[k], dtype=np.float64))) for k in b)) ** 0.5
-
-
 def plain_steps(spec, batch: int, workers: int, steps: int, dtype) -> dict:
     """`steps` data-parallel SGD steps written plainly in PyTorch on one process: each of
     `workers` equal row blocks through the network on its own (so BatchNorm normalises with
