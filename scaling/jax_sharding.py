@@ -3,14 +3,20 @@
     XLA_FLAGS=--xla_force_host_platform_device_count=W python -m scaling.jax_sharding \\
         --network resnet56 --framework jax --workers W --batch 128 --out r.json
 
-(scaling/launch.py builds this command.) A one-axis Mesh over W devices ("batch"): the
-training state (parameters, momentum, BatchNorm statistics) is replicated on every device,
-the batch and labels are split along the batch dimension, and the JAX adapter's own training
-step (adapters/jax/workload.py make_train_step: forward, loss, backward, SGD momentum) is
-jitted with those shardings. XLA's SPMD partitioner then runs each device on its rows and
-inserts the all-reduces of the gradients (and of the batch statistics: BatchNorm here
-normalises over the global batch, as the one-device step does, where DDP normalises per
-worker).
+(scaling/launch.py builds this command.) A one-axis Mesh over W devices ("batch"), and the
+JAX adapter's own training step (adapters/jax/workload.py make_train_step: forward, loss,
+backward, clipping, SGD momentum) run per device under jax.shard_map inside one jit, the
+state donated as the adapter does: each device computes that step on its own rows, so
+BatchNorm normalises with the device's own batch statistics (as DDP and MirroredStrategy
+do), and the gradients are averaged over the devices (jax.lax.pmean, an all-reduce) before
+the clipping and the update, so the replicated state stays identical on every device.
+
+BatchNorm running statistics: averaged over the devices (pmean) after each step. The update
+is linear (r = 0.9 r + 0.1 s), so that is exactly the mean of per-device running statistics,
+which is what TensorFlow reads from its per-replica ones; it keeps the state replicated (one
+copy per device, like the weights) for one small all-reduce that XLA combines with the
+gradients'. DDP copies rank 0's instead; the statistics are no trained weights and do not
+change the training step, only evaluation.
 
 On the CPU the W devices are host devices made by XLA's flag, which must be set before jax
 is imported (the launcher does it; this module adds it when missing). XLA's CPU client takes
@@ -19,7 +25,9 @@ W * T CPUs in all (T threads per worker).
 """
 from __future__ import annotations
 
+import math
 import os
+import re
 import sys
 import time
 
@@ -28,6 +36,7 @@ from scaling.cell import Run, parse_args
 
 PROG = "python -m scaling.jax_sharding"
 HOST_DEVICES_FLAG = "--xla_force_host_platform_device_count"
+AXIS = "batch"   # the one mesh axis: the devices the batch is split over
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -60,7 +69,7 @@ def _measure(run: Run) -> dict:
 
     from adapters.base import Cell
     from adapters.jax import ADAPTER
-    from adapters.jax.workload import JaxWorkload, make_train_step
+    from adapters.jax.workload import JaxWorkload
     from harness.threads import CpuMeter
     from models import get_spec, initial_weights
 
@@ -84,21 +93,19 @@ def _measure(run: Run) -> dict:
     one = Cell(cell.network, "jax", "jit", cell.precision, f"{kind}:0" if kind != "cpu" else "cpu",
                cell.threads_per_worker, cell.global_batch, "train", "resident", cell.scale)
     work = JaxWorkload(spec, one, initial_weights(spec, 0))
-    mesh = Mesh(np.array(devices), ("batch",))
+    mesh = Mesh(np.array(devices), (AXIS,))
     replicated = NamedSharding(mesh, P())
-    # Time-major sequences (T, N) split on their second dimension, everything else on the first.
-    rows = NamedSharding(mesh, P(None, "batch") if spec.sequence else P("batch"))
+    rows = NamedSharding(mesh, batch_spec(spec))
     state = jax.device_put(work.state, replicated)
     x, y = jax.device_put(work.x_host, rows), jax.device_put(work.y_host, rows)
     work.state = work.x = work.y = None   # the one-device copies are not used again
 
-    step = jax.jit(make_train_step(spec, work.dtype, work.loss_scaling),
-                   in_shardings=(replicated, rows, rows), out_shardings=(replicated, replicated),
-                   donate_argnums=0)
+    step = data_parallel_step(spec, work.dtype, work.loss_scaling, mesh)
     t0 = time.perf_counter()
     with jax.default_matmul_precision(work.matmul_precision):
         compiled = step.lower(state, x, y).compile()
-    sharding = _check_sharded(compiled, x, devices)
+    sharding = _check_sharded(compiled, x, devices,
+                              sum(leaf.size for leaf in jax.tree.leaves(state["params"])))
 
     def timed() -> float:
         nonlocal state
@@ -134,10 +141,8 @@ def _measure(run: Run) -> dict:
         **R.step_summary(steps), "compile_s": compile_s, "warmup_steps": run.warmup,
         "comm_share": None,
         "comm_share_how": "not exposed: the gradient all-reduces are fused into the one "
-                          "compiled step, and no variant without them computes the same step "
-                          "(per-collective times need a profiler trace)",
+                          "compiled step (per-collective times need a profiler trace)",
         "replicas_agree": agree, "replicas_max_diff": max_diff,
-        # The loss is the mean over the global batch: the mean of the workers' equal shares.
         "loss": float(timed.loss),
         "threads_used": round(meter.threads_used / cell.workers, 2) if kind == "cpu" else None,
         "threads_config": threads, "layout": work.info["layout"], "mode": "jit",
@@ -150,26 +155,78 @@ def _measure(run: Run) -> dict:
     return out
 
 
-def _check_sharded(compiled, x, devices) -> dict:
+def batch_spec(spec):
+    """How the batch and labels split over the mesh: time-major sequences (T, N) on their
+    second dimension, everything else on the first."""
+    from jax.sharding import PartitionSpec as P
+    return P(None, AXIS) if spec.sequence else P(AXIS)
+
+
+def data_parallel_step(spec, dtype, loss_scaling: bool, mesh):
+    """The jitted step (state, x, y) -> (state, loss) over the one-axis mesh: the JAX
+    adapter's training step per device on its rows (jax.shard_map), its gradients averaged
+    over the devices (make_train_step's data_axis), the BatchNorm running statistics and
+    the loss averaged too, so that the state leaves replicated; the state is donated."""
+    import jax
+    from jax.sharding import PartitionSpec as P
+
+    from adapters.jax.workload import make_train_step
+
+    adapter_step = make_train_step(spec, dtype, loss_scaling, data_axis=AXIS)
+
+    def per_device(state, x, y):
+        new, loss = adapter_step(state, x, y)   # gradients already averaged over AXIS
+        new["stats"] = jax.lax.pmean(new["stats"], AXIS)
+        return new, jax.lax.pmean(loss, AXIS)   # the mean of equal shares: the global loss
+
+    rows = batch_spec(spec)
+    return jax.jit(jax.shard_map(per_device, mesh=mesh, in_specs=(P(), rows, rows),
+                                 out_specs=(P(), P())),
+                   donate_argnums=0)
+
+
+# An all-reduce in compiled HLO (XLA's CPU client: all-reduce; GPUs: the async
+# all-reduce-start) and the shapes it returns: "%x = (f32[3,4]{1,0}, f32[]) all-reduce(...".
+ALL_REDUCE = re.compile(r"=\s*(.*?)\s+all-reduce(?:-start)?\(")
+SHAPE = re.compile(r"\b[a-z]+[0-9]*\[([0-9,]*)\]")
+
+
+def all_reduced_values(hlo: str) -> tuple[int, int]:
+    """(all-reduce ops, values they reduce) in compiled HLO text."""
+    ops = values = 0
+    for line in hlo.splitlines():
+        found = ALL_REDUCE.search(line)
+        if found:
+            ops += 1
+            for dims in SHAPE.findall(found.group(1)):
+                values += math.prod(int(d) for d in dims.split(",") if d)
+    return ops, values
+
+
+def _check_sharded(compiled, x, devices, param_count: int) -> dict:
     """Prove the program is data-parallel over the W devices: the batch lives in W pieces
-    on W devices, the compiled step takes it so, and (W > 1) reduces over them."""
+    on W devices, the compiled step takes it so, and (W > 1) all-reduces at least one
+    value per parameter over them (the gradients)."""
     w = len(devices)
     batch_in = compiled.input_shardings[0][1]
     pieces = {tuple((s.start, s.stop) for s in shard.index) for shard in x.addressable_shards}
-    hlo = compiled.as_text()
+    ops, values = all_reduced_values(compiled.as_text())
     found = {
         "mesh_devices": w,
         "batch_devices": len(x.sharding.device_set),
         "batch_pieces": len(pieces),
         "compiled_batch_sharding": str(batch_in),
-        "all_reduces_in_step": hlo.count("all-reduce("),
+        "all_reduces_in_step": ops,
+        "all_reduced_values": values,
+        "param_count": param_count,
     }
     if x.sharding.device_set != set(devices) or len(pieces) != w:
         raise RuntimeError(f"the batch is not split over the {w} devices: {found}")
     if batch_in.device_set != set(devices) or (w > 1 and batch_in.is_fully_replicated):
         raise RuntimeError(f"the compiled step does not take the batch split: {found}")
-    if w > 1 and found["all_reduces_in_step"] == 0:
-        raise RuntimeError(f"the compiled step has no all-reduce over the devices: {found}")
+    if w > 1 and values < param_count:
+        raise RuntimeError(f"the compiled step does not all-reduce the gradients over the "
+                           f"devices: {found}")
     return found
 
 

@@ -1,6 +1,9 @@
 """Data-parallel scaling at smoke size: two Gloo DDP processes and two JAX host devices
-run, check their replicas, and compute the same step as one process on the whole batch;
-the cell, the commands, the stats helper, speedup and bad input."""
+run, check their replicas, and compute the same step as one process on the whole batch
+(fcn_r, no BatchNorm); on ResNet-56 PyTorch, JAX and TensorFlow compute the same
+per-worker-BatchNorm step; JAX clips the averaged gradient; the cell, the commands, the
+stats helper, speedup and bad input."""
+import importlib.util
 import json
 import subprocess
 import sys
@@ -34,6 +37,13 @@ def check_ran(result, workers, steps):
 def relative_error(a: dict, b: dict) -> float:
     assert set(a) == set(b)
     return max(float(np.abs(a[k] - b[k]).max() / max(np.abs(b[k]).max(), 1e-12)) for k in b)
+
+
+def l2_relative(a: dict, b: dict) -> float:
+    """||a - b|| / ||b|| over all tensors together (the suite's rule for BatchNorm networks)."""
+    assert set(a) == set(b)
+    num = sum(float(np.sum((a[k].astype(np.float64) - b[k]) ** 2)) for k in b)
+    return (num / sum(float(np.sum(np.square(b[k], dtype=np.float64))) for k in b)) ** 0.5
 
 
 # -- the cell and the commands --------------------------------------------------------
@@ -160,11 +170,21 @@ def test_ddp_nccl_one_worker():
 
 
 # -- JAX, the batch sharded over two host devices -------------------------------------------
-def test_jax_two_host_devices_resnet56():
-    result = launch.run(cell("resnet56", "jax", 2), 0, 2, timeout=TIMEOUT)
-    check_ran(result, 2, 2)
-    assert result["sharding"]["batch_devices"] == 2 and result["sharding"]["batch_pieces"] == 2
-    assert result["sharding"]["all_reduces_in_step"] > 0
+@pytest.fixture(scope="module")
+def jax_resnet56(tmp_path_factory):
+    path = tmp_path_factory.mktemp("jax") / "weights.npz"
+    result = launch.run(cell("resnet56", "jax", 2), 0, 1, timeout=TIMEOUT, save_weights=str(path))
+    return result, dict(np.load(path))
+
+
+def test_jax_two_host_devices_resnet56(jax_resnet56):
+    result = jax_resnet56[0]
+    check_ran(result, 2, 1)
+    sharding = result["sharding"]
+    assert sharding["batch_devices"] == 2 and sharding["batch_pieces"] == 2
+    # The gradients (one value per parameter) are all-reduced inside the step.
+    assert sharding["all_reduces_in_step"] > 0
+    assert sharding["all_reduced_values"] >= sharding["param_count"] > 0
 
 
 def test_jax_two_devices_fcn_r_is_the_one_device_step(tmp_path):
@@ -177,6 +197,49 @@ def test_jax_two_devices_fcn_r_is_the_one_device_step(tmp_path):
         weights[workers] = dict(np.load(path))
     assert result["sharding"]["batch_devices"] == 1
     assert relative_error(weights[2], weights[1]) < 1e-5
+
+
+CLIP_SCRIPT = """
+import dataclasses, json, sys
+import jax, numpy as np
+from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
+from adapters.base import Cell
+from adapters.jax.workload import JaxWorkload
+from models import get_spec, initial_weights
+from scaling.jax_sharding import AXIS, batch_spec, data_parallel_step
+
+spec = dataclasses.replace(get_spec("lstm32", "smoke"), clip_norm=float(sys.argv[1]))
+w0 = initial_weights(spec, 0)
+cell = Cell("lstm32", "jax", "jit", "fp32", "cpu", 1, 16, "train", "resident", "smoke")
+one = JaxWorkload(spec, cell, w0)
+one.step()
+two = JaxWorkload(spec, cell, w0)
+mesh = Mesh(np.array(jax.devices()[:2]), (AXIS,))
+rows = NamedSharding(mesh, batch_spec(spec))
+two.state, _ = data_parallel_step(spec, two.dtype, False, mesh)(
+    jax.device_put(two.state, NamedSharding(mesh, P())),
+    jax.device_put(two.x_host, rows), jax.device_put(two.y_host, rows))
+print(json.dumps({name: {k: (w[k] - w0[k]).tolist() for k in w0}
+                  for name, w in (("one", one.weights()), ("two", two.weights()))}))
+"""
+
+
+def test_jax_clips_the_averaged_gradient(tmp_path):
+    """The LSTM's gradient clip applies to the gradient averaged over the devices, as DDP
+    clips after its all-reduce: with a clip norm small enough to act (the smoke gradients'
+    norm is about 0.05), two devices on 8 rows each update exactly as one device on all 16.
+    Clipping each device's gradient before averaging would make the update some 30 % shorter."""
+    import os
+    env = {**os.environ, "XLA_FLAGS": "--xla_force_host_platform_device_count=2",
+           "PYTHONPATH": str(ROOT)}
+    proc = subprocess.run([sys.executable, "-c", CLIP_SCRIPT, "0.01"], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=TIMEOUT)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    updates = json.loads(proc.stdout.splitlines()[-1])
+    one, two = ({k: np.array(v) for k, v in updates[n].items()} for n in ("one", "two"))
+    norm = sum(float(np.sum(u ** 2)) for u in one.values()) ** 0.5
+    assert norm == pytest.approx(0.01 * 0.01, rel=1e-3)   # lr x clip norm: the clip acted
+    assert l2_relative(two, one) < 1e-4
 
 
 # -- bad input: one line, exit 2 (pytest's own usage-error code, 4, for its options) -------
@@ -258,3 +321,70 @@ def test_a_timeout_ends_torchrun_and_its_workers(tmp_path):
             p.kill()
     assert outcome == "timeout"
     assert not left, f"workers left running after the timeout: {[p.pid for p in left]}"
+
+
+# -- the data-parallel function itself: the same in every framework -----------------------
+def plain_steps(spec, batch: int, workers: int, steps: int, dtype) -> dict:
+    """`steps` data-parallel SGD steps written plainly in PyTorch on one process: each of
+    `workers` equal row blocks through the network on its own (so BatchNorm normalises with
+    that block's statistics), the gradient of the mean of their losses (the average of the
+    workers' gradients), then PyTorch's SGD momentum. workers=1: the one-device step."""
+    import torch
+    import torch.nn.functional as F
+    from adapters.torch import weights as TW
+    from adapters.torch.networks import build_network
+    from models import initial_weights, synthetic_batch
+    net = build_network(spec)
+    TW.load(spec, net, initial_weights(spec, 0))
+    net = net.to(dtype).train()
+    x, y = synthetic_batch(spec, batch, 0)
+    x, y = torch.from_numpy(x).to(dtype), torch.from_numpy(y)
+    opt = torch.optim.SGD(net.parameters(), lr=spec.lr, momentum=spec.momentum)
+    for _ in range(steps):
+        opt.zero_grad()
+        loss = sum(F.cross_entropy(net(xs), ys) for xs, ys in zip(x.chunk(workers), y.chunk(workers)))
+        (loss / workers).backward()
+        opt.step()
+    return TW.from_module(spec, net, np.float64)
+
+
+def test_resnet56_every_framework_normalises_per_worker(tmp_path, jax_resnet56):
+    """Two workers on 8 rows each of a global batch of 16 (ResNet-56, smoke size): PyTorch
+    DDP, JAX under shard_map and TensorFlow's MirroredStrategy compute the same function,
+    per-worker BatchNorm with averaged gradients, and not the one-device step on all 16 rows
+    (BatchNorm over the global batch), which they are clearly farther from.
+
+    The workers run two steps (the first and one timed). The equivalence suite's rule holds
+    them to a float64 reference of that function within max(1e-4, 4 x the fp32 floor), the
+    floor being how far the same plain step in float32 gets from float64. At this size the
+    floor is large: ResNet-56 at initialisation amplifies fp32 round-off from step to step
+    through BatchNorm over few values per channel (about 4e-5 after one step, 8e-4 after two),
+    so frameworks whose kernels sum in different orders (oneDNN for PyTorch and TensorFlow,
+    XLA's own for JAX) differ by that much, while the one-device step is 1e-2 away."""
+    import torch
+    from models import get_spec
+    spec = get_spec("resnet56", "smoke")
+    got = {"jax": jax_resnet56[1]}
+    frameworks = ["torch"] + (["tensorflow"] if importlib.util.find_spec("tensorflow") else [])
+    for framework in frameworks:
+        path = tmp_path / f"{framework}.npz"
+        check_ran(launch.run(cell("resnet56", framework, 2), 0, 1, timeout=TIMEOUT,
+                             save_weights=str(path)), 2, 1)
+        got[framework] = dict(np.load(path))
+
+    per_worker = plain_steps(spec, 16, 2, 2, torch.float64)
+    global_bn = plain_steps(spec, 16, 1, 2, torch.float64)
+    floor = l2_relative(plain_steps(spec, 16, 2, 2, torch.float32), per_worker)
+    tolerance = max(1e-4, 4 * floor)
+    apart = l2_relative(global_bn, per_worker)
+    near = {f: l2_relative(w, per_worker) for f, w in got.items()}
+    far = {f: l2_relative(w, global_bn) for f, w in got.items()}
+    pairs = {f"{a}-{b}": l2_relative(got[a], got[b]) for a in got for b in got if a < b}
+    print(f"fp32 floor {floor:.3g}, tolerance {tolerance:.3g}, per-worker vs global BatchNorm "
+          f"{apart:.3g}; to the per-worker reference {near}; to the global one {far}; "
+          f"pairwise {pairs}")
+    assert apart > 2 * tolerance   # the check can tell the two functions apart
+    for framework in got:
+        assert near[framework] <= tolerance, (framework, near, tolerance)
+        assert far[framework] > tolerance and far[framework] > 4 * near[framework], (framework, far)
+    assert all(d <= 2 * tolerance for d in pairs.values()), pairs

@@ -67,7 +67,9 @@ def lstm_layer(x, W, R, B, dtype):
 
     n = x.shape[1]
     # The cell state stays float32 under mixed precision; h is fed back in the compute dtype.
-    carry = (jnp.zeros((n, h_size), dtype), jnp.zeros((n, h_size), jnp.float32))
+    # Zeros made like xw: per device under jax.shard_map (the data-parallel worker) they then
+    # vary over devices as the scan's new state does, which lax.scan requires of its carry.
+    carry = (lax.full_like(xw, 0, dtype, (n, h_size)), lax.full_like(xw, 0, jnp.float32, (n, h_size)))
     _, hs = lax.scan(cell, carry, xw)
     return hs
 

@@ -57,8 +57,16 @@ def clip_by_global_norm(grads: dict, max_norm: float) -> dict:
     return jax.tree.map(lambda g: g * factor, grads)
 
 
-def make_train_step(spec: Spec, dtype, loss_scaling: bool):
-    """state, x, y -> (new state, loss). state = {params, momentum, stats[, scaler]}."""
+def make_train_step(spec: Spec, dtype, loss_scaling: bool, data_axis: str | None = None):
+    """state, x, y -> (new state, loss). state = {params, momentum, stats[, scaler]}.
+
+    data_axis: None for one device. Under jax.shard_map (the data-parallel worker,
+    scaling/jax_sharding.py) the name of the mesh axis the batch is split over: each
+    device then differentiates the loss of its own rows (the parameters cast to
+    device-varying, so that autodiff adds no reduction of its own) and the gradients
+    are averaged over the axis (jax.lax.pmean) straight after backward, before
+    unscaling, clipping and the update, as DDP's all-reduce in backward. The loss and
+    running statistics returned are then the device's own."""
     lr, mu, clip = spec.lr, spec.momentum, spec.clip_norm
 
     def train_step(state, x, y):
@@ -70,7 +78,12 @@ def make_train_step(spec: Spec, dtype, loss_scaling: bool):
             loss = cross_entropy(logits, y)
             return (loss * scale if loss_scaling else loss), (loss, new_stats)
 
-        grads, (loss, new_stats) = jax.grad(objective, has_aux=True)(params)
+        if data_axis is None:
+            grads, (loss, new_stats) = jax.grad(objective, has_aux=True)(params)
+        else:
+            local = jax.lax.pcast(params, data_axis, to="varying")
+            grads, (loss, new_stats) = jax.grad(objective, has_aux=True)(local)
+            grads = jax.lax.pmean(grads, data_axis)
         if loss_scaling:
             grads = jax.tree.map(lambda g: g / scale, grads)
             finite = jnp.all(jnp.array([jnp.all(jnp.isfinite(g)) for g in jax.tree.leaves(grads)]))
