@@ -137,6 +137,10 @@ class RunFolder:
                         # every selection that ran into this folder (the cells are theirs)
                         "selections": self.selections()},
         }
+        # Scaling cells ran in separate children, so their speedup over one worker is
+        # known only now that the one-worker cell is beside them.
+        from scaling.speedup import fill_speedup
+        fill_speedup(b.get("extra_info") or {} for b in merged["benchmarks"])
         write_json(self.merged, merged)
         return self.merged
 

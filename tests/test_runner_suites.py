@@ -381,3 +381,27 @@ def test_allreduce_summary_has_a_column_per_measured_pattern():
     assert header[5:] == ["busbw GB/s all-reduce (largest)", "busbw GB/s parameter server",
                           "correct"]
     assert j[5:] == ["2.5", "0.125", "yes"]
+
+
+def test_merged_json_carries_the_speedup_of_cells_run_in_separate_children(tmp_path):
+    """Each scaling cell's file is written by its own child, before the one-worker cell
+    may exist; merged.json fills in speedup and efficiency from the cells side by side."""
+    from runner.store import RunFolder
+    folder = RunFolder(tmp_path)
+
+    def entry(workers, seconds):
+        extra = {"kind": "scaling", "cell_id": f"fcn_r-torch-cpu-w{workers}-strong-b16",
+                 "network": "fcn_r", "framework": "torch", "device": "cpu", "precision": "fp32",
+                 "scale": "smoke", "scaling": "strong", "threads_per_worker": 1,
+                 "workers": workers, "global_batch": 16, "per_worker_batch": 16 // workers,
+                 "status": "ok", "seconds_per_batch": seconds, "samples_per_s": 16 / seconds,
+                 "speedup": None, "efficiency": None}
+        return {"machine_info": {}, "commit_info": {}, "benchmarks": [{"extra_info": extra}]}
+
+    folder.write_result("scaling-w1", entry(1, 0.9))
+    folder.write_result("scaling-w2", entry(2, 0.5))
+    merged = json.loads(folder.merge({"suite": "scaling"}, {}).read_text())
+    by_workers = {b["extra_info"]["workers"]: b["extra_info"] for b in merged["benchmarks"]}
+    assert by_workers[2]["speedup"] == pytest.approx(1.8)
+    assert by_workers[2]["efficiency"] == pytest.approx(0.9)
+    assert by_workers[2]["speedup_baseline"] == "fcn_r-torch-cpu-w1-strong-b16"
