@@ -34,7 +34,7 @@ def fill_speedup(records: Iterable[dict]) -> None:
                 speedup = r["samples_per_s"] / one["samples_per_s"]
         r["speedup"] = speedup
         r["efficiency"] = speedup / r["workers"] if speedup is not None else None
-        r["speedup_baseline"] = one["cell_id"] if one is not None and speedup is not None else None
+        r["speedup_baseline"] = one.get("cell_id") if one is not None and speedup is not None else None
 
 
 COLUMNS = ("network", "framework", "device", "scaling", "workers", "threads/worker",
