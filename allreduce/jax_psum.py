@@ -24,7 +24,7 @@ import traceback
 
 from allreduce import FRAMEWORK_PATTERNS, ITEM_BYTES
 from allreduce.check import expected_sum
-from allreduce.rows import make_row
+from allreduce.rows import measure
 from allreduce.table import sweep_tables
 from allreduce.timing import TIMINGS
 from allreduce.worker_args import fault, parser
@@ -100,15 +100,7 @@ def sweep(c: Collectives, sizes, timing, warmup, fixed_rounds, meta) -> list[dic
     for nbytes in sizes:
         x = c.inputs(nbytes // ITEM_BYTES)
         for pattern in PATTERNS:
-            run = getattr(c, pattern)
-            err1, wrong1 = c.check(run, x)       # also compiles
-            warm = c.time(run, x, warmup)
-            rounds = fixed_rounds or timing.rounds(max(warm))
-            seconds = c.time(run, x, rounds)
-            err2, wrong2 = c.check(run, x)
-            rows.append(make_row(pattern=pattern, nbytes=nbytes, round_seconds=seconds,
-                                 warmup=warmup, max_abs_err=max(err1, err2),
-                                 wrong=max(wrong1, wrong2), **meta))
+            rows.append(measure(c, pattern, nbytes, x, timing, warmup, fixed_rounds, meta))
         del x
     return rows
 

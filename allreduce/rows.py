@@ -28,3 +28,20 @@ def make_row(*, framework: str, backend: str, device: str, device_name: str, wor
     if reason:
         row["reason"] = reason
     return row
+
+
+def measure(c, pattern: str, nbytes: int, data, timing, warmup: int, fixed_rounds: int | None,
+            meta: dict, before_timing=None) -> dict:
+    """One pattern at one size, the same way in every worker: checked (which also compiles
+    or allocates what it needs), warmed up, timed for the rounds the warm-up time asks
+    for, then checked again. c is the worker's Collectives (check, time, the patterns)."""
+    run = getattr(c, pattern)
+    err1, wrong1 = c.check(run, data)
+    if before_timing is not None:
+        before_timing()
+    warm = c.time(run, data, warmup)
+    rounds = fixed_rounds or timing.rounds(max(warm))
+    seconds = c.time(run, data, rounds)
+    err2, wrong2 = c.check(run, data)
+    return make_row(pattern=pattern, nbytes=nbytes, round_seconds=seconds, warmup=warmup,
+                    max_abs_err=max(err1, err2), wrong=max(wrong1, wrong2), **meta)

@@ -31,7 +31,7 @@ import traceback
 
 from allreduce import FRAMEWORK_PATTERNS, ITEM_BYTES
 from allreduce.check import expected_sum, fill_value
-from allreduce.rows import make_row
+from allreduce.rows import measure
 from allreduce.table import sweep_tables
 from allreduce.timing import TIMINGS
 from allreduce.worker_args import fault, parser
@@ -152,17 +152,9 @@ def sweep(c: Collectives, sizes: list[int], timing, warmup: int, fixed_rounds: i
     for nbytes in sizes:
         buf = c.torch.empty(nbytes // ITEM_BYTES, dtype=c.torch.float32, device=c.device)
         for pattern in PATTERNS:
-            run = getattr(c, pattern)
-            err1, wrong1 = c.check(run, buf)
-            # Zeros while timing: sums of zeros stay zero, however many rounds.
-            buf.zero_()
-            warm = c.time(run, buf, warmup)
-            rounds = fixed_rounds or timing.rounds(max(warm))
-            seconds = c.time(run, buf, rounds)
-            err2, wrong2 = c.check(run, buf)
-            rows.append(make_row(pattern=pattern, nbytes=nbytes, round_seconds=seconds,
-                                 warmup=warmup, max_abs_err=max(err1, err2),
-                                 wrong=max(wrong1, wrong2), **meta))
+            # Zeros while timing (in place): sums of zeros stay zero, however many rounds.
+            rows.append(measure(c, pattern, nbytes, buf, timing, warmup, fixed_rounds, meta,
+                                before_timing=buf.zero_))
         del buf
         c.drop_buffers()
     return rows
