@@ -211,8 +211,10 @@ class ScalingRow:
 
     @property
     def backend(self) -> str:
+        """The most workers' backend: the one whose communication the row measures (the
+        one-worker cell's names one device, e.g. "XLA all-reduce over 1 host device")."""
         names = [p.record["backend"] for _, p in sorted(self.points.items()) if p.record["backend"]]
-        return ", ".join(dict.fromkeys(names))
+        return names[-1] if names else ""
 
 
 @dataclass
