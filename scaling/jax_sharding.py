@@ -100,17 +100,27 @@ def _measure(run: Run) -> dict:
     x, y = jax.device_put(work.x_host, rows), jax.device_put(work.y_host, rows)
     work.state = work.x = work.y = None   # the one-device copies are not used again
 
+    # The same step without the gradient average, for comm_share: compiled here, before
+    # anything is timed, and run only after the timed steps and the replica check.
+    local = None
+    if cell.workers > 1:
+        with jax.default_matmul_precision(work.matmul_precision):
+            local = data_parallel_step(spec, work.dtype, work.loss_scaling, mesh,
+                                       average_gradients=False).lower(state, x, y).compile()
     step = data_parallel_step(spec, work.dtype, work.loss_scaling, mesh)
     t0 = time.perf_counter()
     with jax.default_matmul_precision(work.matmul_precision):
         compiled = step.lower(state, x, y).compile()
     sharding = _check_sharded(compiled, x, devices,
                               sum(leaf.size for leaf in jax.tree.leaves(state["params"])))
+    if local is not None:
+        sharding["all_reduced_values_without_gradient_average"] = \
+            all_reduced_values(local.as_text())[1]
 
-    def timed() -> float:
+    def timed(program=compiled) -> float:
         nonlocal state
         t0 = time.perf_counter()
-        state, loss_ = compiled(state, x, y)
+        state, loss_ = program(state, x, y)
         jax.block_until_ready((state, loss_))
         timed.loss = loss_
         return time.perf_counter() - t0
@@ -121,6 +131,7 @@ def _measure(run: Run) -> dict:
         timed()
     with CpuMeter() as meter:
         steps = [timed() for _ in range(run.steps)]
+    loss = float(timed.loss)
 
     max_diff, scale = 0.0, 0.0
     for leaf in jax.tree.leaves(state["params"]):
@@ -132,6 +143,8 @@ def _measure(run: Run) -> dict:
     work.state = state
     if run.save_weights:
         np.savez(run.save_weights, **work.weights())
+    # Last: the no-average steps leave the devices' states apart (nothing reads them after).
+    comm_share, how = _comm_share(timed, compiled, local)
 
     what = "host device" if kind == "cpu" else "GPU"
     out = R.header(cell, f"XLA all-reduce over {cell.workers} {what}"
@@ -139,11 +152,9 @@ def _measure(run: Run) -> dict:
                    devices[0].device_kind, ADAPTER.versions())
     out.update({
         **R.step_summary(steps), "compile_s": compile_s, "warmup_steps": run.warmup,
-        "comm_share": None,
-        "comm_share_how": "not exposed: the gradient all-reduces are fused into the one "
-                          "compiled step (per-collective times need a profiler trace)",
+        "comm_share": comm_share, "comm_share_how": how,
         "replicas_agree": agree, "replicas_max_diff": max_diff,
-        "loss": float(timed.loss),
+        "loss": loss,
         "threads_used": round(meter.threads_used / cell.workers, 2) if kind == "cpu" else None,
         "threads_config": threads, "layout": work.info["layout"], "mode": "jit",
         "sharding": sharding,
@@ -155,6 +166,27 @@ def _measure(run: Run) -> dict:
     return out
 
 
+def _comm_share(timed, compiled, local):
+    """(share, how): the step time the gradient all-reduce adds, from interleaved pairs of
+    the normal step and the same step without the gradient average (one process: each
+    step's time is already the slowest device's)."""
+    if local is None:
+        return None, "one worker: nothing to communicate"
+    timed(local)   # its first run, untimed
+    normal, alone = [], []
+    for _ in range(R.COMM_PAIRS):   # interleaved, so drift in the machine hits both alike
+        normal.append(timed(compiled))
+        alone.append(timed(local))
+    share, clipped = R.comm_share(normal, alone)
+    how = (f"1 - median(step compiled without the gradient pmean, each device updating with "
+           f"its own gradient) / median(normal step), {R.COMM_PAIRS} interleaved pairs of "
+           "extra steps after the timed ones, the replica check and the saved weights; the "
+           "all-reduce time XLA does not hide (it may overlap the all-reduce with backward or "
+           "fuse it), as DDP's no_sync share"
+           + ("; clipped at 0 (the difference was within noise)" if clipped else ""))
+    return share, how
+
+
 def batch_spec(spec):
     """How the batch and labels split over the mesh: time-major sequences (T, N) on their
     second dimension, everything else on the first."""
@@ -162,17 +194,22 @@ def batch_spec(spec):
     return P(None, AXIS) if spec.sequence else P(AXIS)
 
 
-def data_parallel_step(spec, dtype, loss_scaling: bool, mesh):
+def data_parallel_step(spec, dtype, loss_scaling: bool, mesh, average_gradients: bool = True):
     """The jitted step (state, x, y) -> (state, loss) over the one-axis mesh: the JAX
     adapter's training step per device on its rows (jax.shard_map), its gradients averaged
     over the devices (make_train_step's data_axis), the BatchNorm running statistics and
-    the loss averaged too, so that the state leaves replicated; the state is donated."""
+    the loss averaged too, so that the state leaves replicated; the state is donated.
+
+    average_gradients=False: the same step without the gradients' average (comm_share's
+    comparison). Each device then updates its copy with its own gradient, so the "replicated"
+    state it returns differs between devices: shard_map's replication check is off for it."""
     import jax
     from jax.sharding import PartitionSpec as P
 
     from adapters.jax.workload import make_train_step
 
-    adapter_step = make_train_step(spec, dtype, loss_scaling, data_axis=AXIS)
+    adapter_step = make_train_step(spec, dtype, loss_scaling, data_axis=AXIS,
+                                   average_gradients=average_gradients)
 
     def per_device(state, x, y):
         new, loss = adapter_step(state, x, y)   # gradients already averaged over AXIS
@@ -181,7 +218,7 @@ def data_parallel_step(spec, dtype, loss_scaling: bool, mesh):
 
     rows = batch_spec(spec)
     return jax.jit(jax.shard_map(per_device, mesh=mesh, in_specs=(P(), rows, rows),
-                                 out_specs=(P(), P())),
+                                 out_specs=(P(), P()), check_vma=average_gradients),
                    donate_argnums=0)
 
 

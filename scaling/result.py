@@ -24,6 +24,10 @@ CPUS_ENV = "XFBENCH_SCALING_CPUS"
 # difference is exactly 0; the recorded replicas_max_diff shows it.
 REPLICA_RTOL = 1e-6
 
+# (normal step, step without the gradient all-reduce) pairs run after the timed steps
+# for comm_share.
+COMM_PAIRS = 3
+
 
 def available_cpus() -> list[int]:
     """The CPUs the workers may use (CPUS_ENV if set, else this process's affinity)."""
@@ -54,6 +58,13 @@ def pin(cpus: list[int]) -> list[int]:
 def step_summary(seconds: list[float]) -> dict[str, Any]:
     return {"step_seconds": [float(s) for s in seconds],
             "median_step_s": statistics.median(seconds) if seconds else None}
+
+
+def comm_share(normal: list[float], alone: list[float]) -> tuple[float, bool]:
+    """(1 - median(steps without the gradient all-reduce) / median(normal steps), at least 0;
+    whether it was clipped at 0, the difference being within noise)."""
+    share = 1.0 - statistics.median(alone) / statistics.median(normal)
+    return max(0.0, share), share < 0
 
 
 def write(path: str | os.PathLike, result: dict[str, Any]) -> None:

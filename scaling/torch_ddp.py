@@ -25,7 +25,6 @@ Several machines: the same module under torchrun's node options, e.g. on each of
 from __future__ import annotations
 
 import os
-import statistics
 import sys
 import time
 
@@ -33,7 +32,7 @@ from scaling import result as R
 from scaling.cell import Run, parse_args
 
 PROG = "python -m torch.distributed.run ... -m scaling.torch_ddp"
-COMM_PAIRS = 3   # (normal, no_sync) step pairs after the timed steps, for comm_share
+COMM_PAIRS = R.COMM_PAIRS   # (normal, no_sync) step pairs after the timed steps, for comm_share
 
 
 def _env_int(name: str) -> int | None:
@@ -195,12 +194,12 @@ def _comm_share(torch, dist, ddp, work, timed, world: int, device):
         local.append(timed(local_step))
     normal = _max_over_workers(torch, dist, normal, device)
     local = _max_over_workers(torch, dist, local, device)
-    share = 1.0 - statistics.median(local) / statistics.median(normal)
+    share, clipped = R.comm_share(normal, local)
     how = (f"1 - median(step under DDP no_sync(), no gradient all-reduce) / median(normal "
            f"step), {COMM_PAIRS} interleaved pairs of extra steps after the timed ones, slowest "
            "worker per step; the all-reduce time not hidden behind backward"
-           + ("; clipped at 0 (the difference was within noise)" if share < 0 else ""))
-    return max(0.0, share), how
+           + ("; clipped at 0 (the difference was within noise)" if clipped else ""))
+    return share, how
 
 
 if __name__ == "__main__":

@@ -129,6 +129,18 @@ def test_prepared_step_never_compiles_again_and_donates_its_state():
     assert all(leaf.is_deleted() for leaf in old)  # updated in place: donated
 
 
+def test_one_device_step_ignores_the_data_parallel_options():
+    """average_gradients only acts with data_axis: the one-device step lowers to the same
+    program with or without it, and that program has no collective."""
+    from adapters.jax.workload import make_train_step
+    work = jax_workload("resnet56")
+    args = (work.state, work.x, work.y)
+    texts = [jax.jit(make_train_step(work.spec, work.dtype, False, **kw), donate_argnums=0)
+             .lower(*args).as_text() for kw in ({}, {"average_gradients": False})]
+    assert texts[0] == texts[1]
+    assert "all_reduce" not in texts[0] and "all-reduce" not in texts[0]
+
+
 def test_fp32_traces_every_product_at_highest_precision():
     work = jax_workload("alexnet_r")
     work.prepare()

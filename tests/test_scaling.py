@@ -185,6 +185,13 @@ def test_jax_two_host_devices_resnet56(jax_resnet56):
     # The gradients (one value per parameter) are all-reduced inside the step.
     assert sharding["all_reduces_in_step"] > 0
     assert sharding["all_reduced_values"] >= sharding["param_count"] > 0
+    # comm_share against the same step compiled without the gradient average: only the
+    # BatchNorm statistics and the loss are still all-reduced in it.
+    assert sharding["all_reduced_values_without_gradient_average"] < sharding["param_count"]
+    assert 0 <= result["comm_share"] < 1
+    assert "without the gradient pmean" in result["comm_share_how"]
+    assert "after the timed ones, the replica check and the saved weights" \
+        in result["comm_share_how"]
 
 
 def test_jax_two_devices_fcn_r_is_the_one_device_step(tmp_path):
@@ -196,6 +203,7 @@ def test_jax_two_devices_fcn_r_is_the_one_device_step(tmp_path):
         check_ran(result, workers, 1)
         weights[workers] = dict(np.load(path))
     assert result["sharding"]["batch_devices"] == 1
+    assert result["comm_share"] is None and "one worker" in result["comm_share_how"]
     assert relative_error(weights[2], weights[1]) < 1e-5
 
 

@@ -97,7 +97,8 @@ def test_two_cpu_replicas_train_and_write_the_worker_json(two_replicas, network)
     assert r["replicas_agree"] is True and r["replicas_max_diff"] == 0.0
     assert len(r["step_seconds"]) == STEPS and all(s > 0 for s in r["step_seconds"])
     assert r["warmup_steps"] == WARMUP and r["compile_s"] > 0
-    assert r["comm_share"] is None and r["comm_share_how"]
+    assert r["comm_share"] is not None and 0 <= r["comm_share"] < 1
+    assert "without the gradient all-reduce" in r["comm_share_how"]
     assert math.isfinite(r["loss"]) and r["loss"] > 0
     assert r["threads_used"] is not None and r["threads_used"] > 0
     assert r["versions"]["tensorflow"]
@@ -162,6 +163,39 @@ def test_two_replica_step_on_halves_is_the_one_device_step_on_the_batch(tmp_path
         np.testing.assert_allclose(w2[name], w1[name], rtol=1e-5, atol=1e-7, err_msg=name)
 
 
+LOCAL_STEP = """
+import json
+from scaling import tensorflow_mirrored as m
+from models import get_spec
+
+tf, names, _ = m.start_runtime("cpu", 2, 1)
+strategy, _ = m.make_strategy(tf, names, "cpu", False)
+trainer = m.Trainer(tf, strategy, get_spec("fcn_r", "smoke"), "cpu", "fp32", 8)
+trainer.trace_local_step()
+after = {}
+for name, local in (("normal", False), ("normal again", False), ("local", True),
+                    ("normal after local", False)):
+    trainer.step(local)
+    after[name] = trainer.local_disagreement()[0]
+after["traces"] = [trainer.fn.experimental_get_tracing_count(),
+                   trainer.local_fn.experimental_get_tracing_count()]
+print(json.dumps(after))
+"""
+
+
+def test_the_step_without_all_reduce_updates_each_replica_alone(tmp_path):
+    """comm_share's comparison step: traced once, before it runs; each replica updates with
+    its own gradient (their halves differ, so their weights part), while the normal step,
+    traced with the all-reduce, keeps identical replicas identical."""
+    proc = subprocess.run([sys.executable, "-c", LOCAL_STEP], cwd=ROOT, env=env(),
+                          capture_output=True, text=True, timeout=180)
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
+    after = json.loads(proc.stdout.splitlines()[-1])
+    assert after["normal"] == after["normal again"] == 0.0
+    assert after["local"] > 0 and after["normal after local"] > 0
+    assert after["traces"] == [1, 1]
+
+
 def test_multi_worker_mirrored_over_loopback_matches_one_process(tmp_path, two_replicas):
     """Two processes, one CPU replica each, joined through TF_CONFIG on 127.0.0.1:
     the chief writes the JSON, and the training is the one-process run's."""
@@ -180,6 +214,7 @@ def test_multi_worker_mirrored_over_loopback_matches_one_process(tmp_path, two_r
     assert r["backend"].startswith("MultiWorkerMirroredStrategy")
     assert len(r["cpus"]) == 1 and r["workers"] == 2   # one replica each
     assert len(r["step_seconds"]) == STEPS
+    assert r["comm_share"] is not None and 0 <= r["comm_share"] < 1
     assert r["loss"] == pytest.approx(two_replicas("fcn_r")["loss"], rel=1e-5)
 
 

@@ -57,7 +57,8 @@ def clip_by_global_norm(grads: dict, max_norm: float) -> dict:
     return jax.tree.map(lambda g: g * factor, grads)
 
 
-def make_train_step(spec: Spec, dtype, loss_scaling: bool, data_axis: str | None = None):
+def make_train_step(spec: Spec, dtype, loss_scaling: bool, data_axis: str | None = None,
+                    average_gradients: bool = True):
     """state, x, y -> (new state, loss). state = {params, momentum, stats[, scaler]}.
 
     data_axis: None for one device. Under jax.shard_map (the data-parallel worker,
@@ -66,7 +67,12 @@ def make_train_step(spec: Spec, dtype, loss_scaling: bool, data_axis: str | None
     device-varying, so that autodiff adds no reduction of its own) and the gradients
     are averaged over the axis (jax.lax.pmean) straight after backward, before
     unscaling, clipping and the update, as DDP's all-reduce in backward. The loss and
-    running statistics returned are then the device's own."""
+    running statistics returned are then the device's own.
+
+    average_gradients=False (only with data_axis): the same step without that average,
+    each device updating with its own gradient, as DDP under no_sync(); the worker times
+    it against the normal step for the all-reduce's share of the step. Its devices'
+    states diverge, so it runs under shard_map(check_vma=False)."""
     lr, mu, clip = spec.lr, spec.momentum, spec.clip_norm
 
     def train_step(state, x, y):
@@ -83,7 +89,8 @@ def make_train_step(spec: Spec, dtype, loss_scaling: bool, data_axis: str | None
         else:
             local = jax.lax.pcast(params, data_axis, to="varying")
             grads, (loss, new_stats) = jax.grad(objective, has_aux=True)(local)
-            grads = jax.lax.pmean(grads, data_axis)
+            if average_gradients:
+                grads = jax.lax.pmean(grads, data_axis)
         if loss_scaling:
             grads = jax.tree.map(lambda g: g / scale, grads)
             finite = jnp.all(jnp.array([jnp.all(jnp.isfinite(g)) for g in jax.tree.leaves(grads)]))
