@@ -185,7 +185,8 @@ def sweep(args, plan: Plan, folder: RunFolder) -> int:
                 done += 1
             elif folder.failure_stamp(k) not in (None, stamps[k]):
                 done += 1
-                failed += 1
+                # a cell skipped with its reason is done, not failed (as the last line says)
+                failed += (folder.failure(k) or {}).get("status") in HARD_FAILURES
         return done, failed
 
     # A kill of this process (SIGTERM) stops the child and keeps what finished, as Ctrl-C does.

@@ -177,6 +177,16 @@ def _threads(value: str | None) -> int | None:
     return int(value)
 
 
+def _fits_cpus(option: str, counts: list[int], threads: int | None) -> None:
+    """On the CPU every worker (or rank) needs CPUs of its own: refuse a count that cannot
+    run here now, rather than start a child per cell only to skip each one."""
+    cpus = len(allowed_cpus())
+    need = max(counts) * (threads or 1)
+    if need > cpus:
+        raise SelectionError(f"{option} {max(counts)} with {threads or 1} thread(s) each needs "
+                             f"{need} CPUs; this process may use {cpus}")
+
+
 # ------------------------------------------------------------------ plans
 
 def scaling_plan(framework=None, model=None, precision=None, device=None, threads=None,
@@ -197,6 +207,8 @@ def scaling_plan(framework=None, model=None, precision=None, device=None, thread
         if k not in SCALING_KINDS:
             raise SelectionError(f"unknown scaling {k!r}; valid: {', '.join(SCALING_KINDS)}")
     workers_by_device = {d: worker_counts(workers, d) for d in devices}
+    if "cpu" in workers_by_device:
+        _fits_cpus("--workers", workers_by_device["cpu"], per_worker_threads)
     scale = sel.preset.scale
     jobs = []
     for fw in frameworks:
@@ -244,6 +256,8 @@ def allreduce_plan(framework=None, device=None, preset=None, world_sizes=None, s
         except SizeError as e:
             raise SelectionError(f"--allreduce-sizes: {e}") from None
     by_device = {d: worker_counts(world_sizes, d, "--world-sizes", every_gpu=True) for d in devices}
+    if "cpu" in by_device:
+        _fits_cpus("--world-sizes", by_device["cpu"], per_rank_threads)
     jobs = []
     for fw in frameworks:
         for dev in devices:

@@ -48,6 +48,10 @@ def run(argv, monkeypatch=None, fault=""):
     (["--suite", "allreduce", "--workers", "1", "--world-sizes", "2"], "give one"),
     (["--suite", "allreduce", "--allreduce-sizes", ","], "--allreduce-sizes needs at least one"),
     (["--suite", "allreduce", "--allreduce-sizes", "3KB:1KB"], "runs backwards"),
+    (["--suite", "scaling", "--device", "cpu", "--workers", "1,64"],
+     "--workers 64 with 1 thread(s) each needs 64 CPUs"),
+    (["--suite", "allreduce", "--device", "cpu", "--world-sizes", "64"],
+     "--world-sizes 64 with 1 thread(s) each needs 64 CPUs"),
     (["--workers", "2"], "--workers does not apply to --suite single"),
     (["--scaling", "weak"], "--scaling does not apply to --suite single"),
 ])
@@ -90,12 +94,12 @@ def test_node_ids_and_child_options_follow_the_contract():
 
     # --threads is per worker and reaches the child; a given batch is the batch of every cell
     plan = scaling_plan(framework="torch", model="resnet56", preset="paper", device="cpu",
-                        workers="1,2,4", threads="1", batch_size="64")
+                        workers="1,2", threads="1", batch_size="64")
     [job] = plan.jobs
     argv = child_command(job, job.cells)
     assert argv[argv.index("--threads") + 1] == "1" and job.group.name == \
         "scaling-torch-cpu-t1-resnet56-strong"
-    assert [c.id for c in job.cells] == [f"resnet56-torch-cpu-w{w}-strong-b64" for w in (1, 2, 4)]
+    assert [c.id for c in job.cells] == [f"resnet56-torch-cpu-w{w}-strong-b64" for w in (1, 2)]
 
     plan = allreduce_plan(framework="torch,jax", device="cpu", preset="smoke", world_sizes="1,2",
                           sizes="1K,4K")
