@@ -27,6 +27,14 @@ TASKS = ("train", "infer")
 DATA_MODES = ("resident", "copied")
 
 
+def not_installed(package: str, hint: str) -> str | None:
+    """None when package can be imported, else why not and how to install it; imports
+    nothing (a framework's import starts its thread pools)."""
+    if importlib.util.find_spec(package) is None:
+        return f"{package} is not installed ({hint})"
+    return None
+
+
 class Unsupported(Exception):
     """This adapter cannot run this cell; the message says why (the cell is skipped
     and the reason recorded, never silently run some other way)."""
@@ -112,9 +120,7 @@ class Adapter:
 
     def import_error(self) -> str | None:
         """None when the framework is installed, else why not (no import is done)."""
-        if importlib.util.find_spec(self.package) is None:
-            return f"{self.package} is not installed ({self.install_hint})"
-        return None
+        return not_installed(self.package, self.install_hint)
 
     def versions(self) -> dict[str, str]:
         """Library and runtime versions (framework, CUDA, cuDNN, ...)."""

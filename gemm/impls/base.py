@@ -11,11 +11,12 @@ The measurement (gemm/measure.py) drives an implementation like this:
 """
 from __future__ import annotations
 
-import importlib.util
 import time
 from typing import Any, Callable
 
 import numpy as np
+
+from adapters.base import not_installed
 
 
 class Unsupported(Exception):
@@ -63,9 +64,7 @@ class GemmImpl:
     install_hint = "pip install -r requirements.lock"
 
     def import_error(self) -> str | None:
-        if importlib.util.find_spec(self.package) is None:
-            return f"{self.package} is not installed ({self.install_hint})"
-        return None
+        return not_installed(self.package, self.install_hint)
 
     def versions(self) -> dict[str, str]:
         raise NotImplementedError
