@@ -8,7 +8,7 @@ donated, true fp32 (matmul precision "highest").
 prints the compile time of the first step and the median seconds per step after
 warm-up. Compare with:
 
-    pytest suites/test_train.py --framework jax --model resnet56 --threads 1 --preset quick
+    pytest xfbench/suites/test_train.py --framework jax --model resnet56 --threads 1 --preset quick
 """
 from __future__ import annotations
 

@@ -6,7 +6,7 @@ tf.function step with tf.GradientTape and Keras SGD), with the geometry of MODEL
 by 1, option-A shortcuts, global average pool, fc 64 -> 10). It prints the median
 seconds per training step after warm-up. Compare with
 
-    pytest suites/test_train.py --framework tensorflow --model resnet56 \
+    pytest xfbench/suites/test_train.py --framework tensorflow --model resnet56 \
         --mode function,xla --threads 1 --preset quick
 
     python crosscheck/tensorflow_resnet56.py --threads 1 --batch 128 --steps 30

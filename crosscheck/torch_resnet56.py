@@ -5,7 +5,7 @@ It is the yardstick for the harness: the suite's median for the same cell
 loop's within noise, so the harness adds nothing hidden.
 
     python crosscheck/torch_resnet56.py --threads 1 --steps 20
-    pytest suites/test_train.py --framework torch --model resnet56 --mode eager \
+    pytest xfbench/suites/test_train.py --framework torch --model resnet56 --mode eager \
         --threads 1 --preset quick
 """
 import argparse

@@ -12,12 +12,12 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from allreduce.bandwidth import algbw, allreduce_bus_factor, busbw
-from allreduce.check import errors, expected_sum, verdict
-from allreduce.launch import run
-from allreduce.plugin import OptionError, asked_for, default_world_sizes, select
-from allreduce.sizes import SizeError, cap, label, parse_sizes
-from allreduce.worker_args import FAULT_ENV
+from xfbench.allreduce.bandwidth import algbw, allreduce_bus_factor, busbw
+from xfbench.allreduce.check import errors, expected_sum, verdict
+from xfbench.allreduce.launch import run
+from xfbench.allreduce.plugin import OptionError, asked_for, default_world_sizes, select
+from xfbench.allreduce.sizes import SizeError, cap, label, parse_sizes
+from xfbench.allreduce.worker_args import FAULT_ENV
 
 ROOT = Path(__file__).resolve().parents[1]
 SIZES = "1KB,4KB,64KB"
@@ -93,14 +93,14 @@ def test_options_select_cases_and_sizes():
 
 
 def test_suite_runs_only_when_named():
-    assert asked_for(SimpleNamespace(args=["suites/test_allreduce.py"]))
-    assert asked_for(SimpleNamespace(args=["suites/test_allreduce.py::test_allreduce[torch-cpu-n2]"]))
-    assert not asked_for(SimpleNamespace(args=["suites/"]))
+    assert asked_for(SimpleNamespace(args=["xfbench/suites/test_allreduce.py"]))
+    assert asked_for(SimpleNamespace(args=["xfbench/suites/test_allreduce.py::test_allreduce[torch-cpu-n2]"]))
+    assert not asked_for(SimpleNamespace(args=["xfbench/suites/"]))
 
 
 @pytest.mark.parametrize("option", [["--world-sizes", "0"], ["--allreduce-sizes", "1KB:2"]])
 def test_bad_options_exit_2_with_one_line(option):
-    proc = subprocess.run([sys.executable, "-m", "pytest", "suites/test_allreduce.py", *option],
+    proc = subprocess.run([sys.executable, "-m", "pytest", "xfbench/suites/test_allreduce.py", *option],
                           cwd=ROOT, capture_output=True, text=True, timeout=120)
     lines = (proc.stdout + proc.stderr).strip().splitlines()
     assert proc.returncode == 2, proc.stdout + proc.stderr
@@ -111,7 +111,7 @@ def test_bad_options_exit_2_with_one_line(option):
 def test_suite_runs_gloo_and_jax_over_two_ranks(tmp_path):
     out = tmp_path / "bench.json"
     proc = subprocess.run(
-        [sys.executable, "-m", "pytest", "suites/test_allreduce.py", "--framework", "torch,jax",
+        [sys.executable, "-m", "pytest", "xfbench/suites/test_allreduce.py", "--framework", "torch,jax",
          "--world-sizes", "2", "--allreduce-sizes", SIZES, "--preset", "smoke",
          f"--benchmark-json={out}"],
         cwd=ROOT, capture_output=True, text=True, timeout=300)
@@ -170,9 +170,9 @@ def _leftover_ranks(marker: str) -> list:
 def test_a_timeout_ends_torchrun_and_its_ranks():
     from concurrent.futures import ThreadPoolExecutor, TimeoutError as Late
 
-    from allreduce.launch import LaunchError
+    from xfbench.allreduce.launch import LaunchError
     sizes = [2**20 * 2**k for k in range(8)]            # 1 MB .. 128 MB
-    marker = "allreduce.torch_collectives --device cpu --sizes " + ",".join(map(str, sizes))
+    marker = "xfbench.allreduce.torch_collectives --device cpu --sizes " + ",".join(map(str, sizes))
     # The paper preset spends over a second per size and pattern: the ranks are importing
     # torch or measuring when the 4 s are up, and would go on for another 20 s or more.
     # Ranks left running keep the output pipe open, so run() would not return in time.

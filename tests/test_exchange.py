@@ -8,13 +8,13 @@ import numpy as np
 import onnx
 import pytest
 
-from exchange import (
+from xfbench.exchange import (
     IR_VERSION, OPSET, ExchangeError, canonical_file, canonical_path, read_weights,
     write_canonical,
 )
-from exchange.verify import TOL, check_inference, framework_export, rel_err
-from harness.measure import initial
-from models import NETWORKS, get_spec, initial_weights
+from xfbench.exchange.verify import TOL, check_inference, framework_export, rel_err
+from xfbench.harness.measure import initial
+from xfbench.models import NETWORKS, get_spec, initial_weights
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -26,7 +26,7 @@ def cache(tmp_path, monkeypatch):
 
 
 def cli(*args, cwd=ROOT):
-    proc = subprocess.run([sys.executable, "-m", "exchange", *map(str, args)], cwd=cwd,
+    proc = subprocess.run([sys.executable, "-m", "xfbench.exchange", *map(str, args)], cwd=cwd,
                           capture_output=True, text=True, timeout=120)
     return proc.returncode, proc.stdout, proc.stderr
 
@@ -148,7 +148,7 @@ def test_altered_torch_geometry_is_caught(monkeypatch):
     import torch
     from torch import nn
 
-    from adapters.torch import resnet
+    from xfbench.adapters.torch import resnet
 
     spec = get_spec("resnet56", "smoke")
     weights = initial_weights(spec)
@@ -178,7 +178,7 @@ def test_altered_torch_geometry_is_caught(monkeypatch):
 @pytest.mark.parametrize("framework", ["torch", "tensorflow", "jax"])
 @pytest.mark.parametrize("network", ["alexnet_r", "lstm64"])
 def test_export_reproduces_the_framework_in_onnxruntime(framework, network, tmp_path):
-    from adapters import REGISTRY, get_adapter
+    from xfbench.adapters import REGISTRY, get_adapter
     if framework not in REGISTRY:
         pytest.skip(f"the {framework} adapter is not part of this checkout")
     if get_adapter(framework).import_error():
@@ -203,7 +203,7 @@ def test_a_different_update_is_caught(network):
     step fails the training check; against the right one it passes."""
     from dataclasses import replace
 
-    from exchange.verify import ReferenceStep, check_training
+    from xfbench.exchange.verify import ReferenceStep, check_training
     spec = get_spec(network, "smoke")
     weights = initial_weights(spec)
     right = ReferenceStep.compute(spec, weights, 4)
@@ -217,7 +217,7 @@ def test_a_different_update_is_caught(network):
 def test_weights_tolerance_follows_the_fp32_floor():
     """The tolerance is TOL where fp32 reaches the float64 step easily, and
     FLOOR_FACTOR times the plain fp32 step's distance where it does not."""
-    from exchange.verify import FLOOR_FACTOR, ReferenceStep
+    from xfbench.exchange.verify import FLOOR_FACTOR, ReferenceStep
     spec = get_spec("fcn_r", "smoke")
     ref = ReferenceStep.compute(spec, initial_weights(spec), 4)
     assert 0 < ref.fp32_floor < TOL / FLOOR_FACTOR and ref.tolerance == TOL

@@ -9,15 +9,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from gemm.best import fill_share_of_best
-from gemm.check import TOLERANCE, Sample, quantize, round_bf16, within
-from gemm.impls.numpy_matmul import NumpyMatmul
-from gemm.measure import GemmCell, Skip, WrongProduct, input_sets, measure
-from gemm.peaks import peak_share
-from gemm.plugin import select
-from gemm.shapes import Shape, parse_sizes, preset_shapes, square
-from harness.presets import PRESETS
-from harness.selection import SelectionError
+from xfbench.gemm.best import fill_share_of_best
+from xfbench.gemm.check import TOLERANCE, Sample, quantize, round_bf16, within
+from xfbench.gemm.impls.numpy_matmul import NumpyMatmul
+from xfbench.gemm.measure import GemmCell, Skip, WrongProduct, input_sets, measure
+from xfbench.gemm.peaks import peak_share
+from xfbench.gemm.plugin import select
+from xfbench.gemm.shapes import Shape, parse_sizes, preset_shapes, square
+from xfbench.harness.presets import PRESETS
+from xfbench.harness.selection import SelectionError
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -118,7 +118,7 @@ def test_sizes_and_selection():
 def test_smoke_run_writes_the_gemm_fields(tmp_path):
     out = tmp_path / "gemm.json"
     proc = subprocess.run(
-        [sys.executable, "-m", "pytest", "suites/test_gemm.py", "--preset", "smoke",
+        [sys.executable, "-m", "pytest", "xfbench/suites/test_gemm.py", "--preset", "smoke",
          "--gemm-impl", "numpy,torch,cupy", "--gemm-sizes", "64,16x48x40",
          "--precision", "fp32,bf16", "--device", "cpu", "--threads", "1", "-q",
          "-p", "no:cacheprovider", f"--benchmark-json={out}"],
@@ -143,7 +143,7 @@ def test_smoke_run_writes_the_gemm_fields(tmp_path):
 
 
 def test_compare_checks_cupy_against_torch(tmp_path, capsys):
-    from gemm import compare
+    from xfbench.gemm import compare
 
     def bench(impl, tflops):
         return {"extra_info": {"suite": "gemm", "impl": impl, "shape": "8192", "m": 8192,
@@ -178,7 +178,7 @@ def test_implementations_import_only_their_own_framework():
 
 
 def test_naming_networks_leaves_the_gemm_suite_out():
-    from gemm.plugin import select
+    from xfbench.gemm.plugin import select
     assert select(framework="torch", model="resnet56", preset="smoke").cells() == []
     assert select(framework="torch", model="resnet56", gemm_sizes="256", preset="smoke").cells()
     assert select(framework="torch", preset="smoke").cells()

@@ -10,16 +10,16 @@ import pytest
 
 jax = pytest.importorskip("jax")
 
-from adapters import get_adapter  # noqa: E402
-from adapters.base import Cell, Unsupported  # noqa: E402
-from adapters.jax import networks  # noqa: E402
-from adapters.jax import weights as W  # noqa: E402
-from adapters.jax.workload import JaxWorkload  # noqa: E402
-from models import NETWORKS, get_spec, initial_weights  # noqa: E402
-from models.layers import (  # noqa: E402
+from xfbench.adapters import get_adapter  # noqa: E402
+from xfbench.adapters.base import Cell, Unsupported  # noqa: E402
+from xfbench.adapters.jax import networks  # noqa: E402
+from xfbench.adapters.jax import weights as W  # noqa: E402
+from xfbench.adapters.jax.workload import JaxWorkload  # noqa: E402
+from xfbench.models import NETWORKS, get_spec, initial_weights  # noqa: E402
+from xfbench.models.layers import (  # noqa: E402
     BasicBlock, BatchNorm, Conv, Dense, GlobalAvgPool, ReLU,
 )
-from models.spec import Spec  # noqa: E402
+from xfbench.models.spec import Spec  # noqa: E402
 
 # MODELS.md's table.
 PARAMETERS = {"fcn5": 117_997_696, "fcn8": 130_586_752, "fcn_r": 14_205_962,
@@ -37,7 +37,7 @@ def jax_workload(network, task="train", precision="fp32", spec=None):
 
 
 def torch_workload(network, task):
-    from adapters.torch.workload import TorchWorkload
+    from xfbench.adapters.torch.workload import TorchWorkload
     spec = get_spec(network, "smoke")
     return TorchWorkload(spec, cell(network, task, framework="torch", mode="eager"),
                          initial_weights(spec, 0))
@@ -96,7 +96,7 @@ def test_agrees_with_pytorch_and_learns(network):
         else:
             np.testing.assert_allclose(value, after_t[name], rtol=1e-4, atol=1e-6, err_msg=name)
     if network in ("resnet56", "resnet50"):  # BatchNorm running statistics after one step
-        from adapters.torch.networks import canonical_keys
+        from xfbench.adapters.torch.networks import canonical_keys
         state = th.net.state_dict()
         keys = {name.rsplit(".", 1)[0]: key.rsplit(".", 1)[0]
                 for name, key in canonical_keys(th.spec, th.net).items()}
@@ -132,7 +132,7 @@ def test_prepared_step_never_compiles_again_and_donates_its_state():
 def test_one_device_step_ignores_the_data_parallel_options():
     """average_gradients only acts with data_axis: the one-device step lowers to the same
     program with or without it, and that program has no collective."""
-    from adapters.jax.workload import make_train_step
+    from xfbench.adapters.jax.workload import make_train_step
     work = jax_workload("resnet56")
     args = (work.state, work.x, work.y)
     texts = [jax.jit(make_train_step(work.spec, work.dtype, False, **kw), donate_argnums=0)

@@ -4,12 +4,12 @@ import subprocess
 import sys
 import textwrap
 
-from harness.memory import peak_rss_bytes, reset_peak_rss
+from xfbench.harness.memory import peak_rss_bytes, reset_peak_rss
 
 CHURN = textwrap.dedent("""
     import resource, sys
     import numpy as np
-    from harness import memory
+    from xfbench.harness import memory
     print(memory.keep_freed_memory())
     n = 200_000_000
     for i in range(6):  # free and reallocate 200 MB, as a framework does with its gradients

@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from models import NETWORKS, get_spec, initial_weights, synthetic_batch
+from xfbench.models import NETWORKS, get_spec, initial_weights, synthetic_batch
 
 # MODELS.md: parameters and forward MACs per sample (MACs in millions, as printed there).
 EXPECTED = {
@@ -54,14 +54,14 @@ def test_table7_batch(network):
 
 
 def test_alexnet_last_feature_map_is_6x6():
-    from models.layers import Flatten
+    from xfbench.models.layers import Flatten
     spec = get_spec("alexnet")
     [(_, shape)] = [(l, s) for l, s in spec.shapes if isinstance(l, Flatten)]
     assert shape == (256, 6, 6)
 
 
 def test_resnet56_has_56_weighted_layers():
-    from models.layers import BasicBlock, Conv, Dense
+    from xfbench.models.layers import BasicBlock, Conv, Dense
     spec = get_spec("resnet56")
     layers = len(spec.layer(Conv)) + 2 * len(spec.layer(BasicBlock)) + len(spec.layer(Dense))
     assert layers == 56

@@ -8,10 +8,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from adapters import Cell, get_adapter
-from adapters.onnxruntime import HALF_REASON, TRAIN_REASON, TRT_FP32_REASON
-from exchange.verify import TOL, reference_logits, rel_err
-from models import NETWORKS, get_spec, initial_weights
+from xfbench.adapters import Cell, get_adapter
+from xfbench.adapters.onnxruntime import HALF_REASON, TRAIN_REASON, TRT_FP32_REASON
+from xfbench.exchange.verify import TOL, reference_logits, rel_err
+from xfbench.models import NETWORKS, get_spec, initial_weights
 
 ROOT = Path(__file__).resolve().parents[1]
 ORT = get_adapter("onnxruntime")
@@ -79,7 +79,7 @@ def test_a_session_that_falls_back_is_an_error():
     import onnxruntime as ort
     if "CUDAExecutionProvider" in ort.get_available_providers():
         pytest.skip("this onnxruntime has the CUDA provider")
-    from adapters.onnxruntime.workload import OrtWorkload
+    from xfbench.adapters.onnxruntime.workload import OrtWorkload
     spec = get_spec("fcn_r", "smoke")
     with pytest.raises(RuntimeError, match="no silent fallback"):
         OrtWorkload(spec, cell("fcn_r", mode="cuda", device="cuda:0"), initial_weights(spec))
@@ -88,7 +88,7 @@ def test_a_session_that_falls_back_is_an_error():
 def test_suite_runs_inference_and_skips_training_with_the_reason(tmp_path):
     out = tmp_path / "out.json"
     proc = subprocess.run(
-        [sys.executable, "-m", "pytest", "suites/test_infer.py", "suites/test_train.py", "-q",
+        [sys.executable, "-m", "pytest", "xfbench/suites/test_infer.py", "xfbench/suites/test_train.py", "-q",
          "-rs", "-p", "no:cacheprovider", "--framework", "onnxruntime",
          "--model", "resnet56,lstm32",
          "--preset", "smoke", "--threads", "1", "--weights", "onnx", f"--benchmark-json={out}"],

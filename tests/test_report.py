@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from report import render, render_folder
-from report.cli import main
-from report.procurement import PricesError, figures, load_prices
+from xfbench.report import render, render_folder
+from xfbench.report.cli import main
+from xfbench.report.procurement import PricesError, figures, load_prices
 
 DATA = Path(__file__).parent / "data"
 H100 = "NVIDIA H100 80GB HBM3"
@@ -310,7 +310,7 @@ def test_bad_prices_file(tmp_path, text, words):
 
 
 def test_prices_as_json_and_the_example_file():
-    from report.procurement import load_prices as lp
+    from xfbench.report.procurement import load_prices as lp
     example = Path(__file__).parents[1] / "report" / "data" / "prices.example.toml"
     assert lp(example)["gpu-box"]["watts"] == 900
 
@@ -381,8 +381,8 @@ def test_seconds_per_batch_disagreeing_with_stats_is_reported(tmp_path):
 
 def test_the_gemm_and_equivalence_suites_own_records_are_read(tmp_path):
     """The exact extra_info the GEMM suite and the equivalence suite write."""
-    from gemm.measure import GemmCell
-    from gemm.shapes import square
+    from xfbench.gemm.measure import GemmCell
+    from xfbench.gemm.shapes import square
     bench = standard()
     cell = GemmCell("cupy", square(8192), "fp32", "cuda:0", 8)
     gemm = [{"group": "gemm", "name": "gemm", "stats": {"median": 1.0},

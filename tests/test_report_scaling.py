@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from report import render
-from report.load import load
-from report.model import build
+from xfbench.report import render
+from xfbench.report.load import load
+from xfbench.report.model import build
 
 H100 = "NVIDIA H100 80GB HBM3"
 

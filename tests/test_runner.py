@@ -13,12 +13,12 @@ from pathlib import Path
 
 import pytest
 
-from harness.selection import cells, parse
-from harness.threads import allowed_cpus
-from runner import cli
-from runner.plan import default_threads, make_plan
-from runner.plugin import FAULT_ENV
-from runner.store import RunFolder, default_folder, host
+from xfbench.harness.selection import cells, parse
+from xfbench.harness.threads import allowed_cpus
+from xfbench.runner import cli
+from xfbench.runner.plan import default_threads, make_plan
+from xfbench.runner.plugin import FAULT_ENV
+from xfbench.runner.store import RunFolder, default_folder, host
 
 ROOT = Path(__file__).resolve().parents[1]
 CPUS = len(allowed_cpus())
@@ -143,7 +143,7 @@ def test_plain_pytest_runs_each_framework_in_its_own_process(tmp_path):
     out = tmp_path / "out.json"
     env = dict(os.environ, **{FAULT_ENV: "train-null-fcn8-none-fp32-cpu-t1-b8:kill"})
     proc = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "suites/test_train.py",
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "xfbench/suites/test_train.py",
          "--framework", "null,torch", "--mode", "none,eager", "--model", "fcn5,fcn8",
          "--threads", "1", "--preset", "smoke", f"--benchmark-json={out}"],
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
@@ -158,8 +158,8 @@ def test_plain_pytest_runs_each_framework_in_its_own_process(tmp_path):
 
 
 def test_the_weights_source_reaches_the_children():
-    from runner.plan import make_plan
-    from harness.selection import SelectionError
+    from xfbench.runner.plan import make_plan
+    from xfbench.harness.selection import SelectionError
     plan = make_plan(framework="null", model="fcn_r", threads="1", preset="smoke", weights="onnx")
     assert all(job.options["weights"] == "onnx" for job in plan.jobs)
     assert plan.selection["weights"] == "onnx"

@@ -9,13 +9,13 @@ from pathlib import Path
 
 import pytest
 
-import runner.group
-from report import render_folder
-from runner import cli
-from runner.group import Group, child_command, key
-from runner.plugin import FAULT_ENV
-from runner.store import RunFolder
-from runner.suites import allreduce_plan, from_item, scaling_id, scaling_plan
+import xfbench.runner.group
+from xfbench.report import render_folder
+from xfbench.runner import cli
+from xfbench.runner.group import Group, child_command, key
+from xfbench.runner.plugin import FAULT_ENV
+from xfbench.runner.store import RunFolder
+from xfbench.runner.suites import allreduce_plan, from_item, scaling_id, scaling_plan
 
 ROOT = Path(__file__).resolve().parents[1]
 SMOKE = ["--framework", "torch", "--preset", "smoke"]
@@ -74,8 +74,8 @@ def test_node_ids_and_child_options_follow_the_contract():
                and j.group.part == "resnet56-strong")
     argv = child_command(job, job.cells)
     # strong smoke batch: the smoke batch (8) times the most workers, so 1 and 2 divide it
-    assert argv[-2:] == ["suites/test_scaling.py::test_scaling[resnet56-jax-cpu-w1-strong-b16]",
-                         "suites/test_scaling.py::test_scaling[resnet56-jax-cpu-w2-strong-b16]"]
+    assert argv[-2:] == ["xfbench/suites/test_scaling.py::test_scaling[resnet56-jax-cpu-w1-strong-b16]",
+                         "xfbench/suites/test_scaling.py::test_scaling[resnet56-jax-cpu-w2-strong-b16]"]
     opts = dict(zip(argv[6:-2:2], argv[7:-2:2]))
     assert opts == {"--framework": "jax", "--device": "cpu", "--model": "resnet56",
                     "--scaling": "strong", "--workers": "1,2", "--batch-size": "16",
@@ -104,10 +104,10 @@ def test_node_ids_and_child_options_follow_the_contract():
     plan = allreduce_plan(framework="torch,jax", device="cpu", preset="smoke", world_sizes="1,2",
                           sizes="1K,4K")
     assert [c.node_id for j in plan.jobs for c in j.cells] == [
-        "suites/test_allreduce.py::test_allreduce[torch-cpu-n1]",
-        "suites/test_allreduce.py::test_allreduce[torch-cpu-n2]",
-        "suites/test_allreduce.py::test_allreduce[jax-cpu-n1]",
-        "suites/test_allreduce.py::test_allreduce[jax-cpu-n2]"]
+        "xfbench/suites/test_allreduce.py::test_allreduce[torch-cpu-n1]",
+        "xfbench/suites/test_allreduce.py::test_allreduce[torch-cpu-n2]",
+        "xfbench/suites/test_allreduce.py::test_allreduce[jax-cpu-n1]",
+        "xfbench/suites/test_allreduce.py::test_allreduce[jax-cpu-n2]"]
     argv = child_command(plan.jobs[0], plan.jobs[0].cells)
     assert argv[argv.index("--world-sizes") + 1] == "1,2"
     assert argv[argv.index("--allreduce-sizes") + 1] == "1K,4K"
@@ -142,7 +142,7 @@ def test_a_test_of_the_suites_is_known_by_its_id_whatever_its_parameter():
 # ------------------------------------------------------------------ sweeps against stand-ins
 
 CONFTEST = '''
-pytest_plugins = ("runner.plugin",)
+pytest_plugins = ("xfbench.runner.plugin",)
 
 
 def pytest_addoption(parser):
@@ -232,7 +232,7 @@ def stand_ins(tmp_path, monkeypatch):
     (checkout / "suites" / "conftest.py").write_text(textwrap.dedent(CONFTEST))
     (checkout / "suites" / "test_scaling.py").write_text(textwrap.dedent(SCALING))
     (checkout / "suites" / "test_allreduce.py").write_text(textwrap.dedent(ALLREDUCE))
-    monkeypatch.setattr(runner.group, "ROOT", checkout)
+    monkeypatch.setattr(xfbench.runner.group, "ROOT", checkout)
     monkeypatch.setenv("PYTHONPATH", str(ROOT))
     return tmp_path
 
@@ -307,7 +307,7 @@ def test_plain_pytest_json_carries_scaling_failures(stand_ins):
     env = dict(os.environ, PYTHONPATH=str(ROOT),
                **{FAULT_ENV: "scaling-fcn_r-torch-cpu-w2-strong-b16:raise"})
     proc = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "suites/test_scaling.py",
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "xfbench/suites/test_scaling.py",
          "--framework", "torch", "--device", "cpu", "--model", "fcn_r", "--workers", "1,2",
          "--scaling", "strong", "--batch-size", "16", f"--benchmark-json={out}"],
         cwd=stand_ins / "checkout", env=env, capture_output=True, text=True, timeout=120)
@@ -317,7 +317,7 @@ def test_plain_pytest_json_carries_scaling_failures(stand_ins):
     [failure] = data["xfbench"]["failures"]
     assert failure["cell"]["kind"] == "scaling" and failure["cell"]["workers"] == 2
     assert failure["status"] == "failed" and "fault injected" in failure["reason"]
-    from report import render
+    from xfbench.report import render
     render([out], stand_ins / "report", ["md"])
     md = (stand_ins / "report" / "report.md").read_text()
     assert "### Failed scaling and all-reduce cells" in md and "fault injected" in md
@@ -330,7 +330,7 @@ def test_a_suites_own_failure_record_is_the_one_recorded(stand_ins, monkeypatch)
     test.write_text(test.read_text() + textwrap.dedent('''
 
         import pytest
-        from runner.plugin import SUITE_FAILURE
+        from xfbench.runner.plugin import SUITE_FAILURE
 
 
         @pytest.fixture(autouse=True)
@@ -352,7 +352,7 @@ def test_a_suites_own_failure_record_is_the_one_recorded(stand_ins, monkeypatch)
 
 
 def test_a_failure_recorded_by_the_suite_and_the_runner_plugin_is_listed_once():
-    from runner.plugin import _once_per_cell
+    from xfbench.runner.plugin import _once_per_cell
     cell = {"kind": "scaling", "network": "fcn_r", "workers": 2}
     twice = [{"cell": cell, "status": "skipped", "reason": "a"},
              {"cell": dict(cell), "status": "skipped", "reason": "a"},
@@ -363,7 +363,7 @@ def test_a_failure_recorded_by_the_suite_and_the_runner_plugin_is_listed_once():
 def test_allreduce_summary_has_a_column_per_measured_pattern():
     """torch measures three patterns, jax two: the summary's busbw columns are those some
     sweep has (jax alone: no reduce+broadcast column), blank where a sweep lacks one."""
-    from runner.suites import summary_table
+    from xfbench.runner.suites import summary_table
 
     def sweep(framework, patterns, busbw):
         return {"framework": framework, "device": "cpu", "world_size": 2, "backend": "b",
@@ -390,7 +390,7 @@ def test_allreduce_summary_has_a_column_per_measured_pattern():
 def test_merged_json_carries_the_speedup_of_cells_run_in_separate_children(tmp_path):
     """Each scaling cell's file is written by its own child, before the one-worker cell
     may exist; merged.json fills in speedup and efficiency from the cells side by side."""
-    from runner.store import RunFolder
+    from xfbench.runner.store import RunFolder
     folder = RunFolder(tmp_path)
 
     def entry(workers, seconds):

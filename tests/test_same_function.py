@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from adapters import REGISTRY, get_adapter
-from models import NETWORKS
+from xfbench.adapters import REGISTRY, get_adapter
+from xfbench.models import NETWORKS
 
 ROOT = Path(__file__).resolve().parents[1]
 FRAMEWORKS = [f for f in ("torch", "tensorflow", "jax")
@@ -21,7 +21,7 @@ def run(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("equivalence")
     out = tmp / "out.json"
     proc = subprocess.run(
-        [sys.executable, "-m", "pytest", "suites/test_equivalence.py", "-q", "-rs",
+        [sys.executable, "-m", "pytest", "xfbench/suites/test_equivalence.py", "-q", "-rs",
          "-p", "no:cacheprovider", "--preset", "smoke", f"--benchmark-json={out}"],
         cwd=ROOT, capture_output=True, text=True, timeout=600,
         env={**os.environ, "XFBENCH_CACHE": str(tmp / "cache")})

@@ -12,11 +12,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from harness import machine
-from harness.external import record_durations
-from scaling import launch
-from scaling.cell import CellError, ScalingCell, parse_args, to_argv
-from scaling.speedup import fill_speedup
+from xfbench.harness import machine
+from xfbench.harness.external import record_durations
+from xfbench.scaling import launch
+from xfbench.scaling.cell import CellError, ScalingCell, parse_args, to_argv
+from xfbench.scaling.speedup import fill_speedup
 
 ROOT = Path(__file__).resolve().parents[1]
 TIMEOUT = 300
@@ -62,13 +62,13 @@ def test_commands_follow_the_contract(tmp_path, monkeypatch):
     monkeypatch.setenv("XLA_FLAGS", "--xla_dump_to=/nowhere")
     argv, env = launch.command(cell("fcn_r", "torch", 2), 1, 3, tmp_path / "r.json")
     assert argv[1:5] == ["-m", "torch.distributed.run", "--nproc-per-node", "2"]
-    assert argv[5] == "--master-port" and argv[7:9] == ["-m", "scaling.torch_ddp"]
+    assert argv[5] == "--master-port" and argv[7:9] == ["-m", "xfbench.scaling.torch_ddp"]
     assert env["OMP_NUM_THREADS"] == "1" and env["XFBENCH_SCALING_CPUS"]
     argv, env = launch.command(cell("fcn_r", "jax", 2), 1, 3, tmp_path / "r.json")
-    assert argv[1:3] == ["-m", "scaling.jax_sharding"]
+    assert argv[1:3] == ["-m", "xfbench.scaling.jax_sharding"]
     assert env["XLA_FLAGS"] == "--xla_dump_to=/nowhere --xla_force_host_platform_device_count=2"
     argv, _ = launch.command(cell("fcn_r", "tensorflow", 2), 1, 3, tmp_path / "r.json")
-    assert argv[1:3] == ["-m", "scaling.tensorflow_mirrored"]
+    assert argv[1:3] == ["-m", "xfbench.scaling.tensorflow_mirrored"]
     # Several machines: torchrun's node and rendezvous options pass through.
     argv, _ = launch.command(cell("fcn_r", "torch", 4), 1, 3, tmp_path / "r.json",
                              ["--nnodes", "2", "--node-rank", "1", "--rdzv-endpoint", "h:29500"])
@@ -133,8 +133,8 @@ def test_ddp_two_processes_fcn_r(ddp_fcn_r):
 def test_ddp_on_the_split_batch_is_the_one_process_step_on_the_whole_batch(ddp_fcn_r):
     """fcn_r has no BatchNorm, so two workers on 8 rows each, gradients averaged, must give
     the weights one process gets on all 16 rows (the same two steps: first + timed)."""
-    from adapters import Cell, get_adapter
-    from models import get_spec, initial_weights
+    from xfbench.adapters import Cell, get_adapter
+    from xfbench.models import get_spec, initial_weights
     spec = get_spec("fcn_r", "smoke")
     one = Cell("fcn_r", "torch", "eager", "fp32", "cpu", 1, 16, "train", "resident", "smoke")
     work = get_adapter("torch").build(spec, one, initial_weights(spec, 0))
@@ -148,7 +148,7 @@ def test_ddp_two_nodes_over_loopback(tmp_path):
     options pass through, and one of the two nodes (the one given global rank 0) writes."""
     port = launch.free_port()
     procs = [subprocess.Popen(
-        [sys.executable, "-m", "scaling.launch", "--framework", "torch", "--network", "fcn_r",
+        [sys.executable, "-m", "xfbench.scaling.launch", "--framework", "torch", "--network", "fcn_r",
          "--scale", "smoke", "--workers", "2", "--batch", "16", "--warmup", "0", "--steps", "1",
          "--threads-per-worker", "1", "--nnodes", "2", "--node-rank", str(k),
          "--rdzv-endpoint", f"127.0.0.1:{port}", "--out", str(tmp_path / f"node{k}.json"),
@@ -211,10 +211,10 @@ CLIP_SCRIPT = """
 import dataclasses, json, sys
 import jax, numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
-from adapters.base import Cell
-from adapters.jax.workload import JaxWorkload
-from models import get_spec, initial_weights
-from scaling.jax_sharding import AXIS, batch_spec, data_parallel_step
+from xfbench.adapters.base import Cell
+from xfbench.adapters.jax.workload import JaxWorkload
+from xfbench.models import get_spec, initial_weights
+from xfbench.scaling.jax_sharding import AXIS, batch_spec, data_parallel_step
 
 spec = dataclasses.replace(get_spec("lstm32", "smoke"), clip_norm=float(sys.argv[1]))
 w0 = initial_weights(spec, 0)
@@ -252,19 +252,19 @@ def test_jax_clips_the_averaged_gradient(tmp_path):
 
 # -- bad input: one line, exit 2 (pytest's own usage-error code, 4, for its options) -------
 @pytest.mark.parametrize("argv, words", [
-    (["-m", "scaling.torch_ddp", "--network", "fcn_r", "--framework", "torch", "--workers", "0",
+    (["-m", "xfbench.scaling.torch_ddp", "--network", "fcn_r", "--framework", "torch", "--workers", "0",
       "--batch", "8", "--out", "x.json"], "workers must be at least 1"),
-    (["-m", "scaling.torch_ddp", "--network", "fcn_r", "--framework", "torch", "--workers", "1",
+    (["-m", "xfbench.scaling.torch_ddp", "--network", "fcn_r", "--framework", "torch", "--workers", "1",
       "--batch", "8", "--out", "x.json"], "start me through torchrun"),
-    (["-m", "scaling.jax_sharding", "--network", "fcn_r", "--framework", "jax", "--workers", "3",
+    (["-m", "xfbench.scaling.jax_sharding", "--network", "fcn_r", "--framework", "jax", "--workers", "3",
       "--batch", "8", "--out", "x.json"], "must divide by 3"),
-    (["-m", "scaling.jax_sharding", "--network", "nope", "--framework", "jax", "--workers", "1",
+    (["-m", "xfbench.scaling.jax_sharding", "--network", "nope", "--framework", "jax", "--workers", "1",
       "--batch", "8", "--out", "x.json"], "unknown network 'nope'"),
-    (["-m", "scaling.launch", "--network", "fcn_r", "--framework", "jax", "--workers", "2",
+    (["-m", "xfbench.scaling.launch", "--network", "fcn_r", "--framework", "jax", "--workers", "2",
       "--batch", "8", "--out", "x.json", "--nnodes", "2"], "torchrun options are for torch"),
-    (["-m", "pytest", "suites/test_scaling.py", "-p", "no:cacheprovider", "--workers", "two"],
+    (["-m", "pytest", "xfbench/suites/test_scaling.py", "-p", "no:cacheprovider", "--workers", "two"],
      "--workers takes positive whole numbers, not 'two'"),
-    (["-m", "pytest", "suites/test_scaling.py", "-p", "no:cacheprovider", "--scaling", "wide"],
+    (["-m", "pytest", "xfbench/suites/test_scaling.py", "-p", "no:cacheprovider", "--scaling", "wide"],
      "unknown scaling 'wide'; valid: strong, weak"),
 ])
 def test_bad_input_is_one_line_and_exit_2(argv, words, tmp_path):
@@ -280,7 +280,7 @@ def test_bad_input_is_one_line_and_exit_2(argv, words, tmp_path):
 def test_suite_records_speedup_and_skips(tmp_path):
     out = tmp_path / "out.json"
     proc = subprocess.run(
-        [sys.executable, "-m", "pytest", "suites/test_scaling.py", "-q", "-p", "no:cacheprovider",
+        [sys.executable, "-m", "pytest", "xfbench/suites/test_scaling.py", "-q", "-p", "no:cacheprovider",
          "--framework", "torch,tensorflow", "--model", "fcn_r", "--preset", "smoke",
          "--workers", "1,2", "--device", "cpu", f"--benchmark-json={out}"],
         cwd=ROOT, capture_output=True, text=True, timeout=TIMEOUT)
@@ -339,9 +339,9 @@ def plain_steps(spec, batch: int, workers: int, steps: int, dtype) -> dict:
     workers' gradients), then PyTorch's SGD momentum. workers=1: the one-device step."""
     import torch
     import torch.nn.functional as F
-    from adapters.torch import weights as TW
-    from adapters.torch.networks import build_network
-    from models import initial_weights, synthetic_batch
+    from xfbench.adapters.torch import weights as TW
+    from xfbench.adapters.torch.networks import build_network
+    from xfbench.models import initial_weights, synthetic_batch
     net = build_network(spec)
     TW.load(spec, net, initial_weights(spec, 0))
     net = net.to(dtype).train()
@@ -370,7 +370,7 @@ def test_resnet56_every_framework_normalises_per_worker(tmp_path, jax_resnet56):
     so frameworks whose kernels sum in different orders (oneDNN for PyTorch and TensorFlow,
     XLA's own for JAX) differ by that much, while the one-device step is 1e-2 away."""
     import torch
-    from models import get_spec
+    from xfbench.models import get_spec
     spec = get_spec("resnet56", "smoke")
     got = {"jax": jax_resnet56[1]}
     frameworks = ["torch"] + (["tensorflow"] if importlib.util.find_spec("tensorflow") else [])

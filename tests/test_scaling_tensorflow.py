@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from harness.processes import free_port
+from xfbench.harness.processes import free_port
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -42,7 +42,7 @@ def env(**extra) -> dict:
 
 
 def worker(network: str, out: Path, *args: str, extra_env=None, timeout=180):
-    cmd = [sys.executable, "-m", "scaling.tensorflow_mirrored", "--network", network,
+    cmd = [sys.executable, "-m", "xfbench.scaling.tensorflow_mirrored", "--network", network,
            "--framework", "tensorflow", "--scale", "smoke", "--workers", "2", "--batch", "8", "--threads-per-worker", "1",
            "--warmup", str(WARMUP), "--steps", str(STEPS), "--out", str(out), *args]
     return subprocess.Popen(cmd, cwd=ROOT, env=env(**(extra_env or {})), text=True,
@@ -104,7 +104,7 @@ def test_two_cpu_replicas_train_and_write_the_worker_json(two_replicas, network)
     assert r["versions"]["tensorflow"]
     assert len(r["cpus"]) == 2 and r["mode"] == "function"
     # --save-weights: the canonical weights after the timed steps, moved from the start.
-    from models import get_spec, initial_weights
+    from xfbench.models import get_spec, initial_weights
     w0 = initial_weights(get_spec(network, "smoke"), 0)
     assert set(r["saved"]) == set(w0)
     assert any(not np.array_equal(r["saved"][k], w0[k]) for k in w0)
@@ -117,9 +117,9 @@ def test_two_cpu_replicas_train_and_write_the_worker_json(two_replicas, network)
 SAME_STEP = """
 import sys
 import numpy as np
-from scaling import tensorflow_mirrored as m
-from models import get_spec, initial_weights
-from adapters import Cell, get_adapter
+from xfbench.scaling import tensorflow_mirrored as m
+from xfbench.models import get_spec, initial_weights
+from xfbench.adapters import Cell, get_adapter
 
 spec = get_spec("fcn_r", "smoke")
 tf, names, _ = m.start_runtime("cpu", 2, 1)
@@ -143,7 +143,7 @@ def test_two_replica_step_on_halves_is_the_one_device_step_on_the_batch(tmp_path
     batch's mean gradient: the gradient each replica applies (its momentum buffer after
     one step) and the weights it reaches are the one-device step's. A sum instead of a
     mean, or no all-reduce at all, gives other gradients."""
-    from models import get_spec, initial_weights
+    from xfbench.models import get_spec, initial_weights
     paths = [tmp_path / f"{n}.npz" for n in ("w2", "g2", "w1", "g1")]
     proc = subprocess.run([sys.executable, "-c", SAME_STEP, *map(str, paths)],
                           cwd=ROOT, env=env(), capture_output=True, text=True, timeout=180)
@@ -165,8 +165,8 @@ def test_two_replica_step_on_halves_is_the_one_device_step_on_the_batch(tmp_path
 
 LOCAL_STEP = """
 import json
-from scaling import tensorflow_mirrored as m
-from models import get_spec
+from xfbench.scaling import tensorflow_mirrored as m
+from xfbench.models import get_spec
 
 tf, names, _ = m.start_runtime("cpu", 2, 1)
 strategy, _ = m.make_strategy(tf, names, "cpu", False)
@@ -247,7 +247,7 @@ def test_too_few_cpus_is_a_failed_record(tmp_path):
 
 
 def gpus() -> int:
-    from harness.machine import gpu_count
+    from xfbench.harness.machine import gpu_count
     return gpu_count()
 
 

@@ -12,7 +12,7 @@ ROOT = Path(__file__).resolve().parents[1]
 def pytest_run(*args, tmp_path=None):
     """Run `python -m pytest suites/ ARGS` as a user would; returns (code, output, json)."""
     out = tmp_path / "out.json" if tmp_path else None
-    cmd = [sys.executable, "-m", "pytest", "suites/", "-q", "-p", "no:cacheprovider", *args]
+    cmd = [sys.executable, "-m", "pytest", "xfbench/suites/", "-q", "-p", "no:cacheprovider", *args]
     if out:
         cmd.append(f"--benchmark-json={out}")
     proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=300)
@@ -88,7 +88,7 @@ def test_null_adapter_measures_the_harness_overhead(tmp_path, capsys):
 
 
 def test_an_inference_only_framework_joins_training_only_when_named():
-    from harness.selection import cells, parse
+    from xfbench.harness.selection import cells, parse
     default = parse(model="fcn_r", preset="smoke")
     assert not [c for c in cells(default, "train") if c.framework == "onnxruntime"]
     assert [c for c in cells(default, "infer") if c.framework == "onnxruntime"]

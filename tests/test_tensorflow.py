@@ -11,14 +11,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from adapters import Cell, get_adapter
-from models import NETWORKS, get_spec, initial_weights, synthetic_batch
+from xfbench.adapters import Cell, get_adapter
+from xfbench.models import NETWORKS, get_spec, initial_weights, synthetic_batch
 
 tf = pytest.importorskip("tensorflow")
 
-from adapters.tensorflow.networks import Network, count_parameters  # noqa: E402
-from adapters.tensorflow.weights import CONV, DENSE, Converter, lstm_from_keras, lstm_to_keras  # noqa: E402,E501
-from adapters.tensorflow.workload import _same_device, preferred_layout  # noqa: E402
+from xfbench.adapters.tensorflow.networks import Network, count_parameters  # noqa: E402
+from xfbench.adapters.tensorflow.weights import CONV, DENSE, Converter, lstm_from_keras, lstm_to_keras  # noqa: E402,E501
+from xfbench.adapters.tensorflow.workload import _same_device, preferred_layout  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 TF = get_adapter("tensorflow")
@@ -86,7 +86,7 @@ def test_converters_round_trip_and_flatten_order():
 
 
 def test_same_padding_only_where_it_is_the_spec_padding():
-    from adapters.tensorflow.layers import same_is_symmetric
+    from xfbench.adapters.tensorflow.layers import same_is_symmetric
     assert same_is_symmetric(32, 3, 1, 1)            # stride 1: SAME pads 1 and 1
     assert not same_is_symmetric(32, 3, 2, 1)        # stride 2: SAME pads 0 and 1
     assert not same_is_symmetric(224, 11, 4, 2)      # AlexNet's conv1: 56 maps, not 55
@@ -222,8 +222,8 @@ def test_one_update_matches_pytorch(network):
 
 def test_batchnorm_running_statistics_match_pytorch():
     torch = pytest.importorskip("torch")
-    from adapters.tensorflow.layers import BatchNorm, Variables
-    from models import layers as L
+    from xfbench.adapters.tensorflow.layers import BatchNorm, Variables
+    from xfbench.models import layers as L
     x = np.random.default_rng(0).standard_normal((6, 4, 3, 3)).astype(np.float32)
     bn = BatchNorm(L.BatchNorm("bn"), (4, 3, 3), "NHWC",
                    Variables({"bn.weight": np.ones(4, np.float32),

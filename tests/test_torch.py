@@ -3,10 +3,10 @@ import numpy as np
 import pytest
 import torch
 
-from adapters import Cell, get_adapter
-from adapters.torch import weights as W
-from adapters.torch.networks import build_network, count_parameters
-from models import NETWORKS, get_spec, initial_weights, synthetic_batch
+from xfbench.adapters import Cell, get_adapter
+from xfbench.adapters.torch import weights as W
+from xfbench.adapters.torch.networks import build_network, count_parameters
+from xfbench.models import NETWORKS, get_spec, initial_weights, synthetic_batch
 
 ADAPTER = get_adapter("torch")
 

@@ -5,7 +5,7 @@ import importlib.util
 import numpy as np
 import pytest
 
-from models import get_spec, initial_weights
+from xfbench.models import get_spec, initial_weights
 
 
 def _needs(module: str):
@@ -27,8 +27,8 @@ def _marked(shape, index, value=7.0):
 # -- PyTorch: conv and dense are PyTorch's own layouts; the LSTM reorders gates -----------
 
 def test_torch_conv_and_dense_keep_their_layout():
-    W = _needs("adapters.torch.weights")
-    from adapters.torch.networks import build_network
+    W = _needs("xfbench.adapters.torch.weights")
+    from xfbench.adapters.torch.networks import build_network
     spec = get_spec("alexnet_r", "smoke")
     weights = initial_weights(spec)
     weights["conv2.weight"] = _marked(weights["conv2.weight"].shape, (3, 1, 4, 0))
@@ -41,8 +41,8 @@ def test_torch_conv_and_dense_keep_their_layout():
 
 
 def test_torch_lstm_gate_order_and_two_biases():
-    W = _needs("adapters.torch.weights")
-    from adapters.torch.networks import build_network
+    W = _needs("xfbench.adapters.torch.weights")
+    from xfbench.adapters.torch.networks import build_network
     spec = get_spec("lstm32", "smoke")
     h = spec.layers[1].hidden
     weights = initial_weights(spec)
@@ -57,18 +57,18 @@ def test_torch_lstm_gate_order_and_two_biases():
 # -- TensorFlow: HWIO kernels, (in, out) dense, NHWC flatten order, Keras LSTM -----------
 
 def test_tensorflow_conv_oihw_to_hwio():
-    T = _needs("adapters.tensorflow.weights")
+    T = _needs("xfbench.adapters.tensorflow.weights")
     w = _marked((5, 3, 2, 4), (4, 2, 1, 3))
     assert T.CONV.to_tf(w)[1, 3, 2, 4] == 7.0
 
 
 def test_tensorflow_dense_out_in_to_in_out():
-    T = _needs("adapters.tensorflow.weights")
+    T = _needs("xfbench.adapters.tensorflow.weights")
     assert T.DENSE.to_tf(_marked((6, 9), (5, 8)))[8, 5] == 7.0
 
 
 def test_tensorflow_dense_after_flatten_takes_hwc_rows():
-    T = _needs("adapters.tensorflow.weights")
+    T = _needs("xfbench.adapters.tensorflow.weights")
     c, h, w = 3, 2, 4
     # canonical input feature (c=2, y=1, x=3) of output 4: row 2*8 + 1*4 + 3 of a CHW flatten
     canonical = _marked((6, c * h * w), (4, 2 * h * w + 1 * w + 3))
@@ -77,7 +77,7 @@ def test_tensorflow_dense_after_flatten_takes_hwc_rows():
 
 
 def test_tensorflow_lstm_gates_ifco_and_one_summed_bias():
-    T = _needs("adapters.tensorflow.weights")
+    T = _needs("xfbench.adapters.tensorflow.weights")
     hid, fin = 4, 3
     W = _marked((4 * hid, fin), (1 * hid + 2, 1))                # ONNX gate o, unit 2
     R = np.zeros((4 * hid, hid), np.float32)
@@ -92,7 +92,7 @@ def test_tensorflow_lstm_gates_ifco_and_one_summed_bias():
 # -- JAX: HWIO kernels, (in, out) dense, NHWC flatten order, LSTM gates kept -------------
 
 def _jax_params(network, name, index):
-    J = _needs("adapters.jax.weights")
+    J = _needs("xfbench.adapters.jax.weights")
     spec = get_spec(network, "smoke")
     weights = initial_weights(spec)
     weights[name] = _marked(weights[name].shape, index)
