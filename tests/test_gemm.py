@@ -164,8 +164,8 @@ def test_implementations_import_only_their_own_framework():
     code = (
         "import sys\n"
         "FRAMEWORKS = ('torch', 'tensorflow', 'jax', 'cupy', 'onnxruntime')\n"
-        "import gemm.plugin\n"
-        "from gemm import IMPLS, get_impl\n"
+        "import xfbench.gemm.plugin\n"
+        "from xfbench.gemm import IMPLS, get_impl\n"
         "for name in IMPLS: get_impl(name)\n"
         "assert not [m for m in FRAMEWORKS if m in sys.modules], 'listing imported a framework'\n"
         "get_impl('onnxruntime').versions()\n"

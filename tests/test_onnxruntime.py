@@ -23,7 +23,7 @@ def cell(network="resnet56", task="infer", mode="cpu", device="cpu", precision="
 
 
 def test_adapter_module_does_not_import_onnxruntime():
-    code = ("import sys, adapters; adapters.get_adapter('onnxruntime'); "
+    code = ("import sys, xfbench.adapters as adapters; adapters.get_adapter('onnxruntime'); "
             "print('onnxruntime' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
     assert out.stdout.strip() == "False", out.stderr

@@ -311,7 +311,7 @@ def test_bad_prices_file(tmp_path, text, words):
 
 def test_prices_as_json_and_the_example_file():
     from xfbench.report.procurement import load_prices as lp
-    example = Path(__file__).parents[1] / "report" / "data" / "prices.example.toml"
+    example = Path(__file__).parents[1] / "xfbench" / "report" / "data" / "prices.example.toml"
     assert lp(example)["gpu-box"]["watts"] == 900
 
 

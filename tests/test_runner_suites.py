@@ -74,8 +74,9 @@ def test_node_ids_and_child_options_follow_the_contract():
                and j.group.part == "resnet56-strong")
     argv = child_command(job, job.cells)
     # strong smoke batch: the smoke batch (8) times the most workers, so 1 and 2 divide it
-    assert argv[-2:] == ["xfbench/suites/test_scaling.py::test_scaling[resnet56-jax-cpu-w1-strong-b16]",
-                         "xfbench/suites/test_scaling.py::test_scaling[resnet56-jax-cpu-w2-strong-b16]"]
+    suite = xfbench.runner.group.SUITES_DIR / "test_scaling.py"
+    assert argv[-2:] == [f"{suite}::test_scaling[resnet56-jax-cpu-w1-strong-b16]",
+                         f"{suite}::test_scaling[resnet56-jax-cpu-w2-strong-b16]"]
     opts = dict(zip(argv[6:-2:2], argv[7:-2:2]))
     assert opts == {"--framework": "jax", "--device": "cpu", "--model": "resnet56",
                     "--scaling": "strong", "--workers": "1,2", "--batch-size": "16",
@@ -104,10 +105,8 @@ def test_node_ids_and_child_options_follow_the_contract():
     plan = allreduce_plan(framework="torch,jax", device="cpu", preset="smoke", world_sizes="1,2",
                           sizes="1K,4K")
     assert [c.node_id for j in plan.jobs for c in j.cells] == [
-        "xfbench/suites/test_allreduce.py::test_allreduce[torch-cpu-n1]",
-        "xfbench/suites/test_allreduce.py::test_allreduce[torch-cpu-n2]",
-        "xfbench/suites/test_allreduce.py::test_allreduce[jax-cpu-n1]",
-        "xfbench/suites/test_allreduce.py::test_allreduce[jax-cpu-n2]"]
+        f"{xfbench.runner.group.SUITES_DIR / 'test_allreduce.py'}::test_allreduce[{i}]"
+        for i in ("torch-cpu-n1", "torch-cpu-n2", "jax-cpu-n1", "jax-cpu-n2")]
     argv = child_command(plan.jobs[0], plan.jobs[0].cells)
     assert argv[argv.index("--world-sizes") + 1] == "1,2"
     assert argv[argv.index("--allreduce-sizes") + 1] == "1K,4K"
@@ -232,8 +231,10 @@ def stand_ins(tmp_path, monkeypatch):
     (checkout / "suites" / "conftest.py").write_text(textwrap.dedent(CONFTEST))
     (checkout / "suites" / "test_scaling.py").write_text(textwrap.dedent(SCALING))
     (checkout / "suites" / "test_allreduce.py").write_text(textwrap.dedent(ALLREDUCE))
-    monkeypatch.setattr(xfbench.runner.group, "ROOT", checkout)
+    monkeypatch.setattr(xfbench.runner.group, "SUITES_DIR", checkout / "suites")
     monkeypatch.setenv("PYTHONPATH", str(ROOT))
+    # The stand-ins' conftest declares the options itself: keep the installed plugin out.
+    monkeypatch.setenv("PYTEST_ADDOPTS", "-p no:xfbench.plugin")
     return tmp_path
 
 
@@ -307,7 +308,7 @@ def test_plain_pytest_json_carries_scaling_failures(stand_ins):
     env = dict(os.environ, PYTHONPATH=str(ROOT),
                **{FAULT_ENV: "scaling-fcn_r-torch-cpu-w2-strong-b16:raise"})
     proc = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "xfbench/suites/test_scaling.py",
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "suites/test_scaling.py",
          "--framework", "torch", "--device", "cpu", "--model", "fcn_r", "--workers", "1,2",
          "--scaling", "strong", "--batch-size", "16", f"--benchmark-json={out}"],
         cwd=stand_ins / "checkout", env=env, capture_output=True, text=True, timeout=120)

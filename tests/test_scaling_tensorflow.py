@@ -61,7 +61,7 @@ def finish(proc, timeout=180) -> str:
 
 
 def test_importing_the_worker_starts_no_framework():
-    code = ("import sys, scaling.tensorflow_mirrored; "
+    code = ("import sys, xfbench.scaling.tensorflow_mirrored; "
             "print([m for m in ('tensorflow', 'keras', 'torch', 'jax') if m in sys.modules])")
     proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env(),
                           capture_output=True, text=True, timeout=60)

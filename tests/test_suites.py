@@ -101,7 +101,7 @@ def test_threads_started_before_the_options_are_pinned_too():
     must move those threads too, and shrink the pool."""
     script = (
         "import os, numpy, threadpoolctl\n"
-        "from harness.threads import pin\n"
+        "from xfbench.harness.threads import pin\n"
         "assert len(os.listdir('/proc/self/task')) > 1, 'no BLAS threads to test with'\n"
         "cpus = pin(1)\n"
         "masks = {t: os.sched_getaffinity(int(t)) for t in os.listdir('/proc/self/task')}\n"

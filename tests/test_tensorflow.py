@@ -49,7 +49,7 @@ def rel_err(a, b) -> float:
 
 def test_adapter_is_registered_and_imports_tensorflow_lazily():
     assert TF.name == "tensorflow" and TF.modes == MODES
-    code = "import adapters.tensorflow, sys; assert 'tensorflow' not in sys.modules"
+    code = "import xfbench.adapters.tensorflow, sys; assert 'tensorflow' not in sys.modules"
     subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=True,
                    env={**os.environ, "PYTHONPATH": str(ROOT)})
 

@@ -1,0 +1,158 @@
+"""The adapter protocol: how one framework runs one cell.
+
+An adapter module may be imported without importing its framework: everything
+that needs the framework is imported inside methods, so listing adapters,
+their modes and whether they are installed never starts a runtime (and never
+starts one framework's thread pool inside another's process).
+
+Lifecycle of one cell, as the harness drives it:
+  1. configure_threads(n) in a fresh process, before the framework's first operation
+     (the harness has already set the OMP/MKL/OpenBLAS variables and the CPU affinity);
+  2. build(spec, cell, weights) -> Workload, with the batch resident on the device;
+  3. workload.prepare() (ahead-of-time compilation where the framework has it),
+     then the first step: both timed together as the compile time;
+  4. warm-up steps, then the timed steps; each step returns only when the device
+     has finished.
+"""
+from __future__ import annotations
+
+import importlib.util
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+
+PRECISIONS = ("fp32", "tf32", "bf16", "fp16")
+TASKS = ("train", "infer")
+DATA_MODES = ("resident", "copied")
+
+
+def not_installed(package: str, hint: str) -> str | None:
+    """None when package can be imported, else why not and how to install it; imports
+    nothing (a framework's import starts its thread pools)."""
+    if importlib.util.find_spec(package) is None:
+        return f"{package} is not installed ({hint})"
+    return None
+
+
+class Unsupported(Exception):
+    """This adapter cannot run this cell; the message says why (the cell is skipped
+    and the reason recorded, never silently run some other way)."""
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One measurement: (network, framework, mode, precision, device, threads, batch)."""
+    network: str
+    framework: str
+    mode: str
+    precision: str
+    device: str            # "cpu", "cuda:N" or "tpu:N"
+    threads: int           # CPU threads the process is pinned to
+    batch_size: int
+    task: str = "train"    # "train" or "infer"
+    data: str = "resident"  # "resident" or "copied" (host-to-device copy inside each step)
+    scale: str = "full"    # "full" or "smoke"
+
+    @property
+    def id(self) -> str:
+        return (f"{self.framework}-{self.network}-{self.mode}-{self.precision}-"
+                f"{self.device.replace(':', '')}-t{self.threads}-b{self.batch_size}"
+                + ("" if self.data == "resident" else f"-{self.data}"))
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+class Workload:
+    """A built network with its batch, ready to step. Subclassed per framework."""
+
+    #: facts about how the cell really ran, merged into the result's extra_info
+    #: (device_name, layout, library versions, ...)
+    info: dict[str, Any]
+
+    def prepare(self) -> None:
+        """Compile ahead of the first step where the framework can (timed as compile)."""
+
+    def step(self) -> None:
+        """One training or inference step; returns when the device has finished."""
+        raise NotImplementedError
+
+    def loss(self) -> float:
+        """The loss computed by the last training step."""
+        raise NotImplementedError
+
+    def output(self) -> np.ndarray:
+        """The logits of the last inference step, as float32, shaped (N, classes)
+        or (N, T, classes)."""
+        raise NotImplementedError
+
+    def weights(self) -> dict[str, np.ndarray]:
+        """Current parameters in canonical names and layouts (see models/layers.py)."""
+        raise NotImplementedError
+
+    def export_onnx(self, path: str) -> None:
+        """Write the network, with its current weights, as an ONNX file at path that
+        maps "input" (the batch as synthetic_batch gives it) to "logits" (as output()
+        returns them), in evaluation mode. Frameworks without an exporter raise."""
+        raise Unsupported(f"{type(self).__name__} has no ONNX export")
+
+    def reset_peak_memory(self) -> None:
+        """Start a new peak of device memory (no-op on the host)."""
+
+    def peak_device_memory(self) -> int | None:
+        """Peak bytes allocated on the device since reset, None on the host."""
+        return None
+
+    def close(self) -> None:
+        """Release device memory."""
+
+
+class Adapter:
+    """One framework. Subclasses set the class attributes and implement the methods."""
+
+    name: str = ""           # the --framework value
+    package: str = ""        # the importable module that must be installed
+    modes: tuple[str, ...] = ()
+    precisions: tuple[str, ...] = PRECISIONS
+    tasks: tuple[str, ...] = TASKS   # "train" and/or "infer"
+    install_hint: str = ""
+
+    def import_error(self) -> str | None:
+        """None when the framework is installed, else why not (no import is done)."""
+        return not_installed(self.package, self.install_hint)
+
+    def versions(self) -> dict[str, str]:
+        """Library and runtime versions (framework, CUDA, cuDNN, ...)."""
+        raise NotImplementedError
+
+    def devices(self) -> list[str]:
+        """The devices this framework can really use here, in harness names."""
+        raise NotImplementedError
+
+    def mode_reason(self, mode: str, device: str) -> str | None:
+        """None when mode runs on this kind of device, else why not."""
+        return None
+
+    def configure_threads(self, threads: int) -> dict[str, Any]:
+        """Set the framework's own thread knobs; returns what it reports it will use."""
+        return {}
+
+    def build(self, spec, cell: Cell, weights: dict[str, np.ndarray]) -> Workload:
+        raise NotImplementedError
+
+    def check(self, cell: Cell) -> str | None:
+        """Why this cell cannot run here, or None. Imports the framework."""
+        if cell.mode not in self.modes:
+            return f"{self.name} has no mode {cell.mode!r} (modes: {', '.join(self.modes)})"
+        if cell.precision not in self.precisions:
+            return f"{self.name} does not run {cell.precision}"
+        reason = self.mode_reason(cell.mode, cell.device)
+        if reason:
+            return reason
+        if cell.precision == "tf32" and not cell.device.startswith("cuda"):
+            return "tf32 is a mode of NVIDIA tensor cores; it has no meaning on " + cell.device
+        seen = self.devices()
+        if cell.device not in seen:
+            return f"{cell.device} is not present to {self.name} (it sees: {', '.join(seen)})"
+        return None

@@ -1,0 +1,62 @@
+"""The JAX adapter. jax is imported only when a method needs it.
+
+The networks are pure functions of plain parameter dicts keyed by the canonical
+names (networks.py, resnet.py, lstm.py); the training step is jitted once with
+its state donated (workload.py); weights.py converts layouts to and from the
+canonical ONNX ones.
+"""
+from __future__ import annotations
+
+import os
+
+from xfbench.adapters.base import Adapter
+
+# Backends a harness device name maps to, in the order devices() lists them.
+ACCELERATORS = (("cuda", "cuda"), ("tpu", "tpu"))
+
+
+class JaxAdapter(Adapter):
+    name = "jax"
+    package = "jax"
+    modes = ("jit",)
+    install_hint = "pip install -r requirements.lock (GPU: the 'gpu' extra, TPU: the 'tpu' extra)"
+
+    def versions(self):
+        import jax
+        import jaxlib
+        out = {"jax": jax.__version__, "jaxlib": jaxlib.__version__}
+        for backend, _ in ACCELERATORS:
+            try:
+                out[f"{backend}_platform"] = jax.devices(backend)[0].client.platform_version
+            except RuntimeError:
+                pass  # backend not present
+        return out
+
+    def devices(self):
+        import jax
+        out = ["cpu"]
+        for backend, harness_name in ACCELERATORS:
+            try:
+                out += [f"{harness_name}:{i}" for i in range(len(jax.devices(backend)))]
+            except RuntimeError:
+                pass  # no such backend here
+        return out
+
+    def configure_threads(self, threads):
+        # Other frameworks may share this process and its GPU: take device memory as
+        # needed instead of XLA's default of 75 % up front. Read when the GPU backend starts.
+        os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
+        import jax
+        # XLA's CPU client has no thread-count option here: its pools are sized from the
+        # CPU affinity (and NPROC), which harness.threads.pin set before jax was imported.
+        cpus = len(os.sched_getaffinity(0))
+        jax.devices("cpu")  # start the CPU client now, under that affinity
+        return {"xla_cpu_threads_from": "cpu affinity", "cpus_allowed": cpus,
+                "NPROC": os.environ.get("NPROC"), "matches_request": cpus == threads}
+
+    def build(self, spec, cell, weights):
+        from xfbench.adapters.jax.workload import JaxWorkload
+        return JaxWorkload(spec, cell, weights)
+
+
+ADAPTER = JaxAdapter()

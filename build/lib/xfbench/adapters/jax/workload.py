@@ -1,0 +1,260 @@
+"""One JAX cell: the state and batch resident on the device, and a step compiled ahead of time.
+
+Mode "jit": the whole training step (forward, loss, backward, clipping, SGD momentum
+update, BatchNorm running statistics) is one pure function, jitted once with the
+training state donated, so XLA updates parameters, momentum buffers and running
+statistics in place. prepare() lowers and compiles it; step() calls the compiled
+executable, so no step ever traces or compiles again.
+
+Precisions: fp32 lowers with the default matmul precision "highest" (true fp32
+products; without it XLA may use TF32 or bf16 passes on GPUs and TPUs); tf32 with
+"tensorfloat32"; bf16 and fp16 keep float32 parameters, momentum and loss and
+compute in the half type, fp16 with dynamic loss scaling (PyTorch GradScaler's
+rules: start at 2**16, halve and skip the update on inf/nan, double after 2000
+good steps).
+"""
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from xfbench.adapters.base import Cell, Unsupported, Workload
+from xfbench.adapters.jax import networks
+from xfbench.adapters.jax import weights as W
+from xfbench.adapters.jax.layers import cross_entropy
+from xfbench.models import Spec, synthetic_batch
+
+COMPUTE_DTYPES = {"fp32": jnp.float32, "tf32": jnp.float32, "bf16": jnp.bfloat16,
+                  "fp16": jnp.float16}
+# jax_default_matmul_precision while tracing; half inputs run at the half type anyway.
+MATMUL_PRECISION = {"fp32": "highest", "tf32": "tensorfloat32", "bf16": "default",
+                    "fp16": "default"}
+# Dynamic loss scaling for fp16, with torch.amp.GradScaler's defaults.
+SCALE_INIT, SCALE_GROWTH, SCALE_BACKOFF, SCALE_INTERVAL = 2.0 ** 16, 2.0, 0.5, 2000
+
+
+def resolve_device(name: str):
+    """The jax.Device for a harness device name ("cpu", "cuda:N", "tpu:N")."""
+    kind, _, index = name.partition(":")
+    backend = {"cpu": "cpu", "cuda": "cuda", "tpu": "tpu"}.get(kind)
+    if backend is None:
+        raise Unsupported(f"JAX has no device {name!r}")
+    try:
+        found = jax.devices(backend)
+    except RuntimeError as e:
+        raise Unsupported(f"JAX sees no {kind} device: {str(e).splitlines()[0]}") from e
+    i = int(index or 0)
+    if i >= len(found):
+        raise Unsupported(f"{name} is not present to JAX (it sees {len(found)} {kind} devices)")
+    return found[i]
+
+
+def clip_by_global_norm(grads: dict, max_norm: float) -> dict:
+    """PyTorch's clip_grad_norm_: scale by max_norm / (norm + 1e-6) when that is below 1."""
+    norm = jnp.sqrt(sum(jnp.sum(jnp.square(g)) for g in jax.tree.leaves(grads)))
+    factor = jnp.minimum(1.0, max_norm / (norm + 1e-6))
+    return jax.tree.map(lambda g: g * factor, grads)
+
+
+def make_train_step(spec: Spec, dtype, loss_scaling: bool, data_axis: str | None = None,
+                    average_gradients: bool = True):
+    """state, x, y -> (new state, loss). state = {params, momentum, stats[, scaler]}.
+
+    data_axis: None for one device. Under jax.shard_map (the data-parallel worker,
+    scaling/jax_sharding.py) the name of the mesh axis the batch is split over: each
+    device then differentiates the loss of its own rows (the parameters cast to
+    device-varying, so that autodiff adds no reduction of its own) and the gradients
+    are averaged over the axis (jax.lax.pmean) straight after backward, before
+    unscaling, clipping and the update, as DDP's all-reduce in backward. The loss and
+    running statistics returned are then the device's own.
+
+    average_gradients=False (only with data_axis): the same step without that average,
+    each device updating with its own gradient, as DDP under no_sync(); the worker times
+    it against the normal step for the all-reduce's share of the step. Its devices'
+    states diverge, so it runs under shard_map(check_vma=False)."""
+    lr, mu, clip = spec.lr, spec.momentum, spec.clip_norm
+
+    def train_step(state, x, y):
+        params, stats = state["params"], state["stats"]
+        scale = state["scaler"]["scale"] if loss_scaling else None
+
+        def objective(p):
+            logits, new_stats = networks.apply(spec, p, stats, x, True, dtype)
+            loss = cross_entropy(logits, y)
+            return (loss * scale if loss_scaling else loss), (loss, new_stats)
+
+        if data_axis is None:
+            grads, (loss, new_stats) = jax.grad(objective, has_aux=True)(params)
+        else:
+            local = jax.lax.pcast(params, data_axis, to="varying")
+            grads, (loss, new_stats) = jax.grad(objective, has_aux=True)(local)
+            if average_gradients:
+                grads = jax.lax.pmean(grads, data_axis)
+        if loss_scaling:
+            grads = jax.tree.map(lambda g: g / scale, grads)
+            finite = jnp.all(jnp.array([jnp.all(jnp.isfinite(g)) for g in jax.tree.leaves(grads)]))
+        if clip:
+            grads = clip_by_global_norm(grads, clip)
+        # PyTorch's SGD momentum: v = mu * v + g; w -= lr * v.
+        momentum = jax.tree.map(lambda v, g: mu * v + g, state["momentum"], grads)
+        new_params = jax.tree.map(lambda w, v: w - lr * v, params, momentum)
+        new = {"params": new_params, "momentum": momentum, "stats": new_stats}
+        if loss_scaling:
+            # An overflowing step changes neither weights nor momentum (the running
+            # statistics still move, as in PyTorch); the scale backs off or grows.
+            keep = lambda a, b: jnp.where(finite, a, b)  # noqa: E731
+            new["params"] = jax.tree.map(keep, new_params, params)
+            new["momentum"] = jax.tree.map(keep, momentum, state["momentum"])
+            good = jnp.where(finite, state["scaler"]["good_steps"] + 1, 0)
+            grow = good >= SCALE_INTERVAL
+            new["scaler"] = {
+                "scale": jnp.where(finite, jnp.where(grow, scale * SCALE_GROWTH, scale),
+                                   scale * SCALE_BACKOFF),
+                "good_steps": jnp.where(grow, 0, good),
+            }
+        return new, loss
+
+    return train_step
+
+
+def make_infer_step(spec: Spec, dtype):
+    def infer_step(state, x):
+        logits, _ = networks.apply(spec, state["params"], state["stats"], x, False, dtype)
+        return logits
+    return infer_step
+
+
+class JaxWorkload(Workload):
+    def __init__(self, spec: Spec, cell: Cell, weights: dict[str, np.ndarray], seed: int = 0):
+        if cell.mode != "jit":
+            raise Unsupported(f"unknown JAX mode {cell.mode!r}")
+        if cell.precision not in COMPUTE_DTYPES:
+            raise Unsupported(f"JAX adapter does not run {cell.precision}")
+        self.spec, self.cell = spec, cell
+        self.device = resolve_device(cell.device)
+        self.dtype = COMPUTE_DTYPES[cell.precision]
+        self.matmul_precision = MATMUL_PRECISION[cell.precision]
+        self.train = cell.task == "train"
+        self.loss_scaling = self.train and cell.precision == "fp16"
+
+        # The state: canonical weights in JAX layouts, checked against the network's shapes.
+        params = W.to_jax(spec, weights)
+        shapes, stat_shapes = jax.eval_shape(lambda: networks.init(spec, jax.random.key(seed)))
+        if set(params) != set(shapes) or any(params[k].shape != shapes[k].shape for k in shapes):
+            bad = sorted(k for k in set(params) | set(shapes) if k not in params or k not in shapes
+                         or params[k].shape != shapes[k].shape)
+            raise ValueError(f"{spec.id}: canonical weights do not fit the JAX network: {bad[:5]}")
+        stats = {k: (np.zeros if k.endswith("mean") else np.ones)(s.shape, np.float32)
+                 for k, s in stat_shapes.items()}
+        state = {"params": params, "stats": stats}
+        if self.train:
+            state["momentum"] = {k: np.zeros_like(v) for k, v in params.items()}
+        if self.loss_scaling:
+            state["scaler"] = {"scale": np.float32(SCALE_INIT), "good_steps": np.int32(0)}
+        self.state = jax.device_put(state, self.device)
+
+        # The batch, in the layout the network computes in: NHWC images, time-major tokens.
+        x, y = synthetic_batch(spec, cell.batch_size, seed)
+        if networks.image_layout(spec):
+            x = x.transpose(0, 2, 3, 1)
+        if spec.sequence:
+            x, y = x.T, y.T
+        # Ids fit int32, JAX's default integer type (64-bit types are off by default).
+        self.x_host = np.ascontiguousarray(x if x.dtype == np.float32 else x.astype(np.int32))
+        self.y_host = np.ascontiguousarray(y.astype(np.int32))
+        self.x, self.y = self._to_device()
+        self._check_placement(self.state, self.x, self.y)
+
+        if self.train:
+            self._jit = jax.jit(make_train_step(spec, self.dtype, self.loss_scaling),
+                                donate_argnums=0)
+            self.step = self._train_step
+        else:
+            self._jit = jax.jit(make_infer_step(spec, self.dtype))
+            self.step = self._infer_step
+        self._compiled = self.lowered = None
+        self._loss = self._out = None
+        self.info = {
+            "device_name": self.device.device_kind,
+            "jax_device": str(self.device),
+            "layout": "NHWC" if networks.image_layout(spec) else "n/a",
+            "compute_dtype": jnp.dtype(self.dtype).name,
+            "matmul_precision": self.matmul_precision,
+            "loss_scale": "dynamic, from 2**16" if self.loss_scaling else "none",
+            "lstm_kernel": "lax.scan" if spec.sequence else "n/a",
+        }
+
+    # -- the batch ----------------------------------------------------------------
+    def _to_device(self):
+        return jax.device_put(self.x_host, self.device), jax.device_put(self.y_host, self.device)
+
+    def _batch(self):
+        return self._to_device() if self.cell.data == "copied" else (self.x, self.y)
+
+    def _check_placement(self, *trees) -> None:
+        """No silent fallback: every array must live on the device asked for."""
+        for leaf in jax.tree.leaves(trees):
+            if leaf.devices() != {self.device}:
+                raise RuntimeError(f"asked for {self.device}, but an array is on {leaf.devices()}")
+
+    # -- compile ------------------------------------------------------------------
+    def prepare(self) -> None:
+        """Trace, lower and compile ahead of time; step() then only runs the executable."""
+        args = (self.state, self.x, self.y) if self.train else (self.state, self.x)
+        # The precision is read while tracing, so it holds for every product, backward included.
+        with jax.default_matmul_precision(self.matmul_precision):
+            self.lowered = self._jit.lower(*args)
+        self._compiled = self.lowered.compile()
+        devices = {d for s in jax.tree.leaves(self._compiled.input_shardings)
+                   for d in s.device_set}
+        if devices != {self.device}:
+            raise RuntimeError(f"compiled for {devices}, asked for {self.device}")
+
+    # -- steps --------------------------------------------------------------------
+    def _train_step(self) -> None:
+        if self._compiled is None:
+            self.prepare()
+        x, y = self._batch()
+        self.state, self._loss = self._compiled(self.state, x, y)
+        jax.block_until_ready((self.state, self._loss))
+
+    def _infer_step(self) -> None:
+        if self._compiled is None:
+            self.prepare()
+        x, _ = self._batch()
+        self._out = self._compiled(self.state, x)
+        jax.block_until_ready(self._out)
+
+    # -- results ------------------------------------------------------------------
+    def loss(self) -> float:
+        return float(self._loss)
+
+    def output(self) -> np.ndarray:
+        out = np.asarray(jax.device_get(self._out), np.float32)
+        return out.transpose(1, 0, 2) if self.spec.sequence else out  # back to (N, T, C)
+
+    def export_onnx(self, path: str) -> None:
+        """The network in evaluation mode, with its current weights, through jax2onnx (see export.py)."""
+        from xfbench.adapters.jax.export import export_onnx
+        export_onnx(self, path)
+
+    def weights(self) -> dict[str, np.ndarray]:
+        return W.to_canonical(self.spec, jax.device_get(self.state["params"]))
+
+    def running_stats(self) -> dict[str, np.ndarray]:
+        return {k: np.asarray(v) for k, v in jax.device_get(self.state["stats"]).items()}
+
+    def peak_device_memory(self) -> int | None:
+        # XLA keeps one peak per device for the process; it cannot be reset.
+        if self.device.platform == "cpu":
+            return None
+        stats = self.device.memory_stats() or {}
+        return stats.get("peak_bytes_in_use")
+
+    def close(self) -> None:
+        for leaf in jax.tree.leaves((self.state, self.x, self.y, self._loss, self._out)):
+            if isinstance(leaf, jax.Array) and not leaf.is_deleted():
+                leaf.delete()
+        self.state = self.x = self.y = self._loss = self._out = None
+        self._compiled = self.lowered = None

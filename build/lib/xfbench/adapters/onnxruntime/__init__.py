@@ -1,0 +1,88 @@
+"""The ONNX Runtime adapter: inference of the canonical ONNX graph, one mode per
+execution provider. onnxruntime is imported only when a method needs it.
+
+Modes (each names the execution provider that runs the graph):
+  cpu       CPUExecutionProvider, on device cpu
+  cuda      CUDAExecutionProvider on cuda:N (onnxruntime-gpu)
+  tensorrt  TensorrtExecutionProvider on cuda:N, with the CUDA provider for the
+            nodes TensorRT does not take (onnxruntime-gpu with TensorRT libraries)
+The provider a session really uses is checked; a session that fell back to
+another provider is an error, never a result.
+
+Inference only: a training cell is skipped with the reason below.
+Precision: fp32 (cpu, cuda) and tf32 (cuda, tensorrt). TensorRT picks TF32
+kernels for fp32 layers on its own and ONNX Runtime has no switch to forbid it,
+so its fp32 cell is skipped rather than mislabelled. fp16/bf16 would need a
+converted model and are not offered.
+"""
+from __future__ import annotations
+
+from xfbench.adapters.base import Adapter
+
+TRAIN_REASON = ("ONNX Runtime here runs inference only: training needs onnxruntime-training's "
+                "separate runtime and artifacts, which this suite does not measure")
+HALF_REASON = ("ONNX Runtime runs fp32 (and tf32 on CUDA) here: fp16/bf16 would need a converted "
+               "model, which this suite does not make")
+TRT_FP32_REASON = ("TensorRT may run fp32 layers with TF32 kernels and ONNX Runtime's TensorRT "
+                   "provider cannot forbid it: run the tensorrt mode with --precision tf32")
+
+PROVIDERS = {"cpu": "CPUExecutionProvider", "cuda": "CUDAExecutionProvider",
+             "tensorrt": "TensorrtExecutionProvider"}
+
+
+class OnnxRuntimeAdapter(Adapter):
+    name = "onnxruntime"
+    package = "onnxruntime"
+    modes = ("cpu", "cuda", "tensorrt")
+    tasks = ("infer",)
+    precisions = ("fp32", "tf32")
+    install_hint = "pip install -r requirements.lock (onnxruntime-gpu on NVIDIA machines)"
+
+    def versions(self):
+        import onnx
+        import onnxruntime as ort
+        return {"onnxruntime": ort.__version__, "onnx": onnx.__version__,
+                "providers": ",".join(ort.get_available_providers())}
+
+    def devices(self):
+        import onnxruntime as ort
+        from xfbench.harness import machine
+        if "CUDAExecutionProvider" not in ort.get_available_providers():
+            return ["cpu"]
+        return ["cpu"] + [f"cuda:{i}" for i in range(machine.gpu_count())]
+
+    def mode_reason(self, mode, device):
+        if mode == "cpu" and device != "cpu":
+            return "the cpu mode runs on the host; use the cuda or tensorrt mode on a GPU"
+        if mode in ("cuda", "tensorrt") and not device.startswith("cuda"):
+            return f"the {mode} execution provider runs only on a CUDA device"
+        return None
+
+    def check(self, cell):
+        if cell.task != "infer":
+            return TRAIN_REASON
+        if cell.precision in ("fp16", "bf16"):
+            return HALF_REASON
+        if cell.mode == "tensorrt" and cell.precision == "fp32":
+            return TRT_FP32_REASON
+        if cell.mode in self.modes and self.mode_reason(cell.mode, cell.device):
+            return self.mode_reason(cell.mode, cell.device)
+        import onnxruntime as ort
+        provider = PROVIDERS.get(cell.mode)
+        if provider and provider not in ort.get_available_providers():
+            return (f"{provider} is not in this onnxruntime build "
+                    f"({', '.join(ort.get_available_providers())}); install onnxruntime-gpu")
+        return super().check(cell)
+
+    def configure_threads(self, threads):
+        # ONNX Runtime ignores the CPU affinity mask and the OpenMP variables: each
+        # session gets its thread counts from SessionOptions (see workload.py).
+        return {"intra_op_num_threads": threads, "inter_op_num_threads": 1,
+                "execution_mode": "ORT_SEQUENTIAL"}
+
+    def build(self, spec, cell, weights):
+        from xfbench.adapters.onnxruntime.workload import OrtWorkload
+        return OrtWorkload(spec, cell, weights)
+
+
+ADAPTER = OnnxRuntimeAdapter()

@@ -1,0 +1,111 @@
+"""One ONNX Runtime cell: a session over the canonical graph, the batch bound once.
+
+The graph is exchange.build_graph's, the one the canonical file holds, with the
+weights the harness gives (identical to the file's). It is handed to the session
+as bytes, so nothing is written to disk.
+
+IO binding keeps the batch and the output buffer on the device across steps;
+a step is one run_with_iobinding, which returns once the device has finished
+(ONNX Runtime synchronises the provider's stream at the end of a run).
+"""
+from __future__ import annotations
+
+import numpy as np
+import onnxruntime as ort
+
+from xfbench.adapters.base import Cell, Unsupported, Workload
+from xfbench.adapters.onnxruntime import TRAIN_REASON
+from xfbench.exchange.graph import INPUT, OPSET, OUTPUT, build_graph
+from xfbench.models import Spec, synthetic_batch
+
+
+def provider_list(cell: Cell) -> list[tuple[str, dict]]:
+    """The providers to ask for, first the one the cell names."""
+    if cell.mode == "cpu":
+        return [("CPUExecutionProvider", {})]
+    device_id = int(cell.device.split(":")[1])
+    cuda = ("CUDAExecutionProvider", {
+        "device_id": device_id,
+        # fp32 means IEEE fp32: the CUDA provider's TF32 default is switched off.
+        "use_tf32": 1 if cell.precision == "tf32" else 0,
+        "cudnn_conv_algo_search": "EXHAUSTIVE",
+        "do_copy_in_default_stream": 1,
+    })
+    if cell.mode == "cuda":
+        return [cuda]
+    trt = ("TensorrtExecutionProvider", {"device_id": device_id, "trt_fp16_enable": False,
+                                         "trt_int8_enable": False})
+    return [trt, cuda]
+
+
+class OrtWorkload(Workload):
+    def __init__(self, spec: Spec, cell: Cell, weights: dict[str, np.ndarray], seed: int = 0):
+        if cell.task != "infer":
+            raise Unsupported(TRAIN_REASON)
+        self.spec, self.cell, self._weights = spec, cell, weights
+        model, _ = build_graph(spec, weights, "infer")
+
+        options = ort.SessionOptions()
+        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+        options.intra_op_num_threads = cell.threads
+        options.inter_op_num_threads = 1
+        providers = provider_list(cell)
+        self.session = ort.InferenceSession(model.SerializeToString(), options,
+                                            providers=providers)
+        del model
+        used = self.session.get_providers()
+        if not used or used[0] != providers[0][0]:
+            raise RuntimeError(f"asked ONNX Runtime for {providers[0][0]}, but the session runs "
+                               f"on {', '.join(used) or 'nothing'} (no silent fallback)")
+
+        gpu = cell.mode != "cpu"
+        self.where = ("cuda", int(cell.device.split(":")[1])) if gpu else ("cpu", 0)
+        x, _ = synthetic_batch(spec, cell.batch_size, seed)
+        self.x_host = x
+        self.x = ort.OrtValue.ortvalue_from_numpy(x, *self.where)
+        out_shape = (cell.batch_size,) + spec.output_shape
+        self.out = ort.OrtValue.ortvalue_from_shape_and_type(out_shape, np.float32, *self.where)
+        self.binding = self.session.io_binding()
+        self.binding.bind_ortvalue_input(INPUT, self.x)
+        self.binding.bind_ortvalue_output(OUTPUT, self.out)
+
+        from xfbench.harness import machine
+        gpus = machine.gpus() if gpu else []
+        index = self.where[1]
+        self.info = {
+            "device_name": (gpus[index].get("name", "cuda") if index < len(gpus) else "cuda")
+            if gpu else "cpu",
+            "layout": "NCHW graph (the provider picks its internal layout)",
+            "execution_provider": used[0],
+            "session_providers": used,
+            "graph_optimization_level": "ORT_ENABLE_ALL",
+            "intra_op_num_threads": cell.threads,
+            "inter_op_num_threads": 1,
+            "io_binding": True,
+            "cuda_use_tf32": providers[-1][1].get("use_tf32") if gpu else None,
+            "onnx_opset": OPSET,
+        }
+
+    def step(self) -> None:
+        if self.cell.data == "copied":
+            # A fresh host copy, bound as host memory: ONNX Runtime moves it to the
+            # device inside the run.
+            self.binding.bind_cpu_input(INPUT, self.x_host.copy())
+        self.session.run_with_iobinding(self.binding)
+        self.binding.synchronize_outputs()
+
+    def loss(self) -> float:
+        raise Unsupported(TRAIN_REASON)
+
+    def output(self) -> np.ndarray:
+        if self.where[0] != "cpu":
+            return np.asarray(self.binding.copy_outputs_to_cpu()[0], np.float32)
+        return np.asarray(self.out.numpy(), np.float32)
+
+    def weights(self) -> dict[str, np.ndarray]:
+        return dict(self._weights)  # inference never changes them
+
+    def close(self) -> None:
+        self.binding = self.session = self.x = self.out = None
+

@@ -1,0 +1,262 @@
+"""One TensorFlow cell: the network on its device, the batch resident, and the step.
+
+Modes: eager (the step runs op by op); function (tf.function: one graph, Grappler
+optimisations, oneDNN fusions on the CPU); xla (tf.function(jit_compile=True)).
+Precisions: fp32 is IEEE fp32 (TensorFlow allows TF32 on Ampere and later by
+default, so it is switched off); tf32 switches it on; bf16 and fp16 compute in
+that type over fp32 master weights, fp16 with dynamic loss scaling.
+The update is TensorFlow's fused ResourceApplyMomentum, whose rule is PyTorch's
+(accum = momentum * accum + grad; var -= lr * accum). Keras's SGD keeps
+v = momentum * v - lr * grad instead: the same for a constant rate, but not the
+same numbers, so it is not used.
+"""
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import tensorflow as tf
+
+from xfbench.adapters.base import Cell, Unsupported, Workload
+from xfbench.adapters.tensorflow.networks import Network
+from xfbench.models import Spec
+from xfbench.models import layers as L
+from xfbench.models import synthetic_batch
+
+COMPUTE_DTYPES = {"fp32": tf.float32, "tf32": tf.float32, "bf16": tf.bfloat16,
+                  "fp16": tf.float16}
+MODES = ("eager", "function", "xla")
+
+# Dynamic loss scaling for fp16 (Keras LossScaleOptimizer's defaults).
+INITIAL_LOSS_SCALE = 2.0 ** 15
+GROWTH_INTERVAL = 2000
+
+
+def tf_device(device: str) -> str:
+    """The harness's device name (cpu, cuda:N, tpu:N) in TensorFlow's (/CPU:0, /GPU:N, /TPU:N)."""
+    kind, _, index = device.partition(":")
+    names = {"cpu": "/CPU:0", "cuda": f"/GPU:{index or 0}", "tpu": f"/TPU:{index or 0}"}
+    if kind not in names:
+        raise Unsupported(f"TensorFlow has no device {device!r}")
+    return names[kind]
+
+
+def set_fp32_precision(precision: str) -> bool:
+    """IEEE fp32 unless tf32 was asked for; returns whether TF32 is now allowed."""
+    tf.config.experimental.enable_tensor_float_32_execution(precision == "tf32")
+    return tf.config.experimental.tensor_float_32_execution_enabled()
+
+
+def preferred_layout(spec: Spec, device: str, precision: str) -> str:
+    """channels_last on the CPU (TensorFlow's CPU convolutions and pools want NHWC)
+    and for tensor-core precisions on a GPU; channels_first for fp32 on a GPU,
+    where cuDNN's fp32 kernels are fastest in NCHW."""
+    if spec.sequence or not any(len(s) == 3 for _, s in spec.shapes):
+        return "n/a"
+    if device.startswith("cuda") and precision == "fp32":
+        return "channels_first"
+    return "channels_last"
+
+
+def _same_device(actual: str, wanted: str) -> bool:
+    a, w = tf.DeviceSpec.from_string(actual), tf.DeviceSpec.from_string(wanted)
+    return (a.device_type or "").upper() == w.device_type.upper() and (a.device_index or 0) == (
+        w.device_index or 0)
+
+
+class TensorFlowWorkload(Workload):
+    def __init__(self, spec: Spec, cell: Cell, weights: dict[str, np.ndarray], seed: int = 0):
+        if cell.mode not in MODES:
+            raise Unsupported(f"unknown TensorFlow mode {cell.mode!r}")
+        if cell.device.startswith("tpu"):
+            raise Unsupported("TPU cells need TPUStrategy on a TPU host; this adapter runs "
+                              "CPU and GPU cells only")
+        self.spec, self.cell = spec, cell
+        self.device = tf_device(cell.device)
+        self.gpu = cell.device.startswith("cuda")
+        tf32 = set_fp32_precision(cell.precision)
+        self.compute_dtype = COMPUTE_DTYPES[cell.precision]
+        self.layout = preferred_layout(spec, cell.device, cell.precision)
+        # cuDNN's LSTM on a GPU, except under XLA, which cannot compile it.
+        use_cudnn = self.gpu and cell.mode != "xla"
+
+        x, y = synthetic_batch(spec, cell.batch_size, seed)
+        if x.ndim == 4 and self.layout == "channels_last":
+            x = np.ascontiguousarray(x.transpose(0, 2, 3, 1))   # once, outside the timer
+        self.x_host, self.y_host = x, y
+
+        with tf.device(self.device):
+            self.net = Network(spec, self.layout, weights, use_cudnn, self.compute_dtype)
+            self.x, self.y = self._to_device()
+            self.trainable = self.net.trainable
+            if cell.task == "train":
+                self.slots = [tf.Variable(tf.zeros_like(v), trainable=False)
+                              for v in self.trainable]
+                self.lr = tf.constant(spec.lr, tf.float32)
+                self.momentum = tf.constant(spec.momentum, tf.float32)
+                self.loss_scale = self.good_steps = None
+                if cell.precision == "fp16":
+                    self.loss_scale = tf.Variable(INITIAL_LOSS_SCALE, trainable=False)
+                    self.good_steps = tf.Variable(0, trainable=False, dtype=tf.int64)
+        self._check_placement()
+
+        fn = self._train_fn if cell.task == "train" else self._infer_fn
+        if cell.mode == "eager":
+            self.fn = fn
+        else:
+            self.fn = tf.function(fn, jit_compile=cell.mode == "xla", reduce_retracing=False)
+        self._loss = self._out = None
+
+        self.info = {
+            "device_name": self._device_name(),
+            "layout": self.layout,
+            "tf32": tf32,
+            "compute_dtype": self.compute_dtype.name,
+            "lstm_kernel": ("n/a" if not spec.sequence else
+                            "cudnn (CudnnRNNV3 via keras.layers.LSTM)" if use_cudnn else
+                            "keras.layers.LSTM generic loop" + (" under XLA" if cell.mode == "xla"
+                                                                else "")),
+            "batchnorm_kernel": "FusedBatchNormV3" if self._has_batchnorm() else "n/a",
+            "optimizer": "ResourceApplyMomentum (v = 0.9 v + g; w -= lr v)",
+            "tensorflow_param_count": self.net.native_param_count(),
+            "onednn": os.environ.get("TF_ENABLE_ONEDNN_OPTS", "default (on)"),
+        }
+        if spec.sequence:
+            self.info["lstm_bias"] = ("one bias per layer (Keras): canonical B halves summed on "
+                                      "import; weights() returns B = [sum, zeros]")
+
+    # -- placement ----------------------------------------------------------------
+    def _to_device(self):
+        with tf.device(self.device):
+            return tf.identity(tf.constant(self.x_host)), tf.identity(tf.constant(self.y_host))
+
+    def _check_placement(self) -> None:
+        """No silent fallback: every variable and the batch are where the cell says."""
+        tensors = list(self.trainable) + [self.x, self.y] + list(getattr(self, "slots", []))
+        wrong = sorted({t.device for t in tensors if not _same_device(t.device, self.device)})
+        if wrong:
+            raise RuntimeError(f"asked for {self.cell.device} ({self.device}), but tensors "
+                               f"are on {', '.join(wrong)}")
+
+    def _device_name(self) -> str:
+        if not self.gpu:
+            return "cpu"
+        gpus = tf.config.list_physical_devices("GPU")
+        index = int(self.cell.device.partition(":")[2] or 0)
+        details = tf.config.experimental.get_device_details(gpus[index])
+        return details.get("device_name", gpus[index].name)
+
+    def _has_batchnorm(self) -> bool:
+        return any(isinstance(layer, (L.BatchNorm, L.Bottleneck, L.BasicBlock))
+                   for layer in self.spec.layers)
+
+    # -- the step's body (eager as is, or traced by tf.function) --------------------
+    def _loss_of(self, logits, labels):
+        logits = tf.cast(logits, tf.float32)
+        losses = tf.nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=logits)
+        return tf.reduce_mean(losses)   # mean over samples (and over all tokens)
+
+    def _clip(self, grads):
+        """Global-norm clipping where the spec asks for it, over the canonical tensors:
+        a variable standing for n of them (the Keras LSTM bias, n = 2) counts n times in
+        the norm and gets n times its gradient, as the n tensors' sum would move."""
+        copies = self.net.copies
+        if self.spec.clip_norm:
+            norm = tf.linalg.global_norm([g for g, n in zip(grads, copies) for _ in range(n)])
+            grads, _ = tf.clip_by_global_norm(grads, self.spec.clip_norm, use_norm=norm)
+        return [g * n if n != 1 else g for g, n in zip(grads, copies)]
+
+    def _apply(self, grads) -> None:
+        for v, m, g in zip(self.trainable, self.slots, grads):
+            tf.raw_ops.ResourceApplyMomentum(var=v.handle, accum=m.handle, lr=self.lr, grad=g,
+                                             momentum=self.momentum, use_locking=False,
+                                             use_nesterov=False)
+
+    def _train_fn(self, x, y):
+        with tf.GradientTape() as tape:
+            loss = self._loss_of(self.net(x, training=True), y)
+            target = loss * self.loss_scale if self.loss_scale is not None else loss
+        # The embedding's gradient comes as IndexedSlices; PyTorch's is dense, and so is
+        # its momentum update (every row decays), so it is made dense here.
+        grads = [tf.convert_to_tensor(g) for g in tape.gradient(target, self.trainable)]
+        if self.loss_scale is None:
+            self._apply(self._clip(grads))
+            return loss
+        grads = [g / self.loss_scale for g in grads]
+        finite = tf.reduce_all([tf.reduce_all(tf.math.is_finite(g)) for g in grads])
+
+        def update():
+            self._apply(self._clip(grads))
+            grow = self.good_steps + 1 >= GROWTH_INTERVAL
+            self.loss_scale.assign(tf.where(grow, self.loss_scale * 2.0, self.loss_scale))
+            self.good_steps.assign(tf.where(grow, tf.constant(0, tf.int64), self.good_steps + 1))
+            return tf.constant(True)
+
+        def skip():
+            self.loss_scale.assign(tf.maximum(self.loss_scale / 2.0, 1.0))
+            self.good_steps.assign(0)
+            return tf.constant(False)
+
+        tf.cond(finite, update, skip)
+        return loss
+
+    def _infer_fn(self, x):
+        return self.net(x, training=False)
+
+    # -- steps --------------------------------------------------------------------
+    def _batch(self):
+        return self._to_device() if self.cell.data == "copied" else (self.x, self.y)
+
+    def prepare(self) -> None:
+        if self.cell.mode != "eager":   # trace now; XLA compiles on the first call
+            x, y = self.x, self.y
+            if self.cell.task == "train":
+                self.fn.get_concrete_function(x, y)
+            else:
+                self.fn.get_concrete_function(x)
+
+    def step(self) -> None:
+        with tf.device(self.device):
+            x, y = self._batch()
+            if self.cell.task == "train":
+                self._loss = self.fn(x, y)
+            else:
+                self._out = self.fn(x)
+        self._sync()
+
+    def _sync(self) -> None:
+        # CPU ops run synchronously (eager) and a tf.function returns when its ops are
+        # done; GPU kernels are queued, so wait for them.
+        if self.gpu:
+            tf.test.experimental.sync_devices()
+
+    # -- results ------------------------------------------------------------------
+    def loss(self) -> float:
+        return float(self._loss)
+
+    def output(self) -> np.ndarray:
+        return np.asarray(tf.cast(self._out, tf.float32))
+
+    def export_onnx(self, path: str) -> None:
+        """The network in evaluation mode, with its current weights, through tf2onnx (see export.py)."""
+        from xfbench.adapters.tensorflow.export import export_onnx
+        export_onnx(self, path)
+
+    def weights(self) -> dict[str, np.ndarray]:
+        return self.net.weights()
+
+    def _gpu_name(self) -> str:
+        return "GPU:" + (self.cell.device.partition(":")[2] or "0")
+
+    def reset_peak_memory(self) -> None:
+        if self.gpu:
+            tf.config.experimental.reset_memory_stats(self._gpu_name())
+
+    def peak_device_memory(self) -> int | None:
+        if self.gpu:
+            return int(tf.config.experimental.get_memory_info(self._gpu_name())["peak"])
+        return None
+
+    def close(self) -> None:
+        self.net = self.trainable = self.slots = self.fn = None
+        self.x = self.y = self._loss = self._out = None

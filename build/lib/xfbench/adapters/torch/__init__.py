@@ -1,0 +1,45 @@
+"""The PyTorch adapter. torch is imported only when a method needs it."""
+from __future__ import annotations
+
+from xfbench.adapters.base import Adapter
+
+
+class TorchAdapter(Adapter):
+    name = "torch"
+    package = "torch"
+    modes = ("eager", "compile", "cudagraph")
+    install_hint = "pip install -r requirements.lock"
+
+    def versions(self):
+        import torch
+        out = {"torch": torch.__version__}
+        if torch.cuda.is_available():
+            out["cuda"] = torch.version.cuda
+            out["cudnn"] = str(torch.backends.cudnn.version())
+        return out
+
+    def devices(self):
+        import torch
+        return ["cpu"] + [f"cuda:{i}" for i in range(torch.cuda.device_count())]
+
+    def mode_reason(self, mode, device):
+        if mode == "cudagraph" and not device.startswith("cuda"):
+            return "CUDA graphs replay only on a CUDA device"
+        return None
+
+    def configure_threads(self, threads):
+        import torch
+        torch.set_num_threads(threads)
+        try:
+            # One inter-op thread: N threads means N busy threads, all inside operators.
+            torch.set_num_interop_threads(1)
+        except RuntimeError:
+            pass  # already started in this process; the count below says what holds
+        return {"intra_op": torch.get_num_threads(), "inter_op": torch.get_num_interop_threads()}
+
+    def build(self, spec, cell, weights):
+        from xfbench.adapters.torch.workload import TorchWorkload
+        return TorchWorkload(spec, cell, weights)
+
+
+ADAPTER = TorchAdapter()

@@ -1,0 +1,224 @@
+"""One PyTorch cell: the network on its device, the batch resident, and the step.
+
+Modes: eager; compile (torch.compile of forward+loss, which compiles the
+backward through AOTAutograd, and of the optimizer update); cudagraph (the same
+with mode="reduce-overhead", which replays CUDA graphs).
+Precisions: fp32 is IEEE fp32 everywhere (PyTorch lets cuDNN convolutions and
+RNNs use TF32 by default, so it is switched off explicitly); tf32 switches it on
+for matmuls, convolutions and RNNs; bf16 and fp16 are autocast over fp32
+master weights, fp16 with a gradient scaler.
+"""
+from __future__ import annotations
+
+import contextlib
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from xfbench.adapters.base import Cell, Unsupported, Workload
+from xfbench.adapters.torch import weights as W
+from xfbench.adapters.torch.networks import build_network
+from xfbench.models import Spec, synthetic_batch
+
+AMP_DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
+
+
+def set_fp32_precision(precision: str) -> dict[str, str]:
+    """IEEE fp32 unless tf32 was asked for; returns the settings now in force."""
+    gpu = "tf32" if precision == "tf32" else "ieee"
+    torch.backends.cuda.matmul.fp32_precision = gpu
+    torch.backends.cudnn.conv.fp32_precision = gpu
+    torch.backends.cudnn.rnn.fp32_precision = gpu
+    # oneDNN on the CPU may otherwise run fp32 matmuls in bf16 when told to; never here.
+    torch.backends.mkldnn.matmul.fp32_precision = "ieee"
+    torch.backends.mkldnn.conv.fp32_precision = "ieee"
+    return {"cuda.matmul": torch.backends.cuda.matmul.fp32_precision,
+            "cudnn.conv": torch.backends.cudnn.conv.fp32_precision,
+            "cudnn.rnn": torch.backends.cudnn.rnn.fp32_precision,
+            "mkldnn.matmul": torch.backends.mkldnn.matmul.fp32_precision}
+
+
+def preferred_layout(spec: Spec, device: torch.device, precision: str) -> str:
+    """channels_last where PyTorch is faster with it: oneDNN convolutions on the CPU,
+    and tensor-core (tf32/bf16/fp16) convolutions on CUDA."""
+    if spec.sequence or not any(len(s) == 3 for _, s in spec.shapes):
+        return "n/a"
+    if device.type == "cpu" or precision != "fp32":
+        return "channels_last"
+    return "channels_first"
+
+
+class TorchWorkload(Workload):
+    def __init__(self, spec: Spec, cell: Cell, weights: dict[str, np.ndarray], seed: int = 0):
+        self.spec, self.cell = spec, cell
+        self.device = torch.device(cell.device)
+        precision_flags = set_fp32_precision(cell.precision)
+        torch.manual_seed(seed)
+
+        net = build_network(spec)
+        W.load(spec, net, weights)
+        self.layout = preferred_layout(spec, self.device, cell.precision)
+        memory_format = (torch.channels_last if self.layout == "channels_last"
+                         else torch.contiguous_format)
+        self.net = net.to(self.device, memory_format=memory_format)
+
+        x, y = synthetic_batch(spec, cell.batch_size, seed)
+        if spec.sequence:  # the model is time-major: (T, N)
+            x, y = np.ascontiguousarray(x.T), np.ascontiguousarray(y.T)
+        self.x_host, self.y_host = torch.from_numpy(x), torch.from_numpy(y)
+        if self.device.type == "cuda":
+            self.x_host, self.y_host = self.x_host.pin_memory(), self.y_host.pin_memory()
+        self.memory_format = memory_format if x.ndim == 4 else torch.contiguous_format
+        self.x, self.y = self._to_device()
+
+        if cell.precision in AMP_DTYPES:
+            self.autocast = lambda: torch.autocast(self.device.type, AMP_DTYPES[cell.precision])
+        else:
+            self.autocast = contextlib.nullcontext
+        self.scaler = (torch.amp.GradScaler(self.device.type) if cell.precision == "fp16"
+                       and cell.task == "train" else None)
+
+        compile_mode = {"eager": None, "compile": "default", "cudagraph": "reduce-overhead"}
+        if cell.mode not in compile_mode:
+            raise Unsupported(f"unknown PyTorch mode {cell.mode!r}")
+        mode = compile_mode[cell.mode]
+        compile_ = (lambda f: torch.compile(f, mode=mode)) if mode else (lambda f: f)
+
+        self._loss = self._out = None
+        if cell.task == "train":
+            self.net.train()
+            self.params = [p for p in self.net.parameters()]
+            self.opt = torch.optim.SGD(self.params, lr=spec.lr, momentum=spec.momentum)
+            # Zero momentum buffers from the start: the same first update as SGD's own
+            # (v = g), and a compiled update that sees one state structure, so it
+            # compiles once, in the first step, instead of again in the second.
+            for p in self.params:
+                self.opt.state[p]["momentum_buffer"] = torch.zeros_like(p)
+            self.forward_loss = compile_(self._forward_loss)
+            # The scaler's update must see the inf check, so fp16 keeps it eager.
+            self.update = self._update if self.scaler else compile_(self._update)
+            self.step = self._train_step
+        else:
+            self.net.eval()
+            self.forward = compile_(self.net)
+            self.step = self._infer_step
+
+        params = next(self.net.parameters())
+        if params.device != self.device or self.x.device != self.device:
+            raise RuntimeError(f"asked for {self.device}, but tensors are on {params.device}")
+        self.info = {
+            "device_name": (torch.cuda.get_device_name(self.device) if self.device.type == "cuda"
+                            else "cpu"),
+            "layout": self.layout,
+            "fp32_precision": precision_flags,
+            "lstm_kernel": ("cudnn" if self.device.type == "cuda" else "aten/onednn")
+            if spec.sequence else "n/a",
+        }
+
+    # -- the batch ----------------------------------------------------------------
+    def _to_device(self):
+        x = self.x_host.to(self.device, non_blocking=True, copy=True)
+        if x.ndim == 4:
+            x = x.contiguous(memory_format=self.memory_format)
+        return x, self.y_host.to(self.device, non_blocking=True, copy=True)
+
+    def _batch(self):
+        return self._to_device() if self.cell.data == "copied" else (self.x, self.y)
+
+    # -- steps --------------------------------------------------------------------
+    def _forward_loss(self, x, y):
+        with self.autocast():
+            logits = self.net(x)
+            return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), y.reshape(-1))
+
+    def _update(self):
+        if self.spec.clip_norm:
+            torch.nn.utils.clip_grad_norm_(self.params, self.spec.clip_norm, foreach=True)
+        self.opt.step()
+
+    def _train_step(self) -> None:
+        x, y = self._batch()
+        self.opt.zero_grad(set_to_none=True)
+        loss = self.forward_loss(x, y)
+        if self.scaler:
+            self.scaler.scale(loss).backward()
+            if self.spec.clip_norm:
+                self.scaler.unscale_(self.opt)
+                torch.nn.utils.clip_grad_norm_(self.params, self.spec.clip_norm, foreach=True)
+            self.scaler.step(self.opt)
+            self.scaler.update()
+        else:
+            loss.backward()
+            self.update()
+        self._loss = loss.detach()
+        self._sync()
+
+    def _infer_step(self) -> None:
+        x, _ = self._batch()
+        with torch.inference_mode(), self.autocast():
+            self._out = self.forward(x)
+        self._sync()
+
+    def _sync(self) -> None:
+        if self.device.type == "cuda":
+            torch.cuda.synchronize(self.device)
+
+    # -- results ------------------------------------------------------------------
+    def loss(self) -> float:
+        return float(self._loss)
+
+    def output(self) -> np.ndarray:
+        out = self._out.float().cpu().numpy()
+        return out.transpose(1, 0, 2) if self.spec.sequence else out  # back to (N, T, C)
+
+    def weights(self) -> dict[str, np.ndarray]:
+        return W.from_module(self.spec, self.net)
+
+    def export_onnx(self, path: str) -> None:
+        """torch.onnx.export with the dynamo exporter (torch 2.13's default; it writes
+        through onnxscript), at the suite's opset, weights as external data."""
+        from xfbench.exchange.graph import INPUT, OPSET, OUTPUT
+        net = _BatchFirst(self.net) if self.spec.sequence else self.net
+        x = self.x.T if self.spec.sequence else self.x  # back to (N, T) for the sequence model
+        was_training = self.net.training
+        self.net.eval()
+        saved = (torch.backends.cudnn.conv.fp32_precision, torch.backends.cudnn.rnn.fp32_precision)
+        try:
+            # torch.export reads cuDNN's legacy allow_tf32 flag, which raises in torch 2.13
+            # when conv and rnn are both "ieee"; the flag shapes no exported node, so it is
+            # set to its default for the export and put back after.
+            torch.backends.cudnn.conv.fp32_precision = "tf32"
+            torch.backends.cudnn.rnn.fp32_precision = "tf32"
+            with torch.no_grad():
+                torch.onnx.export(net, (x,), str(path), input_names=[INPUT], output_names=[OUTPUT],
+                                  opset_version=OPSET, dynamo=True, external_data=True,
+                                  verbose=False)
+        finally:
+            torch.backends.cudnn.conv.fp32_precision, torch.backends.cudnn.rnn.fp32_precision = saved
+            self.net.train(was_training)
+
+    def reset_peak_memory(self) -> None:
+        if self.device.type == "cuda":
+            torch.cuda.reset_peak_memory_stats(self.device)
+
+    def peak_device_memory(self) -> int | None:
+        if self.device.type == "cuda":
+            return torch.cuda.max_memory_allocated(self.device)
+        return None
+
+    def close(self) -> None:
+        self.net = self.x = self.y = self._loss = self._out = None
+        if self.device.type == "cuda":
+            torch.cuda.empty_cache()
+
+
+class _BatchFirst(torch.nn.Module):
+    """The time-major LSTM model seen batch-first, as the exchange format is: (N, T) -> (N, T, V)."""
+
+    def __init__(self, net: torch.nn.Module):
+        super().__init__()
+        self.net = net
+
+    def forward(self, tokens: torch.Tensor) -> torch.Tensor:
+        return self.net(tokens.transpose(0, 1)).transpose(0, 1)

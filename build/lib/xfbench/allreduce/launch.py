@@ -1,0 +1,75 @@
+"""Start a worker as a subprocess and read its result: the suite's (and a runner's) way in.
+
+torch: torchrun with one process per rank on this machine, over loopback:
+    python -m torch.distributed.run --nproc-per-node W --master-addr 127.0.0.1 --master-port P
+        -m xfbench.allreduce.torch_collectives --device ... --sizes ... --out ...
+jax: one process over W devices:
+    python -m xfbench.allreduce.jax_psum --world-size W --device ... --sizes ... --out ...
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from xfbench.allreduce.jax_psum import host_devices_env
+from xfbench.harness.processes import end_with_descendants, free_port
+
+ROOT = Path(__file__).resolve().parent.parent
+TAIL_CHARS = 4000
+
+
+class LaunchError(RuntimeError):
+    """The worker crashed or timed out; the message ends with its output's tail."""
+
+
+
+def command(framework: str, device: str, world_size: int, sizes: list[int], preset: str, out: str,
+            threads_per_rank: int | None = None, rounds: int | None = None,
+            torchrun_options: tuple[str, ...] = ()) -> tuple[list[str], dict]:
+    args = ["--device", device, "--sizes", ",".join(str(s) for s in sizes), "--preset", preset,
+            "--out", str(out)]
+    if threads_per_rank:
+        args += ["--threads-per-rank", str(threads_per_rank)]
+    if rounds:
+        args += ["--rounds", str(rounds)]
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT)] + [p for p in [env.get("PYTHONPATH")] if p])
+    if framework == "torch":
+        launcher = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", str(world_size)]
+        if not any(o.startswith(("--rdzv", "--master", "--nnodes")) for o in torchrun_options):
+            launcher += ["--master-addr", "127.0.0.1", "--master-port", str(free_port())]
+        return launcher + list(torchrun_options) + ["-m", "xfbench.allreduce.torch_collectives"] + args, env
+    if framework == "jax":
+        if device == "cpu":
+            env = host_devices_env(world_size, env)
+        return [sys.executable, "-m", "xfbench.allreduce.jax_psum", "--world-size", str(world_size)] + args, env
+    raise ValueError(f"no all-reduce worker for {framework!r}")
+
+
+def run(framework: str, device: str, world_size: int, sizes: list[int], preset: str,
+        timeout: float, threads_per_rank: int | None = None, rounds: int | None = None,
+        cpus: list[int] | None = None) -> tuple[dict, str]:
+    """(the worker's result JSON, its output). Raises LaunchError when there is no result.
+    cpus: the CPUs the worker's ranks share out (default: those of this process)."""
+    with tempfile.TemporaryDirectory(prefix="xfbench-allreduce-") as tmp:
+        out = Path(tmp) / "result.json"
+        argv, env = command(framework, device, world_size, sizes, preset, str(out),
+                            threads_per_rank, rounds)
+        proc = subprocess.Popen(argv, cwd=ROOT, env=env, stdout=subprocess.PIPE,
+                                stderr=subprocess.STDOUT, text=True,
+                                preexec_fn=(lambda: os.sched_setaffinity(0, cpus)) if cpus else None)
+        try:
+            output, _ = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            end_with_descendants(proc.pid)   # torchrun's ranks are in sessions of their own
+            output, _ = proc.communicate()
+            raise LaunchError(f"{framework} all-reduce over {world_size} ranks timed out after "
+                              f"{timeout:g} s\n{(output or '')[-TAIL_CHARS:]}") from None
+        if not out.exists():
+            raise LaunchError(f"{framework} all-reduce over {world_size} ranks exited with code "
+                              f"{proc.returncode} and no result\n{output[-TAIL_CHARS:]}")
+        return json.loads(out.read_text()), output

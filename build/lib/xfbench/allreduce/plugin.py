@@ -1,0 +1,279 @@
+"""The all-reduce suite's pytest plumbing: options, test cases, the fixture, the summary.
+
+Options (beside the common --framework, --device, --preset and --threads):
+  --world-sizes     ranks per sweep, comma-separated (default: 1,2 on CPU; on CUDA 1, 2, 4, ...
+                    up to the GPUs present, and their number)
+  --allreduce-sizes message sizes: 1KB,4MB,1GB or a doubling range 1KB:1GB (default: 1KB:1GB,
+                    smoke preset 1KB:1MB), capped at 1/8 of the memory each rank has
+--framework picks torch and/or jax (default both); --threads is threads per rank on CPU
+(default: the CPUs this process may use, shared out over the largest world size).
+The suite (suites/test_allreduce.py) runs only when named on the command line.
+"""
+from __future__ import annotations
+
+import importlib.util
+import os
+import sys
+from dataclasses import dataclass
+
+import pytest
+
+from xfbench.allreduce import FRAMEWORKS, sizes as sizes_mod
+from xfbench.allreduce.table import sweep_tables
+from xfbench.allreduce.timing import TIMINGS
+
+SELECTION = pytest.StashKey()
+RECORDS = pytest.StashKey()
+SUITE_FILE = "test_allreduce.py"
+# The CPUs of this process before the common --threads option narrows them: the ranks
+# share these out (each rank gets --threads of them).
+START_CPUS = sorted(os.sched_getaffinity(0))
+
+
+class OptionError(ValueError):
+    """A bad option; the message is one line for the user."""
+
+
+@dataclass(frozen=True)
+class Case:
+    framework: str
+    device: str            # "cpu" or "cuda" (all GPUs of the machine, one per rank)
+    world_size: int
+
+    @property
+    def id(self) -> str:
+        return f"{self.framework}-{self.device}-n{self.world_size}"
+
+
+@dataclass(frozen=True)
+class AllreduceSelection:
+    cases: tuple[Case, ...]
+    sizes: tuple[int, ...]
+    sizes_explicit: bool
+    preset: str
+    threads_per_rank: int | None     # None: CPUs // largest CPU world size
+    not_selected: str | None = None  # why no case is selected
+
+
+def _split(value: str | None) -> list[str]:
+    return [v.strip() for v in (value or "").split(",") if v.strip()]
+
+
+def parse_world_sizes(text: str) -> list[int]:
+    out = []
+    for part in _split(text):
+        try:
+            n = int(part)
+        except ValueError:
+            n = 0
+        if n < 1:
+            raise OptionError(f"bad --world-sizes value {part!r}; write positive whole numbers, e.g. 1,2,4")
+        out.append(n)
+    if not out:
+        raise OptionError(f"no world size in --world-sizes {text!r}; write e.g. 1,2")
+    return sorted(set(out))
+
+
+def default_world_sizes(device: str, gpus: int) -> list[int]:
+    if device == "cpu":
+        return [1, 2]
+    powers = [2**k for k in range(max(gpus, 1).bit_length()) if 2**k <= max(gpus, 1)]
+    return sorted(set(powers + [max(gpus, 1)]))
+
+
+def device_kind(device: str) -> str:
+    return device.split(":")[0]
+
+
+def select(world_sizes=None, allreduce_sizes=None, framework=None, device=None, preset=None,
+           threads=None, gpus: int | None = None, cpus: int | None = None,
+           check_cpus: bool = True) -> AllreduceSelection:
+    """Validate raw option strings (the common ones already checked by the root conftest).
+    check_cpus: whether --threads per rank must fit the largest CPU world size (only when
+    the suite runs: elsewhere --threads means the network suites' threads)."""
+    from xfbench.harness import machine
+    from xfbench.harness.selection import SelectionError, normalize_device
+    gpus = machine.gpu_count() if gpus is None else gpus
+    cpus = len(START_CPUS) if cpus is None else cpus
+    named = _split(framework)
+    frameworks = [f for f in FRAMEWORKS if f in named] if named else list(FRAMEWORKS)
+    not_selected = None
+    if not frameworks:
+        not_selected = f"--framework {framework} names no all-reduce worker ({', '.join(FRAMEWORKS)})"
+    devices = [device_kind(normalize_device(d)) for d in _split(device)] or \
+        ["cpu"] + (["cuda"] if gpus else [])
+    devices = list(dict.fromkeys(devices))
+    explicit_ws = parse_world_sizes(world_sizes) if world_sizes not in (None, "") else None
+    try:
+        nbytes = sizes_mod.parse_sizes(allreduce_sizes) if allreduce_sizes not in (None, "") \
+            else sizes_mod.doubling(*(sizes_mod.SMOKE if preset == "smoke" else sizes_mod.DEFAULT))
+    except sizes_mod.SizeError as e:
+        raise OptionError(f"--allreduce-sizes: {e}") from None
+    try:
+        threads_per_rank = int(threads) if threads not in (None, "") else None
+    except ValueError:
+        raise SelectionError(f"bad --threads {threads!r}") from None   # the conftest says why
+    cases = []
+    for fw in frameworks:
+        for dev in devices:
+            for n in explicit_ws or default_world_sizes(dev, gpus):
+                cases.append(Case(fw, dev, n))
+    cpu_ws = [c.world_size for c in cases if c.device == "cpu"]
+    if check_cpus and threads_per_rank and cpu_ws and threads_per_rank * max(cpu_ws) > cpus:
+        raise OptionError(f"--threads {threads_per_rank} per rank times {max(cpu_ws)} ranks needs "
+                          f"{threads_per_rank * max(cpu_ws)} CPUs; this process may use {cpus}")
+    return AllreduceSelection(tuple(cases), tuple(nbytes), allreduce_sizes not in (None, ""),
+                              preset or "paper", threads_per_rank, not_selected)
+
+
+def pytest_addoption(parser):
+    group = parser.getgroup("xfbench", "xfbench cell selection")
+    group.addoption("--world-sizes", action="store", default=None,
+                    help="all-reduce suite: ranks per sweep, comma-separated (default: 1,2 on CPU; "
+                         "1, 2, 4, ... up to the GPUs present on cuda)")
+    group.addoption("--allreduce-sizes", action="store", default=None,
+                    help="all-reduce suite: message sizes, 1KB,4MB,1GB or a doubling range 1KB:1GB "
+                         "(default: 1KB:1GB, smoke preset 1KB:1MB; capped by memory)")
+
+
+def _select(config) -> AllreduceSelection:
+    return select(**{name: config.getoption(name) for name in (
+        "world_sizes", "allreduce_sizes", "framework", "device", "preset", "threads")},
+        check_cpus=asked_for(config))
+
+
+def pytest_cmdline_main(config):
+    """Bad all-reduce options: one line and exit status 2, before anything runs."""
+    from xfbench.harness.selection import SelectionError
+    try:
+        config.stash[SELECTION] = _select(config)
+    except OptionError as e:
+        sys.stderr.write(f"ERROR: {str(e).splitlines()[0]}\n")
+        return 2
+    except SelectionError:
+        pass     # a bad common option: the root conftest reports it
+    return None
+
+
+@pytest.hookimpl(trylast=True)   # after the root conftest has validated the common options
+def pytest_configure(config):
+    if SELECTION not in config.stash:
+        config.stash[SELECTION] = _select(config)
+    config.stash[RECORDS] = []
+
+
+def asked_for(config) -> bool:
+    """Whether the suite's file was named on the command line (alone, or with test ids)."""
+    return any(str(arg).split("::")[0].endswith(SUITE_FILE) for arg in config.args)
+
+
+def pytest_generate_tests(metafunc):
+    if "allreduce_case" not in metafunc.fixturenames:
+        return
+    sel = metafunc.config.stash[SELECTION]
+    reason = None if asked_for(metafunc.config) else \
+        f"the all-reduce suite runs when named: pytest xfbench/suites/{SUITE_FILE}"
+    reason = reason or sel.not_selected
+    if reason:
+        metafunc.parametrize("allreduce_case", [pytest.param(None, marks=pytest.mark.skip(
+            reason=reason))], ids=["not-selected"])
+        return
+    metafunc.parametrize("allreduce_case", sel.cases, ids=[c.id for c in sel.cases])
+
+
+def _skip_reason(case: Case) -> str | None:
+    module = {"torch": "torch", "jax": "jax"}[case.framework]
+    if importlib.util.find_spec(module) is None:
+        return f"{module} is not installed"
+    if case.device not in ("cpu", "cuda"):
+        return f"no all-reduce worker for device {case.device!r} (cpu, cuda)"
+    if case.device == "cuda":
+        from xfbench.harness import machine
+        gpus = machine.gpu_count()
+        if gpus < case.world_size:
+            return (f"one GPU per rank: {case.world_size} asked for, "
+                    f"this machine has {gpus}")
+    return None
+
+
+def _threads_per_rank(sel: AllreduceSelection, case: Case) -> int | None:
+    if case.device != "cpu":
+        return None
+    if sel.threads_per_rank:
+        return sel.threads_per_rank
+    largest = max(c.world_size for c in sel.cases if c.device == "cpu")
+    return max(1, len(START_CPUS) // largest)
+
+
+@pytest.fixture
+def run_allreduce(request, benchmark):
+    """Run one sweep (every size, every pattern of the framework) and record it as one benchmark entry."""
+    from xfbench.allreduce.launch import LaunchError, run
+    from xfbench.harness.external import record_durations
+    from xfbench.harness.presets import PRESETS
+    config = request.config
+    sel = config.stash[SELECTION]
+
+    def go(case: Case) -> dict:
+        reason = _skip_reason(case)
+        if reason:
+            pytest.skip(reason)
+        cap = sizes_mod.memory_cap(case.device, case.world_size,
+                                   one_gpu_holds_all=case.framework == "jax")
+        chosen = [s for s in sel.sizes if s <= cap]
+        left_out = [s for s in sel.sizes if s > cap]
+        if not chosen:
+            pytest.skip(f"every message size is over the memory cap of {cap} bytes per rank")
+        preset = PRESETS.get(sel.preset)
+        timeout = config.getoption("cell_timeout", None) or \
+            (preset.cell_timeout_s if preset else 3600.0)
+        timing = sel.preset if sel.preset in TIMINGS else "paper"
+        threads = _threads_per_rank(sel, case)
+        try:
+            result, output = run(case.framework, case.device, case.world_size, chosen, timing,
+                                 timeout, threads_per_rank=threads, cpus=START_CPUS)
+        except LaunchError as e:
+            config.stash[RECORDS].append({"case": case.id, "status": "failed", "reason": str(e)})
+            raise
+        if result.get("unavailable"):
+            pytest.skip(result["reason"])
+        if result["status"] != "ok":
+            config.stash[RECORDS].append({"case": case.id, **result})
+            raise RuntimeError(f"{case.id}: {result.get('reason')}\n{output[-3000:]}")
+        rows = result["rows"]
+        largest = max((r for r in rows if r["pattern"] == "allreduce"), key=lambda r: r["bytes"])
+        backend = result["backend"]
+        benchmark.group = f"allreduce {case.framework} {backend} n{case.world_size}"
+        record = {"kind": "allreduce_sweep", "framework": case.framework, "backend": backend,
+                  "device": case.device, "device_name": result["device_name"],
+                  "world_size": case.world_size, "threads_per_rank": result.get("threads_per_rank"),
+                  "preset": sel.preset, "timing": result.get("timing"),
+                  "status": "ok" if all(r["correct"] for r in rows) else "failed",
+                  "stats_are": f"seconds per all-reduce of {largest['bytes']} bytes",
+                  "memory_cap_bytes": cap, "sizes_left_out": left_out,
+                  "versions": result.get("versions", {}),
+                  "rows": [{k: v for k, v in r.items() if k != "round_seconds"} for r in rows]}
+        benchmark.extra_info.update(record)
+        record_durations(benchmark, largest["round_seconds"])
+        config.stash[RECORDS].append(record)
+        return record
+
+    return go
+
+
+def pytest_terminal_summary(terminalreporter, config):
+    records = config.stash.get(RECORDS, [])
+    if not records:
+        return
+    terminalreporter.write_sep("=", "xfbench all-reduce: median time per operation, nccl-tests' "
+                                    "algbw and busbw")
+    for r in records:
+        if r.get("rows"):
+            terminalreporter.write_line(sweep_tables(r["rows"]))
+            if r.get("sizes_left_out"):
+                terminalreporter.write_line(
+                    f"  (left out, over the memory cap of {r['memory_cap_bytes']} bytes: "
+                    + ", ".join(sizes_mod.label(s) for s in r["sizes_left_out"]) + ")")
+        else:
+            terminalreporter.write_line(f"# {r.get('case')}: {r.get('status')}: "
+                                        f"{str(r.get('reason', '')).splitlines()[0]}")

@@ -1,0 +1,1 @@
+"""One module per GEMM implementation; each imports only its own framework, inside methods."""

@@ -1,0 +1,222 @@
+"""One GEMM cell: inputs, the correctness check, warm-up, timing, the record.
+
+Timing. Each pytest-benchmark round is one call of `batch(calls)`:
+- on the CPU, calls = 1 and the round is perf_counter around one product that
+  returns when done, so pytest-benchmark's own statistics are the per-product
+  times and its median is the figure quoted;
+- on a GPU, a round is `calls` products queued back to back (enough to keep the
+  device busy for about ROUND_S), timed by the implementation's timer: CUDA events
+  for CuPy and PyTorch (device time, with the batch queued behind a sleep kernel
+  so launch gaps do not count), the wall clock stopped after a device sync for
+  the others. A single small product lasts a few microseconds, below what the
+  wall clock around one call can resolve, which is why GPU rounds are batches.
+  The quoted figure is the median over rounds of the timer's seconds / calls;
+  pytest-benchmark's statistics (wall time per round of `calls` products) stay
+  in the JSON for its compare tooling.
+Inputs. Several input sets are rotated so that consecutive products never find
+their operands in a cache (together the sets exceed FLUSH_BYTES, more than any
+current GPU L2 or CPU L3), as far as free memory allows.
+"""
+from __future__ import annotations
+
+import gc
+import math
+import statistics
+import time
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import psutil
+
+from xfbench.gemm import get_impl
+from xfbench.gemm.check import TOLERANCE, Sample, random_pool, within
+from xfbench.gemm.impls.base import Unsupported
+from xfbench.gemm.peaks import peak_share, peak_tflops
+from xfbench.gemm.shapes import Shape
+from xfbench.harness.presets import Preset
+from xfbench.harness.threads import CpuMeter, allowed_cpus
+
+ROUND_S = 0.01          # GPU: device time of one round of queued products
+MAX_CALLS = 200         # well below CUDA's queue of pending launches (about 1000)
+FLUSH_BYTES = 256 * 2**20
+MAX_SETS = 32
+SHIFT = 7936            # offset between input sets drawn from one random pool (16 x 496)
+ITEMSIZE = {"fp32": 4, "tf32": 4, "bf16": 2, "fp16": 2, "fp8": 1}
+OUT_ITEMSIZE = {**ITEMSIZE, "fp8": 2}    # fp8 products are written as bf16
+
+
+class Skip(Exception):
+    """The cell cannot run here; the message says why."""
+
+
+class WrongProduct(AssertionError):
+    """The product failed the correctness check."""
+
+
+@dataclass(frozen=True)
+class GemmCell:
+    impl: str
+    shape: Shape
+    dtype: str
+    device: str
+    threads: int
+
+    @property
+    def id(self) -> str:
+        return (f"{self.impl}-{self.shape.label}-{self.dtype}-{self.device.replace(':', '')}"
+                f"-t{self.threads}")
+
+    def as_dict(self) -> dict[str, Any]:
+        s = asdict(self.shape)
+        return {"suite": "gemm", "task": "gemm", "impl": self.impl, "framework": self.impl,
+                "shape": s["label"], "m": s["m"], "n": s["n"], "k": s["k"],
+                "dtype": self.dtype, "precision": self.dtype, "device": self.device,
+                "threads": self.threads}
+
+
+def matrix_bytes(shape: Shape, dtype: str) -> tuple[int, int]:
+    """Bytes of A + B, and of C."""
+    a, b, c = shape.elements()
+    return (a + b) * ITEMSIZE[dtype], c * OUT_ITEMSIZE[dtype]
+
+
+def input_sets(shape: Shape, dtype: str, spare_bytes: int | None) -> int:
+    """How many input sets to rotate: enough to exceed FLUSH_BYTES, as memory allows."""
+    per_set, _ = matrix_bytes(shape, dtype)
+    n = max(1, min(MAX_SETS, math.ceil(FLUSH_BYTES / per_set)))
+    if spare_bytes is not None:
+        n = max(1, min(n, 1 + spare_bytes // per_set))
+    return n
+
+
+def _gib(n: float) -> str:
+    return f"{n / 2**30:.2f} GiB"
+
+
+def measure(benchmark, cell: GemmCell, preset: Preset, threads_config: dict[str, Any],
+            seed: int = 0) -> dict:
+    """Run one GEMM cell under pytest-benchmark; returns the record put in extra_info.
+    Raises Skip when the cell cannot run here, WrongProduct when the check fails
+    (after putting the failed record in `benchmark.extra_info`)."""
+    impl = get_impl(cell.impl)
+    reason = impl.import_error() or impl.reason(cell.dtype, cell.device)
+    if reason:
+        raise Skip(reason)
+    shape, dtype, device = cell.shape, cell.dtype, cell.device
+    pairs = None
+    try:
+        try:
+            mode = impl.prepare(dtype, device)
+        except Unsupported as e:
+            raise Skip(str(e)) from e
+        operands, out = matrix_bytes(shape, dtype)
+        pool_bytes = 4 * (sum(shape.elements()[:2]) + (MAX_SETS - 1) * SHIFT)
+        if device == "cpu":
+            free = psutil.virtual_memory().available - pool_bytes
+        else:
+            free = impl.free_bytes(device)
+        if free is not None and operands + out > free:
+            raise Skip(f"the three matrices need {_gib(operands + out)}; {device} has "
+                       f"{_gib(max(free, 0))} free")
+        # Leave a quarter of free memory to the library (workspaces, its own pool).
+        spare = None if free is None else int(0.75 * free) - operands - out
+        n_sets = input_sets(shape, dtype, spare)
+
+        a_n, b_n, _ = shape.elements()
+        pool = impl.quantize(random_pool(a_n + b_n + (n_sets - 1) * SHIFT, seed), dtype)
+        host = [(pool[i * SHIFT:i * SHIFT + a_n].reshape(shape.m, shape.k),
+                 pool[a_n + i * SHIFT:a_n + i * SHIFT + b_n].reshape(shape.k, shape.n))
+                for i in range(n_sets)]
+        sample = Sample.of(*host[0], seed=seed)
+        try:
+            pairs = [(impl.load(a, "a", dtype, device), impl.load(b, "b", dtype, device))
+                     for a, b in host]
+        except Unsupported as e:
+            raise Skip(str(e)) from e
+        del host, pool
+
+        # First product: compilation, autotuning and the check, timed apart.
+        t0 = time.perf_counter()
+        c = impl.matmul(*pairs[0])
+        got = impl.fetch(c, sample.rows, sample.cols)
+        compile_s = time.perf_counter() - t0
+        placed = impl.placed_on(c)
+        del c
+        if placed != device:
+            raise RuntimeError(f"asked for {device}, but the product was computed on {placed}")
+        error = sample.error(got)
+
+        record = {
+            **cell.as_dict(),
+            "preset": preset.name,
+            "call": mode.pop("call", impl.call),
+            "device_name": impl.device_name(device),
+            "flops_per_call": shape.flops,
+            "check_error": error,
+            "check_tolerance": TOLERANCE[dtype],
+            "check_block": [len(sample.rows), len(sample.cols)],
+            "compile_s": compile_s,
+            "input_sets": n_sets,
+            "threads_requested": cell.threads,
+            "threads_config": {"cpus_allowed": len(allowed_cpus()), **threads_config},
+            "versions": impl.versions(),
+            **mode,
+        }
+        if not within(error, dtype):
+            record.update(status="failed", reason=f"wrong product: relative error {error:.3g} "
+                                                  f"> tolerance {TOLERANCE[dtype]:g}")
+            benchmark.extra_info.update(record)
+            raise WrongProduct(record["reason"])
+
+        timer = impl.timer(device)
+        turn = [0]
+
+        def batch(calls: int) -> float:
+            timer.start(calls)
+            last = None
+            for _ in range(calls):
+                a, b = pairs[turn[0] % n_sets]
+                turn[0] += 1
+                last = impl.matmul(a, b)
+            return timer.stop(last)
+
+        calls = 1
+        if device != "cpu":
+            probe = min(n_sets, 8)
+            per_call = batch(probe) / probe
+            calls = max(1, min(MAX_CALLS, math.ceil(ROUND_S / max(per_call, 1e-9))))
+        for _ in range(preset.warmup):
+            batch(calls)
+        t0 = time.perf_counter()
+        batch(calls)
+        rounds = preset.rounds(time.perf_counter() - t0)
+
+        samples: list[float] = []
+        with CpuMeter() as meter:
+            benchmark.pedantic(lambda: samples.append(batch(calls)), rounds=rounds,
+                               iterations=1, warmup_rounds=0)
+        stats = benchmark.stats.stats if benchmark.stats else None
+        if device == "cpu" and stats:
+            seconds = stats.median
+        else:
+            seconds = statistics.median(samples) / calls
+        tflops = shape.flops / seconds / 1e12 if seconds > 0 else math.nan
+        record.update({
+            "status": "ok",
+            "seconds_per_call": seconds,
+            "tflops": tflops,
+            "peak_tflops": peak_tflops(record["device_name"], dtype),
+            "peak_share": peak_share(tflops, record["device_name"], dtype),
+            "share_of_best": None,   # filled in at the end of the session (gemm/best.py)
+            "timer": "perf_counter (pytest-benchmark)" if device == "cpu" else timer.kind,
+            "calls_per_round": calls,
+            "rounds": rounds,
+            "warmup_rounds": preset.warmup,
+            "threads_used": round(meter.threads_used, 2),
+        })
+        benchmark.extra_info.update(record)
+        return record
+    finally:
+        pairs = None
+        gc.collect()
+        impl.release()

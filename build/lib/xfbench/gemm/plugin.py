@@ -1,0 +1,150 @@
+"""The GEMM suite's pytest plumbing: options, cells, the fixture, and the
+end-of-session share-of-best (in the JSON and the terminal table).
+
+Options (beside the common --precision, --device, --threads and --preset):
+  --gemm-impl   implementations, comma-separated: cupy, torch, jax, tensorflow,
+                onnxruntime, numpy. Default: the frameworks named by --framework
+                (their own matmuls, without the cupy/numpy baselines), or every
+                implementation when --framework is not given. Implementations
+                that are not installed, or cannot run on a device, skip with the reason.
+  --gemm-sizes  N (square), MxNxK, layers[:BATCH]; default: the preset's list.
+--model names networks, so with it (and neither GEMM option) no GEMM cell is selected.
+--precision defaults to every GEMM type here (fp32, tf32, bf16, fp16, fp8).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pytest
+
+from xfbench.gemm import DTYPES, FRAMEWORK_IMPL, IMPLS, get_impl
+from xfbench.gemm.best import fill_share_of_best
+from xfbench.gemm.measure import GemmCell, Skip, WrongProduct, measure
+from xfbench.gemm.shapes import Shape, ShapeError, parse_sizes, preset_shapes
+from xfbench.gemm.table import gemm_table
+from xfbench.harness.presets import Preset
+from xfbench.harness.selection import SelectionError, parse
+
+GEMM = pytest.StashKey()
+RECORDS = pytest.StashKey()
+CONFIGURED = pytest.StashKey()
+
+
+@dataclass(frozen=True)
+class GemmSelection:
+    impls: tuple[str, ...]
+    shapes: tuple[Shape, ...]
+    dtypes: tuple[str, ...]
+    devices: tuple[str, ...]
+    threads: int
+    preset: Preset
+
+    def cells(self) -> list[GemmCell]:
+        return [GemmCell(impl, shape, dtype, device, self.threads)
+                for impl in self.impls for device in self.devices
+                for dtype in self.dtypes for shape in self.shapes]
+
+
+def _split(value: str | None) -> list[str]:
+    return [v.strip() for v in (value or "").split(",") if v.strip()]
+
+
+def select(gemm_impl=None, gemm_sizes=None, framework=None, precision=None, device=None,
+           threads=None, preset=None, model=None) -> GemmSelection:
+    """Validate raw option strings into a GemmSelection (SelectionError on bad input)."""
+    # The common options, validated exactly as the network suites validate them.
+    sel = parse(framework="null", precision=precision, device=device, threads=threads,
+                preset=preset)
+    impls = _split(gemm_impl)
+    for name in impls:
+        if name not in IMPLS:
+            raise SelectionError(f"unknown GEMM implementation {name!r}; valid: {', '.join(IMPLS)}")
+    if not impls and _split(model) and not gemm_sizes:
+        pass  # --model names networks: the GEMM suite was not asked for
+    elif not impls:
+        named = _split(framework)
+        impls = list(dict.fromkeys(FRAMEWORK_IMPL[f] for f in named if f in FRAMEWORK_IMPL)) \
+            if named else list(IMPLS)
+    try:
+        shapes = parse_sizes(gemm_sizes) if gemm_sizes else preset_shapes(sel.preset.name)
+    except ShapeError as e:
+        raise SelectionError(str(e)) from None
+    dtypes = list(sel.precisions) if _split(precision) else list(DTYPES)
+    return GemmSelection(tuple(impls), tuple(shapes), tuple(dtypes), sel.devices, sel.threads,
+                         sel.preset)
+
+
+def pytest_addoption(parser):
+    group = parser.getgroup("xfbench", "xfbench cell selection")
+    group.addoption("--gemm-impl", action="store", default=None,
+                    help="GEMM suite: implementations, comma-separated: " + ", ".join(IMPLS)
+                         + " (default: those of --framework, else all)")
+    group.addoption("--gemm-sizes", action="store", default=None,
+                    help="GEMM suite: N (square), MxNxK (C is MxN), layers[:BATCH]; "
+                         "comma-separated (default: the preset's sizes)")
+
+
+@pytest.hookimpl(trylast=True)   # after the root conftest has validated and pinned threads
+def pytest_configure(config):
+    config.stash[RECORDS] = []
+    config.stash[CONFIGURED] = {}
+    from xfbench.plugin import active
+    if not active(config):
+        return
+    try:
+        config.stash[GEMM] = select(**{name: config.getoption(name) for name in (
+            "gemm_impl", "gemm_sizes", "framework", "precision", "device", "threads", "preset",
+            "model")})
+    except SelectionError as e:
+        raise pytest.UsageError(str(e)) from None
+
+
+def pytest_generate_tests(metafunc):
+    if "gemm_cell" in metafunc.fixturenames:
+        cells = metafunc.config.stash[GEMM].cells()
+        metafunc.parametrize("gemm_cell", cells, ids=[c.id for c in cells])
+
+
+@pytest.fixture
+def run_gemm(request, benchmark):
+    """Measure one GEMM cell: skip with the reason when it cannot run here."""
+    config = request.config
+    sel = config.stash[GEMM]
+
+    def run(cell: GemmCell) -> dict:
+        impl = get_impl(cell.impl)
+        reason = impl.import_error()
+        if reason:
+            pytest.skip(reason)
+        configured = config.stash[CONFIGURED]
+        if cell.impl not in configured:
+            configured[cell.impl] = impl.configure_threads(cell.threads)
+        benchmark.group = f"gemm {cell.shape.label} {cell.dtype} {cell.device}"
+        try:
+            record = measure(benchmark, cell, sel.preset, configured[cell.impl])
+        except Skip as e:
+            pytest.skip(str(e))
+        except WrongProduct:
+            config.stash[RECORDS].append(dict(benchmark.extra_info))
+            raise
+        except Exception as e:
+            config.stash[RECORDS].append({**cell.as_dict(), "status": "failed",
+                                          "reason": f"{type(e).__name__}: {e}".splitlines()[0]})
+            raise
+        config.stash[RECORDS].append(record)
+        return record
+
+    return run
+
+
+def pytest_benchmark_update_json(config, benchmarks, output_json):
+    fill_share_of_best(b.get("extra_info", {}) for b in output_json.get("benchmarks", []))
+
+
+def pytest_terminal_summary(terminalreporter, config):
+    records = config.stash.get(RECORDS, [])
+    if records:
+        fill_share_of_best(records)
+        terminalreporter.write_sep("=", "xfbench GEMM: TFLOP/s (median), share of datasheet peak "
+                                        "and of the best implementation")
+        terminalreporter.write_line(gemm_table(records))

@@ -1,0 +1,1 @@
+"""The measurement harness: selection, threads, timing and records, shared by every framework."""

@@ -1,0 +1,145 @@
+"""Which cells to run: the selection options, validated, expanded into cells.
+
+Every option takes a comma-separated list. A bad value raises SelectionError
+with one line naming the valid values; the caller turns it into a usage error.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from xfbench.adapters import DATA_MODES, DEFAULT_EXCLUDED, PRECISIONS, REGISTRY, Cell, get_adapter
+from xfbench.harness import machine
+from xfbench.harness.presets import PRESETS, Preset
+from xfbench.harness.threads import allowed_cpus
+from xfbench.models import NETWORKS, SMOKE_BATCH, get_spec
+
+
+# Precisions only the GEMM suite runs (fp8 through torch._scaled_mm). Network adapters
+# do not list them, so network cells asked for them skip with that reason.
+GEMM_ONLY_PRECISIONS = ("fp8",)
+
+
+class SelectionError(ValueError):
+    """A bad option value; the message is one line for the user."""
+
+
+@dataclass(frozen=True)
+class Selection:
+    frameworks: tuple[str, ...]
+    frameworks_explicit: bool          # named by --framework (else: every installed one)
+    networks: tuple[str, ...]
+    modes: tuple[str, ...] | None      # None: every mode of each framework that runs on the device
+    precisions: tuple[str, ...]
+    devices: tuple[str, ...]
+    devices_explicit: bool
+    threads: int
+    batch_size: int | None             # None: the preset's (Table 7's, or the smoke batch)
+    preset: Preset
+    data: str
+
+    def batch_for(self, network: str) -> int:
+        if self.batch_size:
+            return self.batch_size
+        return SMOKE_BATCH if self.preset.scale == "smoke" else get_spec(network).batch_size
+
+
+def _split(value: str | None) -> list[str]:
+    return [v.strip() for v in (value or "").split(",") if v.strip()]
+
+
+def _check(option: str, values: list[str], valid) -> None:
+    for v in values:
+        if v not in valid:
+            raise SelectionError(f"unknown {option} {v!r}; valid: {', '.join(valid)}")
+
+
+def normalize_device(name: str) -> str:
+    """cpu, cuda[:N] (or gpu[:N]), tpu[:N] -> cpu, cuda:N, tpu:N."""
+    m = re.fullmatch(r"(cpu|cuda|gpu|tpu)(?::(\d+))?", name.strip().lower())
+    if not m:
+        raise SelectionError(f"unknown device {name!r}; valid: cpu, cuda:N (or gpu:N), tpu:N")
+    kind, index = m.group(1), m.group(2)
+    if kind == "cpu":
+        if index not in (None, "0"):
+            raise SelectionError(f"unknown device {name!r}; the host is 'cpu'")
+        return "cpu"
+    return f"{'cuda' if kind == 'gpu' else kind}:{index or 0}"
+
+
+def _positive(option: str, value: str | None) -> int | None:
+    if value in (None, ""):
+        return None
+    try:
+        n = int(value)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise SelectionError(f"{option} must be a positive whole number, not {value!r}")
+    return n
+
+
+def parse(framework=None, model=None, mode=None, precision=None, device=None, threads=None,
+          batch_size=None, preset=None, data=None) -> Selection:
+    """Validate raw option strings (None = default) into a Selection."""
+    frameworks = _split(framework) or [f for f in REGISTRY if f not in DEFAULT_EXCLUDED
+                                       and get_adapter(f).import_error() is None]
+    _check("framework", frameworks, list(REGISTRY))
+    if not frameworks:
+        raise SelectionError("no framework is installed; see README.md for the install command")
+    networks = _split(model) or list(NETWORKS)
+    _check("model", networks, list(NETWORKS))
+    modes = _split(mode) or None
+    if modes:
+        known = {m: f for f in frameworks for m in get_adapter(f).modes}
+        valid = ", ".join(f"{m} ({f})" for m, f in known.items())
+        for m in modes:
+            if m not in known:
+                raise SelectionError(f"unknown mode {m!r} for {', '.join(frameworks)}; valid: {valid}")
+    precisions = _split(precision) or ["fp32"]
+    _check("precision", precisions, PRECISIONS + GEMM_ONLY_PRECISIONS)
+    devices = [normalize_device(d) for d in _split(device)]
+    explicit = bool(devices)
+    devices = devices or ["cpu"] + [f"cuda:{i}" for i in range(machine.gpu_count())]
+    cpus = len(allowed_cpus())
+    n_threads = threads if isinstance(threads, int) else None
+    if n_threads is None and threads not in (None, ""):
+        if "," in str(threads):
+            raise SelectionError("--threads takes one count per pytest process; sweep thread "
+                                 "counts with one pytest invocation per count")
+        n_threads = _positive("--threads", threads)
+    n_threads = n_threads or cpus
+    if n_threads > cpus:
+        raise SelectionError(f"--threads {n_threads} is more than the {cpus} CPUs this "
+                             "process may use")
+    preset_name = preset or "paper"
+    _check("preset", [preset_name], list(PRESETS))
+    data_mode = data or "resident"
+    _check("data mode", [data_mode], DATA_MODES)
+    return Selection(tuple(frameworks), bool(_split(framework)), tuple(networks), tuple(modes) if modes else None,
+                     tuple(precisions), tuple(dict.fromkeys(devices)), explicit, n_threads,
+                     _positive("--batch-size", batch_size), PRESETS[preset_name], data_mode)
+
+
+def cells(sel: Selection, task: str) -> list[Cell]:
+    """Every cell of the selection for one task. Modes that cannot run on a device, and
+    tasks a framework does not do, are left out when modes or frameworks were not named,
+    and kept (to be skipped with their reason) when they were."""
+    out = []
+    for fw in sel.frameworks:
+        adapter = get_adapter(fw)
+        if task not in adapter.tasks and not sel.frameworks_explicit:
+            continue  # an inference-only framework is in a training run only when named
+        for device in sel.devices:
+            modes = [m for m in (sel.modes or adapter.modes) if m in adapter.modes]
+            if sel.modes is None:
+                modes = [m for m in modes if adapter.mode_reason(m, device) is None]
+                if sel.preset.one_mode is not None and modes:
+                    chosen = dict(sel.preset.one_mode).get(fw)
+                    modes = [chosen if chosen in modes else modes[0]]
+            for network in sel.networks:
+                for mode in modes:
+                    for precision in sel.precisions:
+                        out.append(Cell(network, fw, mode, precision, device, sel.threads,
+                                        sel.batch_for(network), task, sel.data, sel.preset.scale))
+    return out

@@ -1,0 +1,157 @@
+"""xfbench's pytest plugin: the options and fixtures that tie the suites to the adapters.
+
+Installed, it is loaded by its `pytest11` entry point into every pytest of the
+environment; in a checkout without an install, the root conftest.py loads it. It
+registers options and fixtures always, but validates the selection, pins threads
+and changes the allocator only in a session that runs xfbench's suites (see
+`active`), so that installing xfbench never changes another project's tests.
+
+The selection options are validated in pytest_configure, before collection and
+before any framework is imported, so that the thread count and CPU affinity are
+in force when a framework's thread pool starts.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from xfbench.harness import machine, memory, threads
+from xfbench.harness.measure import WEIGHT_SOURCES, Skip, measure
+from xfbench.harness.selection import SelectionError, cells, parse
+from xfbench.harness.table import cell_table
+
+# Failures recorded, per-cell result files and one process per framework group (runner);
+# the GEMM suite's options, cells and summary (gemm); the scaling and all-reduce
+# suites' (scaling, allreduce).
+pytest_plugins = ("xfbench.runner.plugin", "xfbench.gemm.plugin", "xfbench.scaling.plugin", "xfbench.allreduce.plugin")
+
+SELECTION = pytest.StashKey()
+RECORDS = pytest.StashKey()
+CONFIGURED = pytest.StashKey()
+
+OPTIONS = {
+    "framework": "frameworks, comma-separated (default: every installed one)",
+    "model": "networks, comma-separated (default: all nine)",
+    "mode": "execution modes, e.g. eager,compile (default: every mode that runs on the device)",
+    "precision": "fp32, tf32, bf16, fp16 (default: fp32)",
+    "device": "cpu, cuda:N (or gpu:N), tpu:N (default: cpu and every GPU present)",
+    "threads": "CPU threads for this process: variables, framework knobs and affinity "
+               "(default: every CPU this process may use)",
+    "batch-size": "mini-batch size (default: the preset's, Table 7's for paper and quick)",
+    "preset": "paper, quick, table7 or smoke (default: paper)",
+    "data": "resident (default) or copied: copy the batch from host memory inside each step",
+}
+
+
+def pytest_addoption(parser):
+    group = parser.getgroup("xfbench", "xfbench cell selection")
+    for name, text in OPTIONS.items():
+        group.addoption(f"--{name}", action="store", default=None, help=text)
+    group.addoption("--weights", action="store", default=None,
+                    help="initial weights: 'seed' (drawn in memory) or 'onnx' (read from the "
+                         "canonical ONNX file, written to $XFBENCH_CACHE first when missing); "
+                         "the same numbers either way")
+
+
+SUITES_DIR = Path(__file__).resolve().parent / "suites"
+
+
+def active(config) -> bool:
+    """Whether this session runs xfbench's suites: a path argument inside (or above)
+    the suites folder, or --pyargs naming xfbench's suites."""
+    for arg in config.args:
+        target = str(arg).split("::")[0]
+        if config.getoption("pyargs", False) and (target == "xfbench"
+                                                   or target.startswith("xfbench.suites")):
+            return True
+        path = Path(target).resolve()
+        if path == SUITES_DIR or SUITES_DIR in path.parents or path in SUITES_DIR.parents:
+            return True
+    return False
+
+
+def selection(config):
+    """The validated selection of this session (parsed now if pytest_configure did not)."""
+    if SELECTION not in config.stash:
+        try:
+            config.stash[SELECTION] = parse(**{name.replace("-", "_"): config.getoption(
+                name.replace("-", "_")) for name in OPTIONS})
+        except SelectionError as e:
+            raise pytest.UsageError(str(e)) from None
+    return config.stash[SELECTION]
+
+
+def pytest_configure(config):
+    config.stash[RECORDS] = []
+    config.stash[CONFIGURED] = {}
+    if not active(config):
+        return
+    try:
+        sel = parse(**{name.replace("-", "_"): config.getoption(name.replace("-", "_"))
+                       for name in OPTIONS})
+    except SelectionError as e:
+        raise pytest.UsageError(str(e)) from None
+    if (config.getoption("weights") or "seed") not in WEIGHT_SOURCES:
+        raise pytest.UsageError(f"unknown weights {config.getoption('weights')!r}; valid: "
+                                f"{', '.join(WEIGHT_SOURCES)}")
+    # Before any framework is imported: OpenMP/MKL read these once, at start, and the
+    # allocator settings then hold for every allocation the frameworks make.
+    threads.pin(sel.threads)
+    memory.keep_freed_memory()
+    config.stash[SELECTION] = sel
+
+
+def pytest_generate_tests(metafunc):
+    if "cell" in metafunc.fixturenames:
+        task = getattr(metafunc.module, "TASK")
+        selected = cells(selection(metafunc.config), task)
+        metafunc.parametrize("cell", selected, ids=[c.id for c in selected])
+
+
+@pytest.fixture
+def run_cell(request, benchmark):
+    """Measure one cell: skip with the reason when it cannot run here."""
+    config = request.config
+    sel = selection(config)
+
+    def run(cell):
+        from xfbench.adapters import get_adapter
+        adapter = get_adapter(cell.framework)
+        reason = adapter.import_error()
+        if reason:
+            pytest.skip(reason)
+        configured = config.stash[CONFIGURED]
+        if cell.framework not in configured:
+            configured[cell.framework] = adapter.configure_threads(cell.threads)
+        benchmark.group = f"{cell.task} {cell.network}"
+        try:
+            record = measure(benchmark, cell, sel.preset, configured[cell.framework],
+                             config.getoption("weights") or "seed")
+        except Skip as e:
+            pytest.skip(str(e))
+        except Exception as e:
+            config.stash[RECORDS].append({**cell.as_dict(), "status": "failed",
+                                          "reason": f"{type(e).__name__}: {e}".splitlines()[0]})
+            raise
+        config.stash[RECORDS].append(record)
+        return record
+
+    return run
+
+
+def pytest_terminal_summary(terminalreporter, config):
+    records = config.stash.get(RECORDS, [])
+    if records:
+        terminalreporter.write_sep("=", "xfbench: seconds per mini-batch (median)")
+        terminalreporter.write_line(cell_table(records))
+
+
+def pytest_benchmark_update_machine_info(config, machine_info):
+    info = machine.describe()
+    # Runtime versions (CUDA, cuDNN, ...) of the frameworks this process already started;
+    # asking the others would import them.
+    from xfbench.adapters import get_adapter
+    info["runtimes"] = {name: get_adapter(name).versions()
+                        for name in config.stash.get(CONFIGURED, {})}
+    machine_info["xfbench"] = info

@@ -1,0 +1,52 @@
+"""The report renderer: pytest-benchmark JSON written by xfbench -> Markdown, HTML, CSV
+and plots. `render_folder(folder)` is what the runner calls at the end of a sweep;
+`xfbench report ...` (report.cli) is the command line."""
+from __future__ import annotations
+
+import datetime
+from pathlib import Path
+
+FORMATS = ("md", "html", "csv")
+
+
+def render(results: list[str | Path], out: str | Path, formats=FORMATS, *, with_paper: bool = False,
+           reference: str | None = None, prices: str | Path | None = None) -> list[Path]:
+    """Read RESULTS (runner folders or pytest-benchmark JSON files), write the report files
+    into out, and return their paths (report.md / .html / .csv first, then
+    report-scaling.csv and report-allreduce.csv when there are such results, then the plots).
+
+    Raises report.load.LoadError (unusable input), report.procurement.PricesError and
+    ValueError (a reference that names no machine); each message is one line."""
+    from xfbench.report import model, plots, procurement, render_csv, render_html, render_md, scaling_plots
+    from xfbench.report.load import load
+
+    runs = [load(p) for p in results]
+    price_table = procurement.load_prices(prices) if prices else None
+    rep = model.build(runs, with_paper=with_paper, reference=reference, prices=price_table)
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    generated = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    if {"md", "html"} & set(formats):
+        drawn = plots.render(rep, out / "plots")
+        drawn.update(scaling_plots.render(rep, out / "plots"))
+    else:
+        drawn = {"threads": [], "accelerators": [], "gemm": [], "efficiency": [], "busbw": []}
+    written = []
+    if "md" in formats:
+        path = out / "report.md"
+        path.write_text(render_md.render(rep, drawn, out, generated), encoding="utf-8")
+        written.append(path)
+    if "html" in formats:
+        path = out / "report.html"
+        path.write_text(render_html.render(rep, drawn, generated), encoding="utf-8")
+        written.append(path)
+    if "csv" in formats:
+        written.append(render_csv.write(rep, out / "report.csv"))
+        written += render_csv.write_scaling(rep, out)
+    return written + [p for kind in drawn.values() for _, p in kind]
+
+
+def render_folder(folder: str | Path, formats=FORMATS) -> list[Path]:
+    """Render a runner folder's report into the folder itself (report.md, report.html,
+    report.csv, plots/) and return the paths written."""
+    return render([folder], folder, formats)

@@ -1,0 +1,83 @@
+"""`xfbench report RESULTS... [--format md,html,csv] [--out DIR] [--paper]
+[--reference MACHINE] [--prices FILE]`"""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from xfbench.report import FORMATS
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):  # one line, no usage dump
+        raise SystemExit(f"xfbench report: {message} (see xfbench report --help)")
+
+
+def parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="xfbench report",
+                description="Render Table 7 of Shi et al. 2016 and more from xfbench results: "
+                            "runner folders (results/<date>-<host>/) or pytest-benchmark JSON files.")
+    p.add_argument("results", nargs="+", metavar="RESULTS",
+                   help="runner folders or pytest --benchmark-json files; several machines "
+                        "are shown side by side")
+    p.add_argument("--format", default="md,html,csv",
+                   help="comma-separated: md, html, csv (default: all three)")
+    p.add_argument("--out", default=None,
+                   help="folder for the report (default: the results folder when one folder is "
+                        "given, else ./xfbench-report)")
+    p.add_argument("--paper", action="store_true",
+                   help="show Shi et al.'s own Table 7 numbers beside ours")
+    p.add_argument("--reference", default=None, metavar="MACHINE",
+                   help="the machine the others are compared with (label, host or run name; "
+                        "default: the first)")
+    p.add_argument("--prices", default=None, metavar="FILE",
+                   help="TOML or JSON prices and power per machine, for the procurement view "
+                        "(see report/data/prices.example.toml)")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    from xfbench.report import render
+    from xfbench.report.load import LoadError
+    from xfbench.report.procurement import PricesError
+
+    try:
+        args = parser().parse_args(argv)
+    except SystemExit as e:
+        if isinstance(e.code, str):
+            print(e.code, file=sys.stderr)
+            return 2
+        return e.code or 0
+    formats = [f.strip() for f in args.format.split(",") if f.strip()]
+    unknown = [f for f in formats if f not in FORMATS]
+    if unknown or not formats:
+        print(f"xfbench report: unknown format {', '.join(unknown) or '(none)'}; "
+              f"known: {', '.join(FORMATS)}", file=sys.stderr)
+        return 2
+    if args.out:
+        out = Path(args.out)
+    elif len(args.results) == 1 and Path(args.results[0]).is_dir():
+        out = Path(args.results[0])
+    else:
+        out = Path("xfbench-report")
+    try:
+        written = render(args.results, out, formats, with_paper=args.paper,
+                         reference=args.reference, prices=args.prices)
+    except (LoadError, PricesError, ValueError) as e:
+        print(f"xfbench report: {e}", file=sys.stderr)
+        return 1
+    except OSError as e:
+        print(f"xfbench report: cannot write the report to {out}: {e}", file=sys.stderr)
+        return 1
+    for path in written:
+        if path.suffix != ".png":
+            print(path)
+    plots = sum(1 for p in written if p.suffix == ".png")
+    if plots:
+        print(f"{out / 'plots'}/ ({plots} plots)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

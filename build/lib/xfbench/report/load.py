@@ -1,0 +1,325 @@
+"""Reading results: runner folders and plain pytest-benchmark JSON files.
+
+A RESULTS argument is either
+  - a runner folder (results/<date>-<host>/): merged.json when it is readable,
+    otherwise cells/*.json plus failed/*.json; a folder of plain JSON files is read
+    file by file. Unreadable files in a folder are listed as problems and the
+    rest is reported;
+  - a plain file written by `pytest --benchmark-json=...`: it must be readable,
+    otherwise the whole report stops with an error naming the file.
+
+Each argument becomes one Run. The pytest-benchmark stats are the source of
+truth for every time: the median of a cell is stats.median.
+"""
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from xfbench.report import scaling
+from xfbench.report.equivalence import equivalence_records
+
+FAILURE_STATUSES = ("failed", "timeout", "killed", "oom", "skipped")
+# Files the report itself writes into a runner folder: never read back as input.
+OWN_OUTPUTS = ("report.md", "report.html", "report.csv", "report-scaling.csv",
+               "report-allreduce.csv")
+
+
+class LoadError(Exception):
+    """A results file or folder that cannot be used; the message names it."""
+
+
+@dataclass
+class Result:
+    """One cell of one run: a timed benchmark entry or a failure record."""
+    task: str
+    network: str
+    framework: str
+    mode: str
+    precision: str
+    device: str
+    device_name: str
+    threads: int
+    batch_size: int
+    data: str
+    scale: str
+    status: str                      # "ok" or one of FAILURE_STATUSES
+    median: float | None = None      # seconds per mini-batch, from stats.median
+    reason: str = ""
+    info: dict[str, Any] = field(default_factory=dict)   # extra_info as written
+    source: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok" and self.median is not None
+
+    @property
+    def accelerator(self) -> bool:
+        return self.device != "cpu"
+
+
+@dataclass
+class Run:
+    """Everything read from one RESULTS argument."""
+    name: str                        # the folder or file name, to tell runs apart
+    path: str
+    machine: dict[str, Any]          # see machine_of()
+    results: list[Result] = field(default_factory=list)
+    gemm: list[dict[str, Any]] = field(default_factory=list)
+    equivalence: list[dict[str, Any]] = field(default_factory=list)
+    scaling: list[dict[str, Any]] = field(default_factory=list)     # report.scaling records
+    allreduce: list[dict[str, Any]] = field(default_factory=list)   # report.scaling sweeps
+    problems: list[str] = field(default_factory=list)   # files or entries left out, and why
+    files: int = 0                   # files read
+
+    @property
+    def empty(self) -> bool:
+        return not (self.results or self.gemm or self.equivalence or self.scaling or self.allreduce)
+
+
+def read_json(path: Path) -> dict:
+    """A pytest-benchmark JSON document, or LoadError saying what is wrong with the file."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        raise LoadError(f"{path}: cannot read: {e}") from None
+    if not text.strip():
+        raise LoadError(f"{path}: empty file")
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise LoadError(f"{path}: malformed or truncated JSON (line {e.lineno}, column {e.colno}: "
+                        f"{e.msg})") from None
+    if not isinstance(doc, dict):
+        raise LoadError(f"{path}: not a pytest-benchmark JSON file (top level is a "
+                        f"{type(doc).__name__}, not an object)")
+    return doc
+
+
+def _is_benchmark_doc(doc: dict) -> bool:
+    return isinstance(doc.get("benchmarks"), list)
+
+
+def _is_failure_doc(doc: dict) -> bool:
+    return doc.get("status") in FAILURE_STATUSES and isinstance(doc.get("cell"), dict)
+
+
+def machine_of(doc: dict) -> dict[str, Any]:
+    """Host, CPU model and GPU names of the machine that wrote a document.
+
+    The label (host: CPU + GPUs) names the machine in column groups, the reference
+    choice and the prices file."""
+    info = doc.get("machine_info") if isinstance(doc.get("machine_info"), dict) else {}
+    desc = info.get("xfbench")
+    if not isinstance(desc, dict):
+        top = doc.get("xfbench")
+        desc = top.get("machine") if isinstance(top, dict) else None
+    desc = desc if isinstance(desc, dict) else {}
+    cpu = info.get("cpu") if isinstance(info.get("cpu"), dict) else {}
+    host = str(info.get("node") or "unknown-host")
+    cpu_model = str(desc.get("cpu_model") or cpu.get("brand_raw") or info.get("processor")
+                    or info.get("machine") or "unknown CPU")
+    gpus = [str(g.get("name", "?")) for g in desc.get("gpus") or [] if isinstance(g, dict)]
+    label = f"{host}: {cpu_model}"
+    if gpus:
+        names = sorted(set(gpus))
+        label += " + " + ", ".join(f"{gpus.count(n)}x {n}" if gpus.count(n) > 1 else n
+                                   for n in names)
+    return {"label": label, "host": host, "cpu_model": cpu_model, "gpus": gpus,
+            "cores_physical": desc.get("cores_physical"), "cores_logical": desc.get("cores_logical"),
+            "memory_bytes": desc.get("memory_bytes"), "os": desc.get("os"),
+            "packages": desc.get("packages") or {}}
+
+
+def _int(value, default=0) -> int:
+    try:
+        number = int(value)
+    except (TypeError, ValueError, OverflowError):
+        return default
+    return number if abs(number) < 2**31 else default   # no real count is that large
+
+
+def _cell_result(cell: dict, status: str, source: str) -> Result:
+    device = str(cell.get("device", "cpu"))
+    return Result(task=str(cell.get("task", "train")), network=str(cell.get("network", "?")),
+                  framework=str(cell.get("framework", "?")), mode=str(cell.get("mode", "?")),
+                  precision=str(cell.get("precision", "fp32")), device=device,
+                  device_name=str(cell.get("device_name") or device),
+                  threads=_int(cell.get("threads")), batch_size=_int(cell.get("batch_size")),
+                  data=str(cell.get("data", "resident")), scale=str(cell.get("scale", "full")),
+                  status=status, source=source)
+
+
+def failure_result(record: dict, source: str) -> Result:
+    """A failure record ({"cell": {...}, "status", "reason", ...}, or the cell fields at
+    the top level as the conftest keeps them) as a Result."""
+    cell = record.get("cell") if isinstance(record.get("cell"), dict) else record
+    status = str(record.get("status") or "failed")
+    result = _cell_result(cell, status if status != "ok" else "failed", source)
+    reason = str(record.get("reason") or "no reason recorded")
+    result.reason = " ".join(reason.split())  # one line, whatever was written
+    result.info = {k: v for k, v in record.items() if k != "cell"}
+    return result
+
+
+def _number(value) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        return None
+    return float(value)
+
+
+def gemm_record(extra: dict, source: str) -> dict | None:
+    """A GEMM suite entry, normalised: implementation, dtype, tflops, device, device_name,
+    size (n of an n x n x n product; "size", else "n", else "m"), threads (CPU only)."""
+    tflops = _number(extra.get("tflops"))
+    if tflops is None or tflops <= 0:
+        return None
+    device = str(extra.get("device") or "cpu")
+    size = next((_number(extra.get(k)) for k in ("size", "n", "m")
+                 if 0 < (_number(extra.get(k)) or 0) < 2**31), None)
+    threads = extra.get("threads")
+    name = extra.get("implementation") or extra.get("impl")  # the GEMM suite writes "impl"
+    return {"implementation": str(name), "dtype": str(extra.get("dtype", "fp32")),
+            "tflops": tflops, "device": device, "device_name": str(extra.get("device_name") or device),
+            "size": size, "threads": _int(threads, None) if device == "cpu" and threads is not None
+            else None, "source": source}
+
+
+def _median(entry: dict) -> float:
+    stats = entry.get("stats")
+    if not isinstance(stats, dict):
+        raise ValueError("no stats")
+    median = stats.get("median")
+    if not isinstance(median, (int, float)) or isinstance(median, bool) or not math.isfinite(median) \
+            or median <= 0:
+        raise ValueError(f"stats.median is {median!r}, not a positive number of seconds")
+    return float(median)
+
+
+def add_document(run: Run, doc: dict, source: str) -> None:
+    """Add the entries and failures of one pytest-benchmark document (or one failure
+    record) to a run; entries that cannot be used go to run.problems."""
+    if _is_failure_doc(doc):
+        if not scaling.read_failure(run, doc, source):
+            run.results.append(failure_result(doc, source))
+        return
+    if not _is_benchmark_doc(doc):
+        raise LoadError(f"{source}: not a pytest-benchmark JSON file (no 'benchmarks' list)")
+    run.equivalence += equivalence_records(doc)
+    used = 0
+    for i, entry in enumerate(doc["benchmarks"]):
+        name = entry.get("name", f"entry {i}") if isinstance(entry, dict) else f"entry {i}"
+        extra = entry.get("extra_info") if isinstance(entry, dict) else None
+        if not isinstance(extra, dict):
+            run.problems.append(f"{source}: {name}: no extra_info (not written by xfbench)")
+            continue
+        if "equivalence" in extra:
+            used += 1      # already taken by equivalence_records
+            continue
+        if ("implementation" in extra or extra.get("suite") == "gemm") and "tflops" in extra:
+            gemm = gemm_record(extra, source)
+            if gemm is None:
+                run.problems.append(f"{source}: {name}: GEMM entry without a positive tflops")
+            else:
+                run.gemm.append(gemm)
+                used += 1
+            continue
+        if extra.get("kind") in scaling.KINDS:
+            # data-parallel and all-reduce results: their own tables, never Table 7 rows
+            try:
+                median, error = _median(entry), None
+            except ValueError as e:
+                median, error = None, str(e)
+            taken, problem = scaling.read_entry(run, extra, median, error, source)
+            if problem:
+                run.problems.append(f"{source}: {name}: {problem}")
+            used += taken
+            continue
+        if "network" not in extra or "framework" not in extra:
+            run.problems.append(f"{source}: {name}: not an xfbench cell (no network/framework)")
+            continue
+        status = str(extra.get("status", "ok"))
+        if status != "ok":
+            run.results.append(failure_result(extra, source))
+            used += 1
+            continue
+        try:
+            median = _median(entry)
+        except ValueError as e:
+            run.problems.append(f"{source}: {name}: {e}")
+            continue
+        result = _cell_result(extra, "ok", source)
+        result.median = median
+        result.info = extra
+        quoted = extra.get("seconds_per_batch")
+        if isinstance(quoted, (int, float)) and not math.isclose(quoted, median, rel_tol=1e-9):
+            run.problems.append(f"{source}: {name}: extra_info.seconds_per_batch {quoted!r} differs "
+                                f"from stats.median {median!r}; the median is used")
+        run.results.append(result)
+        used += 1
+    top = doc.get("xfbench")
+    failures = top.get("failures") if isinstance(top, dict) else None
+    for record in failures or []:
+        if isinstance(record, dict):
+            if not scaling.read_failure(run, record, source):
+                run.results.append(failure_result(record, source))
+            used += 1
+    if doc["benchmarks"] and not used:
+        run.problems.append(f"{source}: no xfbench entries among {len(doc['benchmarks'])}")
+
+
+def _folder_files(folder: Path) -> tuple[list[Path], list[str]]:
+    """The files to read in a folder, and notes on what was passed over."""
+    merged = folder / "merged.json"
+    notes: list[str] = []
+    if merged.is_file():
+        try:
+            doc = read_json(merged)
+            if _is_benchmark_doc(doc):
+                return [merged], notes
+            notes.append(f"{merged}: not a pytest-benchmark JSON file (no 'benchmarks' list); "
+                         f"reading cells/ and failed/ instead")
+        except LoadError as e:
+            notes.append(f"{e}; reading cells/ and failed/ instead")
+    parts = sorted((folder / "cells").glob("*.json")) + sorted((folder / "failed").glob("*.json"))
+    if parts or (folder / "cells").is_dir():
+        return parts, notes
+    return sorted(p for p in folder.glob("*.json") if p.name not in OWN_OUTPUTS), notes
+
+
+def load(path: str | Path) -> Run:
+    """One RESULTS argument as a Run; LoadError when nothing in it can be used."""
+    path = Path(path)
+    if not path.exists():
+        raise LoadError(f"{path}: no such file or folder")
+    if path.is_file():
+        doc = read_json(path)
+        if not (_is_benchmark_doc(doc) or _is_failure_doc(doc)):
+            raise LoadError(f"{path}: not a pytest-benchmark JSON file (no 'benchmarks' list)")
+        # a runner's merged.json is named after its folder
+        name = path.parent.resolve().name if path.name == "merged.json" else path.stem
+        run = Run(name=name, path=str(path), machine=machine_of(doc), files=1)
+        add_document(run, doc, str(path))
+        if run.empty:
+            raise LoadError(f"{path}: no xfbench results in it"
+                            + (f" ({run.problems[0]})" if run.problems else ""))
+        return run
+    files, notes = _folder_files(path)
+    run = Run(name=path.name or str(path), path=str(path), machine={}, problems=notes)
+    for file in files:
+        try:
+            doc = read_json(file)
+            if not run.machine and _is_benchmark_doc(doc):
+                run.machine = machine_of(doc)
+            add_document(run, doc, str(file))
+            run.files += 1
+        except LoadError as e:
+            run.problems.append(str(e))
+    if run.empty:
+        detail = "; ".join(run.problems[:3]) if run.problems else "no JSON files in it"
+        raise LoadError(f"{path}: no usable results ({detail})")
+    run.machine = run.machine or machine_of({})
+    return run

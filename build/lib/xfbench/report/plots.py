@@ -1,0 +1,149 @@
+"""Plots (matplotlib, Agg): time against threads per network, accelerator bars per
+network, GEMM TFLOP/s against size per dtype. Each is written as a PNG file."""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")  # files only, never a window
+import matplotlib.pyplot as plt  # noqa: E402
+
+from xfbench.report.model import Block, Report, dtype_name  # noqa: E402
+
+SIZE = (8.5, 4.0)
+COLORS = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+STYLES = ("-", "--", ":", "-.")
+DPI = 110
+
+
+def _save(fig, path: Path) -> Path:
+    fig.tight_layout()
+    fig.savefig(path, dpi=DPI)
+    plt.close(fig)
+    return path
+
+
+def _legend(ax, n: int) -> None:
+    if n:  # beside the axes, so no line is hidden under it
+        ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
+
+
+def threads_plot(report: Report, block: Block, path: Path) -> Path | None:
+    """Seconds per mini-batch against CPU threads, both log scale, a line per row
+    (and per machine when there are several)."""
+    lines = 0
+    fig, ax = plt.subplots(figsize=SIZE)
+    for ri, row in enumerate(block.rows):
+        for mi, machine in enumerate(report.machines):
+            points = sorted((c.key[1], cell.value) for c, cell in zip(block.columns, row.cells)
+                            if c.machine == mi and c.key[0] == "cpu" and cell.value is not None
+                            and c.key[1] > 0)
+            if len(points) < 1:
+                continue
+            label = row.label + (f" ({machine.short})" if len(report.machines) > 1 else "")
+            # a colour per row, a line style per machine
+            ax.plot([p[0] for p in points], [p[1] for p in points], marker="o", label=label,
+                    color=COLORS[ri % len(COLORS)], linestyle=STYLES[mi % len(STYLES)])
+            lines += 1
+    if not lines:
+        plt.close(fig)
+        return None
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    threads = sorted({c.key[1] for c in block.columns if c.key[0] == "cpu" and c.key[1] > 0})
+    ax.set_xticks(threads, [str(t) for t in threads])   # the thread counts measured, as integers
+    ax.minorticks_off() if len(threads) < 2 else None
+    ax.set_xlabel("CPU threads")
+    ax.set_ylabel("seconds per mini-batch (median)")
+    ax.set_title(block.title, fontsize=10)
+    ax.grid(True, which="both", alpha=0.3)
+    _legend(ax, lines)
+    return _save(fig, path)
+
+
+def accelerator_plot(report: Report, block: Block, path: Path) -> Path | None:
+    """Seconds per mini-batch on each accelerator, a bar per row."""
+    columns = [(ci, c) for ci, c in enumerate(block.columns) if c.key[0] == "acc"]
+    if not columns:
+        return None
+    rows = [row for row in block.rows if any(row.cells[ci].value is not None for ci, _ in columns)]
+    if not rows:
+        return None
+    fig, ax = plt.subplots(figsize=SIZE)
+    width = 0.8 / len(rows)
+    for i, row in enumerate(rows):
+        xs = [j + i * width for j in range(len(columns))]
+        ys = [row.cells[ci].value or 0.0 for ci, _ in columns]
+        ax.bar(xs, ys, width=width, label=row.label)
+    ax.set_xticks([j + width * (len(rows) - 1) / 2 for j in range(len(columns))])
+    ax.set_xticklabels([c.label for _, c in columns], fontsize=8, rotation=10)
+    ax.set_ylabel("seconds per mini-batch (median)")
+    ax.set_title(block.title, fontsize=10)
+    ax.grid(True, axis="y", alpha=0.3)
+    _legend(ax, len(rows))
+    return _save(fig, path)
+
+
+def gemm_plots(report: Report, folder: Path) -> list[tuple[str, Path]]:
+    """GEMM TFLOP/s against matrix size, one plot per dtype, a line per device and
+    implementation."""
+    series: dict[str, dict[str, list[tuple[float, float]]]] = {}
+    for machine, g in report.gemm:   # normalised by load.gemm_record
+        if g["size"] is None:
+            continue
+        name = f"{g['implementation']} on {g['device_name']}" \
+            + (f" {g['threads']}t" if g["threads"] is not None else "") \
+            + (f" ({machine.short})" if len(report.machines) > 1 else "")
+        series.setdefault(dtype_name(g["dtype"]), {}).setdefault(name, []).append(
+            (g["size"], g["tflops"]))
+    out = []
+    for dtype, lines in sorted(series.items()):
+        fig, ax = plt.subplots(figsize=SIZE)
+        for name, points in sorted(lines.items()):
+            points.sort()
+            ax.plot([p[0] for p in points], [p[1] for p in points], marker="o", label=name)
+        sizes = sorted({p[0] for points in lines.values() for p in points})
+        ax.set_xscale("log", base=2)
+        ax.set_xticks(sizes, [f"{x:g}" for x in sizes])
+        ax.minorticks_off()
+        ax.set_xlabel("matrix size (n for n x n x n)")
+        ax.set_ylabel("TFLOP/s")
+        ax.set_title(f"GEMM {dtype}", fontsize=10)
+        ax.grid(True, which="both", alpha=0.3)
+        _legend(ax, len(lines))
+        slug = re.sub(r"[^A-Za-z0-9_.-]+", "_", dtype)
+        out.append((f"GEMM TFLOP/s against size, {dtype}", _save(fig, folder / f"gemm-{slug}.png")))
+    return out
+
+
+def _safely(draw, *args, problems: list[str], what: str):
+    """A plot that cannot be drawn (absurd values in a file) must not cost the tables."""
+    try:
+        return draw(*args)
+    except Exception as e:  # noqa: BLE001 - any matplotlib failure, reported below
+        plt.close("all")
+        problems.append(f"plot {what} not drawn: {type(e).__name__}: {e}")
+        return None
+
+
+def render(report: Report, folder: Path) -> dict[str, list[tuple[str, Path]]]:
+    """Write every plot under folder; {"threads"|"accelerators"|"gemm": [(caption, path)]}.
+    Plots that fail are listed in report.problems."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for stale in folder.glob("*.png"):  # plots/ is the report's own: drop the last render's
+        stale.unlink()
+    out: dict[str, list[tuple[str, Path]]] = {"threads": [], "accelerators": [], "gemm": []}
+    problems = report.problems
+    for block in report.blocks:
+        p = _safely(threads_plot, report, block, folder / f"threads-{block.slug}.png",
+                    problems=problems, what=f"threads-{block.slug}")
+        if p:
+            out["threads"].append((block.title, p))
+        p = _safely(accelerator_plot, report, block, folder / f"accelerators-{block.slug}.png",
+                    problems=problems, what=f"accelerators-{block.slug}")
+        if p:
+            out["accelerators"].append((block.title, p))
+    out["gemm"] = _safely(gemm_plots, report, folder, problems=problems, what="gemm") or []
+    return out

@@ -1,0 +1,95 @@
+"""What a sweep runs: the selection options, validated by harness.selection, expanded
+into one job per (framework, device, thread count) group."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xfbench.adapters import TASKS
+from xfbench.harness import machine
+from xfbench.harness.measure import WEIGHT_SOURCES
+from xfbench.harness.presets import PRESETS
+from xfbench.harness.selection import SelectionError, cells, normalize_device, parse
+from xfbench.harness.threads import allowed_cpus
+from xfbench.runner.group import Group, Job
+
+
+def default_threads(cpus: int) -> list[int]:
+    """1, 2, 4, ... up to cpus, and cpus itself when it is not a power of two."""
+    counts, n = [], 1
+    while n <= cpus:
+        counts.append(n)
+        n *= 2
+    return counts + ([cpus] if counts[-1] != cpus else [])
+
+
+def thread_counts(value: str | None) -> list[int]:
+    cpus = len(allowed_cpus())
+    if not value:
+        return default_threads(cpus)
+    counts = []
+    for part in value.split(","):
+        part = part.strip()
+        if not part.isdigit() or int(part) < 1:
+            raise SelectionError(f"--threads takes positive counts like 1,2,4, not {part!r}")
+        if int(part) > cpus:
+            raise SelectionError(f"--threads {part} is more than the {cpus} CPUs this process may use")
+        counts.append(int(part))
+    return sorted(set(counts))
+
+
+def _split(value: str | None) -> list[str]:
+    return [v.strip() for v in (value or "").split(",") if v.strip()]
+
+
+@dataclass
+class Plan:
+    selection: dict          # normalised, stored with the results to recognise a resume
+    jobs: list[Job]
+    preset_name: str
+
+    @property
+    def cells(self):
+        return [c for job in self.jobs for c in job.cells]
+
+
+def make_plan(framework=None, model=None, mode=None, precision=None, device=None, threads=None,
+              batch_size=None, preset=None, data=None, task=None, weights=None) -> Plan:
+    """Validate every option (SelectionError: one line for the user) and list the jobs."""
+    counts = thread_counts(threads)
+    base = dict(framework=framework, model=model, mode=mode, precision=precision, device=device,
+                batch_size=batch_size, preset=preset, data=data)
+    selections = {n: parse(**base, threads=str(n)) for n in counts}
+    sel = selections[counts[0]]
+    if sel.devices_explicit:
+        gpus = machine.gpu_count()
+        for d in (normalize_device(x) for x in _split(device)):
+            if d.startswith("cuda:") and int(d.split(":")[1]) >= gpus:
+                present = f"{gpus} NVIDIA GPU{'s' if gpus != 1 else ''}" if gpus else "no NVIDIA GPU"
+                raise SelectionError(f"device {d} is not present: this machine has {present}")
+    if (weights or "seed") not in WEIGHT_SOURCES:
+        raise SelectionError(f"unknown weights {weights!r}; valid: {', '.join(WEIGHT_SOURCES)}")
+    tasks = _split(task) or list(sel.preset.tasks)
+    for t in tasks:
+        if t not in TASKS:
+            raise SelectionError(f"unknown task {t!r}; valid: {', '.join(TASKS)}")
+    options = {"model": ",".join(sel.networks), "mode": mode, "precision": ",".join(sel.precisions),
+               "preset": sel.preset.name, "batch-size": batch_size, "data": sel.data,
+               "weights": weights or "seed"}
+    jobs = []
+    for fw in sel.frameworks:
+        for dev in sel.devices:
+            for n in counts:
+                group_cells = [c for t in tasks for c in cells(selections[n], t)
+                               if c.framework == fw and c.device == dev]
+                if group_cells:
+                    jobs.append(Job(Group(fw, dev, n), group_cells, options))
+    selection = {"frameworks": list(sel.frameworks), "networks": list(sel.networks),
+                 "modes": list(sel.modes) if sel.modes else None,
+                 "precisions": list(sel.precisions), "devices": list(sel.devices),
+                 "threads": counts, "tasks": tasks, "preset": sel.preset.name,
+                 "batch_size": sel.batch_size, "data": sel.data, "weights": weights or "seed"}
+    return Plan(selection, jobs, sel.preset.name)
+
+
+def default_timeout(preset_name: str) -> float:
+    return PRESETS[preset_name].cell_timeout_s

@@ -1,0 +1,282 @@
+"""The pytest side of the runner, loaded by the root conftest.
+
+Three jobs:
+- in every pytest run, each cell that fails or is skipped is recorded with its
+  reason, and --benchmark-json gets them under the top-level key "xfbench"
+  (beside the machine), so no cell of a run is blank;
+- in a runner's child (XFBENCH_CELL_DIR set), a marker names the cell starting,
+  and each cell's result or failure is written into the results folder the moment
+  the cell ends;
+- in a plain `pytest xfbench/suites/` whose cells span several (framework, device) groups,
+  each group runs in a fresh child process (the runner's group executor) and its
+  results are replayed into this session's benchmark fixture: the JSON, the
+  pytest-benchmark table and --benchmark-compare see them as if measured here,
+  while no two frameworks ever shared a process.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+
+from xfbench.adapters import Cell
+from xfbench.runner.group import CELL_DIR_ENV, MARKER_ENV, Group, Job, key, run_group
+from xfbench.runner.store import STATUSES, RunFolder, read_json, write_json
+from xfbench.runner.suites import from_item
+
+FAILURES = pytest.StashKey()      # config: failure records of this session
+ISOLATION = pytest.StashKey()     # config: the Isolation when groups run in children
+REPLAYED = pytest.StashKey()      # item: the child's failure record for this cell
+# item: a failure record a suite left because it knows better than the exception why its
+# cell failed (a worker's own status, such as "timeout", and its output tail)
+SUITE_FAILURE = pytest.StashKey()
+CACHE = pytest.StashKey()         # config: machine and commit info for per-cell files
+
+# Test hook: "<task>-<cell-id>:kill|sleep|raise[,...]" makes that cell SIGKILL its own
+# process, hang, or raise, so the tests can check that the sweep records it and goes on.
+FAULT_ENV = "XFBENCH_FAULT"
+TAIL_LINES = 40
+# Options a child needs to expand the same cells as this session.
+CELL_OPTIONS = ("model", "mode", "precision", "preset", "batch-size", "data", "weights")
+
+
+def pytest_addoption(parser):
+    parser.getgroup("xfbench").addoption(
+        "--cell-timeout", action="store", type=float, default=None,
+        help="seconds one cell may take when groups run in child processes "
+             "(default: the preset's)")
+
+
+def pytest_configure(config):
+    config.stash[FAILURES] = []
+
+
+def _cell(item):
+    """The train/infer Cell of a test item, or None."""
+    callspec = getattr(item, "callspec", None)
+    cell = callspec.params.get("cell") if callspec else None
+    return cell if isinstance(cell, Cell) else None
+
+
+def _unit(item):
+    """What a test item measures, for markers, result files and failure records: a
+    train/infer Cell, a scaling or all-reduce cell (runner.suites.SuiteCell), or None."""
+    return _cell(item) or from_item(item)
+
+
+# -- several groups in one pytest: isolate each in a child ----------------------------
+class Isolation:
+    def __init__(self, config, cells):
+        from xfbench.harness.presets import PRESETS
+        self.folder = RunFolder(tempfile.mkdtemp(prefix="xfbench-"))
+        preset = PRESETS.get(config.getoption("preset") or "paper", PRESETS["paper"])
+        self.timeout = config.getoption("cell_timeout") or preset.cell_timeout_s
+        options = {name: config.getoption(name.replace("-", "_")) for name in CELL_OPTIONS}
+        self.jobs: dict[Group, Job] = {}
+        for cell in cells:
+            group = Group(cell.framework, cell.device, cell.threads)
+            self.jobs.setdefault(group, Job(group, [], options)).cells.append(cell)
+        self.ran: set[Group] = set()
+        self.records: list[dict] = []
+
+    def outcome(self, cell) -> tuple[dict | None, dict | None]:
+        """(pytest-benchmark JSON, failure record) of a cell, running its group first."""
+        group = Group(cell.framework, cell.device, cell.threads)
+        if group not in self.ran:
+            self.ran.add(group)
+            run_group(self.jobs[group], self.folder, self.timeout)
+        return read_json(self.folder.cells / f"{key(cell)}.json"), self.folder.failure(key(cell))
+
+    def close(self):
+        shutil.rmtree(self.folder.root, ignore_errors=True)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(session, config, items):
+    if os.environ.get(CELL_DIR_ENV):
+        return                        # a runner's child: one group already
+    cells = [c for c in map(_cell, items) if c is not None]
+    if len({(c.framework, c.device) for c in cells}) > 1:
+        config.stash[ISOLATION] = Isolation(config, cells)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_pyfunc_call(pyfuncitem):
+    isolation = pyfuncitem.config.stash.get(ISOLATION, None)
+    cell = _cell(pyfuncitem)
+    if isolation is None or cell is None:
+        return None
+    result, failure = isolation.outcome(cell)
+    bench = pyfuncitem.funcargs.get("benchmark")
+    if bench is not None:
+        # The cell was measured in a child, so this fixture is filled, not used.
+        bench._mode = "benchmark.pedantic(...)"
+    if result:
+        entry = result["benchmarks"][0]
+        isolation.records.append(entry["extra_info"])
+        if bench is not None:
+            _replay(bench, entry)
+        return True
+    failure = failure or {"cell": cell.as_dict(), "status": "failed", "output_tail": "",
+                          "reason": "the child process left no record of this cell"}
+    pyfuncitem.stash[REPLAYED] = failure
+    isolation.records.append({**failure["cell"], "status": failure["status"],
+                              "reason": failure["reason"]})
+    if failure["status"] == "skipped":
+        pytest.skip(failure["reason"])
+    pytest.fail(f"{failure['status']}: {failure['reason']}\n{failure['output_tail']}",
+                pytrace=False)
+
+
+def _replay(bench, entry: dict) -> None:
+    """Give this session's benchmark fixture the rounds the child measured (pytest-benchmark
+    5.3's own stats object, so every statistic is recomputed from the same data)."""
+    bench.group = entry.get("group")
+    bench.extra_info.update(entry["extra_info"])
+    stats = bench._make_stats(entry["stats"]["iterations"])
+    for duration in entry["stats"]["data"]:
+        stats.update(duration)
+
+
+def pytest_terminal_summary(terminalreporter, config):
+    isolation = config.stash.get(ISOLATION, None)
+    if isolation and isolation.records:
+        from xfbench.harness.table import cell_table
+        terminalreporter.write_sep("=", "xfbench: seconds per mini-batch (median), "
+                                        "each framework in its own process")
+        terminalreporter.write_line(cell_table(isolation.records))
+
+
+def pytest_unconfigure(config):
+    isolation = config.stash.get(ISOLATION, None)
+    if isolation:
+        isolation.close()
+
+
+# -- a runner's child: marker before each cell, a file after each --------------------
+def pytest_runtest_protocol(item, nextitem):
+    marker = os.environ.get(MARKER_ENV)
+    cell = _unit(item)
+    if marker and cell is not None:
+        write_json(Path(marker), {"key": key(cell), "started": time.monotonic(),
+                                  "pid": os.getpid()})
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_call(item):
+    cell = _unit(item)
+    if item.config.stash.get(ISOLATION, None) is not None:
+        return                        # the cell runs in a child, where the fault belongs
+    faults = dict(f.rsplit(":", 1) for f in os.environ.get(FAULT_ENV, "").split(",") if ":" in f)
+    action = faults.get(key(cell)) if cell is not None else None
+    if action == "kill":
+        os.kill(os.getpid(), signal.SIGKILL)
+    elif action == "sleep":
+        time.sleep(3600)
+    elif action == "raise":
+        raise RuntimeError(f"fault injected by {FAULT_ENV}")
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item, call):
+    report = yield
+    cell = _unit(item)
+    if cell is None:
+        return report
+    record = None
+    if report.when == "call" and report.passed:
+        bench = item.funcargs.get("benchmark")
+        stats = getattr(bench, "stats", None)
+        if stats:
+            bench.extra_info.setdefault("pid", os.getpid())
+            _write_result(item.config, cell, stats)
+        elif item.config.stash.get(ISOLATION, None) is None:
+            record = _failure(cell, "failed", "the test passed without a benchmark", "")
+    elif report.skipped and report.when in ("setup", "call"):
+        record = item.stash.get(REPLAYED, None) or _failure(cell, "skipped", _skip_reason(report), "")
+    elif report.failed and report.when in ("setup", "call"):
+        record = item.stash.get(REPLAYED, None) or _suite_failure(item, cell) \
+            or _from_exception(cell, call, report)
+    if record:
+        item.config.stash[FAILURES].append(record)
+        if os.environ.get(CELL_DIR_ENV):
+            RunFolder(os.environ[CELL_DIR_ENV]).write_failure(key(cell), **{
+                k: record[k] for k in ("cell", "status", "reason", "output_tail")})
+    return report
+
+
+def _suite_failure(item, cell) -> dict | None:
+    """The record a suite left in item.stash[SUITE_FAILURE], in the shape of ours."""
+    left = item.stash.get(SUITE_FAILURE, None)
+    if not isinstance(left, dict):
+        return None
+    status = left.get("status") if left.get("status") in STATUSES else "failed"
+    reason = str(left.get("reason") or "failed").strip().splitlines() or ["failed"]
+    return {"cell": left.get("cell") or cell.as_dict(), "status": status, "reason": reason[0],
+            "output_tail": str(left.get("output_tail") or "")}
+
+
+def _failure(cell, status, reason, tail) -> dict:
+    return {"cell": cell.as_dict(), "status": status, "reason": reason, "output_tail": tail}
+
+
+def _skip_reason(report) -> str:
+    longrepr = report.longrepr
+    text = longrepr[2] if isinstance(longrepr, tuple) else str(longrepr)
+    return text.removeprefix("Skipped: ").splitlines()[0] if text else "skipped"
+
+
+def _from_exception(cell, call, report) -> dict:
+    excinfo = call.excinfo
+    if excinfo is not None:
+        reason = f"{excinfo.typename}: {excinfo.value}".strip().splitlines()[0]
+    else:
+        reason = (report.longreprtext.strip().splitlines() or ["failed"])[-1]
+    oom = (excinfo is not None and excinfo.errisinstance(MemoryError)) or any(
+        s in reason for s in ("out of memory", "OutOfMemory", "ResourceExhausted", "OOM"))
+    tail = "\n".join(report.longreprtext.rstrip().splitlines()[-TAIL_LINES:])
+    return _failure(cell, "oom" if oom else "failed", reason, tail)
+
+
+def _write_result(config, cell, stats) -> None:
+    """This cell's pytest-benchmark JSON, as --benchmark-json would write it for this
+    one benchmark, into the results folder (runner's child only)."""
+    folder = os.environ.get(CELL_DIR_ENV)
+    if not folder:
+        return
+    if CACHE not in config.stash:
+        session = config._benchmarksession
+        config.stash[CACHE] = (session.get_machine_info(),
+                               config.hook.pytest_benchmark_generate_commit_info(config=config))
+    machine_info, commit_info = config.stash[CACHE]
+    output = config.hook.pytest_benchmark_generate_json(
+        config=config, benchmarks=[stats], include_data=True, machine_info=machine_info,
+        commit_info=commit_info)
+    RunFolder(folder).write_result(key(cell), output)
+
+
+# -- every run: failures beside the benchmarks in --benchmark-json --------------------
+def pytest_benchmark_update_json(config, benchmarks, output_json):
+    from xfbench.harness import machine
+    options = {name: config.getoption(name.replace("-", "_"))
+               for name in ("framework", "device", "threads") + CELL_OPTIONS}
+    output_json["xfbench"] = {"failures": _once_per_cell(config.stash.get(FAILURES, [])),
+                              "selection": options, "machine": machine.describe()}
+
+
+def _once_per_cell(records: list[dict]) -> list[dict]:
+    """One failure record per cell: a suite plugin that also records its own cells'
+    failures must not make them appear twice."""
+    import json
+    seen, out = set(), []
+    for record in records:
+        cell = json.dumps(record.get("cell"), sort_keys=True, default=str)
+        if cell not in seen:
+            seen.add(cell)
+            out.append(record)
+    return out

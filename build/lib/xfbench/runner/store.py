@@ -1,0 +1,158 @@
+"""The results folder: one file per finished cell, written atomically, and a merged file.
+
+    results/<YYYY-MM-DD>-<host>/
+      cells/<task>-<cell-id>.json    pytest-benchmark JSON of one finished cell
+      failed/<task>-<cell-id>.json   {"cell", "status", "reason", "output_tail"}
+      logs/<group>.log               everything the group's pytest processes printed
+      selection.json                 the selections that ran into this folder
+      merged.json                    every cell, the failures, the selection and the machine
+
+A cell is finished when it has a file in cells/ or in failed/; a sweep started
+again skips finished cells, so an interrupted sweep loses at most the cell in flight.
+"""
+from __future__ import annotations
+
+import json
+import os
+import socket
+import time
+from pathlib import Path
+
+# A failure record's statuses; "skipped" cells are recorded the same way so no cell is blank.
+STATUSES = ("failed", "timeout", "killed", "oom", "skipped")
+
+
+def cell_key(task: str, cell_id: str) -> str:
+    """The file name (without .json) of one cell of one task."""
+    return f"{task}-{cell_id}"
+
+
+def write_json(path: Path, data) -> None:
+    """Write JSON so that a reader sees the old file or the new one, never half of one."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    with open(tmp, "w") as f:
+        json.dump(data, f, indent=1, default=str)
+        f.write("\n")
+    os.replace(tmp, path)
+
+
+def read_json(path: Path):
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return None
+
+
+def host() -> str:
+    return socket.gethostname().split(".")[0] or "host"
+
+
+def default_folder(base: Path) -> Path:
+    return base / f"{time.strftime('%Y-%m-%d')}-{host()}"
+
+
+class RunFolder:
+    def __init__(self, root: Path | str):
+        self.root = Path(root).absolute()   # children run in the checkout, not here
+        self.cells = self.root / "cells"
+        self.failed = self.root / "failed"
+        self.logs = self.root / "logs"
+        self.merged = self.root / "merged.json"
+
+    # -- one cell ---------------------------------------------------------------------
+    def has_result(self, key: str) -> bool:
+        return (self.cells / f"{key}.json").exists()
+
+    def failure(self, key: str) -> dict | None:
+        return read_json(self.failed / f"{key}.json")
+
+    def is_finished(self, key: str, retry_failed: bool = False) -> bool:
+        if self.has_result(key):
+            return True
+        return not retry_failed and (self.failed / f"{key}.json").exists()
+
+    def failure_stamp(self, key: str) -> tuple[int, int] | None:
+        """Identifies one version of a failure record (None: there is none)."""
+        try:
+            st = (self.failed / f"{key}.json").stat()
+        except OSError:
+            return None
+        return (st.st_ino, st.st_mtime_ns)
+
+    def write_result(self, key: str, benchmark_json: dict) -> None:
+        write_json(self.cells / f"{key}.json", benchmark_json)
+        # A success replaces an earlier failure of the same cell (--retry-failed).
+        (self.failed / f"{key}.json").unlink(missing_ok=True)
+
+    def write_failure(self, key: str, cell: dict, status: str, reason: str,
+                      output_tail: str = "") -> dict:
+        assert status in STATUSES, status
+        record = {"cell": cell, "status": status, "reason": reason, "output_tail": output_tail}
+        write_json(self.failed / f"{key}.json", record)
+        return record
+
+    # -- the whole folder -------------------------------------------------------------
+    def results(self) -> list[dict]:
+        """Every finished cell's pytest-benchmark JSON, in file-name order."""
+        out = []
+        for path in sorted(self.cells.glob("*.json")):
+            data = read_json(path)
+            if data:
+                out.append(data)
+        return out
+
+    def failures(self) -> list[dict]:
+        out = []
+        for path in sorted(self.failed.glob("*.json")):
+            data = read_json(path)
+            if data:
+                out.append(data)
+        return out
+
+    def selections(self) -> list[dict]:
+        return read_json(self.root / "selection.json") or []
+
+    def add_selection(self, selection: dict) -> None:
+        stored = self.selections()
+        if selection not in stored:
+            write_json(self.root / "selection.json", stored + [selection])
+
+    def merge(self, selection: dict, machine: dict) -> Path:
+        """merged.json: a valid pytest-benchmark JSON of every finished cell, plus the
+        failures, the selection and the machine under the key "xfbench"."""
+        import pytest_benchmark
+        results = self.results()
+        first = results[0] if results else {}
+        machine_info = dict(first.get("machine_info") or {})
+        machine_info["xfbench"] = machine
+        merged = {
+            "machine_info": machine_info,
+            "commit_info": first.get("commit_info") or {},
+            "benchmarks": [b for r in results for b in r.get("benchmarks", [])],
+            "datetime": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+            "version": pytest_benchmark.__version__,
+            "xfbench": {"failures": self.failures(), "selection": selection, "machine": machine,
+                        # every selection that ran into this folder (the cells are theirs)
+                        "selections": self.selections()},
+        }
+        # Scaling cells ran in separate children, so their speedup over one worker is
+        # known only now that the one-worker cell is beside them.
+        from xfbench.scaling.speedup import fill_speedup
+        fill_speedup(b.get("extra_info") or {} for b in merged["benchmarks"])
+        write_json(self.merged, merged)
+        return self.merged
+
+
+def find_resumable(base: Path, selection: dict, is_complete) -> Path | None:
+    """The newest folder of this host under base whose stored selections include this
+    one and which still has unfinished cells: a sweep interrupted yesterday resumes
+    there instead of starting again in today's folder."""
+    suffix = f"-{host()}"
+    candidates = sorted((p for p in base.glob(f"*{suffix}") if p.is_dir()), reverse=True)
+    for path in candidates:
+        folder = RunFolder(path)
+        if selection in folder.selections() and not is_complete(folder):
+            return path
+    return None
