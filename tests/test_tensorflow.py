@@ -189,35 +189,26 @@ def test_inference_logits_match_pytorch(network):
 
 
 @pytest.mark.parametrize("network", ["alexnet", "resnet56", "lstm32"])
-def test_one_update_matches_pytorch(network):
-    """Loss, backward, clipping and the momentum update: the weights after one step
-    agree. The LSTM's clip is lowered so that clipping really happens."""
-    torch_adapter = get_adapter("torch")
-    if torch_adapter.import_error():
-        pytest.skip(torch_adapter.import_error())
+def test_one_update_matches_the_float64_step(network):
+    """Loss, backward, clipping and the momentum update: the weights after one step are
+    as close to the float64 step as fp32 can be (exchange.verify's rule: the fp32 floor
+    and the ReLU decisions near a tie, both measured). The LSTM's clip is lowered so that
+    clipping really happens; the update must be far larger than the tolerance."""
+    from xfbench.exchange.verify import ReferenceStep, functional, weights_error
+    if get_adapter("torch").import_error():
+        pytest.skip(get_adapter("torch").import_error())
     spec = get_spec(network, "smoke")
     if spec.clip_norm:
         spec = replace(spec, clip_norm=0.05)
     w0 = initial_weights(spec)
-    after, losses = [], []
-    for framework in (TF, torch_adapter):
-        work = build(spec, "eager", weights=w0, framework=framework)
-        work.step()
-        after.append(work.weights())
-        losses.append(work.loss())
-    assert losses[0] == pytest.approx(losses[1], rel=1e-5)
-    moved = 0.0
-    for name, w in after[1].items():
-        a = after[0][name]
-        if name.endswith(".B"):   # compare the biases' sums
-            h = w.shape[0] // 2
-            a, w, w0_ = a[:h] + a[h:], w[:h] + w[h:], w0[name][:h] + w0[name][h:]
-        else:
-            w0_ = w0[name]
-        moved = max(moved, float(np.max(np.abs(w - w0_))))
-        # error well below the size of one update
-        assert np.max(np.abs(a - w)) <= 2e-3 * max(np.max(np.abs(w - w0_)), 1e-6) + 1e-7, name
-    assert moved > 0
+    reference = ReferenceStep.compute(spec, w0, 8)
+    work = build(spec, "eager", weights=w0)
+    work.step()
+    assert work.loss() == pytest.approx(reference.loss, rel=1e-5)
+    err, where = weights_error(spec, work.weights(), reference.weights)
+    assert err <= reference.tolerance, (where, err, reference)
+    moved, _ = weights_error(spec, functional(spec, w0), reference.weights)
+    assert moved > 10 * reference.tolerance, (moved, reference.tolerance)
 
 
 def test_batchnorm_running_statistics_match_pytorch():
@@ -236,18 +227,37 @@ def test_batchnorm_running_statistics_match_pytorch():
     np.testing.assert_allclose(bn.var.numpy(), ref.running_var.numpy(), atol=1e-6)
 
 
-@pytest.mark.parametrize("network", ["alexnet", "resnet50", "resnet56"])
-def test_channels_first_layout_computes_the_same(network):
-    """The GPU fp32 layout (NCHW), checked here on the CPU (oneDNN runs NCHW too,
-    though more slowly than NHWC, which is why CPU cells are channels-last)."""
+CHANNELS_FIRST_CHECK = """
+import sys
+import numpy as np
+import tensorflow as tf
+from tensorflow.python.util import _pywrap_util_port
+from xfbench.adapters.tensorflow.networks import Network
+from xfbench.models import get_spec, initial_weights, synthetic_batch
+assert _pywrap_util_port.IsMklEnabled(), "oneDNN did not start"
+for network in sys.argv[1:]:
     spec = get_spec(network, "smoke")
     w0 = initial_weights(spec)
     x, _ = synthetic_batch(spec, 4)
-    nchw = Network(spec, "channels_first", w0)
-    nhwc = Network(spec, "channels_last", w0)
+    nchw, nhwc = Network(spec, "channels_first", w0), Network(spec, "channels_last", w0)
     a = tf.function(lambda t: nchw(t, False))(tf.constant(x)).numpy()
     b = nhwc(tf.constant(x.transpose(0, 2, 3, 1)), False).numpy()
-    assert rel_err(a, b) < 1e-4
+    err = np.linalg.norm(a - b) / np.linalg.norm(b)
+    assert err < 1e-4, (network, err)
+    print(network, err)
+"""
+
+
+def test_channels_first_layout_computes_the_same():
+    """The GPU fp32 layout (NCHW), checked on the CPU. TensorFlow's Eigen CPU kernels
+    have no NCHW convolution, and TensorFlow turns oneDNN (which has one) on by default
+    only on some CPUs, so the check runs with oneDNN asked for: it holds on any x86 CPU."""
+    env = {**os.environ, "TF_ENABLE_ONEDNN_OPTS": "1", "TF_CPP_MIN_LOG_LEVEL": "2",
+           "PYTHONPATH": str(ROOT)}
+    proc = subprocess.run([sys.executable, "-c", CHANNELS_FIRST_CHECK, "alexnet", "resnet50",
+                           "resnet56"], cwd=ROOT, env=env, capture_output=True, text=True,
+                          timeout=600)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
 
 
 # -- devices, layout, threads -----------------------------------------------------

@@ -47,12 +47,13 @@ class BasicBlock(nn.Module):
         self.stride = stride
         extra = cout - cin
         self.pad = (extra // 2, extra - extra // 2)
+        self.relu = nn.ReLU(inplace=True)   # a module, so the float64 reference can hook it
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         identity = x
         if self.stride != 1 or self.pad != (0, 0):
             identity = x[:, :, ::self.stride, ::self.stride]
             identity = F.pad(identity, (0, 0, 0, 0) + self.pad)
-        out = F.relu(self.bn1(self.conv1(x)), inplace=True)
+        out = self.relu(self.bn1(self.conv1(x)))
         out = self.bn2(self.conv2(out))
-        return F.relu(out + identity, inplace=True)
+        return self.relu(out + identity)
