@@ -1,2 +1,0 @@
-"""xfbench: the same networks in PyTorch, TensorFlow, JAX and ONNX Runtime, timed the same
-way, as a pytest-benchmark suite. Importing it imports no framework."""

@@ -1,1 +1,0 @@
-"""The measurement harness: selection, threads, timing and records, shared by every framework."""
