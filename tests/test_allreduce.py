@@ -15,9 +15,10 @@ import pytest
 from xfbench.allreduce.bandwidth import algbw, allreduce_bus_factor, busbw
 from xfbench.allreduce.check import errors, expected_sum, verdict
 from xfbench.allreduce.launch import run
-from xfbench.allreduce.plugin import OptionError, asked_for, default_world_sizes, select
+from xfbench.allreduce.plugin import SUITE_FILE, OptionError, default_world_sizes, select
 from xfbench.allreduce.sizes import SizeError, cap, label, parse_sizes
 from xfbench.allreduce.worker_args import FAULT_ENV
+from xfbench.plugin import named
 
 ROOT = Path(__file__).resolve().parents[1]
 SIZES = "1KB,4KB,64KB"
@@ -93,9 +94,11 @@ def test_options_select_cases_and_sizes():
 
 
 def test_suite_runs_only_when_named():
-    assert asked_for(SimpleNamespace(args=["xfbench/suites/test_allreduce.py"]))
-    assert asked_for(SimpleNamespace(args=["xfbench/suites/test_allreduce.py::test_allreduce[torch-cpu-n2]"]))
-    assert not asked_for(SimpleNamespace(args=["xfbench/suites/"]))
+    assert named(SimpleNamespace(args=["xfbench/suites/test_allreduce.py"]), SUITE_FILE)
+    assert named(SimpleNamespace(args=["xfbench/suites/test_allreduce.py::test_allreduce[torch-cpu-n2]"]),
+                 SUITE_FILE)
+    assert named(SimpleNamespace(args=["xfbench.suites.test_allreduce"]), SUITE_FILE)   # --pyargs
+    assert not named(SimpleNamespace(args=["xfbench/suites/"]), SUITE_FILE)
 
 
 @pytest.mark.parametrize("option", [["--world-sizes", "0"], ["--allreduce-sizes", "1KB:2"]])
@@ -123,7 +126,7 @@ def test_suite_runs_gloo_and_jax_over_two_ranks(tmp_path):
     for name, backend in (("test_allreduce[torch-cpu-n2]", "gloo"), ("test_allreduce[jax-cpu-n2]", "xla")):
         entry = entries[name]
         info = entry["extra_info"]
-        assert info["kind"] == "allreduce_sweep" and info["backend"] == backend
+        assert info["kind"] == "allreduce" and info["backend"] == backend
         assert entry["group"] == f"allreduce {info['framework']} {backend} n2"
         rows = info["rows"]
         patterns = {"torch": ("allreduce", "reduce_broadcast", "parameter_server"),
@@ -168,7 +171,8 @@ def _leftover_ranks(marker: str) -> list:
 
 
 def test_a_timeout_ends_torchrun_and_its_ranks():
-    from concurrent.futures import ThreadPoolExecutor, TimeoutError as Late
+    from concurrent.futures import ThreadPoolExecutor
+    from concurrent.futures import TimeoutError as Late
 
     from xfbench.allreduce.launch import LaunchError
     sizes = [2**20 * 2**k for k in range(8)]            # 1 MB .. 128 MB
@@ -182,7 +186,7 @@ def test_a_timeout_ends_torchrun_and_its_ranks():
             future.result(timeout=15)
             outcome = "no timeout"
         except LaunchError as e:
-            outcome = "timed out" if "timed out" in str(e) else str(e)
+            outcome = "timed out" if "no result within 4 s" in str(e) else str(e)
         except Late:
             outcome = "still waiting for the ranks 15 s later"
         left = _leftover_ranks(marker)

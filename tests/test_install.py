@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import os
-import site
+import shutil
 import subprocess
 import sys
 import sysconfig
@@ -27,9 +27,15 @@ OTHERS = ("adapters", "models", "report")      # top-level names of unrelated pa
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("wheel")
+    # From a copy of what the wheel is made of: setuptools writes build/ beside its source.
+    source = tmp_path_factory.mktemp("source")
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(ROOT / name, source / name)
+    shutil.copytree(ROOT / "xfbench", source / "xfbench",
+                    ignore=shutil.ignore_patterns("__pycache__"))
     # No build isolation: the build needs no network, only the setuptools installed here.
     proc = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation",
-                           "-q", "-w", str(out), str(ROOT)], capture_output=True, text=True,
+                           "-q", "-w", str(out), str(source)], capture_output=True, text=True,
                           timeout=300)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     [path] = out.glob("xfbench-*.whl")

@@ -17,7 +17,12 @@ from xfbench.adapters.jax import weights as W  # noqa: E402
 from xfbench.adapters.jax.workload import JaxWorkload  # noqa: E402
 from xfbench.models import NETWORKS, get_spec, initial_weights  # noqa: E402
 from xfbench.models.layers import (  # noqa: E402
-    BasicBlock, BatchNorm, Conv, Dense, GlobalAvgPool, ReLU,
+    BasicBlock,
+    BatchNorm,
+    Conv,
+    Dense,
+    GlobalAvgPool,
+    ReLU,
 )
 from xfbench.models.spec import Spec  # noqa: E402
 
@@ -84,9 +89,9 @@ def test_agrees_with_pytorch_and_learns(network):
     jx.step()
     th.step()
     assert jx.loss() == pytest.approx(th.loss(), rel=1e-4)
-    # The updated weights: as close to the float64 step as fp32 can be (exchange.verify's
+    # The updated weights: as close to the float64 step as fp32 can be (harness.equivalence's
     # rule, derived from that step: the fp32 floor and the ReLU decisions near a tie).
-    from xfbench.exchange.verify import ReferenceStep, weights_error
+    from xfbench.harness.equivalence import ReferenceStep, weights_error
     reference = ReferenceStep.compute(jx.spec, initial_weights(jx.spec, 0), jx.cell.batch_size)
     err, where = weights_error(jx.spec, jx.weights(), reference.weights)
     assert err <= reference.tolerance, (where, err, reference.tolerance, reference.near_ties)

@@ -1,5 +1,4 @@
 """Host memory: the per-cell peak, and the allocator kept from unmapping freed memory."""
-import resource
 import subprocess
 import sys
 import textwrap

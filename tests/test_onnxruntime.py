@@ -10,7 +10,7 @@ import pytest
 
 from xfbench.adapters import Cell, get_adapter
 from xfbench.adapters.onnxruntime import HALF_REASON, TRAIN_REASON, TRT_FP32_REASON
-from xfbench.exchange.verify import TOL, reference_logits, rel_err
+from xfbench.exchange.reference import TOL, reference_logits, rel_err
 from xfbench.models import NETWORKS, get_spec, initial_weights
 
 ROOT = Path(__file__).resolve().parents[1]

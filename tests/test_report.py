@@ -149,10 +149,10 @@ def test_table7_layout_best_marks_and_failures(tmp_path):
     assert folder / "report.md" in written and folder / "report.html" in written
     md = (folder / "report.md").read_text()
     block = md.split("### ResNet-56")[1].split("###")[0]
-    assert f"| 1t" in block and "| 2t" in block and H100 in block
-    torch_row = next(line for line in block.splitlines() if line.startswith("| torch eager"))
+    assert "| 1t" in block and "| 2t" in block and H100 in block
+    torch_row = next(line for line in block.splitlines() if line.startswith("| PyTorch eager"))
     assert "**2**" in torch_row and "**1**" in torch_row       # best of the 1t and 2t columns
-    tf_row = next(line for line in block.splitlines() if line.startswith("| tensorflow eager"))
+    tf_row = next(line for line in block.splitlines() if line.startswith("| TensorFlow eager"))
     assert "oom [1]" in tf_row                                   # never blank
     assert "[1] " in md and "CUDA out of memory" in md
     assert any(p.suffix == ".png" for p in written)

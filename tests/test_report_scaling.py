@@ -141,7 +141,7 @@ def test_scaling_entries_never_become_table7_rows(tmp_path):
     assert run.problems == []
     rep = build([run])
     assert [b.key[1] for b in rep.blocks] == ["resnet56"]
-    assert [row.label for row in rep.blocks[0].rows] == ["torch eager"]
+    assert [row.label for row in rep.blocks[0].rows] == ["PyTorch eager"]
     assert len(rep.details) == 1
     render([path], tmp_path / "out", ["csv"])
     rows = read_csv(tmp_path / "out" / "report.csv")

@@ -158,8 +158,8 @@ def test_plain_pytest_runs_each_framework_in_its_own_process(tmp_path):
 
 
 def test_the_weights_source_reaches_the_children():
-    from xfbench.runner.plan import make_plan
     from xfbench.harness.selection import SelectionError
+    from xfbench.runner.plan import make_plan
     plan = make_plan(framework="null", model="fcn_r", threads="1", preset="smoke", weights="onnx")
     assert all(job.options["weights"] == "onnx" for job in plan.jobs)
     assert plan.selection["weights"] == "onnx"

@@ -130,7 +130,7 @@ def test_a_test_of_the_suites_is_known_by_its_id_whatever_its_parameter():
     assert cell.as_dict() == {"kind": "scaling", "network": "fcn_r", "framework": "tensorflow",
                               "device": "cuda", "workers": 4, "scaling": "weak", "batch": 32}
     Item.originalname, Item.callspec.id = "test_allreduce", "jax-cpu-n2"
-    assert from_item(Item).as_dict() == {"kind": "allreduce_sweep", "framework": "jax",
+    assert from_item(Item).as_dict() == {"kind": "allreduce", "framework": "jax",
                                          "device": "cpu", "world_size": 2}
     Item.callspec.id = "not-named"      # a suite's placeholder when it is not named: no cell
     assert from_item(Item) is None
@@ -326,12 +326,12 @@ def test_plain_pytest_json_carries_scaling_failures(stand_ins):
 
 def test_a_suites_own_failure_record_is_the_one_recorded(stand_ins, monkeypatch):
     """A suite that knows why its cell failed (the workers timed out) leaves its record in
-    item.stash[runner.plugin.SUITE_FAILURE]; the runner keeps its status and reason."""
+    item.stash[xfbench.plugin.SUITE_FAILURE]; the runner keeps its status and reason."""
     test = stand_ins / "checkout" / "suites" / "test_scaling.py"
     test.write_text(test.read_text() + textwrap.dedent('''
 
         import pytest
-        from xfbench.runner.plugin import SUITE_FAILURE
+        from xfbench.plugin import SUITE_FAILURE
 
 
         @pytest.fixture(autouse=True)

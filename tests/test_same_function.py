@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from xfbench.adapters import REGISTRY, get_adapter
+from xfbench.adapters import get_adapter
+from xfbench.frameworks import training
 from xfbench.models import NETWORKS
 
 ROOT = Path(__file__).resolve().parents[1]
-FRAMEWORKS = [f for f in ("torch", "tensorflow", "jax")
-              if f in REGISTRY and get_adapter(f).import_error() is None]
+FRAMEWORKS = [f for f in training() if get_adapter(f).import_error() is None]
 
 
 @pytest.fixture(scope="module")

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from xfbench.harness import machine
+from xfbench import machine
 from xfbench.harness.external import record_durations
 from xfbench.scaling import launch
 from xfbench.scaling.cell import CellError, ScalingCell, parse_args, to_argv
@@ -309,8 +309,10 @@ def test_suite_records_speedup_and_skips(tmp_path):
 def test_a_timeout_ends_torchrun_and_its_workers(tmp_path):
     """torchrun starts each rank in a session of its own: a timed-out cell must end them
     too, or they keep the output pipe open and run() never returns."""
+    from concurrent.futures import ThreadPoolExecutor
+    from concurrent.futures import TimeoutError as Late
+
     import psutil
-    from concurrent.futures import ThreadPoolExecutor, TimeoutError as Late
     out = tmp_path / "never.json"
     with ThreadPoolExecutor(1) as pool:
         # Full-size ResNet-56 for 50 steps: far longer than the 3 s allowed.
@@ -339,6 +341,7 @@ def plain_steps(spec, batch: int, workers: int, steps: int, dtype) -> dict:
     workers' gradients), then PyTorch's SGD momentum. workers=1: the one-device step."""
     import torch
     import torch.nn.functional as F
+
     from xfbench.adapters.torch import weights as TW
     from xfbench.adapters.torch.networks import build_network
     from xfbench.models import initial_weights, synthetic_batch
@@ -370,6 +373,7 @@ def test_resnet56_every_framework_normalises_per_worker(tmp_path, jax_resnet56):
     so frameworks whose kernels sum in different orders (oneDNN for PyTorch and TensorFlow,
     XLA's own for JAX) differ by that much, while the one-device step is 1e-2 away."""
     import torch
+
     from xfbench.models import get_spec
     spec = get_spec("resnet56", "smoke")
     got = {"jax": jax_resnet56[1]}

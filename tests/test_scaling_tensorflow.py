@@ -247,7 +247,7 @@ def test_too_few_cpus_is_a_failed_record(tmp_path):
 
 
 def gpus() -> int:
-    from xfbench.harness.machine import gpu_count
+    from xfbench.machine import gpu_count
     return gpu_count()
 
 

@@ -12,12 +12,18 @@ import numpy as np
 import pytest
 
 from xfbench.adapters import Cell, get_adapter
-from xfbench.models import NETWORKS, get_spec, initial_weights, synthetic_batch
+from xfbench.models import NETWORKS, get_spec, initial_weights
 
 tf = pytest.importorskip("tensorflow")
 
-from xfbench.adapters.tensorflow.networks import Network, count_parameters  # noqa: E402
-from xfbench.adapters.tensorflow.weights import CONV, DENSE, Converter, lstm_from_keras, lstm_to_keras  # noqa: E402,E501
+from xfbench.adapters.tensorflow.networks import count_parameters  # noqa: E402
+from xfbench.adapters.tensorflow.weights import (  # noqa: E402,E501
+    CONV,
+    DENSE,
+    Converter,
+    lstm_from_keras,
+    lstm_to_keras,
+)
 from xfbench.adapters.tensorflow.workload import _same_device, preferred_layout  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -191,10 +197,10 @@ def test_inference_logits_match_pytorch(network):
 @pytest.mark.parametrize("network", ["alexnet", "resnet56", "lstm32"])
 def test_one_update_matches_the_float64_step(network):
     """Loss, backward, clipping and the momentum update: the weights after one step are
-    as close to the float64 step as fp32 can be (exchange.verify's rule: the fp32 floor
+    as close to the float64 step as fp32 can be (harness.equivalence's rule: the fp32 floor
     and the ReLU decisions near a tie, both measured). The LSTM's clip is lowered so that
     clipping really happens; the update must be far larger than the tolerance."""
-    from xfbench.exchange.verify import ReferenceStep, functional, weights_error
+    from xfbench.harness.equivalence import ReferenceStep, functional, weights_error
     if get_adapter("torch").import_error():
         pytest.skip(get_adapter("torch").import_error())
     spec = get_spec(network, "smoke")

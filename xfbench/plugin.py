@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from xfbench.harness import machine, memory, threads
+from xfbench import machine
+from xfbench.harness import memory, threads
 from xfbench.harness.measure import WEIGHT_SOURCES, Skip, measure
 from xfbench.harness.selection import SelectionError, cells, parse
 from xfbench.harness.table import cell_table
@@ -27,6 +28,10 @@ from xfbench.harness.table import cell_table
 pytest_plugins = ("xfbench.runner.plugin", "xfbench.gemm.plugin", "xfbench.scaling.plugin", "xfbench.allreduce.plugin")
 
 SELECTION = pytest.StashKey()
+# item: a failure record a suite left because it knows better than the exception why its
+# cell failed (a worker's own status, such as "timeout", and its output tail); the
+# runner's plugin records it.
+SUITE_FAILURE = pytest.StashKey()
 RECORDS = pytest.StashKey()
 CONFIGURED = pytest.StashKey()
 
@@ -55,6 +60,22 @@ def pytest_addoption(parser):
 
 
 SUITES_DIR = Path(__file__).resolve().parent / "suites"
+
+
+def failed_row(fields: dict, error: BaseException | str) -> dict:
+    """A cell that raised, as a row of its suite's summary table: its fields, status
+    "failed" and a one-line reason. (The runner's plugin records the failure itself.)"""
+    text = f"{type(error).__name__}: {error}" if isinstance(error, BaseException) else str(error)
+    return {**fields, "status": "failed", "reason": (text.strip().splitlines() or ["failed"])[0]}
+
+
+def named(config, suite_file: str) -> bool:
+    """Whether a suite's file was named on the command line, alone or with test ids, as a
+    path or (with --pyargs) as its module, e.g. xfbench.suites.test_scaling. The
+    scaling, all-reduce and equivalence suites run only when named."""
+    module = "xfbench.suites." + suite_file.removesuffix(".py")
+    return any(str(arg).split("::")[0].endswith(suite_file)
+               or str(arg).split("::")[0] == module for arg in config.args)
 
 
 def active(config) -> bool:
@@ -131,8 +152,7 @@ def run_cell(request, benchmark):
         except Skip as e:
             pytest.skip(str(e))
         except Exception as e:
-            config.stash[RECORDS].append({**cell.as_dict(), "status": "failed",
-                                          "reason": f"{type(e).__name__}: {e}".splitlines()[0]})
+            config.stash[RECORDS].append(failed_row(cell.as_dict(), e))
             raise
         config.stash[RECORDS].append(record)
         return record

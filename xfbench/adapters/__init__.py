@@ -6,31 +6,27 @@ from __future__ import annotations
 
 import importlib
 
-from xfbench.adapters.base import DATA_MODES, PRECISIONS, TASKS, Adapter, Cell, Unsupported, Workload
-
-# --framework value -> module holding an `ADAPTER` instance.
-REGISTRY: dict[str, str] = {
-    "torch": "xfbench.adapters.torch",
-    "jax": "xfbench.adapters.jax",
-    "tensorflow": "xfbench.adapters.tensorflow",
-    "null": "xfbench.adapters.null",
-    "onnxruntime": "xfbench.adapters.onnxruntime",
-}
-
-# Frameworks a plain run selects when --framework is not given (the null
-# adapter measures the harness itself and is only run when asked for).
-DEFAULT_EXCLUDED = ("null",)
+from xfbench.adapters.base import (
+    DATA_MODES,
+    PRECISIONS,
+    TASKS,
+    Adapter,
+    Cell,
+    Unsupported,
+    Workload,
+)
+from xfbench.frameworks import FRAMEWORKS
 
 
 def get_adapter(name: str) -> Adapter:
-    if name not in REGISTRY:
-        raise KeyError(f"unknown framework {name!r}; known: {', '.join(REGISTRY)}")
-    return importlib.import_module(REGISTRY[name]).ADAPTER
+    if name not in FRAMEWORKS:
+        raise KeyError(f"unknown framework {name!r}; known: {', '.join(FRAMEWORKS)}")
+    return importlib.import_module(FRAMEWORKS[name].adapter).ADAPTER
 
 
 def all_modes() -> dict[str, tuple[str, ...]]:
-    return {name: get_adapter(name).modes for name in REGISTRY}
+    return {name: f.modes for name, f in FRAMEWORKS.items()}
 
 
-__all__ = ["Adapter", "Cell", "DATA_MODES", "DEFAULT_EXCLUDED", "PRECISIONS", "REGISTRY", "TASKS",
+__all__ = ["Adapter", "Cell", "DATA_MODES", "PRECISIONS", "TASKS",
            "Unsupported", "Workload", "all_modes", "get_adapter"]

@@ -22,6 +22,8 @@ from typing import Any
 
 import numpy as np
 
+from xfbench.frameworks import FRAMEWORKS, Framework
+
 PRECISIONS = ("fp32", "tf32", "bf16", "fp16")
 TASKS = ("train", "infer")
 DATA_MODES = ("resident", "copied")
@@ -109,14 +111,33 @@ class Workload:
 
 
 class Adapter:
-    """One framework. Subclasses set the class attributes and implement the methods."""
+    """One framework. Subclasses set `name` (its entry in xfbench.frameworks, which gives
+    its package, modes, tasks and install hint) and implement the methods."""
 
     name: str = ""           # the --framework value
-    package: str = ""        # the importable module that must be installed
-    modes: tuple[str, ...] = ()
     precisions: tuple[str, ...] = PRECISIONS
-    tasks: tuple[str, ...] = TASKS   # "train" and/or "infer"
-    install_hint: str = ""
+
+    @property
+    def framework(self) -> Framework:
+        return FRAMEWORKS[self.name]
+
+    @property
+    def package(self) -> str:
+        """The importable module that must be installed."""
+        return self.framework.package
+
+    @property
+    def modes(self) -> tuple[str, ...]:
+        return self.framework.modes
+
+    @property
+    def tasks(self) -> tuple[str, ...]:
+        """"train" and/or "infer"."""
+        return self.framework.tasks
+
+    @property
+    def install_hint(self) -> str:
+        return self.framework.install_hint
 
     def import_error(self) -> str | None:
         """None when the framework is installed, else why not (no import is done)."""

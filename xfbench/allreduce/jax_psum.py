@@ -46,7 +46,8 @@ class Collectives:
         import jax
         import jax.numpy as jnp
         import numpy as np
-        from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
+        from jax.sharding import Mesh, NamedSharding
+        from jax.sharding import PartitionSpec as P
         self.jax, self.jnp, self.world = jax, jnp, world
         self.mesh = Mesh(np.array(devices[:world]), ("i",))
         self.rows = NamedSharding(self.mesh, P("i"))
@@ -131,7 +132,7 @@ def main(argv=None) -> int:
         write_result(args.out, failure("jax", args.device, world, reason, unavailable=True))
         return 1
     if args.device == "cpu":
-        from xfbench.harness.machine import cpu_model
+        from xfbench.machine import cpu_model
         device_name = cpu_model()
     else:
         device_name = devices[0].device_kind

@@ -9,16 +9,15 @@ jax: one process over W devices:
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
 from xfbench.allreduce.jax_psum import host_devices_env
-from xfbench.harness.processes import end_with_descendants, free_port
+from xfbench.frameworks import FRAMEWORKS
+from xfbench.harness import launch
+from xfbench.harness.processes import free_port
 
-ROOT = Path(__file__).resolve().parent.parent
 TAIL_CHARS = 4000
 
 
@@ -36,17 +35,17 @@ def command(framework: str, device: str, world_size: int, sizes: list[int], pres
         args += ["--threads-per-rank", str(threads_per_rank)]
     if rounds:
         args += ["--rounds", str(rounds)]
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([str(ROOT)] + [p for p in [env.get("PYTHONPATH")] if p])
+    env = launch.child_env()
     if framework == "torch":
         launcher = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", str(world_size)]
         if not any(o.startswith(("--rdzv", "--master", "--nnodes")) for o in torchrun_options):
             launcher += ["--master-addr", "127.0.0.1", "--master-port", str(free_port())]
-        return launcher + list(torchrun_options) + ["-m", "xfbench.allreduce.torch_collectives"] + args, env
+        return launcher + list(torchrun_options) + ["-m", FRAMEWORKS["torch"].allreduce] + args, env
     if framework == "jax":
         if device == "cpu":
             env = host_devices_env(world_size, env)
-        return [sys.executable, "-m", "xfbench.allreduce.jax_psum", "--world-size", str(world_size)] + args, env
+        return [sys.executable, "-m", FRAMEWORKS["jax"].allreduce, "--world-size",
+                str(world_size)] + args, env
     raise ValueError(f"no all-reduce worker for {framework!r}")
 
 
@@ -59,17 +58,12 @@ def run(framework: str, device: str, world_size: int, sizes: list[int], preset: 
         out = Path(tmp) / "result.json"
         argv, env = command(framework, device, world_size, sizes, preset, str(out),
                             threads_per_rank, rounds)
-        proc = subprocess.Popen(argv, cwd=ROOT, env=env, stdout=subprocess.PIPE,
-                                stderr=subprocess.STDOUT, text=True,
-                                preexec_fn=(lambda: os.sched_setaffinity(0, cpus)) if cpus else None)
-        try:
-            output, _ = proc.communicate(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            end_with_descendants(proc.pid)   # torchrun's ranks are in sessions of their own
-            output, _ = proc.communicate()
-            raise LaunchError(f"{framework} all-reduce over {world_size} ranks timed out after "
-                              f"{timeout:g} s\n{(output or '')[-TAIL_CHARS:]}") from None
+        end = launch.run(argv, timeout, env=env, cpus=cpus)
+        output = end.output
+        if end.timed_out:
+            raise LaunchError(f"{framework} all-reduce over {world_size} ranks: "
+                              f"{launch.failure(end, timeout)[1]}\n{output[-TAIL_CHARS:]}")
         if not out.exists():
-            raise LaunchError(f"{framework} all-reduce over {world_size} ranks exited with code "
-                              f"{proc.returncode} and no result\n{output[-TAIL_CHARS:]}")
+            raise LaunchError(f"{framework} all-reduce over {world_size} ranks gave no result "
+                              f"({launch.failure(end, timeout)[1]})\n{output[-TAIL_CHARS:]}")
         return json.loads(out.read_text()), output

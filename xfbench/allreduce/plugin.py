@@ -18,9 +18,13 @@ from dataclasses import dataclass
 
 import pytest
 
-from xfbench.allreduce import FRAMEWORKS, sizes as sizes_mod
+from xfbench import frameworks, records
+from xfbench.allreduce import FRAMEWORKS
+from xfbench.allreduce import sizes as sizes_mod
 from xfbench.allreduce.table import sweep_tables
 from xfbench.allreduce.timing import TIMINGS
+from xfbench.harness.selection import comma_list
+from xfbench.plugin import failed_row, named
 
 SELECTION = pytest.StashKey()
 RECORDS = pytest.StashKey()
@@ -55,13 +59,9 @@ class AllreduceSelection:
     not_selected: str | None = None  # why no case is selected
 
 
-def _split(value: str | None) -> list[str]:
-    return [v.strip() for v in (value or "").split(",") if v.strip()]
-
-
 def parse_world_sizes(text: str) -> list[int]:
     out = []
-    for part in _split(text):
+    for part in comma_list(text):
         try:
             n = int(part)
         except ValueError:
@@ -91,16 +91,16 @@ def select(world_sizes=None, allreduce_sizes=None, framework=None, device=None, 
     """Validate raw option strings (the common ones already checked by the root conftest).
     check_cpus: whether --threads per rank must fit the largest CPU world size (only when
     the suite runs: elsewhere --threads means the network suites' threads)."""
-    from xfbench.harness import machine
+    from xfbench import machine
     from xfbench.harness.selection import SelectionError, normalize_device
     gpus = machine.gpu_count() if gpus is None else gpus
     cpus = len(START_CPUS) if cpus is None else cpus
-    named = _split(framework)
+    named = comma_list(framework)
     frameworks = [f for f in FRAMEWORKS if f in named] if named else list(FRAMEWORKS)
     not_selected = None
     if not frameworks:
         not_selected = f"--framework {framework} names no all-reduce worker ({', '.join(FRAMEWORKS)})"
-    devices = [device_kind(normalize_device(d)) for d in _split(device)] or \
+    devices = [device_kind(normalize_device(d)) for d in comma_list(device)] or \
         ["cpu"] + (["cuda"] if gpus else [])
     devices = list(dict.fromkeys(devices))
     explicit_ws = parse_world_sizes(world_sizes) if world_sizes not in (None, "") else None
@@ -139,7 +139,7 @@ def pytest_addoption(parser):
 def _select(config) -> AllreduceSelection:
     return select(**{name: config.getoption(name) for name in (
         "world_sizes", "allreduce_sizes", "framework", "device", "preset", "threads")},
-        check_cpus=asked_for(config))
+        check_cpus=named(config, SUITE_FILE))
 
 
 def pytest_cmdline_main(config):
@@ -162,16 +162,11 @@ def pytest_configure(config):
     config.stash[RECORDS] = []
 
 
-def asked_for(config) -> bool:
-    """Whether the suite's file was named on the command line (alone, or with test ids)."""
-    return any(str(arg).split("::")[0].endswith(SUITE_FILE) for arg in config.args)
-
-
 def pytest_generate_tests(metafunc):
     if "allreduce_case" not in metafunc.fixturenames:
         return
     sel = metafunc.config.stash[SELECTION]
-    reason = None if asked_for(metafunc.config) else \
+    reason = None if named(metafunc.config, SUITE_FILE) else \
         f"the all-reduce suite runs when named: pytest xfbench/suites/{SUITE_FILE}"
     reason = reason or sel.not_selected
     if reason:
@@ -182,13 +177,13 @@ def pytest_generate_tests(metafunc):
 
 
 def _skip_reason(case: Case) -> str | None:
-    module = {"torch": "torch", "jax": "jax"}[case.framework]
+    module = frameworks.FRAMEWORKS[case.framework].package
     if importlib.util.find_spec(module) is None:
         return f"{module} is not installed"
     if case.device not in ("cpu", "cuda"):
         return f"no all-reduce worker for device {case.device!r} (cpu, cuda)"
     if case.device == "cuda":
-        from xfbench.harness import machine
+        from xfbench import machine
         gpus = machine.gpu_count()
         if gpus < case.world_size:
             return (f"one GPU per rank: {case.world_size} asked for, "
@@ -233,7 +228,7 @@ def run_allreduce(request, benchmark):
             result, output = run(case.framework, case.device, case.world_size, chosen, timing,
                                  timeout, threads_per_rank=threads, cpus=START_CPUS)
         except LaunchError as e:
-            config.stash[RECORDS].append({"case": case.id, "status": "failed", "reason": str(e)})
+            config.stash[RECORDS].append(failed_row({"case": case.id}, str(e)))
             raise
         if result.get("unavailable"):
             pytest.skip(result["reason"])
@@ -244,7 +239,7 @@ def run_allreduce(request, benchmark):
         largest = max((r for r in rows if r["pattern"] == "allreduce"), key=lambda r: r["bytes"])
         backend = result["backend"]
         benchmark.group = f"allreduce {case.framework} {backend} n{case.world_size}"
-        record = {"kind": "allreduce_sweep", "framework": case.framework, "backend": backend,
+        record = {**records.header("allreduce"), "framework": case.framework, "backend": backend,
                   "device": case.device, "device_name": result["device_name"],
                   "world_size": case.world_size, "threads_per_rank": result.get("threads_per_rank"),
                   "preset": sel.preset, "timing": result.get("timing"),

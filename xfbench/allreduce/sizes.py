@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 
 from xfbench.allreduce import ITEM_BYTES
+from xfbench.harness.selection import comma_list
 
 UNITS = {"": 1, "B": 1, "K": 2**10, "KB": 2**10, "KIB": 2**10, "M": 2**20, "MB": 2**20,
          "MIB": 2**20, "G": 2**30, "GB": 2**30, "GIB": 2**30}
@@ -42,7 +43,7 @@ def doubling(lo: int, hi: int) -> list[int]:
 def parse_sizes(text: str) -> list[int]:
     """'1KB,4MB,1GB' (a list) or '1KB:1GB' (from one to the other, doubling); both may mix."""
     out: list[int] = []
-    for part in [p for p in text.split(",") if p.strip()]:
+    for part in comma_list(text):
         if ":" in part:
             ends = part.split(":")
             if len(ends) != 2:
@@ -81,7 +82,7 @@ def memory_cap(device: str, world_size: int, one_gpu_holds_all: bool = False) ->
     if device == "cpu":
         import psutil
         return cap(psutil.virtual_memory().available, world_size)
-    from xfbench.harness import machine
+    from xfbench import machine
     gpus = machine.gpus()
     if not gpus:
         return 0

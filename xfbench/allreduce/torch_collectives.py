@@ -192,7 +192,7 @@ def main(argv=None) -> int:
         torch.set_num_threads(len(cpus))
         backend = "gloo"
         dist.init_process_group(backend)
-        from xfbench.harness.machine import cpu_model
+        from xfbench.machine import cpu_model
         device_name = cpu_model()
         versions = {"torch": torch.__version__}
 

@@ -21,8 +21,14 @@ import sys
 import tempfile
 from pathlib import Path
 
-from xfbench.exchange.files import ExchangeError, canonical_file, canonical_path, load_structure, \
-    read_weights, write_canonical
+from xfbench.exchange.files import (
+    ExchangeError,
+    canonical_file,
+    canonical_path,
+    load_structure,
+    read_weights,
+    write_canonical,
+)
 from xfbench.models import NETWORKS, SMOKE_BATCH, get_spec
 
 
@@ -43,7 +49,7 @@ def cmd_write(args) -> int:
 
 
 def cmd_check(args) -> int:
-    from xfbench.exchange.verify import TOL, reference_logits, rel_err, run_onnx
+    from xfbench.exchange.reference import TOL, reference_logits, rel_err, run_onnx
     from xfbench.models import synthetic_batch
     spec, path = _spec(args), Path(args.file)
     model = load_structure(path)
@@ -71,7 +77,8 @@ def cmd_check(args) -> int:
 
 def cmd_export(args) -> int:
     from xfbench.adapters import get_adapter
-    from xfbench.exchange.verify import TOL, framework_export
+    from xfbench.exchange.reference import TOL
+    from xfbench.harness.equivalence import framework_export
     spec = _spec(args)
     adapter = get_adapter(args.framework)
     reason = adapter.import_error()

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import importlib
 
+from xfbench.frameworks import FRAMEWORKS
+
 # --gemm-impl value -> module holding an `IMPL` instance.
 IMPLS: dict[str, str] = {
     "cupy": "xfbench.gemm.impls.cupy_matmul",
@@ -20,9 +22,10 @@ IMPLS: dict[str, str] = {
     "numpy": "xfbench.gemm.impls.numpy_matmul",
 }
 
-# --framework names (the network suites') -> the GEMM implementation of that framework.
-FRAMEWORK_IMPL = {"torch": "torch", "jax": "jax", "tensorflow": "tensorflow", "tf": "tensorflow",
-                  "onnxruntime": "onnxruntime", "onnx": "onnxruntime", "ort": "onnxruntime",
+# --framework names (the network suites', and their aliases) -> the GEMM implementation of
+# that framework; CuPy and NumPy are GEMM implementations only, named as themselves.
+FRAMEWORK_IMPL = {**{name: f.gemm for f in FRAMEWORKS.values() if f.gemm
+                     for name in (f.name, *f.aliases)},
                   "cupy": "cupy", "numpy": "numpy"}
 
 # Operand types. tf32 is fp32 storage with TF32 tensor-core products; fp8 is e4m3 operands

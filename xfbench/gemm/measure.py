@@ -28,6 +28,7 @@ from typing import Any
 
 import psutil
 
+from xfbench import records
 from xfbench.gemm import get_impl
 from xfbench.gemm.check import TOLERANCE, Sample, random_pool, within
 from xfbench.gemm.impls.base import Unsupported
@@ -147,6 +148,7 @@ def measure(benchmark, cell: GemmCell, preset: Preset, threads_config: dict[str,
         error = sample.error(got)
 
         record = {
+            **records.header("gemm"),
             **cell.as_dict(),
             "preset": preset.name,
             "call": mode.pop("call", impl.call),

@@ -23,7 +23,8 @@ from xfbench.gemm.measure import GemmCell, Skip, WrongProduct, measure
 from xfbench.gemm.shapes import Shape, ShapeError, parse_sizes, preset_shapes
 from xfbench.gemm.table import gemm_table
 from xfbench.harness.presets import Preset
-from xfbench.harness.selection import SelectionError, parse
+from xfbench.harness.selection import SelectionError, comma_list, parse
+from xfbench.plugin import active, failed_row
 
 GEMM = pytest.StashKey()
 RECORDS = pytest.StashKey()
@@ -45,31 +46,27 @@ class GemmSelection:
                 for dtype in self.dtypes for shape in self.shapes]
 
 
-def _split(value: str | None) -> list[str]:
-    return [v.strip() for v in (value or "").split(",") if v.strip()]
-
-
 def select(gemm_impl=None, gemm_sizes=None, framework=None, precision=None, device=None,
            threads=None, preset=None, model=None) -> GemmSelection:
     """Validate raw option strings into a GemmSelection (SelectionError on bad input)."""
     # The common options, validated exactly as the network suites validate them.
     sel = parse(framework="null", precision=precision, device=device, threads=threads,
                 preset=preset)
-    impls = _split(gemm_impl)
+    impls = comma_list(gemm_impl)
     for name in impls:
         if name not in IMPLS:
             raise SelectionError(f"unknown GEMM implementation {name!r}; valid: {', '.join(IMPLS)}")
-    if not impls and _split(model) and not gemm_sizes:
+    if not impls and comma_list(model) and not gemm_sizes:
         pass  # --model names networks: the GEMM suite was not asked for
     elif not impls:
-        named = _split(framework)
+        named = comma_list(framework)
         impls = list(dict.fromkeys(FRAMEWORK_IMPL[f] for f in named if f in FRAMEWORK_IMPL)) \
             if named else list(IMPLS)
     try:
         shapes = parse_sizes(gemm_sizes) if gemm_sizes else preset_shapes(sel.preset.name)
     except ShapeError as e:
         raise SelectionError(str(e)) from None
-    dtypes = list(sel.precisions) if _split(precision) else list(DTYPES)
+    dtypes = list(sel.precisions) if comma_list(precision) else list(DTYPES)
     return GemmSelection(tuple(impls), tuple(shapes), tuple(dtypes), sel.devices, sel.threads,
                          sel.preset)
 
@@ -88,7 +85,6 @@ def pytest_addoption(parser):
 def pytest_configure(config):
     config.stash[RECORDS] = []
     config.stash[CONFIGURED] = {}
-    from xfbench.plugin import active
     if not active(config):
         return
     try:
@@ -128,8 +124,7 @@ def run_gemm(request, benchmark):
             config.stash[RECORDS].append(dict(benchmark.extra_info))
             raise
         except Exception as e:
-            config.stash[RECORDS].append({**cell.as_dict(), "status": "failed",
-                                          "reason": f"{type(e).__name__}: {e}".splitlines()[0]})
+            config.stash[RECORDS].append(failed_row(cell.as_dict(), e))
             raise
         config.stash[RECORDS].append(record)
         return record

@@ -15,6 +15,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from xfbench.harness.selection import comma_list
+
 SQUARES = (1024, 2048, 4096, 8192, 16384)
 SMOKE_SQUARES = (256, 512)
 LAYERS = ((576, 1024), (1024, 4096), (2304, 16000), (4096, 11008))   # (in, out)
@@ -61,9 +63,7 @@ def parse_sizes(text: str) -> list[Shape]:
     """'1024,8192' (squares), 'MxNxK' (C is MxN, the inner dimension K), or
     'layers' / 'layers:B' (the four layer shapes at batch B, default 4096)."""
     out: list[Shape] = []
-    for token in (t.strip().lower() for t in text.split(",")):
-        if not token:
-            continue
+    for token in (t.lower() for t in comma_list(text)):
         m = re.fullmatch(r"layers(?::(\d+))?", token)
         if m:
             batch = int(m.group(1) or LAYER_BATCH)

@@ -10,13 +10,13 @@ import math
 import time
 from typing import Any
 
+from xfbench import records
 from xfbench.adapters import Cell, Unsupported, get_adapter
 from xfbench.harness import memory
 from xfbench.harness.memory import peak_rss_bytes, reset_peak_rss
 from xfbench.harness.presets import Preset
 from xfbench.harness.threads import CpuMeter, allowed_cpus
 from xfbench.models import Spec, get_spec, initial_weights
-
 
 # Where a cell's initial weights come from: drawn from the seed in memory, or read
 # back from the canonical ONNX file (written to the cache first when missing).
@@ -90,6 +90,7 @@ def _record(benchmark, cell, spec: Spec, work, adapter, preset, rounds, build_s,
     flops = spec.flops(cell.task, cell.batch_size)
     device_peak = work.peak_device_memory()
     record = {
+        **records.header(cell.task),
         **cell.as_dict(),
         "preset": preset.name,
         "status": "ok",

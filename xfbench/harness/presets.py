@@ -17,10 +17,10 @@ class Preset:
     description: str
     # What `xfbench run` does when --task, --mode or --cell-timeout are not given.
     tasks: tuple[str, ...] = TASKS
-    # ((framework, mode), ...): run only this mode of each framework listed; a framework
-    # not listed (or lacking that mode) runs its first mode that runs on the device.
-    # None: every mode.
-    one_mode: tuple[tuple[str, str], ...] | None = None
+    # True: run one mode per framework, its table7_mode (xfbench.frameworks); a framework
+    # without one (or lacking that mode here) runs its first mode that runs on the device.
+    # False: every mode.
+    one_mode: bool = False
     cell_timeout_s: float = 1800.0
 
     def rounds(self, step_s: float) -> int:
@@ -50,7 +50,6 @@ PRESETS = {
                                  "training only, one mode per framework (its fastest on CPU), "
                                  "2 warm-up and 3 timed steps",
                      tasks=("train",),
-                     one_mode=(("torch", "eager"), ("tensorflow", "function"), ("jax", "jit"),
-                               ("onnxruntime", "cpu")),
+                     one_mode=True,
                      cell_timeout_s=900.0),
 }

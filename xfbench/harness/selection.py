@@ -8,12 +8,12 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from xfbench.adapters import DATA_MODES, DEFAULT_EXCLUDED, PRECISIONS, REGISTRY, Cell, get_adapter
-from xfbench.harness import machine
+from xfbench import machine
+from xfbench.adapters import DATA_MODES, PRECISIONS, Cell, get_adapter
+from xfbench.frameworks import FRAMEWORKS
 from xfbench.harness.presets import PRESETS, Preset
 from xfbench.harness.threads import allowed_cpus
 from xfbench.models import NETWORKS, SMOKE_BATCH, get_spec
-
 
 # Precisions only the GEMM suite runs (fp8 through torch._scaled_mm). Network adapters
 # do not list them, so network cells asked for them skip with that reason.
@@ -44,7 +44,9 @@ class Selection:
         return SMOKE_BATCH if self.preset.scale == "smoke" else get_spec(network).batch_size
 
 
-def _split(value: str | None) -> list[str]:
+def comma_list(value: str | None) -> list[str]:
+    """The items of a comma-separated option value, stripped (None or "": none). Every
+    option that takes a list, in every suite and the runner, is split here."""
     return [v.strip() for v in (value or "").split(",") if v.strip()]
 
 
@@ -82,23 +84,23 @@ def _positive(option: str, value: str | None) -> int | None:
 def parse(framework=None, model=None, mode=None, precision=None, device=None, threads=None,
           batch_size=None, preset=None, data=None) -> Selection:
     """Validate raw option strings (None = default) into a Selection."""
-    frameworks = _split(framework) or [f for f in REGISTRY if f not in DEFAULT_EXCLUDED
+    frameworks = comma_list(framework) or [f for f in FRAMEWORKS if FRAMEWORKS[f].default
                                        and get_adapter(f).import_error() is None]
-    _check("framework", frameworks, list(REGISTRY))
+    _check("framework", frameworks, list(FRAMEWORKS))
     if not frameworks:
         raise SelectionError("no framework is installed; see README.md for the install command")
-    networks = _split(model) or list(NETWORKS)
+    networks = comma_list(model) or list(NETWORKS)
     _check("model", networks, list(NETWORKS))
-    modes = _split(mode) or None
+    modes = comma_list(mode) or None
     if modes:
         known = {m: f for f in frameworks for m in get_adapter(f).modes}
         valid = ", ".join(f"{m} ({f})" for m, f in known.items())
         for m in modes:
             if m not in known:
                 raise SelectionError(f"unknown mode {m!r} for {', '.join(frameworks)}; valid: {valid}")
-    precisions = _split(precision) or ["fp32"]
+    precisions = comma_list(precision) or ["fp32"]
     _check("precision", precisions, PRECISIONS + GEMM_ONLY_PRECISIONS)
-    devices = [normalize_device(d) for d in _split(device)]
+    devices = [normalize_device(d) for d in comma_list(device)]
     explicit = bool(devices)
     devices = devices or ["cpu"] + [f"cuda:{i}" for i in range(machine.gpu_count())]
     cpus = len(allowed_cpus())
@@ -116,7 +118,7 @@ def parse(framework=None, model=None, mode=None, precision=None, device=None, th
     _check("preset", [preset_name], list(PRESETS))
     data_mode = data or "resident"
     _check("data mode", [data_mode], DATA_MODES)
-    return Selection(tuple(frameworks), bool(_split(framework)), tuple(networks), tuple(modes) if modes else None,
+    return Selection(tuple(frameworks), bool(comma_list(framework)), tuple(networks), tuple(modes) if modes else None,
                      tuple(precisions), tuple(dict.fromkeys(devices)), explicit, n_threads,
                      _positive("--batch-size", batch_size), PRESETS[preset_name], data_mode)
 
@@ -134,8 +136,8 @@ def cells(sel: Selection, task: str) -> list[Cell]:
             modes = [m for m in (sel.modes or adapter.modes) if m in adapter.modes]
             if sel.modes is None:
                 modes = [m for m in modes if adapter.mode_reason(m, device) is None]
-                if sel.preset.one_mode is not None and modes:
-                    chosen = dict(sel.preset.one_mode).get(fw)
+                if sel.preset.one_mode and modes:
+                    chosen = FRAMEWORKS[fw].table7_mode
                     modes = [chosen if chosen in modes else modes[0]]
             for network in sel.networks:
                 for mode in modes:

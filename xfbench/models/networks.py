@@ -10,8 +10,19 @@ from collections.abc import Callable
 from dataclasses import replace
 
 from xfbench.models.layers import (
-    LSTM, AvgPool, BasicBlock, BatchNorm, Bottleneck, Conv, Dense, Embedding, Flatten, GlobalAvgPool,
-    MaxPool, ReLU, Sigmoid,
+    LSTM,
+    AvgPool,
+    BasicBlock,
+    BatchNorm,
+    Bottleneck,
+    Conv,
+    Dense,
+    Embedding,
+    Flatten,
+    GlobalAvgPool,
+    MaxPool,
+    ReLU,
+    Sigmoid,
 )
 from xfbench.models.spec import Spec
 

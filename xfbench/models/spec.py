@@ -7,7 +7,15 @@ from functools import cached_property
 import numpy as np
 
 from xfbench.models.layers import (
-    LSTM, BasicBlock, Bottleneck, Conv, Dense, Embedding, Layer, Param, Shape,
+    LSTM,
+    BasicBlock,
+    Bottleneck,
+    Conv,
+    Dense,
+    Embedding,
+    Layer,
+    Param,
+    Shape,
 )
 
 

@@ -17,7 +17,15 @@ def render(results: list[str | Path], out: str | Path, formats=FORMATS, *, with_
 
     Raises report.load.LoadError (unusable input), report.procurement.PricesError and
     ValueError (a reference that names no machine); each message is one line."""
-    from xfbench.report import model, plots, procurement, render_csv, render_html, render_md, scaling_plots
+    from xfbench.report import (
+        model,
+        plots,
+        procurement,
+        render_csv,
+        render_html,
+        render_md,
+        scaling_plots,
+    )
     from xfbench.report.load import load
 
     runs = [load(p) for p in results]

@@ -38,6 +38,7 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from xfbench.harness.selection import comma_list
     from xfbench.report import render
     from xfbench.report.load import LoadError
     from xfbench.report.procurement import PricesError
@@ -49,7 +50,7 @@ def main(argv: list[str] | None = None) -> int:
             print(e.code, file=sys.stderr)
             return 2
         return e.code or 0
-    formats = [f.strip() for f in args.format.split(",") if f.strip()]
+    formats = comma_list(args.format)
     unknown = [f for f in formats if f not in FORMATS]
     if unknown or not formats:
         print(f"xfbench report: unknown format {', '.join(unknown) or '(none)'}; "

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from xfbench import records
 from xfbench.report import scaling
 from xfbench.report.equivalence import equivalence_records
 
@@ -30,6 +31,18 @@ OWN_OUTPUTS = ("report.md", "report.html", "report.csv", "report-scaling.csv",
 
 class LoadError(Exception):
     """A results file or folder that cannot be used; the message names it."""
+
+
+class NewerRecordError(LoadError):
+    """A record of a kind or schema version this xfbench does not know: the whole report
+    stops rather than guess, wherever the record is."""
+
+
+def _kind(record: dict, where: str) -> str | None:
+    try:
+        return records.kind_of(record)
+    except records.RecordError as e:
+        raise NewerRecordError(f"{where}: {e}") from None
 
 
 @dataclass
@@ -104,7 +117,7 @@ def _is_benchmark_doc(doc: dict) -> bool:
 
 
 def _is_failure_doc(doc: dict) -> bool:
-    return doc.get("status") in FAILURE_STATUSES and isinstance(doc.get("cell"), dict)
+    return "benchmarks" not in doc and _kind(doc, "a record") == "failure"
 
 
 def machine_of(doc: dict) -> dict[str, Any]:
@@ -216,10 +229,11 @@ def add_document(run: Run, doc: dict, source: str) -> None:
         if not isinstance(extra, dict):
             run.problems.append(f"{source}: {name}: no extra_info (not written by xfbench)")
             continue
-        if "equivalence" in extra:
+        kind = _kind(extra, f"{source}: {name}")
+        if kind == "equivalence":
             used += 1      # already taken by equivalence_records
             continue
-        if ("implementation" in extra or extra.get("suite") == "gemm") and "tflops" in extra:
+        if kind == "gemm":
             gemm = gemm_record(extra, source)
             if gemm is None:
                 run.problems.append(f"{source}: {name}: GEMM entry without a positive tflops")
@@ -227,7 +241,7 @@ def add_document(run: Run, doc: dict, source: str) -> None:
                 run.gemm.append(gemm)
                 used += 1
             continue
-        if extra.get("kind") in scaling.KINDS:
+        if kind in scaling.KINDS:
             # data-parallel and all-reduce results: their own tables, never Table 7 rows
             try:
                 median, error = _median(entry), None
@@ -238,7 +252,7 @@ def add_document(run: Run, doc: dict, source: str) -> None:
                 run.problems.append(f"{source}: {name}: {problem}")
             used += taken
             continue
-        if "network" not in extra or "framework" not in extra:
+        if kind not in ("train", "infer") or "network" not in extra or "framework" not in extra:
             run.problems.append(f"{source}: {name}: not an xfbench cell (no network/framework)")
             continue
         status = str(extra.get("status", "ok"))
@@ -264,6 +278,7 @@ def add_document(run: Run, doc: dict, source: str) -> None:
     failures = top.get("failures") if isinstance(top, dict) else None
     for record in failures or []:
         if isinstance(record, dict):
+            _kind(record, f"{source}: a failure record")
             if not scaling.read_failure(run, record, source):
                 run.results.append(failure_result(record, source))
             used += 1
@@ -316,6 +331,8 @@ def load(path: str | Path) -> Run:
                 run.machine = machine_of(doc)
             add_document(run, doc, str(file))
             run.files += 1
+        except NewerRecordError:
+            raise
         except LoadError as e:
             run.problems.append(str(e))
     if run.empty:

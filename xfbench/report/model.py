@@ -10,6 +10,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from xfbench.frameworks import display
 from xfbench.report import paper, procurement, scaling
 from xfbench.report.equivalence import mark
 from xfbench.report.load import Result, Run
@@ -65,7 +66,7 @@ def col_key(r: Result) -> ColKey:
 
 def row_label(key: RowKey) -> str:
     framework, mode, precision, data = key
-    parts = [framework, mode] + ([precision] if precision != "fp32" else []) \
+    parts = [display(framework), mode] + ([precision] if precision != "fp32" else []) \
         + ([f"data {data}"] if data != "resident" else [])
     return " ".join(parts)
 

@@ -8,7 +8,7 @@ Schemas read (pytest-benchmark entries, by extra_info["kind"]):
     (the median step; stats.median is what is used), samples_per_s, speedup, efficiency,
     speedup_baseline, backend, comm_share, comm_share_how, compile_s, rounds,
     replicas_agree, replicas_max_diff, threads_used, device_name.
-  - "allreduce_sweep": framework, backend, device, world_size, and "rows": one dict per
+  - "allreduce" (written as "allreduce_sweep" before records were typed): framework, backend, device, world_size, and "rows": one dict per
     (pattern, message size) with pattern ("allreduce"|"reduce_broadcast"|
     "parameter_server"), bytes, count,
     status, reason, seconds, algbw_gbps, busbw_gbps, correct, max_abs_err, device_name.
@@ -22,7 +22,9 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-KINDS = ("scaling", "allreduce_sweep")
+from xfbench import records
+
+KINDS = ("scaling", "allreduce")
 # In the order tables and plots show them; a sweep shows those it has (JAX has no
 # reduce_broadcast), and patterns not named here after these.
 PATTERNS = ("allreduce", "reduce_broadcast", "parameter_server")
@@ -50,13 +52,13 @@ def _one_line(text) -> str:
 # ------------------------------------------------------------------ reading
 
 def suite_kind(cell: dict) -> str | None:
-    """"scaling" or "allreduce_sweep" when a failure record's cell is one of those
-    suites' cells, else None (a Table 7 cell)."""
-    kind = cell.get("kind")
+    """"scaling" or "allreduce" when a failure record's cell is one of those suites'
+    cells, else None (a Table 7 cell)."""
+    kind = records.ALIASES.get(cell.get("kind"), cell.get("kind"))
     if kind in KINDS:
         return kind
-    if kind == "allreduce" or ("world_size" in cell and "network" not in cell):
-        return "allreduce_sweep"
+    if "world_size" in cell and "network" not in cell:
+        return "allreduce"
     if "workers" in cell and "scaling" in cell:
         return "scaling"
     return None
@@ -139,10 +141,10 @@ def allreduce_sweep(extra: dict, source: str, status: str = "ok", reason: str = 
 
 def read_entry(run, extra: dict, median: float | None, error: str | None,
                source: str) -> tuple[bool, str | None]:
-    """Add one "scaling" or "allreduce_sweep" entry to run.scaling / run.allreduce:
+    """Add one "scaling" or "allreduce" entry to run.scaling / run.allreduce:
     (whether it was taken, the problem with it in one line or None)."""
     status = str(extra.get("status") or "ok")
-    if extra.get("kind") == "allreduce_sweep":
+    if records.ALIASES.get(extra.get("kind"), extra.get("kind")) == "allreduce":
         if status != "ok":
             run.allreduce.append(allreduce_sweep(extra, source, status, extra.get("reason")))
             return True, None

@@ -12,7 +12,6 @@ from xfbench.report.plots import COLORS, SIZE, STYLES, _legend, _safely, _save, 
 from xfbench.report.scaling import pattern_title, patterns_of
 from xfbench.report.scaling_tables import batch_text, device_text, plural, size_text
 
-
 LINE_STYLES = {"allreduce": "-", "reduce_broadcast": "--", "parameter_server": ":"}
 
 

@@ -165,7 +165,7 @@ def _interrupt(signum, frame):
 
 
 def sweep(args, plan: Plan, folder: RunFolder) -> int:
-    from xfbench.harness import machine
+    from xfbench import machine
     quiet = args.quiet or args.json_only
     machine_description = machine.describe()
     timeout = args.cell_timeout or default_timeout(plan.preset_name)

@@ -11,22 +11,19 @@ failed with the tail of the output, and a new process takes the remaining cells.
 """
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
 import sys
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from xfbench.adapters import Cell
+from xfbench.harness import launch
+from xfbench.harness.selection import comma_list
 from xfbench.runner.store import RunFolder, cell_key, read_json
 
 # The suites' folder, inside the installed package (or the checkout). Children get absolute
 # node ids, so they find the suites wherever xfbench lives and whatever the directory.
 SUITES_DIR = Path(__file__).resolve().parents[1] / "suites"
 SUITE_FILES = {"train": "test_train.py", "infer": "test_infer.py"}
-POLL_S = 0.25
 TAIL_LINES = 40
 
 # Environment of the child: where it writes its cells, and its in-flight marker.
@@ -76,23 +73,10 @@ def child_command(job: Job, cells: list[Cell]) -> list[str]:
             # Only this framework's modes: the child validates --mode against it alone.
             from xfbench.adapters import get_adapter
             own = get_adapter(job.group.framework).modes
-            value = ",".join(m for m in str(value).split(",") if m.strip() in own)
+            value = ",".join(m for m in comma_list(str(value)) if m in own)
         if value not in (None, ""):
             args += [f"--{name}", str(value)]
     return args + [node_id(cell) for cell in cells]
-
-
-def _oom_kills() -> int | None:
-    """The kernel's count of out-of-memory kills in this cgroup (cgroup v2), if readable."""
-    try:
-        rel = Path("/proc/self/cgroup").read_text().strip().split("::", 1)[1]
-        for line in (Path("/sys/fs/cgroup") / rel.lstrip("/") / "memory.events").read_text().splitlines():
-            name, value = line.split()
-            if name == "oom_kill":
-                return int(value)
-    except (OSError, IndexError, ValueError):
-        pass
-    return None
 
 
 def _tail(log: Path, start: int) -> str:
@@ -105,19 +89,10 @@ def _tail(log: Path, start: int) -> str:
     return "\n".join(text.rstrip().splitlines()[-TAIL_LINES:])
 
 
-def _signal_name(returncode: int) -> str:
-    try:
-        return signal.Signals(-returncode).name
-    except ValueError:
-        return f"signal {-returncode}"
-
-
 @dataclass
 class ChildEnd:
-    returncode: int
+    end: launch.Ended
     marker: dict | None     # the last "starting <cell>" marker the child wrote
-    timed_out: bool
-    oom: bool
     log_start: int          # where this child's output begins in the log
 
 
@@ -126,71 +101,36 @@ def _run_child(job: Job, cells, folder: RunFolder, timeout_s: float, on_poll) ->
     log = folder.logs / f"{job.group.name}.log"
     marker_path = folder.root / f".running-{job.group.name}.json"
     marker_path.unlink(missing_ok=True)
-    env = dict(os.environ, **{CELL_DIR_ENV: str(folder.root), MARKER_ENV: str(marker_path)})
-    oom_before = _oom_kills()
+    env = launch.child_env({CELL_DIR_ENV: str(folder.root), MARKER_ENV: str(marker_path)})
+    oom_before = launch.oom_kills()
+    marker = None
+
+    def poll() -> float | None:
+        # The time-out counts from the start of the cell in flight (its marker).
+        nonlocal marker
+        marker = read_json(marker_path) or marker
+        if on_poll:
+            on_poll(marker["key"] if marker else None)
+        return marker["started"] if marker else None
+
     with open(log, "ab") as out:
         log_start = out.tell()
         out.write(f"$ {' '.join(child_command(job, cells))}\n".encode())
         out.flush()
-        # A session of its own: a time-out kills the whole process group (compiler
-        # workers included), and Ctrl-C in the terminal reaches only this process.
-        proc = subprocess.Popen(child_command(job, cells), env=env, stdout=out,
-                                stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                start_new_session=True, preexec_fn=_die_with_parent)
-        started, timed_out, marker = time.monotonic(), False, None
-        try:
-            while proc.poll() is None:
-                time.sleep(POLL_S)
-                marker = read_json(marker_path) or marker
-                since = marker["started"] if marker else started
-                if on_poll:
-                    on_poll(marker["key"] if marker else None)
-                if time.monotonic() - since > timeout_s:
-                    timed_out = True
-                    os.killpg(proc.pid, signal.SIGKILL)
-                    proc.wait()
-        except BaseException:
-            # Interrupted: stop the child too; its cell in flight stays unfinished.
-            _kill(proc)
-            raise
+        # Ctrl-C in the terminal reaches only this process; the child is stopped by us.
+        proc = launch.start(child_command(job, cells), env=env, stdout=out)
+        end = launch.wait(proc, timeout_s, on_poll=poll, oom_before=oom_before)
     marker = read_json(marker_path) or marker
     marker_path.unlink(missing_ok=True)
-    oom_after = _oom_kills()
-    oom = oom_before is not None and oom_after is not None and oom_after > oom_before
-    return ChildEnd(proc.returncode, marker, timed_out, oom, log_start)
-
-
-def _die_with_parent() -> None:
-    """In the child, before exec: if the runner itself is killed (SIGKILL, which it cannot
-    catch), take the child down too, so that a resumed sweep never finds an orphan still
-    writing into the same folder."""
-    try:
-        import ctypes
-        PR_SET_PDEATHSIG = 1
-        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
-    except (OSError, AttributeError):
-        pass
-
-
-def _kill(proc: subprocess.Popen) -> None:
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
-    proc.wait()
+    return ChildEnd(end, marker, log_start)
 
 
 def _why(end: ChildEnd, timeout_s: float) -> tuple[str, str]:
     """(status, one-line reason) of a child that ended without finishing its cell."""
-    if end.timed_out:
-        return "timeout", f"no result within {timeout_s:g} s (--cell-timeout); process killed"
-    if end.oom:
-        return "oom", "out of memory: the kernel killed the process"
-    if end.returncode < 0:
-        name = _signal_name(end.returncode)
-        hint = " (out of memory, or killed from outside)" if name == "SIGKILL" else ""
-        return "killed", f"process died from {name}{hint}"
-    return "failed", f"pytest process exited with code {end.returncode} during this cell"
+    status, reason = launch.failure(end.end, timeout_s, "--cell-timeout")
+    if status == "failed":
+        reason = f"pytest {reason} during this cell"
+    return status, reason
 
 
 def run_group(job: Job, folder: RunFolder, timeout_s: float, on_poll=None) -> None:
@@ -210,19 +150,19 @@ def run_group(job: Job, folder: RunFolder, timeout_s: float, on_poll=None) -> No
         end = _run_child(job, remaining, folder, timeout_s, on_poll)
         tail = _tail(folder.logs / f"{job.group.name}.log", end.log_start)
         in_flight = end.marker["key"] if end.marker else None
-        abnormal = end.timed_out or end.returncode not in (0, 1)
+        abnormal = end.end.timed_out or end.end.returncode not in (0, 1)
         if abnormal and in_flight in cells_by_key and not done(in_flight):
             status, reason = _why(end, timeout_s)
             folder.write_failure(in_flight, cells_by_key[in_flight].as_dict(), status, reason, tail)
         left = [c for c in remaining if not done(key(c))]
         if len(left) == len(remaining):
             # No cell got a record: starting again would loop. Record why, and move on.
-            if end.timed_out and not end.marker:
+            if end.end.timed_out and not end.marker:
                 reason = f"pytest did not start a cell within {timeout_s:g} s"
             elif abnormal:
                 reason = f"pytest ended ({_why(end, timeout_s)[1]}) before running this cell"
             else:
-                reason = f"pytest (exit code {end.returncode}) did not run this cell"
+                reason = f"pytest (exit code {end.end.returncode}) did not run this cell"
             for cell in left:
                 folder.write_failure(key(cell), cell.as_dict(), "failed", reason, tail)
             return

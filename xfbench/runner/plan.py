@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from xfbench import machine
 from xfbench.adapters import TASKS
-from xfbench.harness import machine
 from xfbench.harness.measure import WEIGHT_SOURCES
 from xfbench.harness.presets import PRESETS
-from xfbench.harness.selection import SelectionError, cells, normalize_device, parse
+from xfbench.harness.selection import SelectionError, cells, comma_list, normalize_device, parse
 from xfbench.harness.threads import allowed_cpus
 from xfbench.runner.group import Group, Job
 
@@ -27,18 +27,13 @@ def thread_counts(value: str | None) -> list[int]:
     if not value:
         return default_threads(cpus)
     counts = []
-    for part in value.split(","):
-        part = part.strip()
+    for part in comma_list(value):
         if not part.isdigit() or int(part) < 1:
             raise SelectionError(f"--threads takes positive counts like 1,2,4, not {part!r}")
         if int(part) > cpus:
             raise SelectionError(f"--threads {part} is more than the {cpus} CPUs this process may use")
         counts.append(int(part))
     return sorted(set(counts))
-
-
-def _split(value: str | None) -> list[str]:
-    return [v.strip() for v in (value or "").split(",") if v.strip()]
 
 
 @dataclass
@@ -62,13 +57,13 @@ def make_plan(framework=None, model=None, mode=None, precision=None, device=None
     sel = selections[counts[0]]
     if sel.devices_explicit:
         gpus = machine.gpu_count()
-        for d in (normalize_device(x) for x in _split(device)):
+        for d in (normalize_device(x) for x in comma_list(device)):
             if d.startswith("cuda:") and int(d.split(":")[1]) >= gpus:
                 present = f"{gpus} NVIDIA GPU{'s' if gpus != 1 else ''}" if gpus else "no NVIDIA GPU"
                 raise SelectionError(f"device {d} is not present: this machine has {present}")
     if (weights or "seed") not in WEIGHT_SOURCES:
         raise SelectionError(f"unknown weights {weights!r}; valid: {', '.join(WEIGHT_SOURCES)}")
-    tasks = _split(task) or list(sel.preset.tasks)
+    tasks = comma_list(task) or list(sel.preset.tasks)
     for t in tasks:
         if t not in TASKS:
             raise SelectionError(f"unknown task {t!r}; valid: {', '.join(TASKS)}")

@@ -24,7 +24,9 @@ from pathlib import Path
 
 import pytest
 
+from xfbench import records
 from xfbench.adapters import Cell
+from xfbench.plugin import SUITE_FAILURE
 from xfbench.runner.group import CELL_DIR_ENV, MARKER_ENV, Group, Job, key, run_group
 from xfbench.runner.store import STATUSES, RunFolder, read_json, write_json
 from xfbench.runner.suites import from_item
@@ -32,9 +34,6 @@ from xfbench.runner.suites import from_item
 FAILURES = pytest.StashKey()      # config: failure records of this session
 ISOLATION = pytest.StashKey()     # config: the Isolation when groups run in children
 REPLAYED = pytest.StashKey()      # item: the child's failure record for this cell
-# item: a failure record a suite left because it knows better than the exception why its
-# cell failed (a worker's own status, such as "timeout", and its output tail)
-SUITE_FAILURE = pytest.StashKey()
 CACHE = pytest.StashKey()         # config: machine and commit info for per-cell files
 
 # Test hook: "<task>-<cell-id>:kill|sleep|raise[,...]" makes that cell SIGKILL its own
@@ -122,8 +121,8 @@ def pytest_pyfunc_call(pyfuncitem):
         if bench is not None:
             _replay(bench, entry)
         return True
-    failure = failure or {"cell": cell.as_dict(), "status": "failed", "output_tail": "",
-                          "reason": "the child process left no record of this cell"}
+    failure = failure or _failure(cell, "failed", "the child process left no record of this cell",
+                                  "")
     pyfuncitem.stash[REPLAYED] = failure
     isolation.records.append({**failure["cell"], "status": failure["status"],
                               "reason": failure["reason"]})
@@ -217,12 +216,13 @@ def _suite_failure(item, cell) -> dict | None:
         return None
     status = left.get("status") if left.get("status") in STATUSES else "failed"
     reason = str(left.get("reason") or "failed").strip().splitlines() or ["failed"]
-    return {"cell": left.get("cell") or cell.as_dict(), "status": status, "reason": reason[0],
-            "output_tail": str(left.get("output_tail") or "")}
+    return {**records.header("failure"), "cell": left.get("cell") or cell.as_dict(),
+            "status": status, "reason": reason[0], "output_tail": str(left.get("output_tail") or "")}
 
 
 def _failure(cell, status, reason, tail) -> dict:
-    return {"cell": cell.as_dict(), "status": status, "reason": reason, "output_tail": tail}
+    return {**records.header("failure"), "cell": cell.as_dict(), "status": status,
+            "reason": reason, "output_tail": tail}
 
 
 def _skip_reason(report) -> str:
@@ -262,7 +262,7 @@ def _write_result(config, cell, stats) -> None:
 
 # -- every run: failures beside the benchmarks in --benchmark-json --------------------
 def pytest_benchmark_update_json(config, benchmarks, output_json):
-    from xfbench.harness import machine
+    from xfbench import machine
     options = {name: config.getoption(name.replace("-", "_"))
                for name in ("framework", "device", "threads") + CELL_OPTIONS}
     output_json["xfbench"] = {"failures": _once_per_cell(config.stash.get(FAILURES, [])),

@@ -18,6 +18,8 @@ import socket
 import time
 from pathlib import Path
 
+from xfbench import records
+
 # A failure record's statuses; "skipped" cells are recorded the same way so no cell is blank.
 STATUSES = ("failed", "timeout", "killed", "oom", "skipped")
 
@@ -89,7 +91,8 @@ class RunFolder:
     def write_failure(self, key: str, cell: dict, status: str, reason: str,
                       output_tail: str = "") -> dict:
         assert status in STATUSES, status
-        record = {"cell": cell, "status": status, "reason": reason, "output_tail": output_tail}
+        record = {**records.header("failure"), "cell": cell, "status": status, "reason": reason,
+                  "output_tail": output_tail}
         write_json(self.failed / f"{key}.json", record)
         return record
 

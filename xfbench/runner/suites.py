@@ -15,10 +15,11 @@ import math
 import re
 from dataclasses import dataclass
 
-from xfbench.harness import machine
-from xfbench.harness.selection import SelectionError, normalize_device, parse
-from xfbench.harness.threads import allowed_cpus
 import xfbench.runner.group as group_module
+from xfbench import machine
+from xfbench.frameworks import names
+from xfbench.harness.selection import SelectionError, comma_list, normalize_device, parse
+from xfbench.harness.threads import allowed_cpus
 from xfbench.runner.group import Group, Job
 from xfbench.runner.plan import Plan
 from xfbench.scaling.cell import ScalingCell, default_batch
@@ -26,9 +27,9 @@ from xfbench.scaling.cell import ScalingCell, default_batch
 SUITES = ("single", "scaling", "allreduce")
 SUITE_FILES = {"scaling": "test_scaling.py", "allreduce": "test_allreduce.py"}
 # extra_info "kind" of each suite's entries, also written into its failure records
-KINDS = {"scaling": "scaling", "allreduce": "allreduce_sweep"}
-SCALING_FRAMEWORKS = ("torch", "jax", "tensorflow")
-ALLREDUCE_FRAMEWORKS = ("torch", "jax")
+KINDS = {"scaling": "scaling", "allreduce": "allreduce"}
+SCALING_FRAMEWORKS = names(scaling=True)
+ALLREDUCE_FRAMEWORKS = names(allreduce=True)
 SCALING_KINDS = ("strong", "weak")
 # The all-reduce suite's pytest option for its world sizes.
 WORLD_SIZES_OPTION = "world-sizes"
@@ -99,16 +100,12 @@ def from_item(item) -> SuiteCell | None:
 
 # ------------------------------------------------------------------ options
 
-def _split(value: str | None) -> list[str]:
-    return [v.strip() for v in (value or "").split(",") if v.strip()]
-
-
 def counts(option: str, value: str | None) -> list[int] | None:
     """A list of positive whole numbers, or None when not given."""
     if not value:
         return None
     out = []
-    for part in _split(value):
+    for part in comma_list(value):
         if not part.isdigit() or int(part) < 1:
             raise SelectionError(f"{option} takes positive counts like 1,2,4, not {part!r}")
         out.append(int(part))
@@ -118,7 +115,7 @@ def counts(option: str, value: str | None) -> list[int] | None:
 
 
 def _frameworks(framework: str | None, known: tuple[str, ...], suite: str, named) -> list[str]:
-    if _split(framework):
+    if comma_list(framework):
         for f in named:
             if f not in known:
                 raise SelectionError(f"--suite {suite} runs {', '.join(known)}; not {f!r}")
@@ -133,10 +130,10 @@ def _devices(device: str | None, suite: str) -> list[str]:
     """cpu and cuda (a cell's workers take GPUs 0..N-1); default: cpu, and cuda when a GPU
     is present."""
     gpus = machine.gpu_count()
-    if not _split(device):
+    if not comma_list(device):
         return ["cpu"] + (["cuda"] if gpus else [])
     out = []
-    for d in map(normalize_device, _split(device)):
+    for d in map(normalize_device, comma_list(device)):
         if d == "cpu":
             out.append("cpu")
         elif d.startswith("cuda:"):
@@ -203,7 +200,7 @@ def scaling_plan(framework=None, model=None, precision=None, device=None, thread
     if len(sel.precisions) > 1:
         raise SelectionError("--suite scaling takes one --precision")
     precision = sel.precisions[0]
-    kinds = list(dict.fromkeys(_split(scaling))) or ["strong"]
+    kinds = list(dict.fromkeys(comma_list(scaling))) or ["strong"]
     for k in kinds:
         if k not in SCALING_KINDS:
             raise SelectionError(f"unknown scaling {k!r}; valid: {', '.join(SCALING_KINDS)}")
@@ -248,7 +245,7 @@ def allreduce_plan(framework=None, device=None, preset=None, world_sizes=None, s
     frameworks = _frameworks(framework, ALLREDUCE_FRAMEWORKS, "allreduce", sel.frameworks)
     devices = _devices(device, "allreduce")
     per_rank_threads = _threads(threads)
-    if sizes is not None and not _split(sizes):
+    if sizes is not None and not comma_list(sizes):
         raise SelectionError("--allreduce-sizes needs at least one message size")
     if sizes:
         from xfbench.allreduce.sizes import SizeError, parse_sizes

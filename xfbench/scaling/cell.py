@@ -13,7 +13,9 @@ import sys
 from dataclasses import asdict, dataclass
 from typing import Any
 
-FRAMEWORKS = ("torch", "jax", "tensorflow")
+from xfbench.frameworks import names
+
+FRAMEWORKS = names(scaling=True)     # those with a data-parallel worker
 DEVICES = ("cpu", "cuda")
 SCALINGS = ("strong", "weak")
 PRECISIONS = ("fp32", "tf32", "bf16", "fp16")   # as adapters.base; tf32 only on cuda

@@ -26,12 +26,13 @@ import sys
 import tempfile
 from pathlib import Path
 
-from xfbench.harness.processes import end_with_descendants, free_port
+from xfbench.frameworks import FRAMEWORKS
+from xfbench.harness import launch
+from xfbench.harness.processes import free_port
 from xfbench.scaling import result as R
 from xfbench.scaling.cell import CellError, ScalingCell, cell_from, parser, to_argv
 
-MODULES = {"torch": "xfbench.scaling.torch_ddp", "jax": "xfbench.scaling.jax_sharding",
-           "tensorflow": "xfbench.scaling.tensorflow_mirrored"}
+MODULES = {name: f.scaling for name, f in FRAMEWORKS.items() if f.scaling}
 HOST_DEVICES_FLAG = "--xla_force_host_platform_device_count"
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
 TAIL_LINES = 40
@@ -68,10 +69,7 @@ def command(cell: ScalingCell, warmup: int, steps: int, out: str | os.PathLike,
     args = to_argv(cell, warmup, steps, str(out))
     if save_weights:
         args += ["--save-weights", str(save_weights)]
-    env = dict(os.environ)
-    env[R.CPUS_ENV] = ",".join(map(str, R.available_cpus()))
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(Path(__file__).resolve().parents[1]),
-                                                      env.get("PYTHONPATH")]))
+    env = launch.child_env({R.CPUS_ENV: ",".join(map(str, R.available_cpus()))})
     options = list(torchrun_options)
     if cell.framework == "torch":
         # Each worker pins itself to its T CPUs before importing torch; set here too so
@@ -115,29 +113,21 @@ def run(cell: ScalingCell, warmup: int, steps: int, out: str | os.PathLike | Non
     out.unlink(missing_ok=True)
     argv, env = command(cell, warmup, steps, out, torchrun_options, save_weights)
     try:
-        proc = subprocess.Popen(argv, env=env, cwd=cwd or Path(__file__).resolve().parents[1],
-                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-        try:
-            output, _ = proc.communicate(timeout=timeout)
-            status = None
-        except subprocess.TimeoutExpired:
-            # torchrun starts each rank in a session of its own: end them one by one.
-            end_with_descendants(proc.pid)
-            output, _ = proc.communicate()
-            status = "timeout"
-        tail = "\n".join((output or "").rstrip().splitlines()[-TAIL_LINES:])
-        if status == "timeout":
-            raise LaunchError(f"{cell.id}: no result within {timeout:g} s", "timeout", tail)
+        end = launch.run(argv, timeout, env=env, cwd=cwd)
+        tail = end.tail
+        if end.timed_out:
+            raise LaunchError(f"{cell.id}: {launch.failure(end, timeout)[1]}", "timeout", tail)
         if out.exists():
             data = json.loads(out.read_text())
-            if proc.returncode and data.get("status") == "ok":
-                data.update(status="failed", reason=f"workers exited with code {proc.returncode}")
+            if end.returncode and data.get("status") == "ok":
+                data.update(status="failed", reason=f"workers {launch.failure(end, timeout)[1]}")
             if data.get("status") != "ok":
                 data["output_tail"] = tail
             return data
         last = next((line for line in reversed(tail.splitlines()) if line.strip()), "")
-        raise LaunchError(f"{cell.id}: workers exited with code {proc.returncode} and no "
-                          f"result: {last.strip()}", "failed", tail)
+        status, reason = launch.failure(end, timeout)
+        raise LaunchError(f"{cell.id}: workers gave no result ({reason}): {last.strip()}",
+                          status, tail)
     finally:
         if tmp is not None:
             tmp.cleanup()

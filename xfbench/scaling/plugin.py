@@ -23,7 +23,10 @@ import statistics
 
 import pytest
 
-from xfbench.runner.plugin import SUITE_FAILURE as PENDING
+from xfbench import records
+from xfbench.harness.selection import comma_list
+from xfbench.plugin import SUITE_FAILURE as PENDING
+from xfbench.plugin import named
 from xfbench.scaling import result as R
 from xfbench.scaling.cell import FRAMEWORKS, CellError, ScalingCell
 from xfbench.scaling.cell import default_batch as cell_default_batch
@@ -46,13 +49,9 @@ def pytest_addoption(parser):
                          "(per-worker batch fixed), or strong,weak (default: strong)")
 
 
-def _split(value: str | None) -> list[str]:
-    return [v.strip() for v in (value or "").split(",") if v.strip()]
-
-
 def parse_workers(value: str | None) -> tuple[int, ...] | None:
     counts = []
-    for v in _split(value):
+    for v in comma_list(value):
         if not v.isdigit() or int(v) < 1:
             raise pytest.UsageError(f"--workers takes positive whole numbers, not {v!r}")
         counts.append(int(v))
@@ -60,7 +59,7 @@ def parse_workers(value: str | None) -> tuple[int, ...] | None:
 
 
 def parse_scaling(value: str | None) -> tuple[str, ...]:
-    kinds = _split(value) or ["strong"]
+    kinds = comma_list(value) or ["strong"]
     for k in kinds:
         if k not in ("strong", "weak"):
             raise pytest.UsageError(f"unknown scaling {k!r}; valid: strong, weak")
@@ -76,11 +75,6 @@ def pytest_configure(config):
     config.stash[RECORDS] = []
 
 
-def asked_for(config) -> bool:
-    """Whether the suite was named on the command line (alone, or with test ids)."""
-    return any(str(arg).split("::")[0].endswith(SUITE) for arg in config.args)
-
-
 def gpu_worker_counts(gpus: int) -> tuple[int, ...]:
     return tuple(2 ** k for k in range(int(math.log2(gpus)) + 1)) if gpus else (1,)
 
@@ -91,8 +85,8 @@ def default_batch(sel, network: str, scaling: str, counts) -> int:
 
 def scaling_cells(config) -> list[ScalingCell]:
     """The cells the options select; cells that cannot run here are kept, to skip with why."""
+    from xfbench import machine
     from xfbench.plugin import selection
-    from xfbench.harness import machine
     from xfbench.scaling.cell import default_threads_per_worker
     sel = selection(config)
     counts_asked, kinds = config.stash[SCALING]
@@ -117,7 +111,7 @@ def scaling_cells(config) -> list[ScalingCell]:
 def pytest_generate_tests(metafunc):
     if "scaling_cell" not in metafunc.fixturenames:
         return
-    if not asked_for(metafunc.config):
+    if not named(metafunc.config, SUITE):
         metafunc.parametrize("scaling_cell", [pytest.param(None, marks=pytest.mark.skip(
             reason=f"the scaling suite runs when named: pytest xfbench/suites/{SUITE}"))],
             ids=["not-named"])
@@ -128,8 +122,8 @@ def pytest_generate_tests(metafunc):
 
 def _why_not(cell: ScalingCell) -> str | None:
     """Why this cell cannot run here, or None (imports no framework)."""
+    from xfbench import machine
     from xfbench.adapters import get_adapter
-    from xfbench.harness import machine
     from xfbench.scaling.launch import MODULES
     try:
         cell.check()
@@ -157,7 +151,7 @@ def record(cell: ScalingCell, result: dict, preset: str, stats=None) -> dict:
     steps = result["step_seconds"]
     median = stats.median if stats is not None else statistics.median(steps)
     flops = get_spec(cell.network, cell.scale).flops("train", cell.global_batch)
-    out = {"kind": "scaling", **cell.as_dict(), "cell_id": cell.id,
+    out = {**records.header("scaling"), **cell.as_dict(), "cell_id": cell.id,
            "global_batch": cell.global_batch, "per_worker_batch": cell.per_worker_batch,
            "preset": preset, "status": "ok",
            "seconds_per_batch": median, "samples_per_s": cell.global_batch / median,
@@ -181,8 +175,8 @@ def _failure(cell: ScalingCell, status: str, reason: str, tail: str = "") -> dic
 def run_scaling(request, benchmark):
     """Launch one cell's workers, give their step times to the benchmark fixture, and
     return the record; skip with the reason when the cell cannot run here."""
-    from xfbench.plugin import selection
     from xfbench.harness.external import record_durations
+    from xfbench.plugin import selection
     from xfbench.scaling.launch import LaunchError, run
     config = request.config
     preset = selection(config).preset

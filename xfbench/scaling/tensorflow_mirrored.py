@@ -150,9 +150,9 @@ def start_runtime(device: str, local: int, threads: int, rank: int | None = None
 def build(tf, strategy, spec, layout: str, precision: str, use_cudnn: bool):
     """The adapter's workload, its variables made under strategy.scope(), its step's
     gradients averaged over the replicas before the update."""
-    from xfbench.models import initial_weights
     from xfbench.adapters.tensorflow.networks import Network
     from xfbench.adapters.tensorflow.workload import COMPUTE_DTYPES, TensorFlowWorkload
+    from xfbench.models import initial_weights
 
     class ReplicatedWorkload(TensorFlowWorkload):
         """TensorFlowWorkload's step (_train_fn: loss, gradients, _clip, _apply) with an

@@ -5,9 +5,9 @@ For each selected network and each training framework (torch, tensorflow, jax):
   on the same batch;
 - train: one training step's loss against ONNX Runtime's forward on the "train"
   graph, and its updated weights against the same step computed in float64.
-Agreement: a relative error of at most 1e-4, as exchange/verify.py defines it; for the
+Agreement: a relative error of at most 1e-4, as harness/equivalence.py defines it; for the
 updated weights, at most 1e-4 or FLOOR_FACTOR times the distance of a plain fp32 step
-from the float64 one, whichever is larger (exchange/verify.py says why).
+from the float64 one, whichever is larger (harness/equivalence.py says why).
 
 Each result is one pytest-benchmark entry (its time means nothing) whose
 extra_info holds {"kind": "equivalence", "equivalence": {network, framework, mode,
@@ -26,10 +26,14 @@ from __future__ import annotations
 
 import pytest
 
-from xfbench.adapters import REGISTRY, Unsupported, get_adapter
+from xfbench import records
+from xfbench.adapters import Unsupported, get_adapter
+from xfbench.frameworks import FRAMEWORKS, training
+from xfbench.harness.selection import comma_list
 from xfbench.models import SMOKE_BATCH, get_spec
+from xfbench.plugin import named
 
-TRAINING_FRAMEWORKS = ("torch", "tensorflow", "jax")
+TRAINING_FRAMEWORKS = training()
 FULL_BATCH = 2  # full-size networks: a small batch is enough to show the same function
 
 # The float64 reference step of the network in hand, computed once for all frameworks
@@ -42,15 +46,10 @@ def _selection(config):
     return selection(config)
 
 
-def asked_for(config) -> bool:
-    """Whether this file was named on the command line (alone, or with test ids)."""
-    return any(str(arg).split("::")[0].endswith("test_equivalence.py") for arg in config.args)
-
-
 def pytest_generate_tests(metafunc):
     if "framework" not in metafunc.fixturenames:
         return
-    if not asked_for(metafunc.config):
+    if not named(metafunc.config, "test_equivalence.py"):
         # A plain `pytest xfbench/suites/` is a benchmark run: the equivalence checks (which
         # build every network in every framework) run only when asked for by name.
         metafunc.parametrize("network, framework", [pytest.param(
@@ -59,14 +58,14 @@ def pytest_generate_tests(metafunc):
             ids=["not-named"])
         return
     sel = _selection(metafunc.config)
-    named = (metafunc.config.getoption("framework") or "").split(",")
-    chosen = [f for f in TRAINING_FRAMEWORKS if f in named] or list(TRAINING_FRAMEWORKS)
+    asked = comma_list(metafunc.config.getoption("framework"))
+    chosen = [f for f in TRAINING_FRAMEWORKS if f in asked] or list(TRAINING_FRAMEWORKS)
     pairs = [(n, f) for n in sel.networks for f in chosen]
     metafunc.parametrize("network, framework", pairs, ids=[f"{n}-{f}" for n, f in pairs])
 
 
 def _setup(request, framework: str, network: str):
-    if framework not in REGISTRY:
+    if framework not in FRAMEWORKS:
         pytest.skip(f"the {framework} adapter is not part of this checkout")
     adapter = get_adapter(framework)
     reason = adapter.import_error()
@@ -83,13 +82,13 @@ def _setup(request, framework: str, network: str):
 
 def _record(benchmark, record: dict) -> None:
     benchmark.group = "equivalence"
-    benchmark.extra_info.update({"kind": "equivalence", "equivalence": record})
+    benchmark.extra_info.update({**records.header("equivalence"), "equivalence": record})
     benchmark.pedantic(lambda: None, rounds=1, iterations=1)
 
 
 def test_inference_matches_onnxruntime(request, benchmark, network, framework):
     spec, batch, mode, weights = _setup(request, framework, network)
-    from xfbench.exchange.verify import check_inference
+    from xfbench.harness.equivalence import check_inference
     try:
         record = check_inference(framework, spec, weights, batch, mode)
     except Unsupported as e:
@@ -101,7 +100,7 @@ def test_inference_matches_onnxruntime(request, benchmark, network, framework):
 
 def test_training_step_agrees(request, benchmark, network, framework):
     spec, batch, mode, weights = _setup(request, framework, network)
-    from xfbench.exchange.verify import ReferenceStep, check_training
+    from xfbench.harness.equivalence import ReferenceStep, check_training
     key = (network, spec.scale, batch)
     try:
         if key not in _REFERENCE:

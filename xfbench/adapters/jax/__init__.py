@@ -17,9 +17,6 @@ ACCELERATORS = (("cuda", "cuda"), ("tpu", "tpu"))
 
 class JaxAdapter(Adapter):
     name = "jax"
-    package = "jax"
-    modes = ("jit",)
-    install_hint = "pip install -r requirements.lock (GPU: the 'gpu' extra, TPU: the 'tpu' extra)"
 
     def versions(self):
         import jax

@@ -21,8 +21,16 @@ import jax
 import jax.numpy as jnp
 
 from xfbench.adapters.jax import lstm, resnet
-from xfbench.adapters.jax.layers import (avg_pool, batch_norm, bn_init, conv, conv_init, dense, max_pool,
-                                 uniform)
+from xfbench.adapters.jax.layers import (
+    avg_pool,
+    batch_norm,
+    bn_init,
+    conv,
+    conv_init,
+    dense,
+    max_pool,
+    uniform,
+)
 from xfbench.models import Spec
 from xfbench.models import layers as L
 

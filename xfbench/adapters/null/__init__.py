@@ -29,8 +29,6 @@ class NullWorkload(Workload):
 
 class NullAdapter(Adapter):
     name = "null"
-    package = "numpy"
-    modes = ("none",)
     precisions = ("fp32",)
 
     def versions(self):

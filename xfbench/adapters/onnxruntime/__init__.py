@@ -32,11 +32,7 @@ PROVIDERS = {"cpu": "CPUExecutionProvider", "cuda": "CUDAExecutionProvider",
 
 class OnnxRuntimeAdapter(Adapter):
     name = "onnxruntime"
-    package = "onnxruntime"
-    modes = ("cpu", "cuda", "tensorrt")
-    tasks = ("infer",)
     precisions = ("fp32", "tf32")
-    install_hint = "pip install -r requirements.lock (onnxruntime-gpu on NVIDIA machines)"
 
     def versions(self):
         import onnx
@@ -46,7 +42,8 @@ class OnnxRuntimeAdapter(Adapter):
 
     def devices(self):
         import onnxruntime as ort
-        from xfbench.harness import machine
+
+        from xfbench import machine
         if "CUDAExecutionProvider" not in ort.get_available_providers():
             return ["cpu"]
         return ["cpu"] + [f"cuda:{i}" for i in range(machine.gpu_count())]

@@ -70,7 +70,7 @@ class OrtWorkload(Workload):
         self.binding.bind_ortvalue_input(INPUT, self.x)
         self.binding.bind_ortvalue_output(OUTPUT, self.out)
 
-        from xfbench.harness import machine
+        from xfbench import machine
         gpus = machine.gpus() if gpu else []
         index = self.where[1]
         self.info = {

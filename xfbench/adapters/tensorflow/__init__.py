@@ -15,9 +15,6 @@ def _tf():
 
 class TensorFlowAdapter(Adapter):
     name = "tensorflow"
-    package = "tensorflow"
-    modes = ("eager", "function", "xla")
-    install_hint = "pip install -r requirements.lock (GPU: the 'gpu' extra)"
 
     def versions(self):
         tf = _tf()

@@ -19,9 +19,8 @@ import tensorflow as tf
 
 from xfbench.adapters.base import Cell, Unsupported, Workload
 from xfbench.adapters.tensorflow.networks import Network
-from xfbench.models import Spec
+from xfbench.models import Spec, synthetic_batch
 from xfbench.models import layers as L
-from xfbench.models import synthetic_batch
 
 COMPUTE_DTYPES = {"fp32": tf.float32, "tf32": tf.float32, "bf16": tf.bfloat16,
                   "fp16": tf.float16}

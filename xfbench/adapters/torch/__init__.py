@@ -6,9 +6,6 @@ from xfbench.adapters.base import Adapter
 
 class TorchAdapter(Adapter):
     name = "torch"
-    package = "torch"
-    modes = ("eager", "compile", "cudagraph")
-    install_hint = "pip install -r requirements.lock"
 
     def versions(self):
         import torch

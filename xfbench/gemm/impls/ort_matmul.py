@@ -65,7 +65,7 @@ class OrtMatmul(GemmImpl):
         import onnxruntime as ort
         if "CUDAExecutionProvider" not in ort.get_available_providers():
             return ["cpu"]
-        from xfbench.harness.machine import gpu_count
+        from xfbench.machine import gpu_count
         return ["cpu"] + [f"cuda:{i}" for i in range(gpu_count())]
 
     def configure_threads(self, threads):
@@ -75,7 +75,7 @@ class OrtMatmul(GemmImpl):
     def device_name(self, device):
         if device == "cpu":
             return "cpu"
-        from xfbench.harness.machine import gpus
+        from xfbench.machine import gpus
         return gpus()[gpu_index(device)]["name"]
 
     def prepare(self, dtype, device):

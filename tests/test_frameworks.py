@@ -1,0 +1,108 @@
+"""Frameworks are declared once, in xfbench/frameworks.py: a framework registered there
+(and nowhere else) is selectable, planned by the runner and shown by the report; and no
+other module spells out a list of frameworks."""
+from __future__ import annotations
+
+import ast
+import json
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from xfbench import frameworks
+from xfbench.frameworks import FRAMEWORKS, Framework
+
+ROOT = Path(__file__).resolve().parents[1]
+
+THROWAWAY_ADAPTER = '''
+from xfbench.adapters.null import NullAdapter
+
+
+class ThrowawayAdapter(NullAdapter):
+    name = "throwaway"
+
+
+ADAPTER = ThrowawayAdapter()
+'''
+
+
+@pytest.fixture
+def throwaway(tmp_path, monkeypatch):
+    """A framework that behaves like null, registered in the one table."""
+    (tmp_path / "throwaway_adapter.py").write_text(textwrap.dedent(THROWAWAY_ADAPTER))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setitem(FRAMEWORKS, "throwaway", Framework(
+        "throwaway", "Throwaway Framework", "numpy", "nothing to install", "throwaway_adapter",
+        ("none",)))
+    return "throwaway"
+
+
+def test_a_registered_framework_is_selectable(throwaway):
+    from xfbench.harness.selection import cells, parse
+    sel = parse(framework=throwaway, model="fcn_r", preset="smoke", threads="1")
+    train = cells(sel, "train")
+    assert [c.framework for c in train] == [throwaway] and train[0].mode == "none"
+    # a run that names no framework includes it: it is installed and in the default set
+    assert throwaway in parse(model="fcn_r", preset="smoke", threads="1").frameworks
+
+
+def test_the_runner_plans_its_groups(throwaway):
+    from xfbench.runner.plan import make_plan
+    plan = make_plan(framework=throwaway, model="fcn_r", preset="smoke", threads="1")
+    assert [job.group.framework for job in plan.jobs] == [throwaway]
+    assert {c.task for c in plan.cells} == {"train", "infer"}
+
+
+def test_the_report_shows_its_display_name(throwaway, tmp_path):
+    from xfbench.report import render
+    doc = json.loads((ROOT / "tests" / "data" / "torch_smoke_t1.json").read_text())
+    for entry in doc["benchmarks"]:
+        entry["extra_info"]["framework"] = throwaway
+        entry["extra_info"]["mode"] = "none"
+    path = tmp_path / "throwaway.json"
+    path.write_text(json.dumps(doc))
+    render([path], tmp_path / "out", ["md"])
+    assert "Throwaway Framework none" in (tmp_path / "out" / "report.md").read_text()
+
+
+def test_every_framework_entry_names_real_modules():
+    import importlib.util
+    for f in FRAMEWORKS.values():
+        for module in (f.adapter, f.scaling, f.allreduce):
+            if module:
+                assert importlib.util.find_spec(module) is not None, module
+        assert f.table7_mode is None or f.table7_mode in f.modes
+    from xfbench.gemm import IMPLS
+    assert all(f.gemm in IMPLS for f in FRAMEWORKS.values() if f.gemm)
+
+
+# Where a list of framework names is not a list of frameworks: the distributions whose
+# versions a machine record names (keras, jaxlib and tensorflow-cpu among them).
+NOT_FRAMEWORK_LISTS = {("xfbench/machine.py", "PACKAGES")}
+FRAMEWORK_NAMES = {"torch", "tensorflow", "jax", "onnxruntime"}
+
+
+def test_no_other_module_spells_out_the_frameworks():
+    found = []
+    for path in sorted((ROOT / "xfbench").rglob("*.py")):
+        rel = str(path.relative_to(ROOT))
+        if rel == "xfbench/frameworks.py":
+            continue
+        tree = ast.parse(path.read_text())
+        targets = {id(node.value): [t.id for t in node.targets if isinstance(t, ast.Name)]
+                   for node in ast.walk(tree) if isinstance(node, ast.Assign)}
+        for node in ast.walk(tree):
+            if not isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+                continue
+            named = {e.value for e in node.elts if isinstance(e, ast.Constant)} & FRAMEWORK_NAMES
+            names = targets.get(id(node), [])
+            if len(named) >= 2 and not any((rel, n) in NOT_FRAMEWORK_LISTS for n in names):
+                found.append(f"{rel}:{node.lineno} {sorted(named)}")
+    assert not found, "framework lists outside xfbench/frameworks.py:\n" + "\n".join(found)
+
+
+def test_names_filters_the_table():
+    assert frameworks.names(allreduce=True) == ("torch", "jax")
+    assert "null" not in frameworks.names(default=True)
+    assert frameworks.training() == ("torch", "jax", "tensorflow")

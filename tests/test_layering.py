@@ -1,0 +1,83 @@
+"""What may import what inside xfbench (docs/architecture.md): each package imports only
+packages of the layers below it, read from the source with ast; and importing one
+framework's adapter starts no other framework."""
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGE = ROOT / "xfbench"
+
+# Bottom to top. A module may import the layers below its own; within the suites layer,
+# only the root plugin (every suite's options and fixtures).
+LAYERS = (
+    ("models", "frameworks"),   # what is measured, and by which frameworks
+    ("machine", "records"),   # what the machine is; what a record holds
+    ("exchange",),      # ONNX files and graphs of the specs, and ONNX Runtime as reference
+    ("adapters",),      # how each framework runs a spec
+    ("harness",),       # selection, threads, timing, records, the equivalence proof
+    ("plugin", "suites", "gemm", "scaling", "allreduce"),   # the pytest suites
+    ("runner",),        # xfbench run
+    ("report",),        # xfbench report
+)
+LAYER = {name: i for i, names in enumerate(LAYERS) for name in names}
+# Entry points (`python -m ...`, the xfbench command) sit on top: nothing imports them.
+ENTRY_POINTS = ("cli.py", "__main__.py")
+
+
+def _imports(path: Path):
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
+        elif isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        else:
+            continue
+        for name in names:
+            parts = name.split(".")
+            if parts[0] == "xfbench" and len(parts) > 1 and parts[1] in LAYER:
+                yield parts[1], node.lineno
+                break
+
+
+def test_every_package_is_in_a_layer():
+    packages = {p.name for p in PACKAGE.iterdir() if (p / "__init__.py").exists()}
+    modules = {p.stem for p in PACKAGE.glob("*.py") if p.stem != "__init__"}
+    assert packages | modules == set(LAYER)
+
+
+def test_no_module_imports_a_layer_above_its_own():
+    wrong = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        rel = path.relative_to(PACKAGE)
+        own = rel.parts[0] if len(rel.parts) > 1 else rel.stem
+        if own not in LAYER or path.name in ENTRY_POINTS:
+            continue
+        for target, line in _imports(path):
+            if target == own:
+                continue
+            same_layer_ok = LAYER[target] == LAYER[own] and target == "plugin"
+            if LAYER[target] > LAYER[own] or (LAYER[target] == LAYER[own] and not same_layer_ok):
+                wrong.append(f"xfbench/{rel}:{line} imports xfbench.{target}")
+    assert not wrong, "imports against the layering:\n" + "\n".join(wrong)
+
+
+FRAMEWORKS = ("torch", "tensorflow", "jax", "onnxruntime")
+
+
+@pytest.mark.parametrize("framework", FRAMEWORKS)
+def test_an_adapter_imports_no_other_framework(framework):
+    """Building the adapter's module and its protocol objects imports no framework at all
+    (the framework itself is imported only when a cell runs), and so no other one."""
+    code = (f"import sys, xfbench.adapters.{framework} as a\n"
+            "a.ADAPTER.import_error(); a.ADAPTER.modes\n"
+            f"print([m for m in {FRAMEWORKS!r} if m in sys.modules])\n")
+    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.strip() == "[]"
