@@ -10,6 +10,7 @@ warm-up. Compare with:
 
     pytest xfbench/suites/test_train.py --framework jax --model resnet56 --threads 1 --preset quick
 """
+
 from __future__ import annotations
 
 import argparse
@@ -21,12 +22,17 @@ import time
 
 def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--threads", type=int, default=None,
-                   help="CPU threads (sets the CPU affinity and NPROC before jax starts)")
+    p.add_argument(
+        "--threads",
+        type=int,
+        default=None,
+        help="CPU threads (sets the CPU affinity and NPROC before jax starts)",
+    )
     p.add_argument("--batch", type=int, default=128, help="mini-batch size (default 128)")
     p.add_argument("--steps", type=int, default=20, help="timed steps (default 20)")
-    p.add_argument("--warmup", type=int, default=2,
-                   help="untimed steps after the first (default 2)")
+    p.add_argument(
+        "--warmup", type=int, default=2, help="untimed steps after the first (default 2)"
+    )
     args = p.parse_args(argv)
     for name in ("batch", "steps"):
         if getattr(args, name) < 1:
@@ -38,7 +44,7 @@ def parse_args(argv=None):
         if not 1 <= args.threads <= len(cpus):
             p.error(f"--threads must be between 1 and {len(cpus)} (the CPUs this process may use)")
         # XLA sizes its CPU thread pools from these when it starts: set them before importing jax.
-        os.sched_setaffinity(0, cpus[:args.threads])
+        os.sched_setaffinity(0, cpus[: args.threads])
         os.environ["NPROC"] = str(args.threads)
         for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
             os.environ[var] = str(args.threads)
@@ -55,16 +61,19 @@ def main(argv=None) -> int:
     jax.config.update("jax_default_matmul_precision", "highest")
 
     def conv(x, w, stride):
-        return lax.conv_general_dilated(x, w, (stride, stride), ((1, 1), (1, 1)),
-                                        dimension_numbers=("NHWC", "HWIO", "NHWC"))
+        return lax.conv_general_dilated(
+            x, w, (stride, stride), ((1, 1), (1, 1)), dimension_numbers=("NHWC", "HWIO", "NHWC")
+        )
 
     def bn(x, p, s, train):
         if train:
             mean = x.mean((0, 1, 2))
             var = ((x - mean) ** 2).mean((0, 1, 2))
             n = x.shape[0] * x.shape[1] * x.shape[2]
-            s = {"mean": 0.9 * s["mean"] + 0.1 * lax.stop_gradient(mean),
-                 "var": 0.9 * s["var"] + 0.1 * lax.stop_gradient(var) * n / (n - 1)}
+            s = {
+                "mean": 0.9 * s["mean"] + 0.1 * lax.stop_gradient(mean),
+                "var": 0.9 * s["var"] + 0.1 * lax.stop_gradient(var) * n / (n - 1),
+            }
         else:
             mean, var = s["mean"], s["var"]
         return (x - mean) * (p["g"] * lax.rsqrt(var + 1e-5)) + p["b"], s
@@ -87,18 +96,20 @@ def main(argv=None) -> int:
         params["blocks"], stats["blocks"] = [], []
         for cin, cout, _ in plan:
             (p1, s1), (p2, s2) = norm(cout), norm(cout)
-            params["blocks"].append({"w1": kernel(cin, cout), "bn1": p1, "w2": kernel(cout, cout),
-                                     "bn2": p2})
+            params["blocks"].append(
+                {"w1": kernel(cin, cout), "bn1": p1, "w2": kernel(cout, cout), "bn2": p2}
+            )
             stats["blocks"].append({"bn1": s1, "bn2": s2})
-        bound = 1 / 64 ** 0.5
+        bound = 1 / 64**0.5
         params["fc_w"] = jax.random.uniform(next(keys), (64, 10), jnp.float32, -bound, bound)
         params["fc_b"] = jax.random.uniform(next(keys), (10,), jnp.float32, -bound, bound)
         return params, stats
 
     def forward(params, stats, x, train):
         new = {"blocks": []}
-        h, new["stem_bn"] = bn(conv(x, params["stem"], 1), params["stem_bn"], stats["stem_bn"],
-                               train)
+        h, new["stem_bn"] = bn(
+            conv(x, params["stem"], 1), params["stem_bn"], stats["stem_bn"], train
+        )
         h = jax.nn.relu(h)
         for (cin, cout, stride), p, s in zip(plan, params["blocks"], stats["blocks"]):
             out, s1 = bn(conv(h, p["w1"], stride), p["bn1"], s["bn1"], train)
@@ -107,8 +118,10 @@ def main(argv=None) -> int:
             short = h
             if stride != 1 or cin != cout:  # option A: every second pixel, zero-padded channels
                 extra = cout - cin
-                short = jnp.pad(h[:, ::stride, ::stride, :],
-                                ((0, 0), (0, 0), (0, 0), (extra // 2, extra - extra // 2)))
+                short = jnp.pad(
+                    h[:, ::stride, ::stride, :],
+                    ((0, 0), (0, 0), (0, 0), (extra // 2, extra - extra // 2)),
+                )
             h = jax.nn.relu(out + short)
         return h.mean((1, 2)) @ params["fc_w"] + params["fc_b"], new
 
@@ -149,11 +162,15 @@ def main(argv=None) -> int:
         times.append(time.perf_counter() - t0)
     threads_used = (time.process_time() - cpu0) / (time.perf_counter() - wall0)
 
-    print(f"jax {jax.__version__} on {jax.devices()[0].device_kind}, "
-          f"cpus allowed {len(os.sched_getaffinity(0))}, batch {args.batch}")
+    print(
+        f"jax {jax.__version__} on {jax.devices()[0].device_kind}, "
+        f"cpus allowed {len(os.sched_getaffinity(0))}, batch {args.batch}"
+    )
     print(f"compile_s {compile_s:.3f}")
-    print(f"median_s_per_step {statistics.median(times):.5f} over {args.steps} steps "
-          f"(min {min(times):.5f}, max {max(times):.5f})")
+    print(
+        f"median_s_per_step {statistics.median(times):.5f} over {args.steps} steps "
+        f"(min {min(times):.5f}, max {max(times):.5f})"
+    )
     print(f"threads_used {threads_used:.2f}")
     print(f"final_loss {float(loss):.4f}")
     return 0

@@ -11,6 +11,7 @@ seconds per training step after warm-up. Compare with
 
     python crosscheck/tensorflow_resnet56.py --threads 1 --batch 128 --steps 30
 """
+
 from __future__ import annotations
 
 import argparse
@@ -27,9 +28,12 @@ def parse_args(argv=None):
     p.add_argument("--warmup", type=int, default=3, help="untimed steps after the first")
     p.add_argument("--batch", type=int, default=128, help="mini-batch size (default 128)")
     p.add_argument("--xla", action="store_true", help="tf.function(jit_compile=True)")
-    p.add_argument("--keras-bn", action="store_true",
-                   help="Keras 3's BatchNormalization (not fused) instead of TensorFlow's fused "
-                        "kernel, to see what the unfused layer costs")
+    p.add_argument(
+        "--keras-bn",
+        action="store_true",
+        help="Keras 3's BatchNormalization (not fused) instead of TensorFlow's fused "
+        "kernel, to see what the unfused layer costs",
+    )
     args = p.parse_args(argv)
     cpus = sorted(os.sched_getaffinity(0))
     for name in ("threads", "steps", "batch"):
@@ -45,7 +49,7 @@ def main(argv=None) -> int:
     # Before TensorFlow starts: thread variables, affinity, then its own pools.
     for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
         os.environ[var] = str(args.threads)
-    os.sched_setaffinity(0, cpus[:args.threads])
+    os.sched_setaffinity(0, cpus[: args.threads])
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     import keras
     import numpy as np
@@ -68,8 +72,15 @@ def main(argv=None) -> int:
 
         def call(self, x, training=False):
             y, mean, var = tf.compat.v1.nn.fused_batch_norm(
-                x, self.gamma, self.beta, mean=self.mean, variance=self.var, epsilon=1e-5,
-                is_training=training, exponential_avg_factor=0.1 if training else 1.0)
+                x,
+                self.gamma,
+                self.beta,
+                mean=self.mean,
+                variance=self.var,
+                epsilon=1e-5,
+                is_training=training,
+                exponential_avg_factor=0.1 if training else 1.0,
+            )
             if training:
                 self.mean.assign(mean)
                 self.var.assign(var)
@@ -83,7 +94,7 @@ def main(argv=None) -> int:
     def conv_bn(x, filters, stride):
         if stride == 1:
             x = layers.Conv2D(filters, 3, padding="same", use_bias=False)(x)
-        else:   # "same" would pad 0 before and 1 after; the spec pads 1 on both sides
+        else:  # "same" would pad 0 before and 1 after; the spec pads 1 on both sides
             x = layers.ZeroPadding2D(1)(x)
             x = layers.Conv2D(filters, 3, strides=stride, use_bias=False)(x)
         return batch_norm()(x)
@@ -92,11 +103,14 @@ def main(argv=None) -> int:
         out = layers.ReLU()(conv_bn(x, filters, stride))
         out = conv_bn(out, filters, 1)
         shortcut = x
-        if stride != 1 or x.shape[-1] != filters:   # option A: subsample, zero channels
+        if stride != 1 or x.shape[-1] != filters:  # option A: subsample, zero channels
             extra = filters - x.shape[-1]
             shortcut = layers.Lambda(
-                lambda t: tf.pad(t[:, ::stride, ::stride, :],
-                                 [[0, 0], [0, 0], [0, 0], [extra // 2, extra - extra // 2]]))(x)
+                lambda t: tf.pad(
+                    t[:, ::stride, ::stride, :],
+                    [[0, 0], [0, 0], [0, 0], [extra // 2, extra - extra // 2]],
+                )
+            )(x)
         return layers.ReLU()(layers.Add()([out, shortcut]))
 
     inputs = keras.Input((32, 32, 3))
@@ -118,7 +132,8 @@ def main(argv=None) -> int:
         with tf.GradientTape() as tape:
             logits = model(x, training=True)
             loss = tf.reduce_mean(
-                tf.nn.sparse_softmax_cross_entropy_with_logits(labels=y, logits=logits))
+                tf.nn.sparse_softmax_cross_entropy_with_logits(labels=y, logits=logits)
+            )
         grads = tape.gradient(loss, model.trainable_variables)
         optimizer.apply_gradients(zip(grads, model.trainable_variables))
         return loss
@@ -131,15 +146,17 @@ def main(argv=None) -> int:
     times, cpu = [], []
     for _ in range(args.steps):
         t0, c0 = time.perf_counter(), time.process_time()
-        loss = train_step(images, labels).numpy()   # returns when the step is done
+        loss = train_step(images, labels).numpy()  # returns when the step is done
         times.append(time.perf_counter() - t0)
         cpu.append(time.process_time() - c0)
     # CPU seconds per step are printed too: on a shared machine they move less than wall time.
-    print(f"plain TensorFlow {tf.__version__} ResNet-56 ({params:,} parameters), "
-          f"{'xla' if args.xla else 'function'}, "
-          f"{'Keras' if args.keras_bn else 'fused'} batch norm, batch {args.batch}, {args.threads} thread(s): "
-          f"first step {first:.2f} s, median {statistics.median(times):.4f} s/step over "
-          f"{args.steps} steps (CPU {statistics.median(cpu):.4f} s/step; loss {loss:.3f})")
+    print(
+        f"plain TensorFlow {tf.__version__} ResNet-56 ({params:,} parameters), "
+        f"{'xla' if args.xla else 'function'}, "
+        f"{'Keras' if args.keras_bn else 'fused'} batch norm, batch {args.batch}, {args.threads} thread(s): "
+        f"first step {first:.2f} s, median {statistics.median(times):.4f} s/step over "
+        f"{args.steps} steps (CPU {statistics.median(cpu):.4f} s/step; loss {loss:.3f})"
+    )
     return 0
 
 

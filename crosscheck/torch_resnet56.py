@@ -8,6 +8,7 @@ loop's within noise, so the harness adds nothing hidden.
     pytest xfbench/suites/test_train.py --framework torch --model resnet56 --mode eager \
         --threads 1 --preset quick
 """
+
 import argparse
 import os
 import statistics
@@ -24,7 +25,7 @@ args = parser.parse_args()
 # Threads before torch starts its pools.
 for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ[var] = str(args.threads)
-os.sched_setaffinity(0, sorted(os.sched_getaffinity(0))[:args.threads])
+os.sched_setaffinity(0, sorted(os.sched_getaffinity(0))[: args.threads])
 
 import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
@@ -47,8 +48,10 @@ class Block(nn.Module):
         out = self.b2(self.c2(out))
         short = x
         if self.stride > 1 or self.extra:
-            short = F.pad(x[:, :, ::self.stride, ::self.stride],
-                          (0, 0, 0, 0, self.extra // 2, self.extra - self.extra // 2))
+            short = F.pad(
+                x[:, :, :: self.stride, :: self.stride],
+                (0, 0, 0, 0, self.extra // 2, self.extra - self.extra // 2),
+            )
         return F.relu(out + short)
 
 
@@ -86,6 +89,8 @@ for i in range(args.warmup + args.steps):
     opt.step()
     if i >= args.warmup:
         times.append(time.perf_counter() - t0)
-print(f"plain PyTorch ResNet-56, batch {args.batch}, {args.threads} thread(s), "
-      f"{'channels_last' if args.channels_last else 'channels_first'}: "
-      f"median {statistics.median(times):.4f} s/step over {args.steps} steps")
+print(
+    f"plain PyTorch ResNet-56, batch {args.batch}, {args.threads} thread(s), "
+    f"{'channels_last' if args.channels_last else 'channels_first'}: "
+    f"median {statistics.median(times):.4f} s/step over {args.steps} steps"
+)

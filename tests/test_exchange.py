@@ -1,5 +1,6 @@
 """The ONNX exchange: canonical files, reading them back, bad files, the harness's
 --weights onnx, and the proof that a framework runs the canonical function."""
+
 import subprocess
 import sys
 from pathlib import Path
@@ -32,8 +33,13 @@ def cache(tmp_path, monkeypatch):
 
 
 def cli(*args, cwd=ROOT):
-    proc = subprocess.run([sys.executable, "-m", "xfbench.exchange", *map(str, args)], cwd=cwd,
-                          capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-m", "xfbench.exchange", *map(str, args)],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     return proc.returncode, proc.stdout, proc.stderr
 
 
@@ -49,8 +55,10 @@ def test_canonical_file_holds_the_seeds_weights(network):
 
 def test_file_is_deterministic_pinned_and_keeps_weights_outside(tmp_path):
     spec = get_spec("resnet56", "smoke")
-    a, b = write_canonical(spec, 0, tmp_path / "a" / "m.onnx"), write_canonical(
-        spec, 0, tmp_path / "b" / "m.onnx")
+    a, b = (
+        write_canonical(spec, 0, tmp_path / "a" / "m.onnx"),
+        write_canonical(spec, 0, tmp_path / "b" / "m.onnx"),
+    )
     for suffix in ("", ".data"):
         assert Path(f"{a}{suffix}").read_bytes() == Path(f"{b}{suffix}").read_bytes()
     model = onnx.load(str(a), load_external_data=False)
@@ -78,6 +86,7 @@ def test_harness_weights_are_identical_from_seed_and_from_onnx(cache):
 
 
 # -- bad files: one clear line, nothing written ------------------------------------------
+
 
 @pytest.fixture
 def good(tmp_path):
@@ -113,8 +122,12 @@ def test_truncated_data_file(good):
 def test_shapes_that_do_not_match_the_spec(good):
     _, path = good
     bigger = get_spec("alexnet_r", "full")
-    _one_line_error(path, bigger, r"conv1.weight has shape \(8, 3, 5, 5\), the spec says "
-                                  r"\(32, 3, 5, 5\)")
+    _one_line_error(
+        path,
+        bigger,
+        r"conv1.weight has shape \(8, 3, 5, 5\), the spec says "
+        r"\(32, 3, 5, 5\)",
+    )
     _one_line_error(path, get_spec("resnet56", "smoke"), "not a resnet56 .* missing")
 
 
@@ -136,9 +149,22 @@ def test_cli_bad_file_is_one_line_and_writes_nothing(good, tmp_path):
     path.write_bytes(path.read_bytes()[:100])
     before = sorted(p.name for p in tmp_path.rglob("*"))
     out = tmp_path / "exported" / "x.onnx"
-    for args in (["check", path, "--model", "alexnet_r", "--scale", "smoke"],
-                 ["export", "--framework", "torch", "--model", "alexnet_r", "--scale", "smoke",
-                  "--weights", path, "--out", out]):
+    for args in (
+        ["check", path, "--model", "alexnet_r", "--scale", "smoke"],
+        [
+            "export",
+            "--framework",
+            "torch",
+            "--model",
+            "alexnet_r",
+            "--scale",
+            "smoke",
+            "--weights",
+            path,
+            "--out",
+            out,
+        ],
+    ):
         code, stdout, stderr = cli(*args)
         assert code == 2, stderr
         assert stderr.count("\n") == 1 and "truncated or corrupt" in stderr
@@ -147,6 +173,7 @@ def test_cli_bad_file_is_one_line_and_writes_nothing(good, tmp_path):
 
 
 # -- the same function ---------------------------------------------------------------------
+
 
 def test_altered_torch_geometry_is_caught(monkeypatch):
     """A wrong option-A shortcut padding, or a channels-last flatten, in the PyTorch
@@ -174,9 +201,13 @@ def test_altered_torch_geometry_is_caught(monkeypatch):
     spec = get_spec("alexnet", "smoke")  # a 2x2 last map, so the flatten order matters
     weights = initial_weights(spec)
     assert check_inference("torch", spec, weights, 2)["verified"]
-    monkeypatch.setattr(nn.Flatten, "forward",
-                        lambda self, x: torch.flatten(x.permute(0, 2, 3, 1), 1) if x.ndim == 4
-                        else torch.flatten(x, 1))
+    monkeypatch.setattr(
+        nn.Flatten,
+        "forward",
+        lambda self, x: (
+            torch.flatten(x.permute(0, 2, 3, 1), 1) if x.ndim == 4 else torch.flatten(x, 1)
+        ),
+    )
     record = check_inference("torch", spec, weights, 2)
     assert not record["verified"] and record["max_rel_err"] > 100 * TOL
 
@@ -185,6 +216,7 @@ def test_altered_torch_geometry_is_caught(monkeypatch):
 @pytest.mark.parametrize("network", ["alexnet_r", "lstm64"])
 def test_export_reproduces_the_framework_in_onnxruntime(framework, network, tmp_path):
     from xfbench.adapters import get_adapter
+
     if get_adapter(framework).import_error():
         pytest.skip(get_adapter(framework).import_error())
     spec = get_spec(network, "smoke")
@@ -208,6 +240,7 @@ def test_a_different_update_is_caught(network):
     from dataclasses import replace
 
     from xfbench.harness.equivalence import ReferenceStep, check_training
+
     spec = get_spec(network, "smoke")
     weights = initial_weights(spec)
     right = ReferenceStep.compute(spec, weights, 4)
@@ -222,6 +255,7 @@ def test_weights_tolerance_follows_the_fp32_floor():
     """The tolerance is TOL where fp32 reaches the float64 step easily, and
     FLOOR_FACTOR times the plain fp32 step's distance where it does not."""
     from xfbench.harness.equivalence import FLOOR_FACTOR, ReferenceStep
+
     spec = get_spec("fcn_r", "smoke")
     ref = ReferenceStep.compute(spec, initial_weights(spec), 4)
     assert 0 < ref.fp32_floor < TOL / FLOOR_FACTOR and ref.tolerance == TOL

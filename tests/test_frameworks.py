@@ -1,6 +1,7 @@
 """Frameworks are declared once, in xfbench/frameworks.py: a framework registered there
 (and nowhere else) is selectable, planned by the runner and shown by the report; and no
 other module spells out a list of frameworks."""
+
 from __future__ import annotations
 
 import ast
@@ -15,7 +16,7 @@ from xfbench.frameworks import FRAMEWORKS, Framework
 
 ROOT = Path(__file__).resolve().parents[1]
 
-THROWAWAY_ADAPTER = '''
+THROWAWAY_ADAPTER = """
 from xfbench.adapters.null import NullAdapter
 
 
@@ -24,7 +25,7 @@ class ThrowawayAdapter(NullAdapter):
 
 
 ADAPTER = ThrowawayAdapter()
-'''
+"""
 
 
 @pytest.fixture
@@ -32,14 +33,24 @@ def throwaway(tmp_path, monkeypatch):
     """A framework that behaves like null, registered in the one table."""
     (tmp_path / "throwaway_adapter.py").write_text(textwrap.dedent(THROWAWAY_ADAPTER))
     monkeypatch.syspath_prepend(str(tmp_path))
-    monkeypatch.setitem(FRAMEWORKS, "throwaway", Framework(
-        "throwaway", "Throwaway Framework", "numpy", "nothing to install", "throwaway_adapter",
-        ("none",)))
+    monkeypatch.setitem(
+        FRAMEWORKS,
+        "throwaway",
+        Framework(
+            "throwaway",
+            "Throwaway Framework",
+            "numpy",
+            "nothing to install",
+            "throwaway_adapter",
+            ("none",),
+        ),
+    )
     return "throwaway"
 
 
 def test_a_registered_framework_is_selectable(throwaway):
     from xfbench.harness.selection import cells, parse
+
     sel = parse(framework=throwaway, model="fcn_r", preset="smoke", threads="1")
     train = cells(sel, "train")
     assert [c.framework for c in train] == [throwaway] and train[0].mode == "none"
@@ -49,6 +60,7 @@ def test_a_registered_framework_is_selectable(throwaway):
 
 def test_the_runner_plans_its_groups(throwaway):
     from xfbench.runner.plan import make_plan
+
     plan = make_plan(framework=throwaway, model="fcn_r", preset="smoke", threads="1")
     assert [job.group.framework for job in plan.jobs] == [throwaway]
     assert {c.task for c in plan.cells} == {"train", "infer"}
@@ -56,6 +68,7 @@ def test_the_runner_plans_its_groups(throwaway):
 
 def test_the_report_shows_its_display_name(throwaway, tmp_path):
     from xfbench.report import render
+
     doc = json.loads((ROOT / "tests" / "data" / "torch_smoke_t1.json").read_text())
     for entry in doc["benchmarks"]:
         entry["extra_info"]["framework"] = throwaway
@@ -68,12 +81,14 @@ def test_the_report_shows_its_display_name(throwaway, tmp_path):
 
 def test_every_framework_entry_names_real_modules():
     import importlib.util
+
     for f in FRAMEWORKS.values():
         for module in (f.adapter, f.scaling, f.allreduce):
             if module:
                 assert importlib.util.find_spec(module) is not None, module
         assert f.table7_mode is None or f.table7_mode in f.modes
     from xfbench.gemm import IMPLS
+
     assert all(f.gemm in IMPLS for f in FRAMEWORKS.values() if f.gemm)
 
 
@@ -90,8 +105,11 @@ def test_no_other_module_spells_out_the_frameworks():
         if rel == "xfbench/frameworks.py":
             continue
         tree = ast.parse(path.read_text())
-        targets = {id(node.value): [t.id for t in node.targets if isinstance(t, ast.Name)]
-                   for node in ast.walk(tree) if isinstance(node, ast.Assign)}
+        targets = {
+            id(node.value): [t.id for t in node.targets if isinstance(t, ast.Name)]
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Assign)
+        }
         for node in ast.walk(tree):
             if not isinstance(node, (ast.Tuple, ast.List, ast.Set)):
                 continue

@@ -1,4 +1,5 @@
 """The GEMM suite: the correctness check, peak and best shares, selection, and a smoke run."""
+
 from __future__ import annotations
 
 import json
@@ -24,14 +25,17 @@ ROOT = Path(__file__).resolve().parents[1]
 
 class FakeBenchmark:
     """Enough of pytest-benchmark's fixture for measure() to fail before timing."""
+
     def __init__(self):
         self.extra_info = {}
 
 
 def _operands(m=96, n=96, k=96, seed=1):
     rng = np.random.default_rng(seed)
-    return (rng.standard_normal((m, k), dtype=np.float32),
-            rng.standard_normal((k, n), dtype=np.float32))
+    return (
+        rng.standard_normal((m, k), dtype=np.float32),
+        rng.standard_normal((k, n), dtype=np.float32),
+    )
 
 
 @pytest.mark.parametrize("dtype", ["fp32", "tf32", "bf16", "fp16"])
@@ -42,7 +46,7 @@ def test_check_passes_a_right_product_and_fails_a_transposed_operand(dtype):
     wrong = (a @ b.T)[np.ix_(sample.rows, sample.cols)]
     assert within(sample.error(right), dtype)
     assert not within(sample.error(wrong), dtype)
-    assert not within(sample.error(right[:, :-1]), dtype)   # wrong shape
+    assert not within(sample.error(right[:, :-1]), dtype)  # wrong shape
 
 
 def test_fp32_tolerance_catches_a_silent_drop_to_lower_precision():
@@ -56,7 +60,7 @@ def test_fp32_tolerance_catches_a_silent_drop_to_lower_precision():
 def test_round_bf16_keeps_8_significant_bits():
     x = np.array([1.0, 1 + 2**-8, 1 + 2**-7, -3.14159], dtype=np.float32)
     r = round_bf16(x)
-    assert r[0] == 1.0 and r[1] == 1.0 and r[2] == 1 + 2**-7     # a tie rounds to even
+    assert r[0] == 1.0 and r[1] == 1.0 and r[2] == 1 + 2**-7  # a tie rounds to even
     assert (r.view(np.uint32) & 0xFFFF).max() == 0
 
 
@@ -77,26 +81,42 @@ def test_measure_skips_when_the_matrices_do_not_fit():
 
 
 def test_input_sets_rotate_past_the_caches_within_memory():
-    assert input_sets(square(256), "fp32", None) == 32          # small: as many as allowed
-    assert input_sets(square(16384), "fp32", None) == 1         # 2 GiB of operands: one set
+    assert input_sets(square(256), "fp32", None) == 32  # small: as many as allowed
+    assert input_sets(square(16384), "fp32", None) == 1  # 2 GiB of operands: one set
     assert input_sets(square(1024), "bf16", spare_bytes=0) == 1  # no spare memory: one set
 
 
 def test_peak_share_is_none_for_unknown_devices_and_the_cpu():
     assert peak_share(500.0, "cpu", "fp32") is None
     assert peak_share(500.0, "NVIDIA GeForce RTX 4090", "bf16") is None
-    assert peak_share(500.0, "NVIDIA A100-SXM4-80GB", "fp8") is None    # no fp8 units
+    assert peak_share(500.0, "NVIDIA A100-SXM4-80GB", "fp8") is None  # no fp8 units
     assert peak_share(494.5, "NVIDIA H100 80GB HBM3", "bf16") == pytest.approx(0.5)
     assert peak_share(67.0, "NVIDIA H200", "fp32") == pytest.approx(1.0)
 
 
 def test_share_of_best_groups_by_shape_dtype_and_device():
     def rec(impl, tflops, dtype="bf16", device="cuda:0", m=8192, status="ok"):
-        return {"suite": "gemm", "impl": impl, "m": m, "n": m, "k": m, "dtype": dtype,
-                "device": device, "status": status, "tflops": tflops}
-    records = [rec("cupy", 800.0), rec("torch", 760.0), rec("jax", 400.0),
-               rec("torch", 50.0, dtype="fp32"), rec("numpy", 1.0, device="cpu"),
-               rec("jax", 900.0, m=4096), rec("tensorflow", None, status="failed")]
+        return {
+            "suite": "gemm",
+            "impl": impl,
+            "m": m,
+            "n": m,
+            "k": m,
+            "dtype": dtype,
+            "device": device,
+            "status": status,
+            "tflops": tflops,
+        }
+
+    records = [
+        rec("cupy", 800.0),
+        rec("torch", 760.0),
+        rec("jax", 400.0),
+        rec("torch", 50.0, dtype="fp32"),
+        rec("numpy", 1.0, device="cpu"),
+        rec("jax", 900.0, m=4096),
+        rec("tensorflow", None, status="failed"),
+    ]
     fill_share_of_best(records)
     assert [r.get("share_of_best") for r in records] == [1.0, 0.95, 0.5, 1.0, 1.0, 1.0, None]
 
@@ -118,22 +138,63 @@ def test_sizes_and_selection():
 def test_smoke_run_writes_the_gemm_fields(tmp_path):
     out = tmp_path / "gemm.json"
     proc = subprocess.run(
-        [sys.executable, "-m", "pytest", "xfbench/suites/test_gemm.py", "--preset", "smoke",
-         "--gemm-impl", "numpy,torch,cupy", "--gemm-sizes", "64,16x48x40",
-         "--precision", "fp32,bf16", "--device", "cpu", "--threads", "1", "-q",
-         "-p", "no:cacheprovider", f"--benchmark-json={out}"],
-        cwd=ROOT, capture_output=True, text=True, timeout=300)
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "xfbench/suites/test_gemm.py",
+            "--preset",
+            "smoke",
+            "--gemm-impl",
+            "numpy,torch,cupy",
+            "--gemm-sizes",
+            "64,16x48x40",
+            "--precision",
+            "fp32,bf16",
+            "--device",
+            "cpu",
+            "--threads",
+            "1",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            f"--benchmark-json={out}",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert "xfbench GEMM: TFLOP/s" in proc.stdout
     benches = json.loads(out.read_text())["benchmarks"]
-    infos = {(b["extra_info"]["impl"], b["extra_info"]["shape"], b["extra_info"]["dtype"]):
-             b["extra_info"] for b in benches}
-    assert set(infos) == {(i, s, "fp32") for i in ("numpy", "torch") for s in ("64", "16x48x40")} \
-        | {("torch", s, "bf16") for s in ("64", "16x48x40")}
+    infos = {
+        (b["extra_info"]["impl"], b["extra_info"]["shape"], b["extra_info"]["dtype"]): b[
+            "extra_info"
+        ]
+        for b in benches
+    }
+    assert set(infos) == {
+        (i, s, "fp32") for i in ("numpy", "torch") for s in ("64", "16x48x40")
+    } | {("torch", s, "bf16") for s in ("64", "16x48x40")}
     for info in infos.values():
-        for field in ("m", "n", "k", "dtype", "device", "device_name", "tflops", "peak_share",
-                      "share_of_best", "check_error", "threads_requested", "threads_used",
-                      "versions", "tf32_mode", "timer"):
+        for field in (
+            "m",
+            "n",
+            "k",
+            "dtype",
+            "device",
+            "device_name",
+            "tflops",
+            "peak_share",
+            "share_of_best",
+            "check_error",
+            "threads_requested",
+            "threads_used",
+            "versions",
+            "tf32_mode",
+            "timer",
+        ):
             assert field in info, field
         assert info["status"] == "ok" and info["tflops"] > 0 and info["peak_share"] is None
         assert 0 < info["share_of_best"] <= 1 and info["threads_requested"] == 1
@@ -146,16 +207,29 @@ def test_compare_checks_cupy_against_torch(tmp_path, capsys):
     from xfbench.gemm import compare
 
     def bench(impl, tflops):
-        return {"extra_info": {"suite": "gemm", "impl": impl, "shape": "8192", "m": 8192,
-                               "n": 8192, "k": 8192, "dtype": "bf16", "device": "cuda:0",
-                               "device_name": "NVIDIA H100 80GB HBM3", "status": "ok",
-                               "tflops": tflops, "peak_share": tflops / 989,
-                               "check_error": 2e-3}}
+        return {
+            "extra_info": {
+                "suite": "gemm",
+                "impl": impl,
+                "shape": "8192",
+                "m": 8192,
+                "n": 8192,
+                "k": 8192,
+                "dtype": "bf16",
+                "device": "cuda:0",
+                "device_name": "NVIDIA H100 80GB HBM3",
+                "status": "ok",
+                "tflops": tflops,
+                "peak_share": tflops / 989,
+                "check_error": 2e-3,
+            }
+        }
+
     path = tmp_path / "r.json"
     path.write_text(json.dumps({"benchmarks": [bench("cupy", 790.0), bench("torch", 800.0)]}))
     assert compare.main([str(path), "--min-ratio", "0.95"]) == 0
     out = capsys.readouterr().out
-    assert "798" in out and "0.988" in out        # the published figure beside ours
+    assert "798" in out and "0.988" in out  # the published figure beside ours
     assert compare.main([str(path), "--min-ratio", "0.995"]) == 1
     assert compare.main([str(tmp_path / "missing.json")]) == 2
 
@@ -171,14 +245,17 @@ def test_implementations_import_only_their_own_framework():
         "get_impl('onnxruntime').versions()\n"
         "get_impl('jax').versions()\n"
         "loaded = sorted(m for m in FRAMEWORKS if m in sys.modules)\n"
-        "assert loaded == ['jax', 'onnxruntime'], loaded\n")
-    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
-                          timeout=120)
+        "assert loaded == ['jax', 'onnxruntime'], loaded\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
 
 
 def test_naming_networks_leaves_the_gemm_suite_out():
     from xfbench.gemm.plugin import select
+
     assert select(framework="torch", model="resnet56", preset="smoke").cells() == []
     assert select(framework="torch", model="resnet56", gemm_sizes="256", preset="smoke").cells()
     assert select(framework="torch", preset="smoke").cells()

@@ -6,6 +6,7 @@ console script runs a smoke sweep and pytest runs a suite by --pyargs. Stand-ins
 other projects' top-level `adapters`, `models` and `report` packages, which fail on
 import, sit in that environment too: xfbench must never import them.
 """
+
 from __future__ import annotations
 
 import json
@@ -21,7 +22,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-OTHERS = ("adapters", "models", "report")      # top-level names of unrelated packages
+OTHERS = ("adapters", "models", "report")  # top-level names of unrelated packages
 
 
 @pytest.fixture(scope="module")
@@ -31,12 +32,27 @@ def wheel(tmp_path_factory) -> Path:
     source = tmp_path_factory.mktemp("source")
     for name in ("pyproject.toml", "README.md"):
         shutil.copy(ROOT / name, source / name)
-    shutil.copytree(ROOT / "xfbench", source / "xfbench",
-                    ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(
+        ROOT / "xfbench", source / "xfbench", ignore=shutil.ignore_patterns("__pycache__")
+    )
     # No build isolation: the build needs no network, only the setuptools installed here.
-    proc = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation",
-                           "-q", "-w", str(out), str(source)], capture_output=True, text=True,
-                          timeout=300)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-deps",
+            "--no-build-isolation",
+            "-q",
+            "-w",
+            str(out),
+            str(source),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     [path] = out.glob("xfbench-*.whl")
     return path
@@ -46,7 +62,10 @@ def test_the_wheel_holds_one_top_level_name_a_pytest_plugin_and_the_suites(wheel
     names = zipfile.ZipFile(wheel).namelist()
     top = {n.split("/")[0] for n in names if not n.split("/")[0].endswith(".dist-info")}
     assert top == {"xfbench"}
-    assert "xfbench/suites/test_train.py" in names and "xfbench/report/templates/report.html.j2" in names
+    assert (
+        "xfbench/suites/test_train.py" in names
+        and "xfbench/report/templates/report.html.j2" in names
+    )
     [entry_points] = [n for n in names if n.endswith(".dist-info/entry_points.txt")]
     text = zipfile.ZipFile(wheel).read(entry_points).decode()
     assert "[pytest11]" in text and "xfbench.plugin = xfbench.plugin" in text
@@ -59,18 +78,39 @@ def installed(wheel, tmp_path_factory) -> tuple[Path, dict]:
     env_dir = home / "venv"
     venv.EnvBuilder(with_pip=False).create(env_dir)
     python = env_dir / "bin" / "python"
-    purelib = Path(subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
-                                  capture_output=True, text=True, check=True).stdout.strip())
+    purelib = Path(
+        subprocess.run(
+            [str(python), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+    )
     for name in OTHERS:
         (purelib / name).mkdir()
         (purelib / name / "__init__.py").write_text(
-            f"raise ImportError('the unrelated top-level package {name!r} was imported')\n")
+            f"raise ImportError('the unrelated top-level package {name!r} was imported')\n"
+        )
     # After the stand-ins (a .pth line is appended to sys.path): this environment's
     # frameworks, so the test installs nothing from the network.
     (purelib / "outer.pth").write_text(sysconfig.get_path("purelib") + "\n")
-    proc = subprocess.run([sys.executable, "-m", "pip", "--python", str(python), "install", "-q",
-                           "--no-deps", "--no-index", str(wheel)], capture_output=True, text=True,
-                          timeout=300)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "--python",
+            str(python),
+            "install",
+            "-q",
+            "--no-deps",
+            "--no-index",
+            str(wheel),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
     env["PATH"] = f"{env_dir / 'bin'}{os.pathsep}{env['PATH']}"
@@ -83,8 +123,16 @@ def _run(args, home, env, timeout=300):
 
 def test_the_installed_package_is_the_wheel_not_the_checkout(installed):
     home, env = installed
-    proc = _run(["python", "-c", "import xfbench.plugin, xfbench.runner.cli, xfbench.report.cli; "
-                 "print(xfbench.__file__)"], home, env)
+    proc = _run(
+        [
+            "python",
+            "-c",
+            "import xfbench.plugin, xfbench.runner.cli, xfbench.report.cli; "
+            "print(xfbench.__file__)",
+        ],
+        home,
+        env,
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     where = Path(proc.stdout.strip())
     assert home in where.parents and ROOT not in where.parents
@@ -93,20 +141,57 @@ def test_the_installed_package_is_the_wheel_not_the_checkout(installed):
 def test_the_console_script_runs_a_smoke_sweep_outside_the_checkout(installed):
     home, env = installed
     results = home / "results-null"
-    proc = _run(["xfbench", "run", "--preset", "smoke", "--framework", "null", "--model", "fcn_r",
-                 "--threads", "1", "--results", str(results), "--quiet"], home, env)
+    proc = _run(
+        [
+            "xfbench",
+            "run",
+            "--preset",
+            "smoke",
+            "--framework",
+            "null",
+            "--model",
+            "fcn_r",
+            "--threads",
+            "1",
+            "--results",
+            str(results),
+            "--quiet",
+        ],
+        home,
+        env,
+    )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     merged = json.loads((results / "merged.json").read_text())
     assert {b["extra_info"]["framework"] for b in merged["benchmarks"]} == {"null"}
-    assert len(merged["benchmarks"]) == 2          # train and infer
+    assert len(merged["benchmarks"]) == 2  # train and infer
 
 
 def test_pytest_pyargs_runs_a_suite_with_the_plugins_options(installed):
     home, env = installed
     out = home / "cell.json"
-    proc = _run(["python", "-m", "pytest", "-q", "-p", "no:cacheprovider", "--pyargs",
-                 "xfbench.suites.test_train", "--framework", "null", "--model", "fcn_r",
-                 "--preset", "smoke", "--threads", "1", f"--benchmark-json={out}"], home, env)
+    proc = _run(
+        [
+            "python",
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "--pyargs",
+            "xfbench.suites.test_train",
+            "--framework",
+            "null",
+            "--model",
+            "fcn_r",
+            "--preset",
+            "smoke",
+            "--threads",
+            "1",
+            f"--benchmark-json={out}",
+        ],
+        home,
+        env,
+    )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     [entry] = json.loads(out.read_text())["benchmarks"]
     assert entry["extra_info"]["network"] == "fcn_r"
@@ -121,9 +206,11 @@ def test_another_projects_pytest_is_left_alone(installed):
     (project / "test_other.py").write_text(
         "import os\n\ndef test_affinity():\n"
         "    assert len(os.sched_getaffinity(0)) == int(os.environ['EXPECTED'])\n"
-        "    assert 'OMP_NUM_THREADS' not in os.environ\n")
+        "    assert 'OMP_NUM_THREADS' not in os.environ\n"
+    )
     env = {k: v for k, v in env.items() if k != "OMP_NUM_THREADS"}
     env["EXPECTED"] = str(len(os.sched_getaffinity(0)))
-    proc = _run(["python", "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_other.py"],
-                project, env)
+    proc = _run(
+        ["python", "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_other.py"], project, env
+    )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]

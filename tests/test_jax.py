@@ -1,6 +1,7 @@
 """The JAX adapter builds the same networks as PyTorch: same parameter counts, same
 logits, loss and one-step update from the same canonical weights and batch, and a
 step that is compiled once, ahead of time, with its state donated."""
+
 from __future__ import annotations
 
 import functools
@@ -27,9 +28,17 @@ from xfbench.models.layers import (  # noqa: E402
 from xfbench.models.spec import Spec  # noqa: E402
 
 # MODELS.md's table.
-PARAMETERS = {"fcn5": 117_997_696, "fcn8": 130_586_752, "fcn_r": 14_205_962,
-              "alexnet": 62_378_344, "alexnet_r": 85_098, "resnet50": 25_557_032,
-              "resnet56": 853_018, "lstm32": 6_182_672, "lstm64": 6_182_672}
+PARAMETERS = {
+    "fcn5": 117_997_696,
+    "fcn8": 130_586_752,
+    "fcn_r": 14_205_962,
+    "alexnet": 62_378_344,
+    "alexnet_r": 85_098,
+    "resnet50": 25_557_032,
+    "resnet56": 853_018,
+    "lstm32": 6_182_672,
+    "lstm64": 6_182_672,
+}
 
 
 def cell(network, task="train", precision="fp32", device="cpu", framework="jax", mode="jit"):
@@ -43,9 +52,11 @@ def jax_workload(network, task="train", precision="fp32", spec=None):
 
 def torch_workload(network, task):
     from xfbench.adapters.torch.workload import TorchWorkload
+
     spec = get_spec(network, "smoke")
-    return TorchWorkload(spec, cell(network, task, framework="torch", mode="eager"),
-                         initial_weights(spec, 0))
+    return TorchWorkload(
+        spec, cell(network, task, framework="torch", mode="eager"), initial_weights(spec, 0)
+    )
 
 
 @pytest.mark.parametrize("network", list(NETWORKS))
@@ -92,14 +103,18 @@ def test_agrees_with_pytorch_and_learns(network):
     # The updated weights: as close to the float64 step as fp32 can be (harness.equivalence's
     # rule, derived from that step: the fp32 floor and the ReLU decisions near a tie).
     from xfbench.harness.equivalence import ReferenceStep, weights_error
+
     reference = ReferenceStep.compute(jx.spec, initial_weights(jx.spec, 0), jx.cell.batch_size)
     err, where = weights_error(jx.spec, jx.weights(), reference.weights)
     assert err <= reference.tolerance, (where, err, reference.tolerance, reference.near_ties)
     if network in ("resnet56", "resnet50"):  # BatchNorm running statistics after one step
         from xfbench.adapters.torch.networks import canonical_keys
+
         state = th.net.state_dict()
-        keys = {name.rsplit(".", 1)[0]: key.rsplit(".", 1)[0]
-                for name, key in canonical_keys(th.spec, th.net).items()}
+        keys = {
+            name.rsplit(".", 1)[0]: key.rsplit(".", 1)[0]
+            for name, key in canonical_keys(th.spec, th.net).items()
+        }
         for name, value in jx.running_stats().items():
             bn, stat = name.rsplit(".", 1)
             expected = state[f"{keys[bn]}.{stat}"].numpy()
@@ -113,6 +128,7 @@ def test_agrees_with_pytorch_and_learns(network):
 
 def test_prepared_step_never_compiles_again_and_donates_its_state():
     import jax.monitoring
+
     work = jax_workload("alexnet_r")
     work.prepare()
     events = []
@@ -133,10 +149,15 @@ def test_one_device_step_ignores_the_data_parallel_options():
     """average_gradients only acts with data_axis: the one-device step lowers to the same
     program with or without it, and that program has no collective."""
     from xfbench.adapters.jax.workload import make_train_step
+
     work = jax_workload("resnet56")
     args = (work.state, work.x, work.y)
-    texts = [jax.jit(make_train_step(work.spec, work.dtype, False, **kw), donate_argnums=0)
-             .lower(*args).as_text() for kw in ({}, {"average_gradients": False})]
+    texts = [
+        jax.jit(make_train_step(work.spec, work.dtype, False, **kw), donate_argnums=0)
+        .lower(*args)
+        .as_text()
+        for kw in ({}, {"average_gradients": False})
+    ]
     assert texts[0] == texts[1]
     assert "all_reduce" not in texts[0] and "all-reduce" not in texts[0]
 
@@ -145,16 +166,25 @@ def test_fp32_traces_every_product_at_highest_precision():
     work = jax_workload("alexnet_r")
     work.prepare()
     text = work.lowered.as_text()
-    precisions = [line.split("precision_config = ")[1][:80] for line in text.splitlines()
-                  if "precision_config" in line]
+    precisions = [
+        line.split("precision_config = ")[1][:80]
+        for line in text.splitlines()
+        if "precision_config" in line
+    ]
     assert len(precisions) >= 8  # 4 layers forward, and their gradients
     assert all("DEFAULT" not in p and "HIGH>" not in p for p in precisions), precisions
 
 
 def tiny_resnet() -> Spec:
     """Convolution, BatchNorm and an option-A block, cheap to compile."""
-    layers = (Conv("conv1", 8, 3, 1, 1, bias=False), BatchNorm("bn1"), ReLU(),
-              BasicBlock("layer2.0", 16, 2), GlobalAvgPool(), Dense("fc", 10))
+    layers = (
+        Conv("conv1", 8, 3, 1, 1, bias=False),
+        BatchNorm("bn1"),
+        ReLU(),
+        BasicBlock("layer2.0", 16, 2),
+        GlobalAvgPool(),
+        Dense("fc", 10),
+    )
     return Spec("resnet56", "tiny ResNet", (3, 8, 8), 10, layers, 8, scale="smoke")
 
 
@@ -182,11 +212,11 @@ def test_fp16_overflow_skips_the_update_and_backs_off():
     """The LSTM path: loss scaling, unscaling, then clipping."""
     work = jax_workload("lstm32", precision="fp16")
     work.step()
-    assert float(work.state["scaler"]["scale"]) == 2.0 ** 16
+    assert float(work.state["scaler"]["scale"]) == 2.0**16
     before = work.weights()
-    work.state["scaler"]["scale"] = jax.device_put(np.float32(2.0 ** 100), work.device)
+    work.state["scaler"]["scale"] = jax.device_put(np.float32(2.0**100), work.device)
     work.step()
-    assert float(work.state["scaler"]["scale"]) == 2.0 ** 99
+    assert float(work.state["scaler"]["scale"]) == 2.0**99
     for name, value in work.weights().items():
         np.testing.assert_array_equal(value, before[name], err_msg=name)
 
@@ -211,6 +241,7 @@ def test_absent_accelerator_is_refused_not_replaced():
 
 def test_thread_report_reads_the_affinity():
     import os
+
     report = get_adapter("jax").configure_threads(len(os.sched_getaffinity(0)))
     assert report["cpus_allowed"] == len(os.sched_getaffinity(0))
     assert report["matches_request"]

@@ -1,6 +1,7 @@
 """What may import what inside xfbench (docs/architecture.md): each package imports only
 packages of the layers below it, read from the source with ast; and importing one
 framework's adapter starts no other framework."""
+
 from __future__ import annotations
 
 import ast
@@ -16,14 +17,14 @@ PACKAGE = ROOT / "xfbench"
 # Bottom to top. A module may import the layers below its own; within the suites layer,
 # only the root plugin (every suite's options and fixtures).
 LAYERS = (
-    ("models", "frameworks"),   # what is measured, and by which frameworks
-    ("machine", "records"),   # what the machine is; what a record holds
-    ("exchange",),      # ONNX files and graphs of the specs, and ONNX Runtime as reference
-    ("adapters",),      # how each framework runs a spec
-    ("harness",),       # selection, threads, timing, records, the equivalence proof
-    ("plugin", "suites", "gemm", "scaling", "allreduce"),   # the pytest suites
-    ("runner",),        # xfbench run
-    ("report",),        # xfbench report
+    ("models", "frameworks"),  # what is measured, and by which frameworks
+    ("machine", "records"),  # what the machine is; what a record holds
+    ("exchange",),  # ONNX files and graphs of the specs, and ONNX Runtime as reference
+    ("adapters",),  # how each framework runs a spec
+    ("harness",),  # selection, threads, timing, records, the equivalence proof
+    ("plugin", "suites", "gemm", "scaling", "allreduce"),  # the pytest suites
+    ("runner",),  # xfbench run
+    ("report",),  # xfbench report
 )
 LAYER = {name: i for i, names in enumerate(LAYERS) for name in names}
 # Entry points (`python -m ...`, the xfbench command) sit on top: nothing imports them.
@@ -74,10 +75,13 @@ FRAMEWORKS = ("torch", "tensorflow", "jax", "onnxruntime")
 def test_an_adapter_imports_no_other_framework(framework):
     """Building the adapter's module and its protocol objects imports no framework at all
     (the framework itself is imported only when a cell runs), and so no other one."""
-    code = (f"import sys, xfbench.adapters.{framework} as a\n"
-            "a.ADAPTER.import_error(); a.ADAPTER.modes\n"
-            f"print([m for m in {FRAMEWORKS!r} if m in sys.modules])\n")
-    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
-                          timeout=120)
+    code = (
+        f"import sys, xfbench.adapters.{framework} as a\n"
+        "a.ADAPTER.import_error(); a.ADAPTER.modes\n"
+        f"print([m for m in {FRAMEWORKS!r} if m in sys.modules])\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout.strip() == "[]"

@@ -1,4 +1,5 @@
 """Host memory: the per-cell peak, and the allocator kept from unmapping freed memory."""
+
 import subprocess
 import sys
 import textwrap
@@ -23,23 +24,26 @@ CHURN = textwrap.dedent("""
 
 def churn(env_extra):
     import os
+
     env = {**os.environ, **env_extra}
-    out = subprocess.run([sys.executable, "-c", CHURN], capture_output=True, text=True,
-                         env=env, check=True).stdout.split("\n")
+    out = subprocess.run(
+        [sys.executable, "-c", CHURN], capture_output=True, text=True, env=env, check=True
+    ).stdout.split("\n")
     return out[0], int(out[1])
 
 
 def test_freed_memory_is_reused_without_page_faults():
     setting, faults = churn({})
     assert setting == "glibc: no mmap, no trim"
-    assert faults < 1000          # four 200 MB allocations, served from memory already mapped
+    assert faults < 1000  # four 200 MB allocations, served from memory already mapped
     setting, faults = churn({"XFBENCH_MALLOC": "default"})
     assert setting.startswith("glibc default")
-    assert faults > 100_000       # glibc's default maps each one afresh: ~49,000 faults apiece
+    assert faults > 100_000  # glibc's default maps each one afresh: ~49,000 faults apiece
 
 
 def test_peak_rss_resets_per_cell():
     import pytest
+
     if not reset_peak_rss():
         pytest.skip("this kernel does not let a process reset its peak RSS")
     start = peak_rss_bytes()
@@ -49,4 +53,4 @@ def test_peak_rss_resets_per_cell():
     high = peak_rss_bytes()
     del big
     reset_peak_rss()
-    assert peak_rss_bytes() <= high   # a new peak starts from the RSS now, not the old peak
+    assert peak_rss_bytes() <= high  # a new peak starts from the RSS now, not the old peak

@@ -1,4 +1,5 @@
 """The specs: counts computed from the layer lists equal MODELS.md."""
+
 import numpy as np
 import pytest
 
@@ -11,13 +12,22 @@ EXPECTED = {
     "fcn_r": (14_205_962, 14.20),
     "alexnet": (62_378_344, 1135.3),
     "alexnet_r": (85_098, 10.73),
-    "resnet50": (25_557_032, 4100.0),   # "about 4.1 G"
+    "resnet50": (25_557_032, 4100.0),  # "about 4.1 G"
     "resnet56": (853_018, 125.5),
     "lstm32": (6_182_672, None),
     "lstm64": (6_182_672, None),
 }
-TABLE7_BATCH = {"fcn5": 64, "fcn8": 64, "fcn_r": 1024, "alexnet": 16, "alexnet_r": 1024,
-                "resnet50": 16, "resnet56": 128, "lstm32": 128, "lstm64": 128}
+TABLE7_BATCH = {
+    "fcn5": 64,
+    "fcn8": 64,
+    "fcn_r": 1024,
+    "alexnet": 16,
+    "alexnet_r": 1024,
+    "resnet50": 16,
+    "resnet56": 128,
+    "lstm32": 128,
+    "lstm64": 128,
+}
 
 
 def test_all_nine_networks_are_defined():
@@ -33,7 +43,9 @@ def test_full_size_parameter_count(network):
 def test_forward_macs(network):
     macs = EXPECTED[network][1]
     spec = get_spec(network)
-    if macs is None:  # LSTM: per step, 2 layers x 4 gates x H x (in + H) plus the 256 -> 10000 output
+    if (
+        macs is None
+    ):  # LSTM: per step, 2 layers x 4 gates x H x (in + H) plus the 256 -> 10000 output
         steps = spec.input_shape[0]
         assert spec.forward_macs == steps * (2 * 4 * 256 * 512 + 256 * 10000)
     else:
@@ -55,13 +67,15 @@ def test_table7_batch(network):
 
 def test_alexnet_last_feature_map_is_6x6():
     from xfbench.models.layers import Flatten
+
     spec = get_spec("alexnet")
-    [(_, shape)] = [(l, s) for l, s in spec.shapes if isinstance(l, Flatten)]
+    [(_, shape)] = [(layer, s) for layer, s in spec.shapes if isinstance(layer, Flatten)]
     assert shape == (256, 6, 6)
 
 
 def test_resnet56_has_56_weighted_layers():
     from xfbench.models.layers import BasicBlock, Conv, Dense
+
     spec = get_spec("resnet56")
     layers = len(spec.layer(Conv)) + 2 * len(spec.layer(BasicBlock)) + len(spec.layer(Dense))
     assert layers == 56
@@ -70,7 +84,7 @@ def test_resnet56_has_56_weighted_layers():
 @pytest.mark.parametrize("network", EXPECTED)
 def test_smoke_size_keeps_the_layer_kinds(network):
     full, smoke = get_spec(network), get_spec(network, "smoke")
-    assert [type(l) for l in full.layers] == [type(l) for l in smoke.layers]
+    assert [type(x) for x in full.layers] == [type(x) for x in smoke.layers]
     assert smoke.param_count < full.param_count / 10 or network == "alexnet_r"
 
 
@@ -92,7 +106,9 @@ def test_initial_weights_follow_the_spec():
     assert {p.name: p.shape for p in spec.params} == {k: v.shape for k, v in w.items()}
     h = 32
     bias = w["lstm.l0.B"]
-    assert not bias[2 * h:3 * h].any() and not bias[6 * h:7 * h].any()  # forget gates start at 0
-    assert bias[:2 * h].any()
+    assert (
+        not bias[2 * h : 3 * h].any() and not bias[6 * h : 7 * h].any()
+    )  # forget gates start at 0
+    assert bias[: 2 * h].any()
     assert np.array_equal(initial_weights(spec, 0)["fc.weight"], w["fc.weight"])
     assert not np.array_equal(initial_weights(spec, 1)["fc.weight"], w["fc.weight"])

@@ -1,5 +1,6 @@
 """The ONNX Runtime adapter: the canonical graph in a session, providers checked,
 training refused with its reason."""
+
 import json
 import subprocess
 import sys
@@ -17,14 +18,23 @@ ROOT = Path(__file__).resolve().parents[1]
 ORT = get_adapter("onnxruntime")
 
 
-def cell(network="resnet56", task="infer", mode="cpu", device="cpu", precision="fp32",
-         data="resident", threads=1):
+def cell(
+    network="resnet56",
+    task="infer",
+    mode="cpu",
+    device="cpu",
+    precision="fp32",
+    data="resident",
+    threads=1,
+):
     return Cell(network, "onnxruntime", mode, precision, device, threads, 4, task, data, "smoke")
 
 
 def test_adapter_module_does_not_import_onnxruntime():
-    code = ("import sys, xfbench.adapters as adapters; adapters.get_adapter('onnxruntime'); "
-            "print('onnxruntime' in sys.modules)")
+    code = (
+        "import sys, xfbench.adapters as adapters; adapters.get_adapter('onnxruntime'); "
+        "print('onnxruntime' in sys.modules)"
+    )
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
     assert out.stdout.strip() == "False", out.stderr
 
@@ -55,31 +65,38 @@ def test_copied_data_gives_the_same_logits():
     np.testing.assert_array_equal(*outs)
 
 
-@pytest.mark.parametrize("kwargs, reason", [
-    (dict(task="train"), TRAIN_REASON),
-    (dict(precision="bf16"), HALF_REASON),
-    (dict(mode="tensorrt", device="cuda:0"), TRT_FP32_REASON),
-    (dict(mode="cuda", device="cpu"), "runs only on a CUDA device"),
-    (dict(mode="cpu", device="cuda:0"), "the cpu mode runs on the host"),
-])
+@pytest.mark.parametrize(
+    "kwargs, reason",
+    [
+        (dict(task="train"), TRAIN_REASON),
+        (dict(precision="bf16"), HALF_REASON),
+        (dict(mode="tensorrt", device="cuda:0"), TRT_FP32_REASON),
+        (dict(mode="cuda", device="cpu"), "runs only on a CUDA device"),
+        (dict(mode="cpu", device="cuda:0"), "the cpu mode runs on the host"),
+    ],
+)
 def test_cells_it_cannot_run_have_reasons(kwargs, reason):
     assert reason in ORT.check(cell(**kwargs))
 
 
 def test_cuda_cell_without_the_cuda_provider_is_refused():
     import onnxruntime as ort
+
     if "CUDAExecutionProvider" in ort.get_available_providers():
         pytest.skip("this onnxruntime has the CUDA provider")
     assert "CUDAExecutionProvider is not in this onnxruntime build" in ORT.check(
-        cell(mode="cuda", device="cuda:0"))
+        cell(mode="cuda", device="cuda:0")
+    )
 
 
 def test_a_session_that_falls_back_is_an_error():
     """Asked for CUDA where the session ends up on the CPU: an error, never a result."""
     import onnxruntime as ort
+
     if "CUDAExecutionProvider" in ort.get_available_providers():
         pytest.skip("this onnxruntime has the CUDA provider")
     from xfbench.adapters.onnxruntime.workload import OrtWorkload
+
     spec = get_spec("fcn_r", "smoke")
     with pytest.raises(RuntimeError, match="no silent fallback"):
         OrtWorkload(spec, cell("fcn_r", mode="cuda", device="cuda:0"), initial_weights(spec))
@@ -88,12 +105,34 @@ def test_a_session_that_falls_back_is_an_error():
 def test_suite_runs_inference_and_skips_training_with_the_reason(tmp_path):
     out = tmp_path / "out.json"
     proc = subprocess.run(
-        [sys.executable, "-m", "pytest", "xfbench/suites/test_infer.py", "xfbench/suites/test_train.py", "-q",
-         "-rs", "-p", "no:cacheprovider", "--framework", "onnxruntime",
-         "--model", "resnet56,lstm32",
-         "--preset", "smoke", "--threads", "1", "--weights", "onnx", f"--benchmark-json={out}"],
-        cwd=ROOT, capture_output=True, text=True, timeout=300,
-        env={**__import__("os").environ, "XFBENCH_CACHE": str(tmp_path / "cache")})
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "xfbench/suites/test_infer.py",
+            "xfbench/suites/test_train.py",
+            "-q",
+            "-rs",
+            "-p",
+            "no:cacheprovider",
+            "--framework",
+            "onnxruntime",
+            "--model",
+            "resnet56,lstm32",
+            "--preset",
+            "smoke",
+            "--threads",
+            "1",
+            "--weights",
+            "onnx",
+            f"--benchmark-json={out}",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**__import__("os").environ, "XFBENCH_CACHE": str(tmp_path / "cache")},
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert proc.stdout.count("ONNX Runtime here runs inference only") >= 1
     assert "2 passed, 2 skipped" in proc.stdout

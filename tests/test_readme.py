@@ -1,4 +1,5 @@
 """README.md's two commands are the ones CI and users run."""
+
 import re
 from pathlib import Path
 

@@ -1,5 +1,6 @@
 """The report renderer: numbers reproduced from the JSON, bad input, machines side by
 side, procurement, HTML escaping, the paper's numbers."""
+
 from __future__ import annotations
 
 import csv
@@ -21,49 +22,116 @@ H100 = "NVIDIA H100 80GB HBM3"
 
 # ------------------------------------------------------------------ fixtures
 
+
 def machine_info(host: str, cpu: str = "Test CPU 9000", gpus=()) -> dict:
-    return {"node": host, "cpu": {"brand_raw": cpu},
-            "xfbench": {"cpu_model": cpu, "cores_physical": 8, "cores_logical": 16,
-                        "memory_bytes": 64 * 2**30,
-                        "gpus": [{"index": i, "name": g} for i, g in enumerate(gpus)]}}
+    return {
+        "node": host,
+        "cpu": {"brand_raw": cpu},
+        "xfbench": {
+            "cpu_model": cpu,
+            "cores_physical": 8,
+            "cores_logical": 16,
+            "memory_bytes": 64 * 2**30,
+            "gpus": [{"index": i, "name": g} for i, g in enumerate(gpus)],
+        },
+    }
 
 
-def entry(network: str, times: list[float], *, framework="torch", mode="eager", threads=1,
-          device="cpu", device_name=None, task="train", batch=16, precision="fp32") -> dict:
+def entry(
+    network: str,
+    times: list[float],
+    *,
+    framework="torch",
+    mode="eager",
+    threads=1,
+    device="cpu",
+    device_name=None,
+    task="train",
+    batch=16,
+    precision="fp32",
+) -> dict:
     """A benchmark entry as pytest-benchmark and the harness write it."""
     median = statistics.median(times)
     flops = 1_000_000_000
-    cell = {"network": network, "framework": framework, "mode": mode, "precision": precision,
-            "device": device, "threads": threads, "batch_size": batch, "task": task,
-            "data": "resident", "scale": "full"}
-    extra = {**cell, "status": "ok", "seconds_per_batch": median, "samples_per_s": batch / median,
-             "flops_per_step": flops, "achieved_tflops": flops / median / 1e12,
-             "compile_s": 1.5, "rounds": len(times), "peak_host_rss_bytes": 500 * 2**20,
-             "peak_device_bytes": 2**30 if device != "cpu" else None, "threads_used": threads,
-             "device_name": device_name or device}
+    cell = {
+        "network": network,
+        "framework": framework,
+        "mode": mode,
+        "precision": precision,
+        "device": device,
+        "threads": threads,
+        "batch_size": batch,
+        "task": task,
+        "data": "resident",
+        "scale": "full",
+    }
+    extra = {
+        **cell,
+        "status": "ok",
+        "seconds_per_batch": median,
+        "samples_per_s": batch / median,
+        "flops_per_step": flops,
+        "achieved_tflops": flops / median / 1e12,
+        "compile_s": 1.5,
+        "rounds": len(times),
+        "peak_host_rss_bytes": 500 * 2**20,
+        "peak_device_bytes": 2**30 if device != "cpu" else None,
+        "threads_used": threads,
+        "device_name": device_name or device,
+    }
     cid = f"{framework}-{network}-{mode}-{precision}-{device.replace(':', '')}-t{threads}-b{batch}"
-    return {"group": f"{task} {network}", "name": f"test_{task}[{cid}]", "param": cid,
-            "extra_info": extra,
-            "stats": {"min": min(times), "max": max(times), "mean": statistics.fmean(times),
-                      "median": median, "rounds": len(times), "iterations": 1, "data": times}}
+    return {
+        "group": f"{task} {network}",
+        "name": f"test_{task}[{cid}]",
+        "param": cid,
+        "extra_info": extra,
+        "stats": {
+            "min": min(times),
+            "max": max(times),
+            "mean": statistics.fmean(times),
+            "median": median,
+            "rounds": len(times),
+            "iterations": 1,
+            "data": times,
+        },
+    }
 
 
 def failure(network: str, status: str, reason: str, **cell) -> dict:
-    base = {"network": network, "framework": "torch", "mode": "eager", "precision": "fp32",
-            "device": "cpu", "threads": 1, "batch_size": 16, "task": "train", "data": "resident",
-            "scale": "full"}
-    return {"cell": {**base, **cell}, "status": status, "reason": reason,
-            "output_tail": "Traceback ...\nRuntimeError: boom"}
+    base = {
+        "network": network,
+        "framework": "torch",
+        "mode": "eager",
+        "precision": "fp32",
+        "device": "cpu",
+        "threads": 1,
+        "batch_size": 16,
+        "task": "train",
+        "data": "resident",
+        "scale": "full",
+    }
+    return {
+        "cell": {**base, **cell},
+        "status": status,
+        "reason": reason,
+        "output_tail": "Traceback ...\nRuntimeError: boom",
+    }
 
 
 def document(host: str, benchmarks: list, failures=(), gpus=(), **top) -> dict:
-    return {"machine_info": machine_info(host, gpus=gpus), "commit_info": {}, "datetime": "2026-01-01",
-            "version": "5.3.1", "benchmarks": benchmarks,
-            "xfbench": {"failures": list(failures), "selection": {}, **top}}
+    return {
+        "machine_info": machine_info(host, gpus=gpus),
+        "commit_info": {},
+        "datetime": "2026-01-01",
+        "version": "5.3.1",
+        "benchmarks": benchmarks,
+        "xfbench": {"failures": list(failures), "selection": {}, **top},
+    }
 
 
-def runner_folder(root: Path, name: str, benchmarks: list, failures=(), gpus=(), merged=True,
-                  **top) -> Path:
+def runner_folder(
+    root: Path, name: str, benchmarks: list, failures=(), gpus=(), merged=True, **top
+) -> Path:
     folder = root / name
     (folder / "cells").mkdir(parents=True)
     (folder / "failed").mkdir()
@@ -74,8 +142,9 @@ def runner_folder(root: Path, name: str, benchmarks: list, failures=(), gpus=(),
     for i, f in enumerate(failures):
         (folder / "failed" / f"fail{i}.json").write_text(json.dumps(f))
     if merged:
-        (folder / "merged.json").write_text(json.dumps(document(name, benchmarks, failures, gpus,
-                                                                **top)))
+        (folder / "merged.json").write_text(
+            json.dumps(document(name, benchmarks, failures, gpus, **top))
+        )
     return folder
 
 
@@ -85,11 +154,32 @@ def standard(factor: float = 1.0) -> list:
     for net, base in (("resnet56", 2.0), ("fcn5", 0.1)):
         for fw, slow in (("torch", 1.0), ("tensorflow", 1.5)):
             for t in (1, 2):
-                out.append(entry(net, [x * factor for x in (base * slow / t * 0.98, base * slow / t,
-                                                             base * slow / t * 1.1)],
-                                 framework=fw, threads=t, batch=128 if net == "resnet56" else 64))
-        out.append(entry(net, [base * factor / 50] * 3, device="cuda:0", device_name=H100, threads=8,
-                         batch=128 if net == "resnet56" else 64))
+                out.append(
+                    entry(
+                        net,
+                        [
+                            x * factor
+                            for x in (
+                                base * slow / t * 0.98,
+                                base * slow / t,
+                                base * slow / t * 1.1,
+                            )
+                        ],
+                        framework=fw,
+                        threads=t,
+                        batch=128 if net == "resnet56" else 64,
+                    )
+                )
+        out.append(
+            entry(
+                net,
+                [base * factor / 50] * 3,
+                device="cuda:0",
+                device_name=H100,
+                threads=8,
+                batch=128 if net == "resnet56" else 64,
+            )
+        )
     return out
 
 
@@ -104,18 +194,25 @@ def cli(*argv) -> int:
 
 # ------------------------------------------------------------------ numbers
 
+
 def _check_csv_against(doc: dict, rows: list[dict]) -> int:
-    ours = {(r["task"], r["network"], r["framework"], r["mode"], r["device"], r["threads"]): r
-            for r in rows if r["source"] == "xfbench" and r["status"] == "ok"}
+    ours = {
+        (r["task"], r["network"], r["framework"], r["mode"], r["device"], r["threads"]): r
+        for r in rows
+        if r["source"] == "xfbench" and r["status"] == "ok"
+    }
     checked = 0
     for b in doc["benchmarks"]:
         e = b["extra_info"]
-        row = ours[(e["task"], e["network"], e["framework"], e["mode"], e["device"], str(e["threads"]))]
-        median = statistics.median(b["stats"]["data"])     # recomputed from the raw rounds
+        row = ours[
+            (e["task"], e["network"], e["framework"], e["mode"], e["device"], str(e["threads"]))
+        ]
+        median = statistics.median(b["stats"]["data"])  # recomputed from the raw rounds
         assert float(row["seconds_per_batch"]) == pytest.approx(median, rel=1e-12)
         assert float(row["samples_per_s"]) == pytest.approx(e["batch_size"] / median, rel=1e-12)
-        assert float(row["achieved_tflops"]) == pytest.approx(e["flops_per_step"] / median / 1e12,
-                                                              rel=1e-12)
+        assert float(row["achieved_tflops"]) == pytest.approx(
+            e["flops_per_step"] / median / 1e12, rel=1e-12
+        )
         assert float(row["compile_s"]) == pytest.approx(e["compile_s"])
         assert int(row["peak_host_rss_bytes"]) == e["peak_host_rss_bytes"]
         checked += 1
@@ -129,8 +226,14 @@ def test_csv_reproduces_every_median_of_a_runner_folder(tmp_path):
     doc = json.loads((folder / "merged.json").read_text())
     assert _check_csv_against(doc, rows) == len(doc["benchmarks"]) == 10
     # speedup and parallel efficiency over one thread
-    r2 = next(r for r in rows if r["network"] == "resnet56" and r["framework"] == "torch"
-              and r["threads"] == "2" and r["device"] == "cpu")
+    r2 = next(
+        r
+        for r in rows
+        if r["network"] == "resnet56"
+        and r["framework"] == "torch"
+        and r["threads"] == "2"
+        and r["device"] == "cpu"
+    )
     assert float(r2["speedup_vs_1t"]) == pytest.approx(2.0)
     assert float(r2["parallel_efficiency"]) == pytest.approx(1.0)
 
@@ -142,8 +245,17 @@ def test_csv_reproduces_a_real_pytest_benchmark_file(tmp_path):
 
 
 def test_table7_layout_best_marks_and_failures(tmp_path):
-    fails = [failure("resnet56", "oom", "CUDA out of memory", device="cuda:0", threads=8,
-                     framework="tensorflow", batch_size=128)]
+    fails = [
+        failure(
+            "resnet56",
+            "oom",
+            "CUDA out of memory",
+            device="cuda:0",
+            threads=8,
+            framework="tensorflow",
+            batch_size=128,
+        )
+    ]
     folder = runner_folder(tmp_path, "run", standard(), fails, gpus=[H100])
     written = render_folder(folder)
     assert folder / "report.md" in written and folder / "report.html" in written
@@ -151,9 +263,9 @@ def test_table7_layout_best_marks_and_failures(tmp_path):
     block = md.split("### ResNet-56")[1].split("###")[0]
     assert "| 1t" in block and "| 2t" in block and H100 in block
     torch_row = next(line for line in block.splitlines() if line.startswith("| PyTorch eager"))
-    assert "**2**" in torch_row and "**1**" in torch_row       # best of the 1t and 2t columns
+    assert "**2**" in torch_row and "**1**" in torch_row  # best of the 1t and 2t columns
     tf_row = next(line for line in block.splitlines() if line.startswith("| TensorFlow eager"))
-    assert "oom [1]" in tf_row                                   # never blank
+    assert "oom [1]" in tf_row  # never blank
     assert "[1] " in md and "CUDA out of memory" in md
     assert any(p.suffix == ".png" for p in written)
     assert (folder / "plots").is_dir()
@@ -170,6 +282,7 @@ def test_folder_without_merged_reads_cells_and_failed(tmp_path):
 
 # ------------------------------------------------------------------ bad input
 
+
 def test_truncated_file_is_one_clear_line(tmp_path, capsys):
     bad = tmp_path / "cut.json"
     bad.write_text((DATA / "torch_smoke_t1.json").read_text()[:500])
@@ -179,12 +292,15 @@ def test_truncated_file_is_one_clear_line(tmp_path, capsys):
     assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
 
 
-@pytest.mark.parametrize("content, words", [
-    ("[1, 2, 3]", "not a pytest-benchmark JSON file"),
-    ('{"hello": "world"}', "no 'benchmarks' list"),
-    ("", "empty file"),
-    ('{"benchmarks": [{"name": "x", "stats": {"median": 1}}]}', "no xfbench results"),
-])
+@pytest.mark.parametrize(
+    "content, words",
+    [
+        ("[1, 2, 3]", "not a pytest-benchmark JSON file"),
+        ('{"hello": "world"}', "no 'benchmarks' list"),
+        ("", "empty file"),
+        ('{"benchmarks": [{"name": "x", "stats": {"median": 1}}]}', "no xfbench results"),
+    ],
+)
 def test_foreign_files_name_the_file(tmp_path, capsys, content, words):
     bad = tmp_path / "foreign.json"
     bad.write_text(content)
@@ -211,12 +327,15 @@ def test_merged_json_truncated_falls_back_to_cells(tmp_path):
     assert "merged.json" in (folder / "report.md").read_text().split("## Left out")[1]
 
 
-@pytest.mark.parametrize("argv, rc, words", [
-    (["--format", "pdf", "x"], 2, "unknown format pdf"),
-    (["/nonexistent/results"], 1, "no such file or folder"),
-    (["--bogus", "x"], 2, "unrecognized arguments"),
-    ([], 2, "required"),
-])
+@pytest.mark.parametrize(
+    "argv, rc, words",
+    [
+        (["--format", "pdf", "x"], 2, "unknown format pdf"),
+        (["/nonexistent/results"], 1, "no such file or folder"),
+        (["--bogus", "x"], 2, "unrecognized arguments"),
+        ([], 2, "required"),
+    ],
+)
 def test_bad_command_line(capsys, argv, rc, words):
     assert cli(*argv) == rc
     err = capsys.readouterr().err
@@ -230,11 +349,12 @@ def test_empty_folder(tmp_path, capsys):
 
 # ------------------------------------------------------------------ machines side by side
 
+
 def test_two_machines_side_by_side_with_geometric_mean(tmp_path, capsys):
     a = runner_folder(tmp_path, "2026-01-01-alpha", standard(1.0))
     fast = standard(0.5)
-    fast[0] = entry("resnet56", [2.0 / 8] * 3, threads=1, batch=128)   # 8x on one cell
-    b = runner_folder(tmp_path, "2026-01-02-beta", fast[:-1])          # one cell fewer
+    fast[0] = entry("resnet56", [2.0 / 8] * 3, threads=1, batch=128)  # 8x on one cell
+    b = runner_folder(tmp_path, "2026-01-02-beta", fast[:-1])  # one cell fewer
     out = tmp_path / "side"
     assert cli(a, b, "--out", out, "--format", "md,csv") == 0
     md = (out / "report.md").read_text()
@@ -244,7 +364,7 @@ def test_two_machines_side_by_side_with_geometric_mean(tmp_path, capsys):
     assert f"{expected:.3g}x (9 cells)" in md
     block = md.split("### ResNet-56")[1].split("###")[0]
     assert "| A: 1t" in block and "| B: 1t" in block and f"B: {H100}" in block
-    assert "| A     | 2026-01-01-alpha: Test CPU 9000" in md        # the tags' legend
+    assert "| A     | 2026-01-01-alpha: Test CPU 9000" in md  # the tags' legend
     rows = read_csv(out / "report.csv")
     assert {r["host"] for r in rows} == {"2026-01-01-alpha", "2026-01-02-beta"}
     # the other machine as reference inverts the ratio
@@ -263,12 +383,13 @@ def test_two_runs_of_one_machine_stay_apart_and_thread_files_merge(tmp_path):
     render(docs, tmp_path / "out", ["csv"])
     rows = read_csv(tmp_path / "out" / "report.csv")
     machines = {r["machine"] for r in rows}
-    assert len(machines) == 2          # t1+t2 merged into one group; "again" repeats t1
+    assert len(machines) == 2  # t1+t2 merged into one group; "again" repeats t1
     merged = next(m for m in machines if "t1, t2" in m)
     assert {r["threads"] for r in rows if r["machine"] == merged} == {"1", "2"}
 
 
 # ------------------------------------------------------------------ procurement
+
 
 def test_procurement_math(tmp_path):
     f = figures(1000.0, {"price_usd": 20000.0, "price_per_hour_usd": 3.6, "watts": 500.0})
@@ -282,8 +403,10 @@ def test_procurement_math(tmp_path):
 
     folder = runner_folder(tmp_path, "alpha", standard())
     prices = tmp_path / "prices.toml"
-    prices.write_text('[machines.alpha]\nprice_usd = 30000\nprice_per_hour_usd = 2.5\nwatts = 700\n'
-                      '[machines."nobody"]\nwatts = 1\n')
+    prices.write_text(
+        "[machines.alpha]\nprice_usd = 30000\nprice_per_hour_usd = 2.5\nwatts = 700\n"
+        '[machines."nobody"]\nwatts = 1\n'
+    )
     render([folder], tmp_path / "out", ["md", "csv"], prices=prices)
     md = (tmp_path / "out" / "report.md").read_text()
     assert "## Procurement" in md and "'nobody' match no machine" in md
@@ -293,15 +416,18 @@ def test_procurement_math(tmp_path):
     assert float(gpu["samples_per_s_per_usd"]) == pytest.approx(sps / 30000)
     assert float(gpu["usd_per_million_samples"]) == pytest.approx(2.5 * 1e6 / sps / 3600)
     fcn_line = next(line for line in md.split("## Procurement")[1].splitlines() if "fcn5" in line)
-    assert H100 in fcn_line and f"{sps / 700:.3g}" in fcn_line   # the fastest cell, per watt
+    assert H100 in fcn_line and f"{sps / 700:.3g}" in fcn_line  # the fastest cell, per watt
 
 
-@pytest.mark.parametrize("text, words", [
-    ("machines = 3", "'machines' table"),
-    ("[machines.a]\nprice_usd = -1", "positive number"),
-    ("[machines.a]\ncost = 1", "unknown field"),
-    ("[machines.a\n", "not valid TOML"),
-])
+@pytest.mark.parametrize(
+    "text, words",
+    [
+        ("machines = 3", "'machines' table"),
+        ("[machines.a]\nprice_usd = -1", "positive number"),
+        ("[machines.a]\ncost = 1", "unknown field"),
+        ("[machines.a\n", "not valid TOML"),
+    ],
+)
 def test_bad_prices_file(tmp_path, text, words):
     path = tmp_path / "p.toml"
     path.write_text(text)
@@ -311,11 +437,13 @@ def test_bad_prices_file(tmp_path, text, words):
 
 def test_prices_as_json_and_the_example_file():
     from xfbench.report.procurement import load_prices as lp
+
     example = Path(__file__).parents[1] / "xfbench" / "report" / "data" / "prices.example.toml"
     assert lp(example)["gpu-box"]["watts"] == 900
 
 
 # ------------------------------------------------------------------ escaping, paper, peaks
+
 
 def test_strings_from_json_are_escaped(tmp_path):
     evil = "<script>alert(1)</script>"
@@ -341,28 +469,57 @@ def test_paper_numbers_beside_ours(tmp_path):
     fcn = md.split("Shi et al. 2016, FCN-S")[1].split("###")[0]
     assert "| Caffe" in fcn and "1.324" in fcn and "GTX 1080" in fcn
     paper_rows = [r for r in read_csv(tmp_path / "paper" / "report.csv") if r["source"] == "paper"]
-    caffe = next(r for r in paper_rows if r["network"] == "FCN-S" and r["framework"] == "Caffe"
-                 and r["device_name"] == "GTX 1080")
+    caffe = next(
+        r
+        for r in paper_rows
+        if r["network"] == "FCN-S" and r["framework"] == "Caffe" and r["device_name"] == "GTX 1080"
+    )
     assert float(caffe["seconds_per_batch"]) == 0.030
 
 
 def test_gemm_peak_share_and_equivalence_mark(tmp_path):
     bench = standard()
-    gemm = [{"group": "gemm", "name": f"gemm{n}", "stats": {"median": 1.0},
-             "extra_info": {"implementation": "cupy", "dtype": "float32", "tflops": tf,
-                            "device": "cuda:0", "device_name": H100, "size": n}}
-            for n, tf in ((1024, 20.0), (8192, 50.0))]
-    equiv = [{"group": "eq", "name": "eq", "stats": {"median": 1.0},
-              "extra_info": {"equivalence": {"framework": "torch", "network": "fcn5",
-                                             "verified": True, "max_rel_err": 2e-7}}}]
+    gemm = [
+        {
+            "group": "gemm",
+            "name": f"gemm{n}",
+            "stats": {"median": 1.0},
+            "extra_info": {
+                "implementation": "cupy",
+                "dtype": "float32",
+                "tflops": tf,
+                "device": "cuda:0",
+                "device_name": H100,
+                "size": n,
+            },
+        }
+        for n, tf in ((1024, 20.0), (8192, 50.0))
+    ]
+    equiv = [
+        {
+            "group": "eq",
+            "name": "eq",
+            "stats": {"median": 1.0},
+            "extra_info": {
+                "equivalence": {
+                    "framework": "torch",
+                    "network": "fcn5",
+                    "verified": True,
+                    "max_rel_err": 2e-7,
+                }
+            },
+        }
+    ]
     folder = runner_folder(tmp_path, "run", bench + gemm + equiv, gpus=[H100])
     render([folder], folder, ["csv", "md"])
     rows = read_csv(folder / "report.csv")
     gpu = next(r for r in rows if r["network"] == "resnet56" and r["device"] == "cuda:0")
     assert float(gpu["gemm_peak_tflops"]) == 50.0
     assert float(gpu["peak_share"]) == pytest.approx(float(gpu["achieved_tflops"]) / 50.0)
-    assert next(r for r in rows if r["network"] == "fcn5" and r["framework"] == "torch")["verified"] \
+    assert (
+        next(r for r in rows if r["network"] == "fcn5" and r["framework"] == "torch")["verified"]
         == "True"
+    )
     md = (folder / "report.md").read_text()
     assert "% of peak" in md and "## Measured GEMM peak" in md
     assert "yes (max rel err 2.0e-07)" in md.split("### FCN-5")[1].split("###")[0]
@@ -383,20 +540,53 @@ def test_the_gemm_and_equivalence_suites_own_records_are_read(tmp_path):
     """The exact extra_info the GEMM suite and the equivalence suite write."""
     from xfbench.gemm.measure import GemmCell
     from xfbench.gemm.shapes import square
+
     bench = standard()
     cell = GemmCell("cupy", square(8192), "fp32", "cuda:0", 8)
-    gemm = [{"group": "gemm", "name": "gemm", "stats": {"median": 1.0},
-             "extra_info": {**cell.as_dict(), "device_name": H100, "tflops": 50.0,
-                            "peak_share": None, "share_of_best": 1.0}}]
-    equiv = [{"group": "eq", "name": "eq", "stats": {"median": 1.0},
-              "extra_info": {"kind": "equivalence", "equivalence": {
-                  "network": "fcn5", "framework": "torch", "mode": "eager", "check": "train",
-                  "verified": False, "max_rel_err": 3e-3, "reference": "onnxruntime"}}}]
+    gemm = [
+        {
+            "group": "gemm",
+            "name": "gemm",
+            "stats": {"median": 1.0},
+            "extra_info": {
+                **cell.as_dict(),
+                "device_name": H100,
+                "tflops": 50.0,
+                "peak_share": None,
+                "share_of_best": 1.0,
+            },
+        }
+    ]
+    equiv = [
+        {
+            "group": "eq",
+            "name": "eq",
+            "stats": {"median": 1.0},
+            "extra_info": {
+                "kind": "equivalence",
+                "equivalence": {
+                    "network": "fcn5",
+                    "framework": "torch",
+                    "mode": "eager",
+                    "check": "train",
+                    "verified": False,
+                    "max_rel_err": 3e-3,
+                    "reference": "onnxruntime",
+                },
+            },
+        }
+    ]
     folder = runner_folder(tmp_path, "run", bench + gemm + equiv, gpus=[H100])
     render([folder], folder, ["csv"])
     rows = read_csv(folder / "report.csv")
     gpu = next(r for r in rows if r["network"] == "resnet56" and r["device"] == "cuda:0")
     assert float(gpu["gemm_peak_tflops"]) == 50.0
-    train = next(r for r in rows if r["network"] == "fcn5" and r["framework"] == "torch"
-                 and r["task"] == "train" and r["device"] == "cpu")
+    train = next(
+        r
+        for r in rows
+        if r["network"] == "fcn5"
+        and r["framework"] == "torch"
+        and r["task"] == "train"
+        and r["device"] == "cpu"
+    )
     assert train["verified"] == "False"

@@ -3,6 +3,7 @@
 Cells use the null adapter (and torch where two frameworks are needed) at smoke size;
 faults are injected through the XFBENCH_FAULT test hook of runner/plugin.py.
 """
+
 from __future__ import annotations
 
 import json
@@ -38,16 +39,19 @@ def test_default_threads_are_powers_of_two_and_the_maximum():
     assert default_threads(8) == [1, 2, 4, 8]
 
 
-@pytest.mark.parametrize("args, words", [
-    (["--framework", "nope"], "unknown framework 'nope'"),
-    (["--model", "nope"], "unknown model 'nope'"),
-    (["--device", "xpu"], "unknown device 'xpu'"),
-    (["--device", "cuda:7"], "cuda:7 is not present"),
-    (["--threads", f"1,{CPUS + 1}"], f"--threads {CPUS + 1} is more than"),
-    (["--threads", "two"], "--threads takes positive counts"),
-    (["--task", "fly"], "unknown task 'fly'"),
-    (["--cell-timeout", "0"], "--cell-timeout must be a positive number"),
-])
+@pytest.mark.parametrize(
+    "args, words",
+    [
+        (["--framework", "nope"], "unknown framework 'nope'"),
+        (["--model", "nope"], "unknown model 'nope'"),
+        (["--device", "xpu"], "unknown device 'xpu'"),
+        (["--device", "cuda:7"], "cuda:7 is not present"),
+        (["--threads", f"1,{CPUS + 1}"], f"--threads {CPUS + 1} is more than"),
+        (["--threads", "two"], "--threads takes positive counts"),
+        (["--task", "fly"], "unknown task 'fly'"),
+        (["--cell-timeout", "0"], "--cell-timeout must be a positive number"),
+    ],
+)
 def test_bad_input_is_one_line_before_anything_runs(tmp_path, capsys, args, words):
     results = tmp_path / "r"
     rc = cli.main(["--framework", "null", "--preset", "smoke", "--results", str(results)] + args)
@@ -69,7 +73,9 @@ def test_unwritable_results_folder_is_one_line(tmp_path, capsys):
 @pytest.mark.skipif(CPUS < 2, reason="a thread sweep needs 2 CPUs")
 def test_each_thread_count_runs_in_its_own_pinned_process(tmp_path):
     folder = RunFolder(tmp_path / "r")
-    assert run(NULL + ["--model", "fcn5,fcn8", "--threads", "1,2", "--results", str(folder.root)]) == 0
+    assert (
+        run(NULL + ["--model", "fcn5,fcn8", "--threads", "1,2", "--results", str(folder.root)]) == 0
+    )
     entries = [b["extra_info"] for r in folder.results() for b in r["benchmarks"]]
     assert len(entries) == 4
     pids = {}
@@ -77,7 +83,7 @@ def test_each_thread_count_runs_in_its_own_pinned_process(tmp_path):
         # the affinity the cell ran under is the count asked for
         assert e["threads_config"]["cpus_allowed"] == e["threads"] == e["threads_requested"]
         pids.setdefault(e["threads"], set()).add(e["pid"])
-    assert all(len(p) == 1 for p in pids.values())           # one process per group
+    assert all(len(p) == 1 for p in pids.values())  # one process per group
     assert pids[1] != pids[2] and os.getpid() not in pids[1] | pids[2]
     merged = json.loads(folder.merged.read_text())
     assert len(merged["benchmarks"]) == 4
@@ -87,10 +93,20 @@ def test_each_thread_count_runs_in_its_own_pinned_process(tmp_path):
 
 def test_failures_are_recorded_the_sweep_goes_on_and_resumes(tmp_path, monkeypatch):
     folder = RunFolder(tmp_path / "r")
-    argv = NULL + ["--model", "fcn5,fcn8,alexnet,resnet56,lstm32", "--threads", "1",
-                   "--results", str(folder.root), "--cell-timeout", "3"]
-    k = {n: f"train-null-{n}-none-fp32-cpu-t1-b8" for n in
-         ("fcn5", "fcn8", "alexnet", "resnet56", "lstm32")}
+    argv = NULL + [
+        "--model",
+        "fcn5,fcn8,alexnet,resnet56,lstm32",
+        "--threads",
+        "1",
+        "--results",
+        str(folder.root),
+        "--cell-timeout",
+        "3",
+    ]
+    k = {
+        n: f"train-null-{n}-none-fp32-cpu-t1-b8"
+        for n in ("fcn5", "fcn8", "alexnet", "resnet56", "lstm32")
+    }
     faults = f"{k['fcn5']}:raise,{k['fcn8']}:sleep,{k['resnet56']}:kill"
     assert run(argv, monkeypatch, faults) == 1
 
@@ -125,16 +141,18 @@ def test_a_sweep_resumes_the_newest_unfinished_folder_of_its_selection(tmp_path,
     old = RunFolder(Path("results") / f"2000-01-01-{host()}")
     old.add_selection(plan.selection)
     assert run(argv) == 0
-    assert len(old.results()) == 1                        # resumed there, not today's folder
+    assert len(old.results()) == 1  # resumed there, not today's folder
     assert not default_folder(Path("results")).exists()
-    assert run(argv) == 0                                 # finished: a new run starts today
+    assert run(argv) == 0  # finished: a new run starts today
     assert len(RunFolder(default_folder(Path("results"))).results()) == 1
 
 
 def test_table7_preset_runs_one_mode_per_framework_and_trains_only():
     sel = parse(framework="torch", preset="table7", threads="1")
     assert {c.mode for c in cells(sel, "train")} == {"eager"}
-    assert make_plan(framework="torch", preset="table7", threads="1").selection["tasks"] == ["train"]
+    assert make_plan(framework="torch", preset="table7", threads="1").selection["tasks"] == [
+        "train"
+    ]
 
 
 def test_plain_pytest_runs_each_framework_in_its_own_process(tmp_path):
@@ -143,10 +161,32 @@ def test_plain_pytest_runs_each_framework_in_its_own_process(tmp_path):
     out = tmp_path / "out.json"
     env = dict(os.environ, **{FAULT_ENV: "train-null-fcn8-none-fp32-cpu-t1-b8:kill"})
     proc = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "xfbench/suites/test_train.py",
-         "--framework", "null,torch", "--mode", "none,eager", "--model", "fcn5,fcn8",
-         "--threads", "1", "--preset", "smoke", f"--benchmark-json={out}"],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "xfbench/suites/test_train.py",
+            "--framework",
+            "null,torch",
+            "--mode",
+            "none,eager",
+            "--model",
+            "fcn5,fcn8",
+            "--threads",
+            "1",
+            "--preset",
+            "smoke",
+            f"--benchmark-json={out}",
+        ],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 1, proc.stdout[-3000:] + proc.stderr[-3000:]
     data = json.loads(out.read_text())
     pids = {b["extra_info"]["framework"]: b["extra_info"]["pid"] for b in data["benchmarks"]}
@@ -160,9 +200,11 @@ def test_plain_pytest_runs_each_framework_in_its_own_process(tmp_path):
 def test_the_weights_source_reaches_the_children():
     from xfbench.harness.selection import SelectionError
     from xfbench.runner.plan import make_plan
+
     plan = make_plan(framework="null", model="fcn_r", threads="1", preset="smoke", weights="onnx")
     assert all(job.options["weights"] == "onnx" for job in plan.jobs)
     assert plan.selection["weights"] == "onnx"
     import pytest
+
     with pytest.raises(SelectionError, match="unknown weights 'disk'"):
         make_plan(framework="null", threads="1", preset="smoke", weights="disk")

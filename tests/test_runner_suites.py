@@ -1,6 +1,7 @@
 """`xfbench run --suite scaling|allreduce`: options checked before anything runs, node ids
 as the suites name their tests, and the sweep (children, failures, resume) driven against
 stand-in suites that record what they were asked, so nothing here trains a network."""
+
 from __future__ import annotations
 
 import json
@@ -29,32 +30,59 @@ def run(argv, monkeypatch=None, fault=""):
 
 # ------------------------------------------------------------------ options
 
-@pytest.mark.parametrize("args, words", [
-    (["--suite", "nope"], "unknown suite 'nope'; valid: single, scaling, allreduce"),
-    (["--suite", "scaling", "--workers", "0"], "--workers takes positive counts"),
-    (["--suite", "scaling", "--workers", "two"], "--workers takes positive counts"),
-    (["--suite", "scaling", "--scaling", "medium"], "unknown scaling 'medium'; valid: strong, weak"),
-    (["--suite", "scaling", "--mode", "eager"], "--mode does not apply to --suite scaling"),
-    (["--suite", "scaling", "--task", "infer"], "--task does not apply to --suite scaling"),
-    (["--suite", "scaling", "--framework", "onnxruntime"], "--suite scaling runs torch, jax, "
-                                                           "tensorflow; not 'onnxruntime'"),
-    (["--suite", "scaling", "--model", "nope"], "unknown model 'nope'"),
-    (["--suite", "scaling", "--batch-size", "9", "--model", "fcn5"],
-     "2 workers do not divide it"),
-    (["--suite", "scaling", "--threads", "1,2"], "--threads takes one positive count per worker"),
-    (["--suite", "scaling", "--device", "cuda:3"], "cuda:3 is not present"),
-    (["--suite", "allreduce", "--framework", "tensorflow"], "--suite allreduce runs torch, jax"),
-    (["--suite", "allreduce", "--model", "fcn5"], "--model does not apply to --suite allreduce"),
-    (["--suite", "allreduce", "--workers", "1", "--world-sizes", "2"], "give one"),
-    (["--suite", "allreduce", "--allreduce-sizes", ","], "--allreduce-sizes needs at least one"),
-    (["--suite", "allreduce", "--allreduce-sizes", "3KB:1KB"], "runs backwards"),
-    (["--suite", "scaling", "--device", "cpu", "--workers", "1,64"],
-     "--workers 64 with 1 thread(s) each needs 64 CPUs"),
-    (["--suite", "allreduce", "--device", "cpu", "--world-sizes", "64"],
-     "--world-sizes 64 with 1 thread(s) each needs 64 CPUs"),
-    (["--workers", "2"], "--workers does not apply to --suite single"),
-    (["--scaling", "weak"], "--scaling does not apply to --suite single"),
-])
+
+@pytest.mark.parametrize(
+    "args, words",
+    [
+        (["--suite", "nope"], "unknown suite 'nope'; valid: single, scaling, allreduce"),
+        (["--suite", "scaling", "--workers", "0"], "--workers takes positive counts"),
+        (["--suite", "scaling", "--workers", "two"], "--workers takes positive counts"),
+        (
+            ["--suite", "scaling", "--scaling", "medium"],
+            "unknown scaling 'medium'; valid: strong, weak",
+        ),
+        (["--suite", "scaling", "--mode", "eager"], "--mode does not apply to --suite scaling"),
+        (["--suite", "scaling", "--task", "infer"], "--task does not apply to --suite scaling"),
+        (
+            ["--suite", "scaling", "--framework", "onnxruntime"],
+            "--suite scaling runs torch, jax, tensorflow; not 'onnxruntime'",
+        ),
+        (["--suite", "scaling", "--model", "nope"], "unknown model 'nope'"),
+        (
+            ["--suite", "scaling", "--batch-size", "9", "--model", "fcn5"],
+            "2 workers do not divide it",
+        ),
+        (
+            ["--suite", "scaling", "--threads", "1,2"],
+            "--threads takes one positive count per worker",
+        ),
+        (["--suite", "scaling", "--device", "cuda:3"], "cuda:3 is not present"),
+        (
+            ["--suite", "allreduce", "--framework", "tensorflow"],
+            "--suite allreduce runs torch, jax",
+        ),
+        (
+            ["--suite", "allreduce", "--model", "fcn5"],
+            "--model does not apply to --suite allreduce",
+        ),
+        (["--suite", "allreduce", "--workers", "1", "--world-sizes", "2"], "give one"),
+        (
+            ["--suite", "allreduce", "--allreduce-sizes", ","],
+            "--allreduce-sizes needs at least one",
+        ),
+        (["--suite", "allreduce", "--allreduce-sizes", "3KB:1KB"], "runs backwards"),
+        (
+            ["--suite", "scaling", "--device", "cpu", "--workers", "1,64"],
+            "--workers 64 with 1 thread(s) each needs 64 CPUs",
+        ),
+        (
+            ["--suite", "allreduce", "--device", "cpu", "--world-sizes", "64"],
+            "--world-sizes 64 with 1 thread(s) each needs 64 CPUs",
+        ),
+        (["--workers", "2"], "--workers does not apply to --suite single"),
+        (["--scaling", "weak"], "--scaling does not apply to --suite single"),
+    ],
+)
 def test_bad_suite_options_are_one_line_before_anything_runs(tmp_path, capsys, args, words):
     results = tmp_path / "r"
     rc = cli.main(["--preset", "smoke", "--results", str(results)] + args)
@@ -66,54 +94,96 @@ def test_bad_suite_options_are_one_line_before_anything_runs(tmp_path, capsys, a
 
 
 def test_node_ids_and_child_options_follow_the_contract():
-    plan = scaling_plan(framework="torch,jax", model="resnet56,fcn_r", preset="smoke",
-                        device="cpu", workers="1,2", scaling="strong,weak")
+    plan = scaling_plan(
+        framework="torch,jax",
+        model="resnet56,fcn_r",
+        preset="smoke",
+        device="cpu",
+        workers="1,2",
+        scaling="strong,weak",
+    )
     assert plan.selection["suite"] == "scaling"
-    assert len(plan.jobs) == 2 * 2 * 2              # framework x network x scaling kind
-    job = next(j for j in plan.jobs if j.group.framework == "jax"
-               and j.group.part == "resnet56-strong")
+    assert len(plan.jobs) == 2 * 2 * 2  # framework x network x scaling kind
+    job = next(
+        j for j in plan.jobs if j.group.framework == "jax" and j.group.part == "resnet56-strong"
+    )
     argv = child_command(job, job.cells)
     # strong smoke batch: the smoke batch (8) times the most workers, so 1 and 2 divide it
     suite = xfbench.runner.group.SUITES_DIR / "test_scaling.py"
-    assert argv[-2:] == [f"{suite}::test_scaling[resnet56-jax-cpu-w1-strong-b16]",
-                         f"{suite}::test_scaling[resnet56-jax-cpu-w2-strong-b16]"]
+    assert argv[-2:] == [
+        f"{suite}::test_scaling[resnet56-jax-cpu-w1-strong-b16]",
+        f"{suite}::test_scaling[resnet56-jax-cpu-w2-strong-b16]",
+    ]
     opts = dict(zip(argv[6:-2:2], argv[7:-2:2]))
-    assert opts == {"--framework": "jax", "--device": "cpu", "--model": "resnet56",
-                    "--scaling": "strong", "--workers": "1,2", "--batch-size": "16",
-                    "--precision": "fp32", "--preset": "smoke"}
-    assert "--threads" not in argv                  # the suite's own threads per worker
+    assert opts == {
+        "--framework": "jax",
+        "--device": "cpu",
+        "--model": "resnet56",
+        "--scaling": "strong",
+        "--workers": "1,2",
+        "--batch-size": "16",
+        "--precision": "fp32",
+        "--preset": "smoke",
+    }
+    assert "--threads" not in argv  # the suite's own threads per worker
     assert job.group.name == "scaling-jax-cpu-resnet56-strong"
-    weak = next(j for j in plan.jobs if j.group.framework == "torch" and j.group.part == "fcn_r-weak")
-    assert [c.id for c in weak.cells] == ["fcn_r-torch-cpu-w1-weak-b8", "fcn_r-torch-cpu-w2-weak-b8"]
-    assert [key(c) for c in weak.cells] == ["scaling-fcn_r-torch-cpu-w1-weak-b8",
-                                            "scaling-fcn_r-torch-cpu-w2-weak-b8"]
+    weak = next(
+        j for j in plan.jobs if j.group.framework == "torch" and j.group.part == "fcn_r-weak"
+    )
+    assert [c.id for c in weak.cells] == [
+        "fcn_r-torch-cpu-w1-weak-b8",
+        "fcn_r-torch-cpu-w2-weak-b8",
+    ]
+    assert [key(c) for c in weak.cells] == [
+        "scaling-fcn_r-torch-cpu-w1-weak-b8",
+        "scaling-fcn_r-torch-cpu-w2-weak-b8",
+    ]
     assert weak.cells[1].as_dict() == {
-        "kind": "scaling", "network": "fcn_r", "framework": "torch", "device": "cpu", "workers": 2,
-        "scaling": "weak", "batch": 8, "precision": "fp32", "scale": "smoke",
-        "threads_per_worker": None}
+        "kind": "scaling",
+        "network": "fcn_r",
+        "framework": "torch",
+        "device": "cpu",
+        "workers": 2,
+        "scaling": "weak",
+        "batch": 8,
+        "precision": "fp32",
+        "scale": "smoke",
+        "threads_per_worker": None,
+    }
     assert scaling_id("fcn_r", "torch", "cpu", 2, "weak", 8) == weak.cells[1].id
 
     # --threads is per worker and reaches the child; a given batch is the batch of every cell
-    plan = scaling_plan(framework="torch", model="resnet56", preset="paper", device="cpu",
-                        workers="1,2", threads="1", batch_size="64")
+    plan = scaling_plan(
+        framework="torch",
+        model="resnet56",
+        preset="paper",
+        device="cpu",
+        workers="1,2",
+        threads="1",
+        batch_size="64",
+    )
     [job] = plan.jobs
     argv = child_command(job, job.cells)
-    assert argv[argv.index("--threads") + 1] == "1" and job.group.name == \
-        "scaling-torch-cpu-t1-resnet56-strong"
+    assert (
+        argv[argv.index("--threads") + 1] == "1"
+        and job.group.name == "scaling-torch-cpu-t1-resnet56-strong"
+    )
     assert [c.id for c in job.cells] == [f"resnet56-torch-cpu-w{w}-strong-b64" for w in (1, 2)]
 
-    plan = allreduce_plan(framework="torch,jax", device="cpu", preset="smoke", world_sizes="1,2",
-                          sizes="1K,4K")
+    plan = allreduce_plan(
+        framework="torch,jax", device="cpu", preset="smoke", world_sizes="1,2", sizes="1K,4K"
+    )
     assert [c.node_id for j in plan.jobs for c in j.cells] == [
         f"{xfbench.runner.group.SUITES_DIR / 'test_allreduce.py'}::test_allreduce[{i}]"
-        for i in ("torch-cpu-n1", "torch-cpu-n2", "jax-cpu-n1", "jax-cpu-n2")]
+        for i in ("torch-cpu-n1", "torch-cpu-n2", "jax-cpu-n1", "jax-cpu-n2")
+    ]
     argv = child_command(plan.jobs[0], plan.jobs[0].cells)
     assert argv[argv.index("--world-sizes") + 1] == "1,2"
     assert argv[argv.index("--allreduce-sizes") + 1] == "1K,4K"
     assert plan.jobs[0].group.name == "allreduce-torch-cpu" and "--threads" not in argv
     [job] = allreduce_plan(framework="torch", device="cpu", world_sizes="2", threads="1").jobs
     argv = child_command(job, job.cells)
-    assert argv[argv.index("--threads") + 1] == "1"          # threads per rank
+    assert argv[argv.index("--threads") + 1] == "1"  # threads per rank
     # the train/infer groups keep their names (log files of earlier runs)
     assert Group("torch", "cuda:0", 4).name == "torch-cuda0-t4"
 
@@ -125,14 +195,26 @@ def test_a_test_of_the_suites_is_known_by_its_id_whatever_its_parameter():
         class callspec:
             id = "fcn_r-tensorflow-cuda-w4-weak-b32"
             params = {"anything": object()}
+
     cell = from_item(Item)
     assert key(cell) == "scaling-fcn_r-tensorflow-cuda-w4-weak-b32"
-    assert cell.as_dict() == {"kind": "scaling", "network": "fcn_r", "framework": "tensorflow",
-                              "device": "cuda", "workers": 4, "scaling": "weak", "batch": 32}
+    assert cell.as_dict() == {
+        "kind": "scaling",
+        "network": "fcn_r",
+        "framework": "tensorflow",
+        "device": "cuda",
+        "workers": 4,
+        "scaling": "weak",
+        "batch": 32,
+    }
     Item.originalname, Item.callspec.id = "test_allreduce", "jax-cpu-n2"
-    assert from_item(Item).as_dict() == {"kind": "allreduce", "framework": "jax",
-                                         "device": "cpu", "world_size": 2}
-    Item.callspec.id = "not-named"      # a suite's placeholder when it is not named: no cell
+    assert from_item(Item).as_dict() == {
+        "kind": "allreduce",
+        "framework": "jax",
+        "device": "cpu",
+        "world_size": 2,
+    }
+    Item.callspec.id = "not-named"  # a suite's placeholder when it is not named: no cell
     assert from_item(Item) is None
     Item.originalname, Item.callspec.id = "test_train", "jax-cpu-n2"
     assert from_item(Item) is None
@@ -140,7 +222,7 @@ def test_a_test_of_the_suites_is_known_by_its_id_whatever_its_parameter():
 
 # ------------------------------------------------------------------ sweeps against stand-ins
 
-CONFTEST = '''
+CONFTEST = """
 pytest_plugins = ("xfbench.runner.plugin",)
 
 
@@ -149,11 +231,11 @@ def pytest_addoption(parser):
                  "preset", "data", "weights", "workers", "scaling", "world-sizes",
                  "allreduce-sizes"):
         parser.addoption(f"--{name}", default=None)
-'''
+"""
 
 # Stand-in for suites/test_scaling.py: expands its cells from the options as the real suite
 # does, and records a step time of 0.1 s / workers**0.5 (efficiency 1/sqrt(2) at 2 workers).
-SCALING = '''
+SCALING = """
 import os
 from dataclasses import asdict, dataclass
 
@@ -199,9 +281,9 @@ def test_scaling(scell, benchmark):
     stats = benchmark._make_stats(1)
     for _ in range(3):
         stats.update(seconds)
-'''
+"""
 
-ALLREDUCE = '''
+ALLREDUCE = """
 def pytest_generate_tests(metafunc):
     opt = metafunc.config.getoption
     ids = [f"{opt('framework')}-{opt('device')}-n{n}" for n in opt("world_sizes").split(",")]
@@ -219,7 +301,7 @@ def test_allreduce(world_size, benchmark, request):
                                  "world_size": world_size, "rows": rows})
     stats = benchmark._make_stats(1)
     stats.update(rows[-2]["seconds"])
-'''
+"""
 
 
 @pytest.fixture
@@ -240,11 +322,27 @@ def stand_ins(tmp_path, monkeypatch):
 
 def test_scaling_sweep_records_failures_resumes_and_reports(stand_ins, monkeypatch):
     folder = RunFolder(stand_ins / "r")
-    argv = SMOKE + ["--suite", "scaling", "--model", "fcn_r", "--device", "cpu",
-                    "--workers", "1,2", "--scaling", "strong,weak", "--cell-timeout", "4",
-                    "--results", str(folder.root)]
-    k = {(w, s): f"scaling-fcn_r-torch-cpu-w{w}-{s}-b{16 if s == 'strong' else 8}"
-         for w in (1, 2) for s in ("strong", "weak")}
+    argv = SMOKE + [
+        "--suite",
+        "scaling",
+        "--model",
+        "fcn_r",
+        "--device",
+        "cpu",
+        "--workers",
+        "1,2",
+        "--scaling",
+        "strong,weak",
+        "--cell-timeout",
+        "4",
+        "--results",
+        str(folder.root),
+    ]
+    k = {
+        (w, s): f"scaling-fcn_r-torch-cpu-w{w}-{s}-b{16 if s == 'strong' else 8}"
+        for w in (1, 2)
+        for s in ("strong", "weak")
+    }
     faults = f"{k[2, 'strong']}:kill,{k[2, 'weak']}:sleep"
     assert run(argv, monkeypatch, faults) == 1
 
@@ -278,17 +376,29 @@ def test_scaling_sweep_records_failures_resumes_and_reports(stand_ins, monkeypat
     assert len(rows) == 1 + 4
     md = (folder.root / "report.md").read_text()
     line = next(x for x in md.splitlines() if x.startswith("| FCN-R") and "16 global" in x)
-    assert "1.41x" in line and "71%" in line          # 0.1 / (0.1 / sqrt 2)
-    assert (folder.root / "report.csv").read_text().count("\n") == 1   # header only
+    assert "1.41x" in line and "71%" in line  # 0.1 / (0.1 / sqrt 2)
+    assert (folder.root / "report.csv").read_text().count("\n") == 1  # header only
 
 
 def test_allreduce_sweep_passes_world_sizes_and_message_sizes(stand_ins, monkeypatch, capsys):
     folder = RunFolder(stand_ins / "r")
-    argv = SMOKE + ["--suite", "allreduce", "--device", "cpu", "--world-sizes", "1,2",
-                    "--allreduce-sizes", "1K,4K", "--results", str(folder.root)]
+    argv = SMOKE + [
+        "--suite",
+        "allreduce",
+        "--device",
+        "cpu",
+        "--world-sizes",
+        "1,2",
+        "--allreduce-sizes",
+        "1K,4K",
+        "--results",
+        str(folder.root),
+    ]
     assert run(argv, monkeypatch) == 0
     assert [p.name for p in sorted(folder.cells.iterdir())] == [
-        "allreduce-torch-cpu-n1.json", "allreduce-torch-cpu-n2.json"]
+        "allreduce-torch-cpu-n1.json",
+        "allreduce-torch-cpu-n2.json",
+    ]
     entry = json.loads((folder.cells / "allreduce-torch-cpu-n2.json").read_text())["benchmarks"][0]
     assert [r["bytes"] for r in entry["extra_info"]["rows"]] == [1024, 1024, 4096, 4096]
     assert "2 of 2 cells measured, 0 failed" in capsys.readouterr().out
@@ -304,14 +414,42 @@ def test_plain_pytest_json_carries_scaling_failures(stand_ins):
     import os
     import subprocess
     import sys
+
     out = stand_ins / "out.json"
-    env = dict(os.environ, PYTHONPATH=str(ROOT),
-               **{FAULT_ENV: "scaling-fcn_r-torch-cpu-w2-strong-b16:raise"})
+    env = dict(
+        os.environ,
+        PYTHONPATH=str(ROOT),
+        **{FAULT_ENV: "scaling-fcn_r-torch-cpu-w2-strong-b16:raise"},
+    )
     proc = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "suites/test_scaling.py",
-         "--framework", "torch", "--device", "cpu", "--model", "fcn_r", "--workers", "1,2",
-         "--scaling", "strong", "--batch-size", "16", f"--benchmark-json={out}"],
-        cwd=stand_ins / "checkout", env=env, capture_output=True, text=True, timeout=120)
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "suites/test_scaling.py",
+            "--framework",
+            "torch",
+            "--device",
+            "cpu",
+            "--model",
+            "fcn_r",
+            "--workers",
+            "1,2",
+            "--scaling",
+            "strong",
+            "--batch-size",
+            "16",
+            f"--benchmark-json={out}",
+        ],
+        cwd=stand_ins / "checkout",
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 1, proc.stdout[-2000:] + proc.stderr[-2000:]
     data = json.loads(out.read_text())
     assert [b["extra_info"]["workers"] for b in data["benchmarks"]] == [1]
@@ -319,6 +457,7 @@ def test_plain_pytest_json_carries_scaling_failures(stand_ins):
     assert failure["cell"]["kind"] == "scaling" and failure["cell"]["workers"] == 2
     assert failure["status"] == "failed" and "fault injected" in failure["reason"]
     from xfbench.report import render
+
     render([out], stand_ins / "report", ["md"])
     md = (stand_ins / "report" / "report.md").read_text()
     assert "### Failed scaling and all-reduce cells" in md and "fault injected" in md
@@ -328,7 +467,9 @@ def test_a_suites_own_failure_record_is_the_one_recorded(stand_ins, monkeypatch)
     """A suite that knows why its cell failed (the workers timed out) leaves its record in
     item.stash[xfbench.plugin.SUITE_FAILURE]; the runner keeps its status and reason."""
     test = stand_ins / "checkout" / "suites" / "test_scaling.py"
-    test.write_text(test.read_text() + textwrap.dedent('''
+    test.write_text(
+        test.read_text()
+        + textwrap.dedent("""
 
         import pytest
         from xfbench.plugin import SUITE_FAILURE
@@ -341,10 +482,21 @@ def test_a_suites_own_failure_record_is_the_one_recorded(stand_ins, monkeypatch)
                     "cell": {"kind": "scaling", **scell.as_dict()}, "status": "timeout",
                     "reason": "the workers gave no result within 5 s", "output_tail": "rank 1"}
                 pytest.fail("timeout: the workers gave no result within 5 s")
-        '''))
+        """)
+    )
     folder = RunFolder(stand_ins / "r")
-    argv = SMOKE + ["--suite", "scaling", "--model", "fcn_r", "--device", "cpu",
-                    "--workers", "1,2", "--results", str(folder.root)]
+    argv = SMOKE + [
+        "--suite",
+        "scaling",
+        "--model",
+        "fcn_r",
+        "--device",
+        "cpu",
+        "--workers",
+        "1,2",
+        "--results",
+        str(folder.root),
+    ]
     assert run(argv, monkeypatch) == 1
     [failure] = folder.failures()
     assert failure["status"] == "timeout" and failure["output_tail"] == "rank 1"
@@ -354,10 +506,13 @@ def test_a_suites_own_failure_record_is_the_one_recorded(stand_ins, monkeypatch)
 
 def test_a_failure_recorded_by_the_suite_and_the_runner_plugin_is_listed_once():
     from xfbench.runner.plugin import _once_per_cell
+
     cell = {"kind": "scaling", "network": "fcn_r", "workers": 2}
-    twice = [{"cell": cell, "status": "skipped", "reason": "a"},
-             {"cell": dict(cell), "status": "skipped", "reason": "a"},
-             {"cell": {**cell, "workers": 4}, "status": "failed", "reason": "b"}]
+    twice = [
+        {"cell": cell, "status": "skipped", "reason": "a"},
+        {"cell": dict(cell), "status": "skipped", "reason": "a"},
+        {"cell": {**cell, "workers": 4}, "status": "failed", "reason": "b"},
+    ]
     assert _once_per_cell(twice) == [twice[0], twice[2]]
 
 
@@ -367,24 +522,45 @@ def test_allreduce_summary_has_a_column_per_measured_pattern():
     from xfbench.runner.suites import summary_table
 
     def sweep(framework, patterns, busbw):
-        return {"framework": framework, "device": "cpu", "world_size": 2, "backend": "b",
-                "rows": [{"pattern": p, "bytes": b, "busbw_gbps": busbw[p], "correct": True}
-                         for b in (1024, 4096) for p in patterns]}
-    torch = sweep("torch", ("allreduce", "reduce_broadcast", "parameter_server"),
-                  {"allreduce": 1.5, "reduce_broadcast": 0.75, "parameter_server": 0.25})
-    jax = sweep("jax", ("allreduce", "parameter_server"),
-                {"allreduce": 2.5, "parameter_server": 0.125})
+        return {
+            "framework": framework,
+            "device": "cpu",
+            "world_size": 2,
+            "backend": "b",
+            "rows": [
+                {"pattern": p, "bytes": b, "busbw_gbps": busbw[p], "correct": True}
+                for b in (1024, 4096)
+                for p in patterns
+            ],
+        }
+
+    torch = sweep(
+        "torch",
+        ("allreduce", "reduce_broadcast", "parameter_server"),
+        {"allreduce": 1.5, "reduce_broadcast": 0.75, "parameter_server": 0.25},
+    )
+    jax = sweep(
+        "jax", ("allreduce", "parameter_server"), {"allreduce": 2.5, "parameter_server": 0.125}
+    )
 
     def cells(text):
         lines = [line.strip("|").split("|") for line in text.splitlines() if line.startswith("|")]
         return [[c.strip() for c in line] for line in lines if not line[0].strip().startswith("-")]
+
     header, t, j = cells(summary_table("allreduce", [torch, jax]))
-    assert header[5:] == ["busbw GB/s all-reduce (largest)", "busbw GB/s reduce+broadcast",
-                          "busbw GB/s parameter server", "correct"]
+    assert header[5:] == [
+        "busbw GB/s all-reduce (largest)",
+        "busbw GB/s reduce+broadcast",
+        "busbw GB/s parameter server",
+        "correct",
+    ]
     assert t[5:] == ["1.5", "0.75", "0.25", "yes"] and j[5:] == ["2.5", "", "0.125", "yes"]
     header, j = cells(summary_table("allreduce", [jax]))
-    assert header[5:] == ["busbw GB/s all-reduce (largest)", "busbw GB/s parameter server",
-                          "correct"]
+    assert header[5:] == [
+        "busbw GB/s all-reduce (largest)",
+        "busbw GB/s parameter server",
+        "correct",
+    ]
     assert j[5:] == ["2.5", "0.125", "yes"]
 
 
@@ -392,15 +568,29 @@ def test_merged_json_carries_the_speedup_of_cells_run_in_separate_children(tmp_p
     """Each scaling cell's file is written by its own child, before the one-worker cell
     may exist; merged.json fills in speedup and efficiency from the cells side by side."""
     from xfbench.runner.store import RunFolder
+
     folder = RunFolder(tmp_path)
 
     def entry(workers, seconds):
-        extra = {"kind": "scaling", "cell_id": f"fcn_r-torch-cpu-w{workers}-strong-b16",
-                 "network": "fcn_r", "framework": "torch", "device": "cpu", "precision": "fp32",
-                 "scale": "smoke", "scaling": "strong", "threads_per_worker": 1,
-                 "workers": workers, "global_batch": 16, "per_worker_batch": 16 // workers,
-                 "status": "ok", "seconds_per_batch": seconds, "samples_per_s": 16 / seconds,
-                 "speedup": None, "efficiency": None}
+        extra = {
+            "kind": "scaling",
+            "cell_id": f"fcn_r-torch-cpu-w{workers}-strong-b16",
+            "network": "fcn_r",
+            "framework": "torch",
+            "device": "cpu",
+            "precision": "fp32",
+            "scale": "smoke",
+            "scaling": "strong",
+            "threads_per_worker": 1,
+            "workers": workers,
+            "global_batch": 16,
+            "per_worker_batch": 16 // workers,
+            "status": "ok",
+            "seconds_per_batch": seconds,
+            "samples_per_s": 16 / seconds,
+            "speedup": None,
+            "efficiency": None,
+        }
         return {"machine_info": {}, "commit_info": {}, "benchmarks": [{"extra_info": extra}]}
 
     folder.write_result("scaling-w1", entry(1, 0.9))

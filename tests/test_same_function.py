@@ -1,5 +1,6 @@
 """The equivalence suite at smoke size: every installed training framework runs the
 canonical function of all nine networks (logits and one training step)."""
+
 import json
 import os
 import subprocess
@@ -21,10 +22,25 @@ def run(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("equivalence")
     out = tmp / "out.json"
     proc = subprocess.run(
-        [sys.executable, "-m", "pytest", "xfbench/suites/test_equivalence.py", "-q", "-rs",
-         "-p", "no:cacheprovider", "--preset", "smoke", f"--benchmark-json={out}"],
-        cwd=ROOT, capture_output=True, text=True, timeout=600,
-        env={**os.environ, "XFBENCH_CACHE": str(tmp / "cache")})
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "xfbench/suites/test_equivalence.py",
+            "-q",
+            "-rs",
+            "-p",
+            "no:cacheprovider",
+            "--preset",
+            "smoke",
+            f"--benchmark-json={out}",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**os.environ, "XFBENCH_CACHE": str(tmp / "cache")},
+    )
     data = json.loads(out.read_text()) if out.exists() else {"benchmarks": []}
     return proc, data
 
@@ -36,8 +52,11 @@ def test_suite_passes(run):
 
 def test_every_network_and_framework_is_verified(run):
     _, data = run
-    records = [b["extra_info"]["equivalence"] for b in data["benchmarks"]
-               if b["extra_info"].get("kind") == "equivalence"]
+    records = [
+        b["extra_info"]["equivalence"]
+        for b in data["benchmarks"]
+        if b["extra_info"].get("kind") == "equivalence"
+    ]
     seen = {(r["network"], r["framework"], r["check"]) for r in records}
     for network in NETWORKS:
         for framework in FRAMEWORKS:

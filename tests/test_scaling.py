@@ -3,6 +3,7 @@ run, check their replicas, and compute the same step as one process on the whole
 (fcn_r, no BatchNorm); on ResNet-56 PyTorch, JAX and TensorFlow compute the same
 per-worker-BatchNorm step; JAX clips the averaged gradient; the cell, the commands, the
 stats helper, speedup and bad input."""
+
 import importlib.util
 import json
 import subprocess
@@ -70,11 +71,20 @@ def test_commands_follow_the_contract(tmp_path, monkeypatch):
     argv, _ = launch.command(cell("fcn_r", "tensorflow", 2), 1, 3, tmp_path / "r.json")
     assert argv[1:3] == ["-m", "xfbench.scaling.tensorflow_mirrored"]
     # Several machines: torchrun's node and rendezvous options pass through.
-    argv, _ = launch.command(cell("fcn_r", "torch", 4), 1, 3, tmp_path / "r.json",
-                             ["--nnodes", "2", "--node-rank", "1", "--rdzv-endpoint", "h:29500"])
+    argv, _ = launch.command(
+        cell("fcn_r", "torch", 4),
+        1,
+        3,
+        tmp_path / "r.json",
+        ["--nnodes", "2", "--node-rank", "1", "--rdzv-endpoint", "h:29500"],
+    )
     assert argv[argv.index("--nproc-per-node") + 1] == "2" and "--master-port" not in argv
-    for opt, value in (("--nnodes", "2"), ("--node-rank", "1"), ("--rdzv-endpoint", "h:29500"),
-                       ("--rdzv-backend", "c10d")):
+    for opt, value in (
+        ("--nnodes", "2"),
+        ("--node-rank", "1"),
+        ("--rdzv-endpoint", "h:29500"),
+        ("--rdzv-backend", "c10d"),
+    ):
         assert argv[argv.index(opt) + 1] == value
 
 
@@ -94,11 +104,25 @@ def test_external_durations_become_the_benchmark_stats(benchmark):
 def test_speedup_and_efficiency_over_one_worker():
     def rec(workers, scaling, seconds, batch):
         c = cell("resnet56", "torch", workers, batch, scaling)
-        return {"kind": "scaling", **c.as_dict(), "cell_id": c.id, "status": "ok",
-                "global_batch": c.global_batch, "per_worker_batch": c.per_worker_batch,
-                "seconds_per_batch": seconds, "samples_per_s": c.global_batch / seconds}
-    records = [rec(1, "strong", 1.0, 16), rec(2, "strong", 0.8, 16), rec(4, "strong", 0.5, 16),
-               rec(1, "weak", 1.0, 8), rec(2, "weak", 1.25, 8), rec(2, "strong", 0.5, 32)]
+        return {
+            "kind": "scaling",
+            **c.as_dict(),
+            "cell_id": c.id,
+            "status": "ok",
+            "global_batch": c.global_batch,
+            "per_worker_batch": c.per_worker_batch,
+            "seconds_per_batch": seconds,
+            "samples_per_s": c.global_batch / seconds,
+        }
+
+    records = [
+        rec(1, "strong", 1.0, 16),
+        rec(2, "strong", 0.8, 16),
+        rec(4, "strong", 0.5, 16),
+        rec(1, "weak", 1.0, 8),
+        rec(2, "weak", 1.25, 8),
+        rec(2, "strong", 0.5, 32),
+    ]
     fill_speedup(records)
     assert records[1]["speedup"] == pytest.approx(1.25) and records[1]["efficiency"] == 0.625
     assert records[2]["speedup"] == 2.0 and records[2]["efficiency"] == 0.5
@@ -115,7 +139,7 @@ def test_ddp_two_processes_resnet56():
     check_ran(result, 2, 2)
     assert result["backend"] == "gloo" and result["layout"] == "channels_last"
     assert result["comm_share"] is not None and 0 <= result["comm_share"] < 1
-    first, second = result["cpus"]   # each rank pinned to CPUs of its own
+    first, second = result["cpus"]  # each rank pinned to CPUs of its own
     assert first and second and not set(first) & set(second)
 
 
@@ -135,6 +159,7 @@ def test_ddp_on_the_split_batch_is_the_one_process_step_on_the_whole_batch(ddp_f
     the weights one process gets on all 16 rows (the same two steps: first + timed)."""
     from xfbench.adapters import Cell, get_adapter
     from xfbench.models import get_spec, initial_weights
+
     spec = get_spec("fcn_r", "smoke")
     one = Cell("fcn_r", "torch", "eager", "fp32", "cpu", 1, 16, "train", "resident", "smoke")
     work = get_adapter("torch").build(spec, one, initial_weights(spec, 0))
@@ -147,13 +172,46 @@ def test_ddp_two_nodes_over_loopback(tmp_path):
     """Several machines, played by two launchers on this one: torchrun's node and rendezvous
     options pass through, and one of the two nodes (the one given global rank 0) writes."""
     port = launch.free_port()
-    procs = [subprocess.Popen(
-        [sys.executable, "-m", "xfbench.scaling.launch", "--framework", "torch", "--network", "fcn_r",
-         "--scale", "smoke", "--workers", "2", "--batch", "16", "--warmup", "0", "--steps", "1",
-         "--threads-per-worker", "1", "--nnodes", "2", "--node-rank", str(k),
-         "--rdzv-endpoint", f"127.0.0.1:{port}", "--out", str(tmp_path / f"node{k}.json"),
-         "--timeout", str(TIMEOUT)], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-        text=True) for k in (0, 1)]
+    procs = [
+        subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "xfbench.scaling.launch",
+                "--framework",
+                "torch",
+                "--network",
+                "fcn_r",
+                "--scale",
+                "smoke",
+                "--workers",
+                "2",
+                "--batch",
+                "16",
+                "--warmup",
+                "0",
+                "--steps",
+                "1",
+                "--threads-per-worker",
+                "1",
+                "--nnodes",
+                "2",
+                "--node-rank",
+                str(k),
+                "--rdzv-endpoint",
+                f"127.0.0.1:{port}",
+                "--out",
+                str(tmp_path / f"node{k}.json"),
+                "--timeout",
+                str(TIMEOUT),
+            ],
+            cwd=ROOT,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        for k in (0, 1)
+    ]
     outputs = [p.communicate(timeout=TIMEOUT)[0] for p in procs]
     assert [p.returncode for p in procs] == [0, 0], outputs
     written = [json.loads(f.read_text()) for f in sorted(tmp_path.glob("node*.json"))]
@@ -161,8 +219,10 @@ def test_ddp_two_nodes_over_loopback(tmp_path):
     check_ran(written[0], 2, 1)
 
 
-@pytest.mark.skipif(machine.gpu_count() == 0, reason="no GPU here: the NCCL path (one worker "
-                                                     "per GPU) runs only where a GPU is present")
+@pytest.mark.skipif(
+    machine.gpu_count() == 0,
+    reason="no GPU here: the NCCL path (one worker per GPU) runs only where a GPU is present",
+)
 def test_ddp_nccl_one_worker():
     result = launch.run(cell("resnet56", "torch", 1, device="cuda"), 1, 2, timeout=TIMEOUT)
     check_ran(result, 1, 2)
@@ -190,16 +250,18 @@ def test_jax_two_host_devices_resnet56(jax_resnet56):
     assert sharding["all_reduced_values_without_gradient_average"] < sharding["param_count"]
     assert 0 <= result["comm_share"] < 1
     assert "without the gradient pmean" in result["comm_share_how"]
-    assert "after the timed ones, the replica check and the saved weights" \
-        in result["comm_share_how"]
+    assert (
+        "after the timed ones, the replica check and the saved weights" in result["comm_share_how"]
+    )
 
 
 def test_jax_two_devices_fcn_r_is_the_one_device_step(tmp_path):
     weights = {}
     for workers in (2, 1):
         path = tmp_path / f"w{workers}.npz"
-        result = launch.run(cell("fcn_r", "jax", workers), 0, 1, timeout=TIMEOUT,
-                            save_weights=str(path))
+        result = launch.run(
+            cell("fcn_r", "jax", workers), 0, 1, timeout=TIMEOUT, save_weights=str(path)
+        )
         check_ran(result, workers, 1)
         weights[workers] = dict(np.load(path))
     assert result["sharding"]["batch_devices"] == 1
@@ -238,38 +300,149 @@ def test_jax_clips_the_averaged_gradient(tmp_path):
     norm is about 0.05), two devices on 8 rows each update exactly as one device on all 16.
     Clipping each device's gradient before averaging would make the update some 30 % shorter."""
     import os
-    env = {**os.environ, "XLA_FLAGS": "--xla_force_host_platform_device_count=2",
-           "PYTHONPATH": str(ROOT)}
-    proc = subprocess.run([sys.executable, "-c", CLIP_SCRIPT, "0.01"], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=TIMEOUT)
+
+    env = {
+        **os.environ,
+        "XLA_FLAGS": "--xla_force_host_platform_device_count=2",
+        "PYTHONPATH": str(ROOT),
+    }
+    proc = subprocess.run(
+        [sys.executable, "-c", CLIP_SCRIPT, "0.01"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     updates = json.loads(proc.stdout.splitlines()[-1])
     one, two = ({k: np.array(v) for k, v in updates[n].items()} for n in ("one", "two"))
-    norm = sum(float(np.sum(u ** 2)) for u in one.values()) ** 0.5
-    assert norm == pytest.approx(0.01 * 0.01, rel=1e-3)   # lr x clip norm: the clip acted
+    norm = sum(float(np.sum(u**2)) for u in one.values()) ** 0.5
+    assert norm == pytest.approx(0.01 * 0.01, rel=1e-3)  # lr x clip norm: the clip acted
     assert l2_relative(two, one) < 1e-4
 
 
 # -- bad input: one line, exit 2 (pytest's own usage-error code, 4, for its options) -------
-@pytest.mark.parametrize("argv, words", [
-    (["-m", "xfbench.scaling.torch_ddp", "--network", "fcn_r", "--framework", "torch", "--workers", "0",
-      "--batch", "8", "--out", "x.json"], "workers must be at least 1"),
-    (["-m", "xfbench.scaling.torch_ddp", "--network", "fcn_r", "--framework", "torch", "--workers", "1",
-      "--batch", "8", "--out", "x.json"], "start me through torchrun"),
-    (["-m", "xfbench.scaling.jax_sharding", "--network", "fcn_r", "--framework", "jax", "--workers", "3",
-      "--batch", "8", "--out", "x.json"], "must divide by 3"),
-    (["-m", "xfbench.scaling.jax_sharding", "--network", "nope", "--framework", "jax", "--workers", "1",
-      "--batch", "8", "--out", "x.json"], "unknown network 'nope'"),
-    (["-m", "xfbench.scaling.launch", "--network", "fcn_r", "--framework", "jax", "--workers", "2",
-      "--batch", "8", "--out", "x.json", "--nnodes", "2"], "torchrun options are for torch"),
-    (["-m", "pytest", "xfbench/suites/test_scaling.py", "-p", "no:cacheprovider", "--workers", "two"],
-     "--workers takes positive whole numbers, not 'two'"),
-    (["-m", "pytest", "xfbench/suites/test_scaling.py", "-p", "no:cacheprovider", "--scaling", "wide"],
-     "unknown scaling 'wide'; valid: strong, weak"),
-])
+@pytest.mark.parametrize(
+    "argv, words",
+    [
+        (
+            [
+                "-m",
+                "xfbench.scaling.torch_ddp",
+                "--network",
+                "fcn_r",
+                "--framework",
+                "torch",
+                "--workers",
+                "0",
+                "--batch",
+                "8",
+                "--out",
+                "x.json",
+            ],
+            "workers must be at least 1",
+        ),
+        (
+            [
+                "-m",
+                "xfbench.scaling.torch_ddp",
+                "--network",
+                "fcn_r",
+                "--framework",
+                "torch",
+                "--workers",
+                "1",
+                "--batch",
+                "8",
+                "--out",
+                "x.json",
+            ],
+            "start me through torchrun",
+        ),
+        (
+            [
+                "-m",
+                "xfbench.scaling.jax_sharding",
+                "--network",
+                "fcn_r",
+                "--framework",
+                "jax",
+                "--workers",
+                "3",
+                "--batch",
+                "8",
+                "--out",
+                "x.json",
+            ],
+            "must divide by 3",
+        ),
+        (
+            [
+                "-m",
+                "xfbench.scaling.jax_sharding",
+                "--network",
+                "nope",
+                "--framework",
+                "jax",
+                "--workers",
+                "1",
+                "--batch",
+                "8",
+                "--out",
+                "x.json",
+            ],
+            "unknown network 'nope'",
+        ),
+        (
+            [
+                "-m",
+                "xfbench.scaling.launch",
+                "--network",
+                "fcn_r",
+                "--framework",
+                "jax",
+                "--workers",
+                "2",
+                "--batch",
+                "8",
+                "--out",
+                "x.json",
+                "--nnodes",
+                "2",
+            ],
+            "torchrun options are for torch",
+        ),
+        (
+            [
+                "-m",
+                "pytest",
+                "xfbench/suites/test_scaling.py",
+                "-p",
+                "no:cacheprovider",
+                "--workers",
+                "two",
+            ],
+            "--workers takes positive whole numbers, not 'two'",
+        ),
+        (
+            [
+                "-m",
+                "pytest",
+                "xfbench/suites/test_scaling.py",
+                "-p",
+                "no:cacheprovider",
+                "--scaling",
+                "wide",
+            ],
+            "unknown scaling 'wide'; valid: strong, weak",
+        ),
+    ],
+)
 def test_bad_input_is_one_line_and_exit_2(argv, words, tmp_path):
-    proc = subprocess.run([sys.executable, *argv], cwd=ROOT, capture_output=True, text=True,
-                          timeout=120)
+    proc = subprocess.run(
+        [sys.executable, *argv], cwd=ROOT, capture_output=True, text=True, timeout=120
+    )
     lines = [line for line in (proc.stdout + proc.stderr).splitlines() if line.strip()]
     assert proc.returncode == (4 if "pytest" in argv else 2) and "Traceback" not in proc.stderr
     errors = [line for line in lines if "error" in line.lower()]
@@ -280,10 +453,31 @@ def test_bad_input_is_one_line_and_exit_2(argv, words, tmp_path):
 def test_suite_records_speedup_and_skips(tmp_path):
     out = tmp_path / "out.json"
     proc = subprocess.run(
-        [sys.executable, "-m", "pytest", "xfbench/suites/test_scaling.py", "-q", "-p", "no:cacheprovider",
-         "--framework", "torch,tensorflow", "--model", "fcn_r", "--preset", "smoke",
-         "--workers", "1,2", "--device", "cpu", f"--benchmark-json={out}"],
-        cwd=ROOT, capture_output=True, text=True, timeout=TIMEOUT)
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "xfbench/suites/test_scaling.py",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "--framework",
+            "torch,tensorflow",
+            "--model",
+            "fcn_r",
+            "--preset",
+            "smoke",
+            "--workers",
+            "1,2",
+            "--device",
+            "cpu",
+            f"--benchmark-json={out}",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+    )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert "xfbench scaling: seconds per step" in proc.stdout
     data = json.loads(out.read_text())
@@ -313,11 +507,13 @@ def test_a_timeout_ends_torchrun_and_its_workers(tmp_path):
     from concurrent.futures import TimeoutError as Late
 
     import psutil
+
     out = tmp_path / "never.json"
     with ThreadPoolExecutor(1) as pool:
         # Full-size ResNet-56 for 50 steps: far longer than the 3 s allowed.
-        future = pool.submit(launch.run, ScalingCell("resnet56", "torch", "cpu", 2, "strong", 128, 1),
-                             1, 50, out, 3)
+        future = pool.submit(
+            launch.run, ScalingCell("resnet56", "torch", "cpu", 2, "strong", 128, 1), 1, 50, out, 3
+        )
         try:
             future.result(timeout=20)
             outcome = "no timeout"
@@ -325,8 +521,11 @@ def test_a_timeout_ends_torchrun_and_its_workers(tmp_path):
             outcome = e.status
         except Late:
             outcome = "still waiting for the workers 20 s later"
-        left = [p for p in psutil.process_iter(["cmdline"])
-                if str(out) in " ".join(p.info["cmdline"] or [])]
+        left = [
+            p
+            for p in psutil.process_iter(["cmdline"])
+            if str(out) in " ".join(p.info["cmdline"] or [])
+        ]
         for p in left:
             p.kill()
     assert outcome == "timeout"
@@ -345,6 +544,7 @@ def plain_steps(spec, batch: int, workers: int, steps: int, dtype) -> dict:
     from xfbench.adapters.torch import weights as TW
     from xfbench.adapters.torch.networks import build_network
     from xfbench.models import initial_weights, synthetic_batch
+
     net = build_network(spec)
     TW.load(spec, net, initial_weights(spec, 0))
     net = net.to(dtype).train()
@@ -353,7 +553,9 @@ def plain_steps(spec, batch: int, workers: int, steps: int, dtype) -> dict:
     opt = torch.optim.SGD(net.parameters(), lr=spec.lr, momentum=spec.momentum)
     for _ in range(steps):
         opt.zero_grad()
-        loss = sum(F.cross_entropy(net(xs), ys) for xs, ys in zip(x.chunk(workers), y.chunk(workers)))
+        loss = sum(
+            F.cross_entropy(net(xs), ys) for xs, ys in zip(x.chunk(workers), y.chunk(workers))
+        )
         (loss / workers).backward()
         opt.step()
     return TW.from_module(spec, net, np.float64)
@@ -375,13 +577,19 @@ def test_resnet56_every_framework_normalises_per_worker(tmp_path, jax_resnet56):
     import torch
 
     from xfbench.models import get_spec
+
     spec = get_spec("resnet56", "smoke")
     got = {"jax": jax_resnet56[1]}
     frameworks = ["torch"] + (["tensorflow"] if importlib.util.find_spec("tensorflow") else [])
     for framework in frameworks:
         path = tmp_path / f"{framework}.npz"
-        check_ran(launch.run(cell("resnet56", framework, 2), 0, 1, timeout=TIMEOUT,
-                             save_weights=str(path)), 2, 1)
+        check_ran(
+            launch.run(
+                cell("resnet56", framework, 2), 0, 1, timeout=TIMEOUT, save_weights=str(path)
+            ),
+            2,
+            1,
+        )
         got[framework] = dict(np.load(path))
 
     per_worker = plain_steps(spec, 16, 2, 2, torch.float64)
@@ -392,10 +600,12 @@ def test_resnet56_every_framework_normalises_per_worker(tmp_path, jax_resnet56):
     near = {f: l2_relative(w, per_worker) for f, w in got.items()}
     far = {f: l2_relative(w, global_bn) for f, w in got.items()}
     pairs = {f"{a}-{b}": l2_relative(got[a], got[b]) for a in got for b in got if a < b}
-    print(f"fp32 floor {floor:.3g}, tolerance {tolerance:.3g}, per-worker vs global BatchNorm "
-          f"{apart:.3g}; to the per-worker reference {near}; to the global one {far}; "
-          f"pairwise {pairs}")
-    assert apart > 2 * tolerance   # the check can tell the two functions apart
+    print(
+        f"fp32 floor {floor:.3g}, tolerance {tolerance:.3g}, per-worker vs global BatchNorm "
+        f"{apart:.3g}; to the per-worker reference {near}; to the global one {far}; "
+        f"pairwise {pairs}"
+    )
+    assert apart > 2 * tolerance  # the check can tell the two functions apart
     for framework in got:
         assert near[framework] <= tolerance, (framework, near, tolerance)
         assert far[framework] > tolerance and far[framework] > 4 * near[framework], (framework, far)

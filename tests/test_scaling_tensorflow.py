@@ -5,6 +5,7 @@ batch; the same over two processes with MultiWorkerMirroredStrategy on loopback.
 Every run is a subprocess: the CPU is split into logical devices before TensorFlow's
 runtime starts, which cannot be undone in this process.
 """
+
 from __future__ import annotations
 
 import importlib.util
@@ -22,31 +23,79 @@ from xfbench.harness.processes import free_port
 
 ROOT = Path(__file__).resolve().parents[1]
 
-pytestmark = pytest.mark.skipif(importlib.util.find_spec("tensorflow") is None,
-                                reason="tensorflow is not installed")
+pytestmark = pytest.mark.skipif(
+    importlib.util.find_spec("tensorflow") is None, reason="tensorflow is not installed"
+)
 
 # The contract's worker JSON keys (every run writes them all).
-KEYS = {"status", "framework", "network", "scale", "device", "device_name", "precision",
-        "workers", "scaling", "global_batch", "per_worker_batch", "threads_per_worker",
-        "backend", "step_seconds", "compile_s", "warmup_steps", "comm_share",
-        "comm_share_how", "replicas_agree", "replicas_max_diff", "loss", "threads_used",
-        "versions"}
+KEYS = {
+    "status",
+    "framework",
+    "network",
+    "scale",
+    "device",
+    "device_name",
+    "precision",
+    "workers",
+    "scaling",
+    "global_batch",
+    "per_worker_batch",
+    "threads_per_worker",
+    "backend",
+    "step_seconds",
+    "compile_s",
+    "warmup_steps",
+    "comm_share",
+    "comm_share_how",
+    "replicas_agree",
+    "replicas_max_diff",
+    "loss",
+    "threads_used",
+    "versions",
+}
 WARMUP, STEPS = 1, 2
 
 
 def env(**extra) -> dict:
     out = {**os.environ, "PYTHONPATH": str(ROOT), "TF_CPP_MIN_LOG_LEVEL": "2"}
-    out.pop("TF_CONFIG", None)   # a cluster only where a test sets one
+    out.pop("TF_CONFIG", None)  # a cluster only where a test sets one
     out.update(extra)
     return out
 
 
 def worker(network: str, out: Path, *args: str, extra_env=None, timeout=180):
-    cmd = [sys.executable, "-m", "xfbench.scaling.tensorflow_mirrored", "--network", network,
-           "--framework", "tensorflow", "--scale", "smoke", "--workers", "2", "--batch", "8", "--threads-per-worker", "1",
-           "--warmup", str(WARMUP), "--steps", str(STEPS), "--out", str(out), *args]
-    return subprocess.Popen(cmd, cwd=ROOT, env=env(**(extra_env or {})), text=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    cmd = [
+        sys.executable,
+        "-m",
+        "xfbench.scaling.tensorflow_mirrored",
+        "--network",
+        network,
+        "--framework",
+        "tensorflow",
+        "--scale",
+        "smoke",
+        "--workers",
+        "2",
+        "--batch",
+        "8",
+        "--threads-per-worker",
+        "1",
+        "--warmup",
+        str(WARMUP),
+        "--steps",
+        str(STEPS),
+        "--out",
+        str(out),
+        *args,
+    ]
+    return subprocess.Popen(
+        cmd,
+        cwd=ROOT,
+        env=env(**(extra_env or {})),
+        text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
 
 
 def finish(proc, timeout=180) -> str:
@@ -61,10 +110,18 @@ def finish(proc, timeout=180) -> str:
 
 
 def test_importing_the_worker_starts_no_framework():
-    code = ("import sys, xfbench.scaling.tensorflow_mirrored; "
-            "print([m for m in ('tensorflow', 'keras', 'torch', 'jax') if m in sys.modules])")
-    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env(),
-                          capture_output=True, text=True, timeout=60)
+    code = (
+        "import sys, xfbench.scaling.tensorflow_mirrored; "
+        "print([m for m in ('tensorflow', 'keras', 'torch', 'jax') if m in sys.modules])"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=ROOT,
+        env=env(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert proc.returncode == 0 and proc.stdout.strip() == "[]", proc.stdout + proc.stderr
 
 
@@ -80,6 +137,7 @@ def two_replicas(tmp_path_factory):
             cache[network] = json.loads(out.read_text())
             cache[network]["saved"] = dict(np.load(out.with_suffix(".npz")))
         return cache[network]
+
     return get
 
 
@@ -89,9 +147,17 @@ def test_two_cpu_replicas_train_and_write_the_worker_json(two_replicas, network)
     assert KEYS <= set(r), f"missing: {KEYS - set(r)}"
     assert r["status"] == "ok"
     assert (r["framework"], r["network"], r["scale"], r["device"]) == (
-        "tensorflow", network, "smoke", "cpu")
+        "tensorflow",
+        network,
+        "smoke",
+        "cpu",
+    )
     assert (r["workers"], r["scaling"], r["global_batch"], r["per_worker_batch"]) == (
-        2, "strong", 8, 4)
+        2,
+        "strong",
+        8,
+        4,
+    )
     assert r["threads_per_worker"] == 1 and r["threads_config"]["intra_op"] == 2
     assert "MirroredStrategy (ReductionToOneDevice)" in r["backend"]
     assert r["replicas_agree"] is True and r["replicas_max_diff"] == 0.0
@@ -105,6 +171,7 @@ def test_two_cpu_replicas_train_and_write_the_worker_json(two_replicas, network)
     assert len(r["cpus"]) == 2 and r["mode"] == "function"
     # --save-weights: the canonical weights after the timed steps, moved from the start.
     from xfbench.models import get_spec, initial_weights
+
     w0 = initial_weights(get_spec(network, "smoke"), 0)
     assert set(r["saved"]) == set(w0)
     assert any(not np.array_equal(r["saved"][k], w0[k]) for k in w0)
@@ -144,9 +211,16 @@ def test_two_replica_step_on_halves_is_the_one_device_step_on_the_batch(tmp_path
     one step) and the weights it reaches are the one-device step's. A sum instead of a
     mean, or no all-reduce at all, gives other gradients."""
     from xfbench.models import get_spec, initial_weights
+
     paths = [tmp_path / f"{n}.npz" for n in ("w2", "g2", "w1", "g1")]
-    proc = subprocess.run([sys.executable, "-c", SAME_STEP, *map(str, paths)],
-                          cwd=ROOT, env=env(), capture_output=True, text=True, timeout=180)
+    proc = subprocess.run(
+        [sys.executable, "-c", SAME_STEP, *map(str, paths)],
+        cwd=ROOT,
+        env=env(),
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
     w2, g2, w1, g1 = (np.load(p) for p in paths)
     w0 = initial_weights(get_spec("fcn_r", "smoke"))
@@ -187,8 +261,14 @@ def test_the_step_without_all_reduce_updates_each_replica_alone(tmp_path):
     """comm_share's comparison step: traced once, before it runs; each replica updates with
     its own gradient (their halves differ, so their weights part), while the normal step,
     traced with the all-reduce, keeps identical replicas identical."""
-    proc = subprocess.run([sys.executable, "-c", LOCAL_STEP], cwd=ROOT, env=env(),
-                          capture_output=True, text=True, timeout=180)
+    proc = subprocess.run(
+        [sys.executable, "-c", LOCAL_STEP],
+        cwd=ROOT,
+        env=env(),
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
     after = json.loads(proc.stdout.splitlines()[-1])
     assert after["normal"] == after["normal again"] == 0.0
@@ -212,17 +292,20 @@ def test_multi_worker_mirrored_over_loopback_matches_one_process(tmp_path, two_r
     assert r["status"] == "ok" and r["replicas_agree"] is True
     assert r["multi_worker"] == {"tasks": 2, "rank": 0}
     assert r["backend"].startswith("MultiWorkerMirroredStrategy")
-    assert len(r["cpus"]) == 1 and r["workers"] == 2   # one replica each
+    assert len(r["cpus"]) == 1 and r["workers"] == 2  # one replica each
     assert len(r["step_seconds"]) == STEPS
     assert r["comm_share"] is not None and 0 <= r["comm_share"] < 1
     assert r["loss"] == pytest.approx(two_replicas("fcn_r")["loss"], rel=1e-5)
 
 
-@pytest.mark.parametrize("args, message", [
-    (["--workers", "3"], "global batch 8 over 3 workers: it must divide by 3"),
-    (["--precision", "fp16"], "fp16 (dynamic loss scaling) is not run data-parallel"),
-    (["--framework", "jax"], "this worker runs tensorflow, not jax"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--workers", "3"], "global batch 8 over 3 workers: it must divide by 3"),
+        (["--precision", "fp16"], "fp16 (dynamic loss scaling) is not run data-parallel"),
+        (["--framework", "jax"], "this worker runs tensorflow, not jax"),
+    ],
+)
 def test_bad_input_is_one_line_and_exit_2(tmp_path, args, message):
     out = tmp_path / "x.json"
     proc = worker("fcn_r", out, *args)
@@ -248,6 +331,7 @@ def test_too_few_cpus_is_a_failed_record(tmp_path):
 
 def gpus() -> int:
     from xfbench.machine import gpu_count
+
     return gpu_count()
 
 
@@ -267,8 +351,7 @@ def test_cuda_without_a_gpu_is_a_failed_record(tmp_path):
 def test_one_replica_per_gpu(tmp_path):
     n = gpus()
     out = tmp_path / "gpu.json"
-    finish(worker("resnet56", out, "--device", "cuda", "--workers", str(n),
-                  "--batch", str(8 * n)))
+    finish(worker("resnet56", out, "--device", "cuda", "--workers", str(n), "--batch", str(8 * n)))
     r = json.loads(out.read_text())
     assert r["status"] == "ok" and r["replicas_agree"] is True
     assert r["device"] == "cuda" and r["workers"] == n and r["threads_used"] is None

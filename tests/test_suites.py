@@ -1,4 +1,5 @@
 """The suites as a user runs them: options, errors, the JSON they write, the harness's cost."""
+
 import json
 import subprocess
 import sys
@@ -20,19 +21,22 @@ def pytest_run(*args, tmp_path=None):
     return proc.returncode, proc.stdout + proc.stderr, data
 
 
-@pytest.mark.parametrize("args, message", [
-    (["--framework", "nope"], "unknown framework 'nope'; valid: "),
-    (["--model", "resnet99"], "unknown model 'resnet99'; valid: fcn5, "),
-    (["--mode", "warp"], "unknown mode 'warp' for"),
-    (["--precision", "fp64"], "unknown precision 'fp64'; valid: fp32, tf32, bf16, fp16"),
-    (["--device", "gpu0"], "unknown device 'gpu0'; valid: cpu, cuda:N"),
-    (["--threads", "0"], "--threads must be a positive whole number"),
-    (["--threads", "999"], "--threads 999 is more than the"),
-    (["--threads", "1,2"], "--threads takes one count per pytest process"),
-    (["--batch-size", "-4"], "--batch-size must be a positive whole number"),
-    (["--preset", "huge"], "unknown preset 'huge'; valid: paper, quick, smoke"),
-    (["--data", "disk"], "unknown data mode 'disk'; valid: resident, copied"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--framework", "nope"], "unknown framework 'nope'; valid: "),
+        (["--model", "resnet99"], "unknown model 'resnet99'; valid: fcn5, "),
+        (["--mode", "warp"], "unknown mode 'warp' for"),
+        (["--precision", "fp64"], "unknown precision 'fp64'; valid: fp32, tf32, bf16, fp16"),
+        (["--device", "gpu0"], "unknown device 'gpu0'; valid: cpu, cuda:N"),
+        (["--threads", "0"], "--threads must be a positive whole number"),
+        (["--threads", "999"], "--threads 999 is more than the"),
+        (["--threads", "1,2"], "--threads takes one count per pytest process"),
+        (["--batch-size", "-4"], "--batch-size must be a positive whole number"),
+        (["--preset", "huge"], "unknown preset 'huge'; valid: paper, quick, smoke"),
+        (["--data", "disk"], "unknown data mode 'disk'; valid: resident, copied"),
+    ],
+)
 def test_bad_option_gives_one_clear_line(args, message):
     code, output, _ = pytest_run("--framework", "torch", *args)
     assert code != 0
@@ -42,25 +46,63 @@ def test_bad_option_gives_one_clear_line(args, message):
 
 
 def test_absent_device_is_a_skip_with_the_reason(tmp_path):
-    code, output, _ = pytest_run("--framework", "torch", "--model", "fcn_r", "--device", "cuda:7",
-                                 "--preset", "smoke", "-rs", tmp_path=tmp_path)
+    code, output, _ = pytest_run(
+        "--framework",
+        "torch",
+        "--model",
+        "fcn_r",
+        "--device",
+        "cuda:7",
+        "--preset",
+        "smoke",
+        "-rs",
+        tmp_path=tmp_path,
+    )
     assert code == 0
     assert "cuda:7 is not present to torch" in output
 
 
 def test_json_carries_the_record_and_the_machine(tmp_path):
-    code, output, data = pytest_run("--framework", "torch", "--model", "resnet56", "--threads", "1",
-                                    "--preset", "smoke", "--mode", "eager", "-k", "test_train or test_infer",
-                                    tmp_path=tmp_path)
+    code, output, data = pytest_run(
+        "--framework",
+        "torch",
+        "--model",
+        "resnet56",
+        "--threads",
+        "1",
+        "--preset",
+        "smoke",
+        "--mode",
+        "eager",
+        "-k",
+        "test_train or test_infer",
+        tmp_path=tmp_path,
+    )
     assert code == 0, output
     assert "xfbench: seconds per mini-batch" in output
     assert len(data["benchmarks"]) == 2  # train and infer
     for bench in data["benchmarks"]:
         info = bench["extra_info"]
-        for key in ("batch_size", "samples_per_s", "achieved_tflops", "compile_s",
-                    "peak_host_rss_bytes", "peak_device_bytes", "threads_requested",
-                    "threads_used", "device_name", "data", "versions", "network", "framework",
-                    "mode", "precision", "device", "task", "layout"):
+        for key in (
+            "batch_size",
+            "samples_per_s",
+            "achieved_tflops",
+            "compile_s",
+            "peak_host_rss_bytes",
+            "peak_device_bytes",
+            "threads_requested",
+            "threads_used",
+            "device_name",
+            "data",
+            "versions",
+            "network",
+            "framework",
+            "mode",
+            "precision",
+            "device",
+            "task",
+            "layout",
+        ):
             assert key in info, key
         assert info["threads_requested"] == 1
         # Pinned to one CPU, the process cannot keep more than one busy.
@@ -69,16 +111,33 @@ def test_json_carries_the_record_and_the_machine(tmp_path):
         assert info["samples_per_s"] == pytest.approx(info["batch_size"] / bench["stats"]["median"])
         assert len(bench["stats"]["data"]) == info["rounds"]  # every round is kept
     machine = data["machine_info"]["xfbench"]
-    for key in ("cpu_model", "cores_physical", "cores_logical", "memory_bytes", "gpus", "os",
-                "python", "packages"):
+    for key in (
+        "cpu_model",
+        "cores_physical",
+        "cores_logical",
+        "memory_bytes",
+        "gpus",
+        "os",
+        "python",
+        "packages",
+    ):
         assert key in machine
     assert "torch" in machine["packages"]
     assert "torch" in machine["runtimes"]["torch"]
 
 
 def test_null_adapter_measures_the_harness_overhead(tmp_path, capsys):
-    code, output, data = pytest_run("--framework", "null", "--model", "fcn_r", "--preset", "smoke",
-                                    "-k", "train", tmp_path=tmp_path)
+    code, output, data = pytest_run(
+        "--framework",
+        "null",
+        "--model",
+        "fcn_r",
+        "--preset",
+        "smoke",
+        "-k",
+        "train",
+        tmp_path=tmp_path,
+    )
     assert code == 0, output
     [bench] = data["benchmarks"]
     overhead = bench["stats"]["median"]
@@ -89,6 +148,7 @@ def test_null_adapter_measures_the_harness_overhead(tmp_path, capsys):
 
 def test_an_inference_only_framework_joins_training_only_when_named():
     from xfbench.harness.selection import cells, parse
+
     default = parse(model="fcn_r", preset="smoke")
     assert not [c for c in cells(default, "train") if c.framework == "onnxruntime"]
     assert [c for c in cells(default, "infer") if c.framework == "onnxruntime"]
@@ -107,7 +167,13 @@ def test_threads_started_before_the_options_are_pinned_too():
         "masks = {t: os.sched_getaffinity(int(t)) for t in os.listdir('/proc/self/task')}\n"
         "assert all(m == set(cpus) for m in masks.values()), masks\n"
         "pools = threadpoolctl.threadpool_info()\n"
-        "assert pools and all(p['num_threads'] == 1 for p in pools), pools\n")
-    proc = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True,
-                          text=True, env={**__import__("os").environ, "OPENBLAS_NUM_THREADS": "2"})
+        "assert pools and all(p['num_threads'] == 1 for p in pools), pools\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", script],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        env={**__import__("os").environ, "OPENBLAS_NUM_THREADS": "2"},
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]

@@ -1,5 +1,6 @@
 """The TensorFlow adapter builds the spec's networks, trains them the spec's way in
 all three modes, and computes what PyTorch computes on the same weights and batch."""
+
 from __future__ import annotations
 
 import os
@@ -32,8 +33,14 @@ MODES = ("eager", "function", "xla")
 
 # MODELS.md's table (two LSTM biases per layer).
 MODELS_MD_PARAMS = {
-    "fcn5": 117_997_696, "fcn8": 130_586_752, "fcn_r": 14_205_962, "alexnet": 62_378_344,
-    "alexnet_r": 85_098, "resnet50": 25_557_032, "resnet56": 853_018, "lstm32": 6_182_672,
+    "fcn5": 117_997_696,
+    "fcn8": 130_586_752,
+    "fcn_r": 14_205_962,
+    "alexnet": 62_378_344,
+    "alexnet_r": 85_098,
+    "resnet50": 25_557_032,
+    "resnet56": 853_018,
+    "lstm32": 6_182_672,
     "lstm64": 6_182_672,
 }
 
@@ -53,17 +60,22 @@ def rel_err(a, b) -> float:
 
 # -- what the adapter is ----------------------------------------------------------
 
+
 def test_adapter_is_registered_and_imports_tensorflow_lazily():
     assert TF.name == "tensorflow" and TF.modes == MODES
     code = "import xfbench.adapters.tensorflow, sys; assert 'tensorflow' not in sys.modules"
-    subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=True,
-                   env={**os.environ, "PYTHONPATH": str(ROOT)})
+    subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=ROOT,
+        check=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
 
 
 @pytest.mark.parametrize("network", NETWORKS)
 def test_full_size_parameter_counts_match_models_md(network):
     spec = get_spec(network)
-    native = count_parameters(spec)   # shape-only: no weights allocated
+    native = count_parameters(spec)  # shape-only: no weights allocated
     if spec.sequence:
         # Keras keeps one bias (4H) per LSTM layer where the spec counts two.
         lstm = spec.layers[1]
@@ -73,6 +85,7 @@ def test_full_size_parameter_counts_match_models_md(network):
 
 
 # -- weights ----------------------------------------------------------------------
+
 
 def test_converters_round_trip_and_flatten_order():
     rng = np.random.default_rng(0)
@@ -93,10 +106,11 @@ def test_converters_round_trip_and_flatten_order():
 
 def test_same_padding_only_where_it_is_the_spec_padding():
     from xfbench.adapters.tensorflow.layers import same_is_symmetric
-    assert same_is_symmetric(32, 3, 1, 1)            # stride 1: SAME pads 1 and 1
-    assert not same_is_symmetric(32, 3, 2, 1)        # stride 2: SAME pads 0 and 1
-    assert not same_is_symmetric(224, 11, 4, 2)      # AlexNet's conv1: 56 maps, not 55
-    assert not same_is_symmetric(224, 7, 2, 3)       # ResNet-50's conv1
+
+    assert same_is_symmetric(32, 3, 1, 1)  # stride 1: SAME pads 1 and 1
+    assert not same_is_symmetric(32, 3, 2, 1)  # stride 2: SAME pads 0 and 1
+    assert not same_is_symmetric(224, 11, 4, 2)  # AlexNet's conv1: 56 maps, not 55
+    assert not same_is_symmetric(224, 7, 2, 3)  # ResNet-50's conv1
 
 
 def test_lstm_gates_reordered_and_biases_summed():
@@ -104,7 +118,7 @@ def test_lstm_gates_reordered_and_biases_summed():
     # Each ONNX gate block (i, o, f, c) filled with its own number.
     W = np.repeat(np.array([1, 2, 3, 4], np.float32), h)[:, None] * np.ones((1, fin), np.float32)
     R = np.repeat(np.array([1, 2, 3, 4], np.float32), h)[:, None] * np.ones((1, h), np.float32)
-    B = np.concatenate([np.repeat([1., 2., 3., 4.], h), np.repeat([10., 20., 30., 40.], h)])
+    B = np.concatenate([np.repeat([1.0, 2.0, 3.0, 4.0], h), np.repeat([10.0, 20.0, 30.0, 40.0], h)])
     kernel, recurrent, bias = lstm_to_keras(W, R, B.astype(np.float32))
     # Keras columns are i, f, c, o.
     assert kernel.shape == (fin, 4 * h) and recurrent.shape == (h, 4 * h)
@@ -113,8 +127,8 @@ def test_lstm_gates_reordered_and_biases_summed():
     W2, R2, B2 = lstm_from_keras(kernel, recurrent, bias)
     np.testing.assert_array_equal(W2, W)
     np.testing.assert_array_equal(R2, R)
-    np.testing.assert_array_equal(B2[:4 * h] + B2[4 * h:], B[:4 * h] + B[4 * h:])
-    assert not B2[4 * h:].any()
+    np.testing.assert_array_equal(B2[: 4 * h] + B2[4 * h :], B[: 4 * h] + B[4 * h :])
+    assert not B2[4 * h :].any()
 
 
 @pytest.mark.parametrize("network", NETWORKS)
@@ -124,7 +138,7 @@ def test_canonical_weights_round_trip(network):
     got = build(spec, task="infer", weights=w0).weights()
     assert set(got) == set(w0)
     for name, value in w0.items():
-        if name.endswith(".B"):   # one Keras bias: [input + recurrent, zeros]
+        if name.endswith(".B"):  # one Keras bias: [input + recurrent, zeros]
             h = value.shape[0] // 2
             np.testing.assert_allclose(got[name][:h], value[:h] + value[h:], rtol=1e-6)
             assert not got[name][h:].any()
@@ -134,6 +148,7 @@ def test_canonical_weights_round_trip(network):
 
 # -- training in every mode -------------------------------------------------------
 
+
 @pytest.mark.parametrize("network", NETWORKS)
 def test_loss_decreases_in_every_mode_and_modes_agree(network):
     spec = get_spec(network, "smoke")
@@ -142,13 +157,13 @@ def test_loss_decreases_in_every_mode_and_modes_agree(network):
         work = build(spec, mode)
         work.prepare()
         losses = []
-        for _ in range(2):   # compilation dominates: one update is enough to see
+        for _ in range(2):  # compilation dominates: one update is enough to see
             work.step()
             losses.append(work.loss())
         work.close()
         assert losses[-1] < losses[0], (mode, losses)
         first[mode] = losses[0]
-    for mode in MODES:   # same weights, same batch: the same loss
+    for mode in MODES:  # same weights, same batch: the same loss
         assert first[mode] == pytest.approx(first["eager"], rel=1e-4), first
 
 
@@ -178,6 +193,7 @@ def test_fp32_switches_tf32_off_and_tf32_is_a_gpu_mode():
 
 # -- the same function as PyTorch -------------------------------------------------
 
+
 @pytest.mark.parametrize("network", NETWORKS)
 def test_inference_logits_match_pytorch(network):
     torch_adapter = get_adapter("torch")
@@ -201,6 +217,7 @@ def test_one_update_matches_the_float64_step(network):
     and the ReLU decisions near a tie, both measured). The LSTM's clip is lowered so that
     clipping really happens; the update must be far larger than the tolerance."""
     from xfbench.harness.equivalence import ReferenceStep, functional, weights_error
+
     if get_adapter("torch").import_error():
         pytest.skip(get_adapter("torch").import_error())
     spec = get_spec(network, "smoke")
@@ -221,10 +238,14 @@ def test_batchnorm_running_statistics_match_pytorch():
     torch = pytest.importorskip("torch")
     from xfbench.adapters.tensorflow.layers import BatchNorm, Variables
     from xfbench.models import layers as L
+
     x = np.random.default_rng(0).standard_normal((6, 4, 3, 3)).astype(np.float32)
-    bn = BatchNorm(L.BatchNorm("bn"), (4, 3, 3), "NHWC",
-                   Variables({"bn.weight": np.ones(4, np.float32),
-                              "bn.bias": np.zeros(4, np.float32)}))
+    bn = BatchNorm(
+        L.BatchNorm("bn"),
+        (4, 3, 3),
+        "NHWC",
+        Variables({"bn.weight": np.ones(4, np.float32), "bn.bias": np.zeros(4, np.float32)}),
+    )
     y = bn(tf.constant(x.transpose(0, 2, 3, 1)), training=True).numpy().transpose(0, 3, 1, 2)
     ref = torch.nn.BatchNorm2d(4, eps=1e-5, momentum=0.1)
     ry = ref(torch.from_numpy(x)).detach().numpy()
@@ -258,25 +279,37 @@ def test_channels_first_layout_computes_the_same():
     """The GPU fp32 layout (NCHW), checked on the CPU. TensorFlow's Eigen CPU kernels
     have no NCHW convolution, and TensorFlow turns oneDNN (which has one) on by default
     only on some CPUs, so the check runs with oneDNN asked for: it holds on any x86 CPU."""
-    env = {**os.environ, "TF_ENABLE_ONEDNN_OPTS": "1", "TF_CPP_MIN_LOG_LEVEL": "2",
-           "PYTHONPATH": str(ROOT)}
-    proc = subprocess.run([sys.executable, "-c", CHANNELS_FIRST_CHECK, "alexnet", "resnet50",
-                           "resnet56"], cwd=ROOT, env=env, capture_output=True, text=True,
-                          timeout=600)
+    env = {
+        **os.environ,
+        "TF_ENABLE_ONEDNN_OPTS": "1",
+        "TF_CPP_MIN_LOG_LEVEL": "2",
+        "PYTHONPATH": str(ROOT),
+    }
+    proc = subprocess.run(
+        [sys.executable, "-c", CHANNELS_FIRST_CHECK, "alexnet", "resnet50", "resnet56"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
 
 
 # -- devices, layout, threads -----------------------------------------------------
 
+
 def test_cpu_cells_are_channels_last_and_record_how_they_ran():
     work = build(get_spec("resnet56", "smoke"), "function")
-    assert work.layout == "channels_last" and work.x.shape[-1] == 3   # NHWC, once at build
+    assert work.layout == "channels_last" and work.x.shape[-1] == 3  # NHWC, once at build
     assert work.info["batchnorm_kernel"] == "FusedBatchNormV3"
     assert all("CPU" in v.device for v in work.trainable)
     lstm = build(get_spec("lstm32", "smoke"))
     assert lstm.info["lstm_kernel"].startswith("keras.layers.LSTM")
-    assert lstm.info["tensorflow_param_count"] == sum(
-        p.size for p in get_spec("lstm32", "smoke").params) - 2 * 4 * 32
+    assert (
+        lstm.info["tensorflow_param_count"]
+        == sum(p.size for p in get_spec("lstm32", "smoke").params) - 2 * 4 * 32
+    )
 
 
 def test_layout_choice_per_device():
@@ -295,7 +328,7 @@ def test_no_silent_fallback_to_another_device():
 
 
 def test_threads_cannot_change_after_tensorflow_started():
-    tf.constant(1.0) + 1.0   # the runtime is up
+    tf.constant(1.0) + 1.0  # the runtime is up
     now = tf.config.threading.get_intra_op_parallelism_threads()
     with pytest.raises(RuntimeError, match="before its first operation"):
         TF.configure_threads(now + 3)

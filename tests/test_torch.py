@@ -1,4 +1,5 @@
 """The PyTorch adapter at smoke size: geometry, the training step, precisions, modes."""
+
 import numpy as np
 import pytest
 import torch
@@ -11,11 +12,20 @@ from xfbench.models import NETWORKS, get_spec, initial_weights, synthetic_batch
 ADAPTER = get_adapter("torch")
 
 
-def build(network, task="train", mode="eager", precision="fp32", batch=8, seed=0,
-          data="resident"):
+def build(network, task="train", mode="eager", precision="fp32", batch=8, seed=0, data="resident"):
     spec = get_spec(network, "smoke")
-    cell = Cell(network, "torch", mode, precision, "cpu", torch.get_num_threads(), batch, task,
-                data, "smoke")
+    cell = Cell(
+        network,
+        "torch",
+        mode,
+        precision,
+        "cpu",
+        torch.get_num_threads(),
+        batch,
+        task,
+        data,
+        "smoke",
+    )
     return spec, ADAPTER.build(spec, cell, initial_weights(spec, seed))
 
 
@@ -66,9 +76,11 @@ def test_one_step_is_sgd_with_momentum_exactly():
 def test_lstm_clips_the_global_gradient_norm(monkeypatch):
     calls = []
     original = torch.nn.utils.clip_grad_norm_
-    monkeypatch.setattr(torch.nn.utils, "clip_grad_norm_",
-                        lambda params, max_norm, **kw: calls.append(max_norm) or original(
-                            params, max_norm, **kw))
+    monkeypatch.setattr(
+        torch.nn.utils,
+        "clip_grad_norm_",
+        lambda params, max_norm, **kw: calls.append(max_norm) or original(params, max_norm, **kw),
+    )
     _, work = build("lstm32")
     work.step()
     assert calls == [5.0]
@@ -83,13 +95,13 @@ def test_lstm_gate_order_conversion():
     h = 32
     w = initial_weights(spec)
     marked = {k: v.copy() for k, v in w.items()}
-    marked["lstm.l0.W"][h] = 7.0          # first row of ONNX gate o
-    marked["lstm.l0.B"][2 * h] = 3.0      # first input-bias entry of ONNX gate f
+    marked["lstm.l0.W"][h] = 7.0  # first row of ONNX gate o
+    marked["lstm.l0.B"][2 * h] = 3.0  # first input-bias entry of ONNX gate f
     marked["lstm.l0.B"][4 * h + 3 * h] = 5.0  # first recurrent-bias entry of ONNX gate c
     state = W.to_state_dict(spec, build_network(spec), marked)
-    assert (state["lstm.weight_ih_l0"][3 * h] == 7.0).all()   # torch gate o is the fourth block
-    assert state["lstm.bias_ih_l0"][h] == 3.0                 # torch gate f is the second
-    assert state["lstm.bias_hh_l0"][2 * h] == 5.0             # torch gate g (cell) is the third
+    assert (state["lstm.weight_ih_l0"][3 * h] == 7.0).all()  # torch gate o is the fourth block
+    assert state["lstm.bias_ih_l0"][h] == 3.0  # torch gate f is the second
+    assert state["lstm.bias_hh_l0"][2 * h] == 5.0  # torch gate g (cell) is the third
     net = build_network(spec)
     W.load(spec, net, marked)
     back = W.from_module(spec, net)
@@ -129,6 +141,7 @@ def test_unavailable_cells_give_reasons():
 @pytest.mark.parametrize("network", ["fcn_r", "lstm32"])
 def test_compile_mode_matches_eager_and_compiles_once(network):
     from torch._dynamo.utils import counters
+
     _, eager = build(network)
     _, compiled = build(network, mode="compile")
     counters.clear()

@@ -4,6 +4,7 @@ GEMM, scaling and all-reduce suites and the adapters all read this table.
 Adding a framework is one entry here plus its adapter package (docs/adding-a-framework.md).
 Nothing here imports a framework.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -13,48 +14,93 @@ INSTALL = "pip install -r requirements.lock"
 
 @dataclass(frozen=True)
 class Framework:
-    name: str                     # the --framework value
-    display: str                  # its name in reports
-    package: str                  # the module that must be importable for it to run
-    install_hint: str             # how to install it, said when it is missing
-    adapter: str                  # the module holding its ADAPTER
-    modes: tuple[str, ...]        # its execution modes, the fastest idiomatic CPU path first
+    name: str  # the --framework value
+    display: str  # its name in reports
+    package: str  # the module that must be importable for it to run
+    install_hint: str  # how to install it, said when it is missing
+    adapter: str  # the module holding its ADAPTER
+    modes: tuple[str, ...]  # its execution modes, the fastest idiomatic CPU path first
     tasks: tuple[str, ...] = ("train", "infer")
-    table7_mode: str | None = None   # the one mode the table7 preset runs (None: the first)
-    gemm: str | None = None       # its GEMM implementation (a name in xfbench.gemm.IMPLS)
-    scaling: str | None = None    # its data-parallel worker module
+    table7_mode: str | None = None  # the one mode the table7 preset runs (None: the first)
+    gemm: str | None = None  # its GEMM implementation (a name in xfbench.gemm.IMPLS)
+    scaling: str | None = None  # its data-parallel worker module
     allreduce: str | None = None  # its all-reduce worker module
-    default: bool = True          # in a run that names no --framework
+    default: bool = True  # in a run that names no --framework
     aliases: tuple[str, ...] = ()  # other names the GEMM suite accepts for it
 
 
-FRAMEWORKS: dict[str, Framework] = {f.name: f for f in (
-    Framework("torch", "PyTorch", "torch", INSTALL, "xfbench.adapters.torch",
-              ("eager", "compile", "cudagraph"), table7_mode="eager", gemm="torch",
-              scaling="xfbench.scaling.torch_ddp",
-              allreduce="xfbench.allreduce.torch_collectives"),
-    Framework("jax", "JAX", "jax",
-              f"{INSTALL} (GPU: the 'gpu' extra, TPU: the 'tpu' extra)",
-              "xfbench.adapters.jax", ("jit",), table7_mode="jit", gemm="jax",
-              scaling="xfbench.scaling.jax_sharding", allreduce="xfbench.allreduce.jax_psum"),
-    Framework("tensorflow", "TensorFlow", "tensorflow", f"{INSTALL} (GPU: the 'gpu' extra)",
-              "xfbench.adapters.tensorflow", ("eager", "function", "xla"),
-              table7_mode="function", gemm="tensorflow",
-              scaling="xfbench.scaling.tensorflow_mirrored", aliases=("tf",)),
-    Framework("null", "null (harness cost)", "numpy", INSTALL, "xfbench.adapters.null",
-              ("none",), default=False),
-    Framework("onnxruntime", "ONNX Runtime", "onnxruntime",
-              f"{INSTALL} (onnxruntime-gpu on NVIDIA machines)", "xfbench.adapters.onnxruntime",
-              ("cpu", "cuda", "tensorrt"), tasks=("infer",), table7_mode="cpu",
-              gemm="onnxruntime", aliases=("onnx", "ort")),
-)}
+FRAMEWORKS: dict[str, Framework] = {
+    f.name: f
+    for f in (
+        Framework(
+            "torch",
+            "PyTorch",
+            "torch",
+            INSTALL,
+            "xfbench.adapters.torch",
+            ("eager", "compile", "cudagraph"),
+            table7_mode="eager",
+            gemm="torch",
+            scaling="xfbench.scaling.torch_ddp",
+            allreduce="xfbench.allreduce.torch_collectives",
+        ),
+        Framework(
+            "jax",
+            "JAX",
+            "jax",
+            f"{INSTALL} (GPU: the 'gpu' extra, TPU: the 'tpu' extra)",
+            "xfbench.adapters.jax",
+            ("jit",),
+            table7_mode="jit",
+            gemm="jax",
+            scaling="xfbench.scaling.jax_sharding",
+            allreduce="xfbench.allreduce.jax_psum",
+        ),
+        Framework(
+            "tensorflow",
+            "TensorFlow",
+            "tensorflow",
+            f"{INSTALL} (GPU: the 'gpu' extra)",
+            "xfbench.adapters.tensorflow",
+            ("eager", "function", "xla"),
+            table7_mode="function",
+            gemm="tensorflow",
+            scaling="xfbench.scaling.tensorflow_mirrored",
+            aliases=("tf",),
+        ),
+        Framework(
+            "null",
+            "null (harness cost)",
+            "numpy",
+            INSTALL,
+            "xfbench.adapters.null",
+            ("none",),
+            default=False,
+        ),
+        Framework(
+            "onnxruntime",
+            "ONNX Runtime",
+            "onnxruntime",
+            f"{INSTALL} (onnxruntime-gpu on NVIDIA machines)",
+            "xfbench.adapters.onnxruntime",
+            ("cpu", "cuda", "tensorrt"),
+            tasks=("infer",),
+            table7_mode="cpu",
+            gemm="onnxruntime",
+            aliases=("onnx", "ort"),
+        ),
+    )
+}
 
 
 def names(**has) -> tuple[str, ...]:
     """Framework names, in table order, whose fields are true for every keyword given
     (e.g. names(scaling=True), names(default=True))."""
-    return tuple(f.name for f in FRAMEWORKS.values()
-                 if all(bool(getattr(f, key)) == bool(want) for key, want in has.items()))
+    return tuple(
+        f.name
+        for f in FRAMEWORKS.values()
+        if all(bool(getattr(f, key)) == bool(want) for key, want in has.items())
+    )
 
 
 def training() -> tuple[str, ...]:

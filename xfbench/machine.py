@@ -3,6 +3,7 @@
 Nothing here imports a deep learning framework: versions come from package
 metadata and GPUs from NVML, so describing the machine never starts a runtime.
 """
+
 from __future__ import annotations
 
 import importlib.metadata
@@ -13,9 +14,23 @@ import sys
 import psutil
 
 # Distributions whose versions every run records (whichever are installed).
-PACKAGES = ("numpy", "torch", "tensorflow", "tensorflow-cpu", "keras", "jax", "jaxlib",
-            "jax-cuda12-plugin", "onnx", "onnxruntime", "onnxruntime-gpu", "cupy-cuda12x",
-            "cupy-cuda13x", "pytest", "pytest-benchmark")
+PACKAGES = (
+    "numpy",
+    "torch",
+    "tensorflow",
+    "tensorflow-cpu",
+    "keras",
+    "jax",
+    "jaxlib",
+    "jax-cuda12-plugin",
+    "onnx",
+    "onnxruntime",
+    "onnxruntime-gpu",
+    "cupy-cuda12x",
+    "cupy-cuda13x",
+    "pytest",
+    "pytest-benchmark",
+)
 
 
 def package_versions() -> dict[str, str]:
@@ -31,6 +46,7 @@ def package_versions() -> dict[str, str]:
 def _nvml():
     try:
         import pynvml
+
         pynvml.nvmlInit()
         return pynvml
     except Exception:  # no NVIDIA driver, or nvidia-ml-py missing: no GPUs to describe
@@ -51,9 +67,15 @@ def gpus() -> list[dict]:
     out = []
     for i in range(nvml.nvmlDeviceGetCount()):
         h = nvml.nvmlDeviceGetHandleByIndex(i)
-        out.append({"index": i, "name": nvml.nvmlDeviceGetName(h),
-                    "memory_bytes": nvml.nvmlDeviceGetMemoryInfo(h).total,
-                    "driver": driver, "cuda_driver": f"{cuda // 1000}.{cuda % 1000 // 10}"})
+        out.append(
+            {
+                "index": i,
+                "name": nvml.nvmlDeviceGetName(h),
+                "memory_bytes": nvml.nvmlDeviceGetMemoryInfo(h).total,
+                "driver": driver,
+                "cuda_driver": f"{cuda // 1000}.{cuda % 1000 // 10}",
+            }
+        )
     return out
 
 

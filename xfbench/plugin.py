@@ -10,6 +10,7 @@ The selection options are validated in pytest_configure, before collection and
 before any framework is imported, so that the thread count and CPU affinity are
 in force when a framework's thread pool starts.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -25,7 +26,12 @@ from xfbench.harness.table import cell_table
 # Failures recorded, per-cell result files and one process per framework group (runner);
 # the GEMM suite's options, cells and summary (gemm); the scaling and all-reduce
 # suites' (scaling, allreduce).
-pytest_plugins = ("xfbench.runner.plugin", "xfbench.gemm.plugin", "xfbench.scaling.plugin", "xfbench.allreduce.plugin")
+pytest_plugins = (
+    "xfbench.runner.plugin",
+    "xfbench.gemm.plugin",
+    "xfbench.scaling.plugin",
+    "xfbench.allreduce.plugin",
+)
 
 SELECTION = pytest.StashKey()
 # item: a failure record a suite left because it knows better than the exception why its
@@ -42,7 +48,7 @@ OPTIONS = {
     "precision": "fp32, tf32, bf16, fp16 (default: fp32)",
     "device": "cpu, cuda:N (or gpu:N), tpu:N (default: cpu and every GPU present)",
     "threads": "CPU threads for this process: variables, framework knobs and affinity "
-               "(default: every CPU this process may use)",
+    "(default: every CPU this process may use)",
     "batch-size": "mini-batch size (default: the preset's, Table 7's for paper and quick)",
     "preset": "paper, quick, table7 or smoke (default: paper)",
     "data": "resident (default) or copied: copy the batch from host memory inside each step",
@@ -53,10 +59,14 @@ def pytest_addoption(parser):
     group = parser.getgroup("xfbench", "xfbench cell selection")
     for name, text in OPTIONS.items():
         group.addoption(f"--{name}", action="store", default=None, help=text)
-    group.addoption("--weights", action="store", default=None,
-                    help="initial weights: 'seed' (drawn in memory) or 'onnx' (read from the "
-                         "canonical ONNX file, written to $XFBENCH_CACHE first when missing); "
-                         "the same numbers either way")
+    group.addoption(
+        "--weights",
+        action="store",
+        default=None,
+        help="initial weights: 'seed' (drawn in memory) or 'onnx' (read from the "
+        "canonical ONNX file, written to $XFBENCH_CACHE first when missing); "
+        "the same numbers either way",
+    )
 
 
 SUITES_DIR = Path(__file__).resolve().parent / "suites"
@@ -74,8 +84,10 @@ def named(config, suite_file: str) -> bool:
     path or (with --pyargs) as its module, e.g. xfbench.suites.test_scaling. The
     scaling, all-reduce and equivalence suites run only when named."""
     module = "xfbench.suites." + suite_file.removesuffix(".py")
-    return any(str(arg).split("::")[0].endswith(suite_file)
-               or str(arg).split("::")[0] == module for arg in config.args)
+    return any(
+        str(arg).split("::")[0].endswith(suite_file) or str(arg).split("::")[0] == module
+        for arg in config.args
+    )
 
 
 def active(config) -> bool:
@@ -83,8 +95,9 @@ def active(config) -> bool:
     the suites folder, or --pyargs naming xfbench's suites."""
     for arg in config.args:
         target = str(arg).split("::")[0]
-        if config.getoption("pyargs", False) and (target == "xfbench"
-                                                   or target.startswith("xfbench.suites")):
+        if config.getoption("pyargs", False) and (
+            target == "xfbench" or target.startswith("xfbench.suites")
+        ):
             return True
         path = Path(target).resolve()
         if path == SUITES_DIR or SUITES_DIR in path.parents or path in SUITES_DIR.parents:
@@ -96,8 +109,12 @@ def selection(config):
     """The validated selection of this session (parsed now if pytest_configure did not)."""
     if SELECTION not in config.stash:
         try:
-            config.stash[SELECTION] = parse(**{name.replace("-", "_"): config.getoption(
-                name.replace("-", "_")) for name in OPTIONS})
+            config.stash[SELECTION] = parse(
+                **{
+                    name.replace("-", "_"): config.getoption(name.replace("-", "_"))
+                    for name in OPTIONS
+                }
+            )
         except SelectionError as e:
             raise pytest.UsageError(str(e)) from None
     return config.stash[SELECTION]
@@ -109,13 +126,15 @@ def pytest_configure(config):
     if not active(config):
         return
     try:
-        sel = parse(**{name.replace("-", "_"): config.getoption(name.replace("-", "_"))
-                       for name in OPTIONS})
+        sel = parse(
+            **{name.replace("-", "_"): config.getoption(name.replace("-", "_")) for name in OPTIONS}
+        )
     except SelectionError as e:
         raise pytest.UsageError(str(e)) from None
     if (config.getoption("weights") or "seed") not in WEIGHT_SOURCES:
-        raise pytest.UsageError(f"unknown weights {config.getoption('weights')!r}; valid: "
-                                f"{', '.join(WEIGHT_SOURCES)}")
+        raise pytest.UsageError(
+            f"unknown weights {config.getoption('weights')!r}; valid: {', '.join(WEIGHT_SOURCES)}"
+        )
     # Before any framework is imported: OpenMP/MKL read these once, at start, and the
     # allocator settings then hold for every allocation the frameworks make.
     threads.pin(sel.threads)
@@ -125,7 +144,7 @@ def pytest_configure(config):
 
 def pytest_generate_tests(metafunc):
     if "cell" in metafunc.fixturenames:
-        task = getattr(metafunc.module, "TASK")
+        task = metafunc.module.TASK
         selected = cells(selection(metafunc.config), task)
         metafunc.parametrize("cell", selected, ids=[c.id for c in selected])
 
@@ -138,6 +157,7 @@ def run_cell(request, benchmark):
 
     def run(cell):
         from xfbench.adapters import get_adapter
+
         adapter = get_adapter(cell.framework)
         reason = adapter.import_error()
         if reason:
@@ -147,8 +167,13 @@ def run_cell(request, benchmark):
             configured[cell.framework] = adapter.configure_threads(cell.threads)
         benchmark.group = f"{cell.task} {cell.network}"
         try:
-            record = measure(benchmark, cell, sel.preset, configured[cell.framework],
-                             config.getoption("weights") or "seed")
+            record = measure(
+                benchmark,
+                cell,
+                sel.preset,
+                configured[cell.framework],
+                config.getoption("weights") or "seed",
+            )
         except Skip as e:
             pytest.skip(str(e))
         except Exception as e:
@@ -172,6 +197,8 @@ def pytest_benchmark_update_machine_info(config, machine_info):
     # Runtime versions (CUDA, cuDNN, ...) of the frameworks this process already started;
     # asking the others would import them.
     from xfbench.adapters import get_adapter
-    info["runtimes"] = {name: get_adapter(name).versions()
-                        for name in config.stash.get(CONFIGURED, {})}
+
+    info["runtimes"] = {
+        name: get_adapter(name).versions() for name in config.stash.get(CONFIGURED, {})
+    }
     machine_info["xfbench"] = info

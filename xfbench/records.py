@@ -11,6 +11,7 @@ report always did) and refuses a record of an unknown kind or a newer version.
 docs/records.md is rendered from FIELDS by `python -m xfbench.records > docs/records.md`;
 a test keeps the two the same.
 """
+
 from __future__ import annotations
 
 import sys
@@ -48,8 +49,10 @@ def kind_of(record: dict) -> str | None:
     if not isinstance(version, int) or isinstance(version, bool) or version < 0:
         raise RecordError(f"schema_version {version!r} is not a version number")
     if version > SCHEMA_VERSION:
-        raise RecordError(f"written by a newer xfbench (record schema {version}; this one "
-                          f"reads up to {SCHEMA_VERSION}): update xfbench to read it")
+        raise RecordError(
+            f"written by a newer xfbench (record schema {version}; this one "
+            f"reads up to {SCHEMA_VERSION}): update xfbench to read it"
+        )
     kind = record.get("kind")
     if kind is not None:
         kind = ALIASES.get(kind, kind)
@@ -83,7 +86,9 @@ CELL = (
     Field("threads", "int", "CPU threads the process was pinned to"),
     Field("batch_size", "int", "mini-batch size"),
     Field("task", "str", "train or infer"),
-    Field("data", "str", "resident (the batch stays on the device) or copied (copied in each step)"),
+    Field(
+        "data", "str", "resident (the batch stays on the device) or copied (copied in each step)"
+    ),
     Field("scale", "str", "full (the paper's network) or smoke (the tests' smaller one)"),
 )
 NETWORK_CELL = CELL + (
@@ -107,8 +112,12 @@ NETWORK_CELL = CELL + (
     Field("threads_config", "object", "CPUs allowed and what the framework reports it uses"),
     Field("versions", "object", "library and runtime versions"),
     Field("weights_source", "str", "seed or onnx: where the initial weights came from"),
-    Field("...", "", "and the adapter's facts of how the cell ran (device_name, layout, "
-          "precision settings, kernels), which differ by framework"),
+    Field(
+        "...",
+        "",
+        "and the adapter's facts of how the cell ran (device_name, layout, "
+        "precision settings, kernels), which differ by framework",
+    ),
 )
 
 FIELDS: dict[str, tuple[Field, ...]] = {
@@ -116,8 +125,11 @@ FIELDS: dict[str, tuple[Field, ...]] = {
     "infer": NETWORK_CELL,
     "gemm": (
         Field("suite", "str", "gemm"),
-        Field("impl", "str", "the GEMM implementation (cupy, torch, jax, tensorflow, "
-              "onnxruntime, numpy)"),
+        Field(
+            "impl",
+            "str",
+            "the GEMM implementation (cupy, torch, jax, tensorflow, onnxruntime, numpy)",
+        ),
         Field("framework", "str", "the same as impl"),
         Field("shape", "str", "the product's label (N, MxNxK or a layer)"),
         Field("m", "int", "rows of A and C"),
@@ -150,7 +162,9 @@ FIELDS: dict[str, tuple[Field, ...]] = {
         Field("seconds_per_batch", "float", "median seconds per global step"),
         Field("samples_per_s", "float", "global_batch / seconds_per_batch"),
         Field("speedup", "float | null", "against one worker of the same cell, when measured"),
-        Field("efficiency", "float | null", "speedup / workers (weak: per-worker throughput ratio)"),
+        Field(
+            "efficiency", "float | null", "speedup / workers (weak: per-worker throughput ratio)"
+        ),
         Field("comm_share", "float | null", "share of the step spent in the gradient all-reduce"),
         Field("backend", "str", "gloo, nccl, XLA host devices, ..."),
         Field("replicas_agree", "bool", "every replica ended with the same weights"),
@@ -167,13 +181,20 @@ FIELDS: dict[str, tuple[Field, ...]] = {
         Field("...", "", "and threads per rank, memory cap, sizes left out, versions"),
     ),
     "equivalence": (
-        Field("equivalence", "object", "network, framework, mode, check (infer or train), "
-              "verified, max_rel_err, tolerance, reference; train checks add the loss and "
-              "weights errors, fp32_floor, near_ties, tie_allowance (docs/exchange.md)"),
+        Field(
+            "equivalence",
+            "object",
+            "network, framework, mode, check (infer or train), "
+            "verified, max_rel_err, tolerance, reference; train checks add the loss and "
+            "weights errors, fp32_floor, near_ties, tie_allowance (docs/exchange.md)",
+        ),
     ),
     "failure": (
-        Field("cell", "object", "the cell's fields (for a scaling or all-reduce cell, with "
-              "its own kind)"),
+        Field(
+            "cell",
+            "object",
+            "the cell's fields (for a scaling or all-reduce cell, with its own kind)",
+        ),
         Field("status", "str", "failed, timeout, killed, oom or skipped"),
         Field("reason", "str", "one line"),
         Field("output_tail", "str", "the last lines of the cell's output, when it ran"),
@@ -182,26 +203,39 @@ FIELDS: dict[str, tuple[Field, ...]] = {
 
 
 def render_markdown() -> str:
-    lines = ["# Records", "",
-             "Generated from `xfbench/records.py` by `python -m xfbench.records > docs/records.md`;",
-             "a test fails when the two differ.", "",
-             f"Every record carries `kind` (one of {', '.join(f'`{k}`' for k in KINDS)}) and",
-             f"`schema_version` (now {SCHEMA_VERSION}). A network, GEMM, scaling, all-reduce or",
-             "equivalence record is the `extra_info` of one pytest-benchmark entry; a failure",
-             "record is a cell that gave no number, in a runner folder's `failed/` or under the",
-             "top-level `xfbench` key of a JSON file. `xfbench report` reads records by their",
-             "`kind`, reads files written before records carried one (version 0), and stops",
-             "with one line at an unknown kind or a newer version.", ""]
+    lines = [
+        "# Records",
+        "",
+        "Generated from `xfbench/records.py` by `python -m xfbench.records > docs/records.md`;",
+        "a test fails when the two differ.",
+        "",
+        f"Every record carries `kind` (one of {', '.join(f'`{k}`' for k in KINDS)}) and",
+        f"`schema_version` (now {SCHEMA_VERSION}). A network, GEMM, scaling, all-reduce or",
+        "equivalence record is the `extra_info` of one pytest-benchmark entry; a failure",
+        "record is a cell that gave no number, in a runner folder's `failed/` or under the",
+        "top-level `xfbench` key of a JSON file. `xfbench report` reads records by their",
+        "`kind`, reads files written before records carried one (version 0), and stops",
+        "with one line at an unknown kind or a newer version.",
+        "",
+    ]
     done = set()
-    for kind, fields in FIELDS.items():
+    for _kind, fields in FIELDS.items():
         if id(fields) in done:
             continue
         same = [k for k, f in FIELDS.items() if f is fields]
         done.add(id(fields))
-        lines += [f"## {' and '.join(f'`{k}`' for k in same)}", "", "| field | type | meaning |",
-                  "|---|---|---|"]
-        lines += [f"| `{f.name}` | {f.type} | {f.meaning} |" if f.name != "..."
-                  else f"| ... | | {f.meaning} |" for f in fields]
+        lines += [
+            f"## {' and '.join(f'`{k}`' for k in same)}",
+            "",
+            "| field | type | meaning |",
+            "|---|---|---|",
+        ]
+        lines += [
+            f"| `{f.name}` | {f.type} | {f.meaning} |"
+            if f.name != "..."
+            else f"| ... | | {f.meaning} |"
+            for f in fields
+        ]
         lines.append("")
     return "\n".join(lines)
 

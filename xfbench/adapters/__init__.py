@@ -2,6 +2,7 @@
 
 Importing this package imports no framework: adapters are loaded by name on demand.
 """
+
 from __future__ import annotations
 
 import importlib
@@ -28,5 +29,14 @@ def all_modes() -> dict[str, tuple[str, ...]]:
     return {name: f.modes for name, f in FRAMEWORKS.items()}
 
 
-__all__ = ["Adapter", "Cell", "DATA_MODES", "PRECISIONS", "TASKS",
-           "Unsupported", "Workload", "all_modes", "get_adapter"]
+__all__ = [
+    "Adapter",
+    "Cell",
+    "DATA_MODES",
+    "PRECISIONS",
+    "TASKS",
+    "Unsupported",
+    "Workload",
+    "all_modes",
+    "get_adapter",
+]

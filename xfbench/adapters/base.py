@@ -14,6 +14,7 @@ Lifecycle of one cell, as the harness drives it:
   4. warm-up steps, then the timed steps; each step returns only when the device
      has finished.
 """
+
 from __future__ import annotations
 
 import importlib.util
@@ -45,22 +46,25 @@ class Unsupported(Exception):
 @dataclass(frozen=True)
 class Cell:
     """One measurement: (network, framework, mode, precision, device, threads, batch)."""
+
     network: str
     framework: str
     mode: str
     precision: str
-    device: str            # "cpu", "cuda:N" or "tpu:N"
-    threads: int           # CPU threads the process is pinned to
+    device: str  # "cpu", "cuda:N" or "tpu:N"
+    threads: int  # CPU threads the process is pinned to
     batch_size: int
-    task: str = "train"    # "train" or "infer"
+    task: str = "train"  # "train" or "infer"
     data: str = "resident"  # "resident" or "copied" (host-to-device copy inside each step)
-    scale: str = "full"    # "full" or "smoke"
+    scale: str = "full"  # "full" or "smoke"
 
     @property
     def id(self) -> str:
-        return (f"{self.framework}-{self.network}-{self.mode}-{self.precision}-"
-                f"{self.device.replace(':', '')}-t{self.threads}-b{self.batch_size}"
-                + ("" if self.data == "resident" else f"-{self.data}"))
+        return (
+            f"{self.framework}-{self.network}-{self.mode}-{self.precision}-"
+            f"{self.device.replace(':', '')}-t{self.threads}-b{self.batch_size}"
+            + ("" if self.data == "resident" else f"-{self.data}")
+        )
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -114,7 +118,7 @@ class Adapter:
     """One framework. Subclasses set `name` (its entry in xfbench.frameworks, which gives
     its package, modes, tasks and install hint) and implement the methods."""
 
-    name: str = ""           # the --framework value
+    name: str = ""  # the --framework value
     precisions: tuple[str, ...] = PRECISIONS
 
     @property
@@ -132,7 +136,7 @@ class Adapter:
 
     @property
     def tasks(self) -> tuple[str, ...]:
-        """"train" and/or "infer"."""
+        """ "train" and/or "infer"."""
         return self.framework.tasks
 
     @property

@@ -7,11 +7,12 @@ torchrun; one process over W devices for JAX), launch.py starts them, plugin.py
 and table.py are the pytest side. Nothing here imports a framework at import time
 except the workers themselves.
 """
+
 from __future__ import annotations
 
 from xfbench.frameworks import names
 
-FRAMEWORKS = names(allreduce=True)     # those with an all-reduce worker
+FRAMEWORKS = names(allreduce=True)  # those with an all-reduce worker
 # Every pattern, in the order tables show them:
 #   allreduce         the library's all-reduce (ring or tree; Gloo, NCCL, XLA)
 #   reduce_broadcast  the library's reduce to rank 0, then its broadcast from rank 0

@@ -13,6 +13,7 @@ so their busbw says how far they fall short of what an optimal all-reduce would
 get through the same links. (A parameter server's rank 0 carries 2(n-1)S, n times
 the optimum's 2(n-1)/n S, so its busbw can reach at most 1/n of the link's.)
 """
+
 from __future__ import annotations
 
 

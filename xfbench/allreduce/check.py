@@ -5,6 +5,7 @@ every element of every rank's result. Whole numbers below 2**24 add up exactly i
 fp32 in any order, so the check is exact (no tolerance) for any world size below
 about 5,700 ranks: a difference of any size means a wrong reduction.
 """
+
 from __future__ import annotations
 
 import numpy as np

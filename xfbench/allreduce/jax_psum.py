@@ -15,6 +15,7 @@ Each size is checked (device i gives i+1, every device must hold W(W+1)/2), warm
 up, timed (each operation until its result is ready on every device), and checked
 again. The rows and the printed tables are those of the torch worker.
 """
+
 from __future__ import annotations
 
 import os
@@ -48,6 +49,7 @@ class Collectives:
         import numpy as np
         from jax.sharding import Mesh, NamedSharding
         from jax.sharding import PartitionSpec as P
+
         self.jax, self.jnp, self.world = jax, jnp, world
         self.mesh = Mesh(np.array(devices[:world]), ("i",))
         self.rows = NamedSharding(self.mesh, P("i"))
@@ -55,17 +57,20 @@ class Collectives:
         self.dev0 = devices[0]
         wrong = fault() == "max"
         reduce = jax.lax.pmax if wrong else jax.lax.psum
-        self._allreduce = jax.jit(jax.shard_map(lambda x: reduce(x, "i"), mesh=self.mesh,
-                                                in_specs=P("i"), out_specs=P("i")))
+        self._allreduce = jax.jit(
+            jax.shard_map(
+                lambda x: reduce(x, "i"), mesh=self.mesh, in_specs=P("i"), out_specs=P("i")
+            )
+        )
         self._sum0 = jax.jit(lambda x: jnp.max(x, axis=0) if wrong else jnp.sum(x, axis=0))
-        self._errors = jax.jit(lambda y, e: (jnp.max(jnp.abs(y - e)),
-                                             jnp.count_nonzero(y != e)))
+        self._errors = jax.jit(lambda y, e: (jnp.max(jnp.abs(y - e)), jnp.count_nonzero(y != e)))
 
     def inputs(self, count: int):
         jnp, w = self.jnp, self.world
-        make = self.jax.jit(lambda: jnp.broadcast_to(
-            (jnp.arange(w, dtype=jnp.float32) + 1)[:, None], (w, count)),
-            out_shardings=self.rows)
+        make = self.jax.jit(
+            lambda: jnp.broadcast_to((jnp.arange(w, dtype=jnp.float32) + 1)[:, None], (w, count)),
+            out_shardings=self.rows,
+        )
         return make()
 
     def allreduce(self, x):
@@ -133,24 +138,42 @@ def main(argv=None) -> int:
         return 1
     if args.device == "cpu":
         from xfbench.machine import cpu_model
+
         device_name = cpu_model()
     else:
         device_name = devices[0].device_kind
     timing = TIMINGS[args.preset]
     warmup = max(1, args.warmup if args.warmup is not None else timing.warmup)
-    meta = {"framework": "jax", "backend": "xla", "device": args.device,
-            "device_name": device_name, "world_size": world,
-            "versions": {"jax": jax.__version__, "jaxlib": jaxlib.__version__}}
+    meta = {
+        "framework": "jax",
+        "backend": "xla",
+        "device": args.device,
+        "device_name": device_name,
+        "world_size": world,
+        "versions": {"jax": jax.__version__, "jaxlib": jaxlib.__version__},
+    }
     try:
         rows = sweep(Collectives(devices, world), args.sizes, timing, warmup, args.rounds, meta)
     except Exception as e:
         traceback.print_exc()
-        write_result(args.out, failure("jax", args.device, world,
-                                       f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"))
+        write_result(
+            args.out,
+            failure(
+                "jax",
+                args.device,
+                world,
+                f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}",
+            ),
+        )
         return 1
     threads = max(1, len(cpus) // world) if args.device == "cpu" else None
-    result = {"status": "ok", **meta, "timing": {**timing.as_dict(), "warmup": warmup},
-              "threads_per_rank": threads, "rows": rows}
+    result = {
+        "status": "ok",
+        **meta,
+        "timing": {**timing.as_dict(), "warmup": warmup},
+        "threads_per_rank": threads,
+        "rows": rows,
+    }
     print(sweep_tables(rows), flush=True)
     write_result(args.out, result)
     return 0

@@ -9,6 +9,7 @@ Options (beside the common --framework, --device, --preset and --threads):
 (default: the CPUs this process may use, shared out over the largest world size).
 The suite (suites/test_allreduce.py) runs only when named on the command line.
 """
+
 from __future__ import annotations
 
 import importlib.util
@@ -41,7 +42,7 @@ class OptionError(ValueError):
 @dataclass(frozen=True)
 class Case:
     framework: str
-    device: str            # "cpu" or "cuda" (all GPUs of the machine, one per rank)
+    device: str  # "cpu" or "cuda" (all GPUs of the machine, one per rank)
     world_size: int
 
     @property
@@ -55,7 +56,7 @@ class AllreduceSelection:
     sizes: tuple[int, ...]
     sizes_explicit: bool
     preset: str
-    threads_per_rank: int | None     # None: CPUs // largest CPU world size
+    threads_per_rank: int | None  # None: CPUs // largest CPU world size
     not_selected: str | None = None  # why no case is selected
 
 
@@ -67,7 +68,9 @@ def parse_world_sizes(text: str) -> list[int]:
         except ValueError:
             n = 0
         if n < 1:
-            raise OptionError(f"bad --world-sizes value {part!r}; write positive whole numbers, e.g. 1,2,4")
+            raise OptionError(
+                f"bad --world-sizes value {part!r}; write positive whole numbers, e.g. 1,2,4"
+            )
         out.append(n)
     if not out:
         raise OptionError(f"no world size in --world-sizes {text!r}; write e.g. 1,2")
@@ -85,34 +88,49 @@ def device_kind(device: str) -> str:
     return device.split(":")[0]
 
 
-def select(world_sizes=None, allreduce_sizes=None, framework=None, device=None, preset=None,
-           threads=None, gpus: int | None = None, cpus: int | None = None,
-           check_cpus: bool = True) -> AllreduceSelection:
+def select(
+    world_sizes=None,
+    allreduce_sizes=None,
+    framework=None,
+    device=None,
+    preset=None,
+    threads=None,
+    gpus: int | None = None,
+    cpus: int | None = None,
+    check_cpus: bool = True,
+) -> AllreduceSelection:
     """Validate raw option strings (the common ones already checked by the root conftest).
     check_cpus: whether --threads per rank must fit the largest CPU world size (only when
     the suite runs: elsewhere --threads means the network suites' threads)."""
     from xfbench import machine
     from xfbench.harness.selection import SelectionError, normalize_device
+
     gpus = machine.gpu_count() if gpus is None else gpus
     cpus = len(START_CPUS) if cpus is None else cpus
     named = comma_list(framework)
     frameworks = [f for f in FRAMEWORKS if f in named] if named else list(FRAMEWORKS)
     not_selected = None
     if not frameworks:
-        not_selected = f"--framework {framework} names no all-reduce worker ({', '.join(FRAMEWORKS)})"
-    devices = [device_kind(normalize_device(d)) for d in comma_list(device)] or \
-        ["cpu"] + (["cuda"] if gpus else [])
+        not_selected = (
+            f"--framework {framework} names no all-reduce worker ({', '.join(FRAMEWORKS)})"
+        )
+    devices = [device_kind(normalize_device(d)) for d in comma_list(device)] or ["cpu"] + (
+        ["cuda"] if gpus else []
+    )
     devices = list(dict.fromkeys(devices))
     explicit_ws = parse_world_sizes(world_sizes) if world_sizes not in (None, "") else None
     try:
-        nbytes = sizes_mod.parse_sizes(allreduce_sizes) if allreduce_sizes not in (None, "") \
+        nbytes = (
+            sizes_mod.parse_sizes(allreduce_sizes)
+            if allreduce_sizes not in (None, "")
             else sizes_mod.doubling(*(sizes_mod.SMOKE if preset == "smoke" else sizes_mod.DEFAULT))
+        )
     except sizes_mod.SizeError as e:
         raise OptionError(f"--allreduce-sizes: {e}") from None
     try:
         threads_per_rank = int(threads) if threads not in (None, "") else None
     except ValueError:
-        raise SelectionError(f"bad --threads {threads!r}") from None   # the conftest says why
+        raise SelectionError(f"bad --threads {threads!r}") from None  # the conftest says why
     cases = []
     for fw in frameworks:
         for dev in devices:
@@ -120,42 +138,70 @@ def select(world_sizes=None, allreduce_sizes=None, framework=None, device=None, 
                 cases.append(Case(fw, dev, n))
     cpu_ws = [c.world_size for c in cases if c.device == "cpu"]
     if check_cpus and threads_per_rank and cpu_ws and threads_per_rank * max(cpu_ws) > cpus:
-        raise OptionError(f"--threads {threads_per_rank} per rank times {max(cpu_ws)} ranks needs "
-                          f"{threads_per_rank * max(cpu_ws)} CPUs; this process may use {cpus}")
-    return AllreduceSelection(tuple(cases), tuple(nbytes), allreduce_sizes not in (None, ""),
-                              preset or "paper", threads_per_rank, not_selected)
+        raise OptionError(
+            f"--threads {threads_per_rank} per rank times {max(cpu_ws)} ranks needs "
+            f"{threads_per_rank * max(cpu_ws)} CPUs; this process may use {cpus}"
+        )
+    return AllreduceSelection(
+        tuple(cases),
+        tuple(nbytes),
+        allreduce_sizes not in (None, ""),
+        preset or "paper",
+        threads_per_rank,
+        not_selected,
+    )
 
 
 def pytest_addoption(parser):
     group = parser.getgroup("xfbench", "xfbench cell selection")
-    group.addoption("--world-sizes", action="store", default=None,
-                    help="all-reduce suite: ranks per sweep, comma-separated (default: 1,2 on CPU; "
-                         "1, 2, 4, ... up to the GPUs present on cuda)")
-    group.addoption("--allreduce-sizes", action="store", default=None,
-                    help="all-reduce suite: message sizes, 1KB,4MB,1GB or a doubling range 1KB:1GB "
-                         "(default: 1KB:1GB, smoke preset 1KB:1MB; capped by memory)")
+    group.addoption(
+        "--world-sizes",
+        action="store",
+        default=None,
+        help="all-reduce suite: ranks per sweep, comma-separated (default: 1,2 on CPU; "
+        "1, 2, 4, ... up to the GPUs present on cuda)",
+    )
+    group.addoption(
+        "--allreduce-sizes",
+        action="store",
+        default=None,
+        help="all-reduce suite: message sizes, 1KB,4MB,1GB or a doubling range 1KB:1GB "
+        "(default: 1KB:1GB, smoke preset 1KB:1MB; capped by memory)",
+    )
 
 
 def _select(config) -> AllreduceSelection:
-    return select(**{name: config.getoption(name) for name in (
-        "world_sizes", "allreduce_sizes", "framework", "device", "preset", "threads")},
-        check_cpus=named(config, SUITE_FILE))
+    return select(
+        **{
+            name: config.getoption(name)
+            for name in (
+                "world_sizes",
+                "allreduce_sizes",
+                "framework",
+                "device",
+                "preset",
+                "threads",
+            )
+        },
+        check_cpus=named(config, SUITE_FILE),
+    )
 
 
 def pytest_cmdline_main(config):
     """Bad all-reduce options: one line and exit status 2, before anything runs."""
     from xfbench.harness.selection import SelectionError
+
     try:
         config.stash[SELECTION] = _select(config)
     except OptionError as e:
         sys.stderr.write(f"ERROR: {str(e).splitlines()[0]}\n")
         return 2
     except SelectionError:
-        pass     # a bad common option: the root conftest reports it
+        pass  # a bad common option: the root conftest reports it
     return None
 
 
-@pytest.hookimpl(trylast=True)   # after the root conftest has validated the common options
+@pytest.hookimpl(trylast=True)  # after the root conftest has validated the common options
 def pytest_configure(config):
     if SELECTION not in config.stash:
         config.stash[SELECTION] = _select(config)
@@ -166,12 +212,18 @@ def pytest_generate_tests(metafunc):
     if "allreduce_case" not in metafunc.fixturenames:
         return
     sel = metafunc.config.stash[SELECTION]
-    reason = None if named(metafunc.config, SUITE_FILE) else \
-        f"the all-reduce suite runs when named: pytest xfbench/suites/{SUITE_FILE}"
+    reason = (
+        None
+        if named(metafunc.config, SUITE_FILE)
+        else f"the all-reduce suite runs when named: pytest xfbench/suites/{SUITE_FILE}"
+    )
     reason = reason or sel.not_selected
     if reason:
-        metafunc.parametrize("allreduce_case", [pytest.param(None, marks=pytest.mark.skip(
-            reason=reason))], ids=["not-selected"])
+        metafunc.parametrize(
+            "allreduce_case",
+            [pytest.param(None, marks=pytest.mark.skip(reason=reason))],
+            ids=["not-selected"],
+        )
         return
     metafunc.parametrize("allreduce_case", sel.cases, ids=[c.id for c in sel.cases])
 
@@ -184,10 +236,10 @@ def _skip_reason(case: Case) -> str | None:
         return f"no all-reduce worker for device {case.device!r} (cpu, cuda)"
     if case.device == "cuda":
         from xfbench import machine
+
         gpus = machine.gpu_count()
         if gpus < case.world_size:
-            return (f"one GPU per rank: {case.world_size} asked for, "
-                    f"this machine has {gpus}")
+            return f"one GPU per rank: {case.world_size} asked for, this machine has {gpus}"
     return None
 
 
@@ -206,6 +258,7 @@ def run_allreduce(request, benchmark):
     from xfbench.allreduce.launch import LaunchError, run
     from xfbench.harness.external import record_durations
     from xfbench.harness.presets import PRESETS
+
     config = request.config
     sel = config.stash[SELECTION]
 
@@ -213,20 +266,30 @@ def run_allreduce(request, benchmark):
         reason = _skip_reason(case)
         if reason:
             pytest.skip(reason)
-        cap = sizes_mod.memory_cap(case.device, case.world_size,
-                                   one_gpu_holds_all=case.framework == "jax")
+        cap = sizes_mod.memory_cap(
+            case.device, case.world_size, one_gpu_holds_all=case.framework == "jax"
+        )
         chosen = [s for s in sel.sizes if s <= cap]
         left_out = [s for s in sel.sizes if s > cap]
         if not chosen:
             pytest.skip(f"every message size is over the memory cap of {cap} bytes per rank")
         preset = PRESETS.get(sel.preset)
-        timeout = config.getoption("cell_timeout", None) or \
-            (preset.cell_timeout_s if preset else 3600.0)
+        timeout = config.getoption("cell_timeout", None) or (
+            preset.cell_timeout_s if preset else 3600.0
+        )
         timing = sel.preset if sel.preset in TIMINGS else "paper"
         threads = _threads_per_rank(sel, case)
         try:
-            result, output = run(case.framework, case.device, case.world_size, chosen, timing,
-                                 timeout, threads_per_rank=threads, cpus=START_CPUS)
+            result, output = run(
+                case.framework,
+                case.device,
+                case.world_size,
+                chosen,
+                timing,
+                timeout,
+                threads_per_rank=threads,
+                cpus=START_CPUS,
+            )
         except LaunchError as e:
             config.stash[RECORDS].append(failed_row({"case": case.id}, str(e)))
             raise
@@ -239,15 +302,23 @@ def run_allreduce(request, benchmark):
         largest = max((r for r in rows if r["pattern"] == "allreduce"), key=lambda r: r["bytes"])
         backend = result["backend"]
         benchmark.group = f"allreduce {case.framework} {backend} n{case.world_size}"
-        record = {**records.header("allreduce"), "framework": case.framework, "backend": backend,
-                  "device": case.device, "device_name": result["device_name"],
-                  "world_size": case.world_size, "threads_per_rank": result.get("threads_per_rank"),
-                  "preset": sel.preset, "timing": result.get("timing"),
-                  "status": "ok" if all(r["correct"] for r in rows) else "failed",
-                  "stats_are": f"seconds per all-reduce of {largest['bytes']} bytes",
-                  "memory_cap_bytes": cap, "sizes_left_out": left_out,
-                  "versions": result.get("versions", {}),
-                  "rows": [{k: v for k, v in r.items() if k != "round_seconds"} for r in rows]}
+        record = {
+            **records.header("allreduce"),
+            "framework": case.framework,
+            "backend": backend,
+            "device": case.device,
+            "device_name": result["device_name"],
+            "world_size": case.world_size,
+            "threads_per_rank": result.get("threads_per_rank"),
+            "preset": sel.preset,
+            "timing": result.get("timing"),
+            "status": "ok" if all(r["correct"] for r in rows) else "failed",
+            "stats_are": f"seconds per all-reduce of {largest['bytes']} bytes",
+            "memory_cap_bytes": cap,
+            "sizes_left_out": left_out,
+            "versions": result.get("versions", {}),
+            "rows": [{k: v for k, v in r.items() if k != "round_seconds"} for r in rows],
+        }
         benchmark.extra_info.update(record)
         record_durations(benchmark, largest["round_seconds"])
         config.stash[RECORDS].append(record)
@@ -260,15 +331,19 @@ def pytest_terminal_summary(terminalreporter, config):
     records = config.stash.get(RECORDS, [])
     if not records:
         return
-    terminalreporter.write_sep("=", "xfbench all-reduce: median time per operation, nccl-tests' "
-                                    "algbw and busbw")
+    terminalreporter.write_sep(
+        "=", "xfbench all-reduce: median time per operation, nccl-tests' algbw and busbw"
+    )
     for r in records:
         if r.get("rows"):
             terminalreporter.write_line(sweep_tables(r["rows"]))
             if r.get("sizes_left_out"):
                 terminalreporter.write_line(
                     f"  (left out, over the memory cap of {r['memory_cap_bytes']} bytes: "
-                    + ", ".join(sizes_mod.label(s) for s in r["sizes_left_out"]) + ")")
+                    + ", ".join(sizes_mod.label(s) for s in r["sizes_left_out"])
+                    + ")"
+                )
         else:
-            terminalreporter.write_line(f"# {r.get('case')}: {r.get('status')}: "
-                                        f"{str(r.get('reason', '')).splitlines()[0]}")
+            terminalreporter.write_line(
+                f"# {r.get('case')}: {r.get('status')}: {str(r.get('reason', '')).splitlines()[0]}"
+            )

@@ -2,6 +2,7 @@
 
 Units are binary, as nccl-tests' -b/-e options read them: 1KB = 1 KiB = 1024 bytes.
 """
+
 from __future__ import annotations
 
 import re
@@ -9,11 +10,22 @@ import re
 from xfbench.allreduce import ITEM_BYTES
 from xfbench.harness.selection import comma_list
 
-UNITS = {"": 1, "B": 1, "K": 2**10, "KB": 2**10, "KIB": 2**10, "M": 2**20, "MB": 2**20,
-         "MIB": 2**20, "G": 2**30, "GB": 2**30, "GIB": 2**30}
-DEFAULT = (2**10, 2**30)          # 1 KB to 1 GB, doubling
-SMOKE = (2**10, 2**20)            # 1 KB to 1 MB
-MEMORY_SHARE = 8                  # one buffer takes at most 1/8 of the memory per rank
+UNITS = {
+    "": 1,
+    "B": 1,
+    "K": 2**10,
+    "KB": 2**10,
+    "KIB": 2**10,
+    "M": 2**20,
+    "MB": 2**20,
+    "MIB": 2**20,
+    "G": 2**30,
+    "GB": 2**30,
+    "GIB": 2**30,
+}
+DEFAULT = (2**10, 2**30)  # 1 KB to 1 GB, doubling
+SMOKE = (2**10, 2**20)  # 1 KB to 1 MB
+MEMORY_SHARE = 8  # one buffer takes at most 1/8 of the memory per rank
 
 
 class SizeError(ValueError):
@@ -26,8 +38,10 @@ def parse_size(text: str) -> int:
         raise SizeError(f"bad message size {text!r}; write e.g. 1024, 1KB, 4MB or 1GB")
     n = int(m.group(1)) * UNITS[m.group(2).upper()]
     if n < ITEM_BYTES or n % ITEM_BYTES:
-        raise SizeError(f"message size {text!r} is not a whole number of fp32 values "
-                        f"(a positive multiple of {ITEM_BYTES} bytes)")
+        raise SizeError(
+            f"message size {text!r} is not a whole number of fp32 values "
+            f"(a positive multiple of {ITEM_BYTES} bytes)"
+        )
     return n
 
 
@@ -81,10 +95,15 @@ def memory_cap(device: str, world_size: int, one_gpu_holds_all: bool = False) ->
     one_gpu_holds_all: the pattern gathers every rank's buffer on one GPU (JAX's baseline)."""
     if device == "cpu":
         import psutil
+
         return cap(psutil.virtual_memory().available, world_size)
     from xfbench import machine
+
     gpus = machine.gpus()
     if not gpus:
         return 0
-    return cap(min(g["memory_bytes"] for g in gpus), world_size,
-               ranks_per_memory=world_size if one_gpu_holds_all else 1)
+    return cap(
+        min(g["memory_bytes"] for g in gpus),
+        world_size,
+        ranks_per_memory=world_size if one_gpu_holds_all else 1,
+    )

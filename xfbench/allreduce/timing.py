@@ -6,6 +6,7 @@ spent, so that the median of microsecond operations is stable. Every rank must
 run the same number of rounds (each round is a collective), so the rounds are
 computed from the warm-up time already agreed across ranks (its maximum).
 """
+
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
@@ -16,7 +17,7 @@ class Timing:
     warmup: int
     min_rounds: int
     max_rounds: int
-    budget_s: float      # seconds of timed operations per size and pattern, within the bounds
+    budget_s: float  # seconds of timed operations per size and pattern, within the bounds
 
     def rounds(self, op_seconds: float) -> int:
         if op_seconds <= 0:

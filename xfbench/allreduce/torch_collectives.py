@@ -22,6 +22,7 @@ then timed ones, each between a barrier and the device having finished it, the
 slowest rank's time kept; then checked again. Rank 0 prints nccl-tests-style
 tables and writes the JSON.
 """
+
 from __future__ import annotations
 
 import os
@@ -49,6 +50,7 @@ class Collectives:
     def __init__(self, device: str):
         import torch
         import torch.distributed as dist
+
         self.torch, self.dist = torch, dist
         self.rank, self.world = dist.get_rank(), dist.get_world_size()
         self.device = device
@@ -74,7 +76,7 @@ class Collectives:
         it is timed, by the correctness check), as a server allocates its own."""
         want = min(self.world - 1, RECV_BUFFERS_CUDA if self.device.type == "cuda" else self.world)
         if len(self._buffers) != want or (self._buffers and self._buffers[0].shape != t.shape):
-            self.drop_buffers()         # the previous size's go first
+            self.drop_buffers()  # the previous size's go first
             self._buffers = [self.torch.empty_like(t) for _ in range(want)]
         return self._buffers
 
@@ -97,18 +99,18 @@ class Collectives:
         if not peers:
             return
         waiting = iter(peers)
-        pending = []                                  # (work, buffer), oldest first
+        pending = []  # (work, buffer), oldest first
         for buf in self.receive_buffers(t):
             pending.append((dist.irecv(buf, src=next(waiting)), buf))
         while pending:
             work, buf = pending.pop(0)
-            work.wait()         # NCCL: the current stream waits; the add is queued behind
+            work.wait()  # NCCL: the current stream waits; the add is queued behind
             if self.wrong:
                 self.torch.maximum(t, buf, out=t)
             else:
                 t.add_(buf)
             src = next(waiting, None)
-            if src is not None:     # NCCL orders the receive after the add on this stream
+            if src is not None:  # NCCL orders the receive after the add on this stream
                 pending.append((dist.irecv(buf, src=src), buf))
         sends = [dist.P2POp(dist.isend, t, peer) for peer in peers]
         for work in dist.batch_isend_irecv(sends):
@@ -127,7 +129,7 @@ class Collectives:
         diff = buf.sub_(expected_sum(self.world)).abs_()
         wrong = int(self.torch.count_nonzero(diff).item())
         err = float(diff.max().item()) if diff.numel() else 0.0
-        if err != err:               # NaN: max over ranks would lose it
+        if err != err:  # NaN: max over ranks would lose it
             err = float("inf")
         (err,) = self._over_ranks([err], self.dist.ReduceOp.MAX)
         (wrong,) = self._over_ranks([float(wrong)], self.dist.ReduceOp.SUM)
@@ -146,15 +148,27 @@ class Collectives:
         return self._over_ranks(times, self.dist.ReduceOp.MAX)
 
 
-def sweep(c: Collectives, sizes: list[int], timing, warmup: int, fixed_rounds: int | None,
-          meta: dict) -> list[dict]:
+def sweep(
+    c: Collectives, sizes: list[int], timing, warmup: int, fixed_rounds: int | None, meta: dict
+) -> list[dict]:
     rows = []
     for nbytes in sizes:
         buf = c.torch.empty(nbytes // ITEM_BYTES, dtype=c.torch.float32, device=c.device)
         for pattern in PATTERNS:
             # Zeros while timing (in place): sums of zeros stay zero, however many rounds.
-            rows.append(measure(c, pattern, nbytes, buf, timing, warmup, fixed_rounds, meta,
-                                before_timing=buf.zero_))
+            rows.append(
+                measure(
+                    c,
+                    pattern,
+                    nbytes,
+                    buf,
+                    timing,
+                    warmup,
+                    fixed_rounds,
+                    meta,
+                    before_timing=buf.zero_,
+                )
+            )
         del buf
         c.drop_buffers()
     return rows
@@ -174,8 +188,10 @@ def main(argv=None) -> int:
 
     if args.device == "cuda":
         if not torch.cuda.is_available() or torch.cuda.device_count() <= local_rank:
-            reason = (f"rank {rank} needs GPU {local_rank}, but torch sees "
-                      f"{torch.cuda.device_count() if torch.cuda.is_available() else 0} GPUs")
+            reason = (
+                f"rank {rank} needs GPU {local_rank}, but torch sees "
+                f"{torch.cuda.device_count() if torch.cuda.is_available() else 0} GPUs"
+            )
             print(reason, file=sys.stderr)
             if rank == 0:
                 write_result(args.out, failure("torch", "cuda", world, reason, unavailable=True))
@@ -185,30 +201,49 @@ def main(argv=None) -> int:
         backend = "nccl"
         dist.init_process_group(backend, device_id=device)
         device_name = torch.cuda.get_device_name(device)
-        versions = {"torch": torch.__version__, "cuda": torch.version.cuda,
-                    "nccl": ".".join(map(str, torch.cuda.nccl.version()))}
+        versions = {
+            "torch": torch.__version__,
+            "cuda": torch.version.cuda,
+            "nccl": ".".join(map(str, torch.cuda.nccl.version())),
+        }
     else:
         device = torch.device("cpu")
         torch.set_num_threads(len(cpus))
         backend = "gloo"
         dist.init_process_group(backend)
         from xfbench.machine import cpu_model
+
         device_name = cpu_model()
         versions = {"torch": torch.__version__}
 
     timing = TIMINGS[args.preset]
     warmup = max(1, args.warmup if args.warmup is not None else timing.warmup)
-    meta = {"framework": "torch", "backend": backend, "device": args.device,
-            "device_name": device_name, "world_size": world, "versions": versions}
+    meta = {
+        "framework": "torch",
+        "backend": backend,
+        "device": args.device,
+        "device_name": device_name,
+        "world_size": world,
+        "versions": versions,
+    }
     status = 0
     try:
         rows = sweep(Collectives(device), args.sizes, timing, warmup, args.rounds, meta)
-        result = {"status": "ok", **meta, "timing": {**timing.as_dict(), "warmup": warmup},
-                  "threads_per_rank": len(cpus) if args.device == "cpu" else None, "rows": rows}
+        result = {
+            "status": "ok",
+            **meta,
+            "timing": {**timing.as_dict(), "warmup": warmup},
+            "threads_per_rank": len(cpus) if args.device == "cpu" else None,
+            "rows": rows,
+        }
     except Exception as e:
         traceback.print_exc()
-        result = failure("torch", args.device, world, f"rank {rank}: {type(e).__name__}: "
-                         f"{str(e).splitlines()[0] if str(e) else ''}")
+        result = failure(
+            "torch",
+            args.device,
+            world,
+            f"rank {rank}: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}",
+        )
         status = 1
     if rank == 0:
         if result["rows"]:

@@ -1,4 +1,5 @@
 """The command line both workers share (torch_collectives under torchrun, jax_psum)."""
+
 from __future__ import annotations
 
 import argparse
@@ -20,19 +21,40 @@ def _sizes(text: str) -> list[int]:
 
 
 def parser(prog: str) -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog=prog, description="All-reduce bandwidth over message sizes "
-                                "(nccl-tests' algbw and busbw), with reduce-then-broadcast and "
-                                "parameter-server baselines")
+    p = argparse.ArgumentParser(
+        prog=prog,
+        description="All-reduce bandwidth over message sizes "
+        "(nccl-tests' algbw and busbw), with reduce-then-broadcast and "
+        "parameter-server baselines",
+    )
     p.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
-    p.add_argument("--sizes", type=_sizes, default=parse_sizes("1KB:1GB"),
-                   help="message sizes in bytes: 1KB,4MB or a doubling range 1KB:1GB (binary units)")
-    p.add_argument("--preset", choices=sorted(TIMINGS), default="paper",
-                   help="warm-up and timed rounds per size")
-    p.add_argument("--warmup", type=int, default=None, help="warm-up operations (default: the preset's)")
-    p.add_argument("--rounds", type=int, default=None,
-                   help="timed operations per size (default: the preset's time budget)")
-    p.add_argument("--threads-per-rank", type=int, default=None,
-                   help="CPU threads per rank (default: this host's CPUs / ranks on it)")
+    p.add_argument(
+        "--sizes",
+        type=_sizes,
+        default=parse_sizes("1KB:1GB"),
+        help="message sizes in bytes: 1KB,4MB or a doubling range 1KB:1GB (binary units)",
+    )
+    p.add_argument(
+        "--preset",
+        choices=sorted(TIMINGS),
+        default="paper",
+        help="warm-up and timed rounds per size",
+    )
+    p.add_argument(
+        "--warmup", type=int, default=None, help="warm-up operations (default: the preset's)"
+    )
+    p.add_argument(
+        "--rounds",
+        type=int,
+        default=None,
+        help="timed operations per size (default: the preset's time budget)",
+    )
+    p.add_argument(
+        "--threads-per-rank",
+        type=int,
+        default=None,
+        help="CPU threads per rank (default: this host's CPUs / ranks on it)",
+    )
     p.add_argument("--out", default=None, help="write the result JSON here (rank 0)")
     return p
 

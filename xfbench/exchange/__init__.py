@@ -2,6 +2,7 @@
 
 Framework-neutral: imports onnx and numpy only (onnxruntime where a function runs a model).
 """
+
 from xfbench.exchange.files import (
     ExchangeError,
     cache_dir,
@@ -13,6 +14,17 @@ from xfbench.exchange.files import (
 )
 from xfbench.exchange.graph import INPUT, IR_VERSION, OPSET, OUTPUT, build_graph
 
-__all__ = ["ExchangeError", "INPUT", "IR_VERSION", "OPSET", "OUTPUT", "build_graph", "cache_dir",
-           "canonical_file", "canonical_path", "canonical_weights", "read_weights",
-           "write_canonical"]
+__all__ = [
+    "ExchangeError",
+    "INPUT",
+    "IR_VERSION",
+    "OPSET",
+    "OUTPUT",
+    "build_graph",
+    "cache_dir",
+    "canonical_file",
+    "canonical_path",
+    "canonical_weights",
+    "read_weights",
+    "write_canonical",
+]

@@ -13,6 +13,7 @@
 
 Bad input gives one line on stderr and exit status 2, and writes nothing.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -51,24 +52,30 @@ def cmd_write(args) -> int:
 def cmd_check(args) -> int:
     from xfbench.exchange.reference import TOL, reference_logits, rel_err, run_onnx
     from xfbench.models import synthetic_batch
+
     spec, path = _spec(args), Path(args.file)
     model = load_structure(path)
     names = {t.name for t in model.graph.initializer}
     if any(p.name in names for p in spec.params):
         weights = read_weights(path, spec)
-        print(f"{path}: all {len(spec.params)} parameters of {spec.id} ({spec.scale}) present "
-              "with their canonical shapes")
+        print(
+            f"{path}: all {len(spec.params)} parameters of {spec.id} ({spec.scale}) present "
+            "with their canonical shapes"
+        )
     else:
         weights = read_weights(canonical_file(spec, args.seed), spec)
-        print(f"{path}: no canonical parameter names (an export?); comparing it with the "
-              f"canonical weights of seed {args.seed}")
+        print(
+            f"{path}: no canonical parameter names (an export?); comparing it with the "
+            f"canonical weights of seed {args.seed}"
+        )
     batch = _batch(args)
     x, _ = synthetic_batch(spec, batch)
     try:
         out = run_onnx(path, x)
     except Exception as e:
-        raise ExchangeError(f"{path}: ONNX Runtime cannot run it: "
-                            f"{str(e).strip().splitlines()[0]}") from None
+        raise ExchangeError(
+            f"{path}: ONNX Runtime cannot run it: {str(e).strip().splitlines()[0]}"
+        ) from None
     err = rel_err(out, reference_logits(spec, weights, batch))
     verdict = "same function" if err <= TOL else "DIFFERENT function"
     print(f"{path}: {verdict}: max relative error of the logits {err:.2e} (tolerance {TOL})")
@@ -79,35 +86,44 @@ def cmd_export(args) -> int:
     from xfbench.adapters import get_adapter
     from xfbench.exchange.reference import TOL
     from xfbench.harness.equivalence import framework_export
+
     spec = _spec(args)
     adapter = get_adapter(args.framework)
     reason = adapter.import_error()
     if reason:
         raise ExchangeError(reason)
-    weights = read_weights(args.weights, spec) if args.weights else \
-        read_weights(canonical_file(spec, args.seed), spec)
+    weights = (
+        read_weights(args.weights, spec)
+        if args.weights
+        else read_weights(canonical_file(spec, args.seed), spec)
+    )
     out = Path(args.out or f"{spec.id}-{spec.scale}-{args.framework}.onnx")
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=".export-", dir=out.parent))
     try:
         err = framework_export(args.framework, spec, weights, _batch(args), tmp / out.name)
         if err > TOL:
-            print(f"{args.framework} {spec.id}: the exported file's logits differ from "
-                  f"{args.framework}'s by {err:.2e} (tolerance {TOL}); not written",
-                  file=sys.stderr)
+            print(
+                f"{args.framework} {spec.id}: the exported file's logits differ from "
+                f"{args.framework}'s by {err:.2e} (tolerance {TOL}); not written",
+                file=sys.stderr,
+            )
             return 1
         for f in tmp.iterdir():
             f.replace(out.parent / f.name)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    print(f"{out}: exported from {args.framework}; ONNX Runtime reproduces its logits "
-          f"(max relative error {err:.2e})")
+    print(
+        f"{out}: exported from {args.framework}; ONNX Runtime reproduces its logits "
+        f"(max relative error {err:.2e})"
+    )
     return 0
 
 
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m xfbench.exchange",
-                                description="ONNX files of the suite's networks")
+    p = argparse.ArgumentParser(
+        prog="python -m xfbench.exchange", description="ONNX files of the suite's networks"
+    )
     sub = p.add_subparsers(dest="command", required=True)
 
     def common(q, model_positional=False):

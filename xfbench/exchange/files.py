@@ -12,6 +12,7 @@ folder, that the data file really holds the bytes it promises, and that every
 parameter of the spec is present with its shape. Each problem is one line in an
 ExchangeError.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -27,8 +28,8 @@ from xfbench.exchange.graph import IR_VERSION, OPSET, build_graph
 from xfbench.models import Spec
 from xfbench.models.spec import init_param
 
-FORMAT = 1          # bump when the graph builder changes what a file holds
-ALIGN = 4096        # external tensors start on page boundaries, so runtimes can map them
+FORMAT = 1  # bump when the graph builder changes what a file holds
+ALIGN = 4096  # external tensors start on page boundaries, so runtimes can map them
 
 
 class ExchangeError(ValueError):
@@ -40,8 +41,9 @@ def cache_dir() -> Path:
 
 
 def digest(spec: Spec) -> str:
-    key = repr((FORMAT, IR_VERSION, OPSET, spec.input_shape, spec.classes, spec.input_kind,
-                spec.layers))
+    key = repr(
+        (FORMAT, IR_VERSION, OPSET, spec.input_shape, spec.classes, spec.input_kind, spec.layers)
+    )
     return hashlib.sha256(key.encode()).hexdigest()[:10]
 
 
@@ -72,8 +74,11 @@ def write_canonical(spec: Spec, seed: int, path: Path) -> Path:
                 data.write(value.tobytes())
                 tensor = TensorProto(name=p.name, data_type=TensorProto.FLOAT, dims=p.shape)
                 tensor.data_location = TensorProto.EXTERNAL
-                for key, v in (("location", location), ("offset", offset),
-                               ("length", value.nbytes)):
+                for key, v in (
+                    ("location", location),
+                    ("offset", offset),
+                    ("length", value.nbytes),
+                ):
                     tensor.external_data.add(key=key, value=str(v))
                 model.graph.initializer.append(tensor)
                 offset += value.nbytes
@@ -108,8 +113,9 @@ def load_structure(path: str | Path) -> onnx.ModelProto:
     try:
         return onnx.load(str(path), load_external_data=False)
     except Exception as e:  # protobuf's DecodeError and friends: the file is not a model
-        raise ExchangeError(f"{path}: not a readable ONNX model (truncated or corrupt): "
-                            f"{_first_line(e)}") from None
+        raise ExchangeError(
+            f"{path}: not a readable ONNX model (truncated or corrupt): {_first_line(e)}"
+        ) from None
 
 
 def _external(tensor: TensorProto, path: Path) -> tuple[Path, int, int | None]:
@@ -118,26 +124,30 @@ def _external(tensor: TensorProto, path: Path) -> tuple[Path, int, int | None]:
     location = info.get("location", "")
     base = path.parent.resolve()
     target = (base / location).resolve()
-    if not location or os.path.isabs(location) or not target.is_relative_to(base) \
-            or target == base:
-        raise ExchangeError(f"{path}: tensor {tensor.name!r} points its external data at "
-                            f"{location!r}, outside the model's own folder; refusing to read it")
+    if not location or os.path.isabs(location) or not target.is_relative_to(base) or target == base:
+        raise ExchangeError(
+            f"{path}: tensor {tensor.name!r} points its external data at "
+            f"{location!r}, outside the model's own folder; refusing to read it"
+        )
     try:
         offset = int(info.get("offset", 0))
         length = int(info["length"]) if "length" in info else None
     except ValueError:
-        raise ExchangeError(f"{path}: tensor {tensor.name!r} has a malformed external-data "
-                            "offset or length") from None
+        raise ExchangeError(
+            f"{path}: tensor {tensor.name!r} has a malformed external-data offset or length"
+        ) from None
     return target, offset, length
 
 
 def _read_tensor(tensor: TensorProto, path: Path, shape: tuple[int, ...]) -> np.ndarray:
     if tensor.data_type != TensorProto.FLOAT:
-        raise ExchangeError(f"{path}: {tensor.name} is not float32 "
-                            f"({TensorProto.DataType.Name(tensor.data_type)})")
+        raise ExchangeError(
+            f"{path}: {tensor.name} is not float32 ({TensorProto.DataType.Name(tensor.data_type)})"
+        )
     if tuple(tensor.dims) != shape:
-        raise ExchangeError(f"{path}: {tensor.name} has shape {tuple(tensor.dims)}, "
-                            f"the spec says {shape}")
+        raise ExchangeError(
+            f"{path}: {tensor.name} has shape {tuple(tensor.dims)}, the spec says {shape}"
+        )
     if tensor.data_location != TensorProto.EXTERNAL:
         try:
             return numpy_helper.to_array(tensor).astype(np.float32, copy=False)
@@ -146,11 +156,14 @@ def _read_tensor(tensor: TensorProto, path: Path, shape: tuple[int, ...]) -> np.
     target, offset, length = _external(tensor, path)
     nbytes = int(np.prod(shape)) * 4
     if length is not None and length != nbytes:
-        raise ExchangeError(f"{path}: {tensor.name} promises {length} bytes, its shape needs "
-                            f"{nbytes}")
+        raise ExchangeError(
+            f"{path}: {tensor.name} promises {length} bytes, its shape needs {nbytes}"
+        )
     if not target.is_file() or target.stat().st_size < offset + nbytes:
-        raise ExchangeError(f"{path}: the data file {target.name} is missing or too short for "
-                            f"{tensor.name} (truncated?)")
+        raise ExchangeError(
+            f"{path}: the data file {target.name} is missing or too short for "
+            f"{tensor.name} (truncated?)"
+        )
     value = np.fromfile(target, dtype="<f4", count=int(np.prod(shape)), offset=offset)
     return value.reshape(shape).astype(np.float32, copy=False)
 
@@ -163,8 +176,10 @@ def read_weights(path: str | Path, spec: Spec) -> dict[str, np.ndarray]:
     found = {t.name: t for t in model.graph.initializer}
     missing = [p.name for p in spec.params if p.name not in found]
     if missing:
-        raise ExchangeError(f"{path}: not a {spec.id} ({spec.scale}) model: {len(missing)} of "
-                            f"its {len(spec.params)} parameters are missing, e.g. {missing[0]}")
+        raise ExchangeError(
+            f"{path}: not a {spec.id} ({spec.scale}) model: {len(missing)} of "
+            f"its {len(spec.params)} parameters are missing, e.g. {missing[0]}"
+        )
     return {p.name: _read_tensor(found[p.name], path, p.shape) for p in spec.params}
 
 

@@ -16,6 +16,7 @@ Two graphs from one spec:
 Input "input": (N, C, H, W) or (N, F) float32, or (N, T) int64 token ids.
 Output "logits": (N, classes) or (N, T, classes).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -47,8 +48,9 @@ class _Graph:
         self._n += 1
         return f"{hint}_{self._n}"
 
-    def op(self, op_type: str, inputs: list[str], hint: str | None = None, n_out: int = 1,
-           **attrs) -> str | list[str]:
+    def op(
+        self, op_type: str, inputs: list[str], hint: str | None = None, n_out: int = 1, **attrs
+    ) -> str | list[str]:
         outs = [self.name(hint or op_type.lower()) for _ in range(n_out)]
         name = f"n{len(self.nodes)}_{op_type}"
         self.nodes.append(helper.make_node(op_type, inputs, outs, name=name, **attrs))
@@ -93,8 +95,16 @@ def _conv(g: _Graph, layer: L.Conv, x: str, shape) -> str:
     if layer.bias:
         inputs.append(g.param(f"{layer.name}.bias", (layer.filters,)))
     p = layer.pad
-    return g.op("Conv", inputs, layer.name, kernel_shape=[k, k], strides=[layer.stride] * 2,
-                pads=[p, p, p, p], dilations=[1, 1], group=1)
+    return g.op(
+        "Conv",
+        inputs,
+        layer.name,
+        kernel_shape=[k, k],
+        strides=[layer.stride] * 2,
+        pads=[p, p, p, p],
+        dilations=[1, 1],
+        group=1,
+    )
 
 
 def _batchnorm(g: _Graph, layer: L.BatchNorm, x: str, shape, train: bool) -> str:
@@ -104,8 +114,9 @@ def _batchnorm(g: _Graph, layer: L.BatchNorm, x: str, shape, train: bool) -> str
     if not train:
         mean = g.buffer(f"{layer.name}.running_mean", np.zeros(c))
         var = g.buffer(f"{layer.name}.running_var", np.ones(c))
-        return g.op("BatchNormalization", [x, scale, bias, mean, var], layer.name,
-                    epsilon=layer.eps)
+        return g.op(
+            "BatchNormalization", [x, scale, bias, mean, var], layer.name, epsilon=layer.eps
+        )
     axes = g.const([0, 2, 3])
     mean = g.op("ReduceMean", [x, axes], keepdims=1)
     centred = g.op("Sub", [x, mean])
@@ -138,8 +149,9 @@ def _bottleneck(g: _Graph, layer: L.Bottleneck, x: str, shape, train: bool) -> s
             y = g.op("Relu", [y])
     identity = x
     if layer.projected(shape):
-        identity = _blocks(g, [parts[f"{n}.downsample.conv"], parts[f"{n}.downsample.bn"]], x,
-                           train)[f"{n}.downsample.bn"]
+        identity = _blocks(
+            g, [parts[f"{n}.downsample.conv"], parts[f"{n}.downsample.bn"]], x, train
+        )[f"{n}.downsample.bn"]
     return g.op("Relu", [g.op("Add", [y, identity])], n)
 
 
@@ -152,11 +164,13 @@ def _basic_block(g: _Graph, layer: L.BasicBlock, x: str, shape, train: bool) -> 
     if layer.stride != 1 or extra:
         # Option A: every stride-th pixel, new channels zero-padded evenly on both sides.
         s = layer.stride
-        identity = g.op("Slice", [x, g.const([0, 0]), g.const([2 ** 62, 2 ** 62]), g.const([2, 3]),
-                                  g.const([s, s])])
+        identity = g.op(
+            "Slice", [x, g.const([0, 0]), g.const([2**62, 2**62]), g.const([2, 3]), g.const([s, s])]
+        )
         before, after = extra // 2, extra - extra // 2
-        identity = g.op("Pad", [identity, g.const([0, before, 0, 0, 0, after, 0, 0])],
-                        mode="constant")
+        identity = g.op(
+            "Pad", [identity, g.const([0, before, 0, 0, 0, after, 0, 0])], mode="constant"
+        )
     return g.op("Relu", [g.op("Add", [y, identity])], layer.name)
 
 
@@ -176,8 +190,9 @@ def _lstm_stack(g: _Graph, layer: L.LSTM, x: str, shape) -> str:
     return x
 
 
-def build_graph(spec: Spec, weights: dict[str, np.ndarray] | None = None,
-                mode: str = "infer") -> tuple[onnx.ModelProto, list[tuple[str, tuple[int, ...]]]]:
+def build_graph(
+    spec: Spec, weights: dict[str, np.ndarray] | None = None, mode: str = "infer"
+) -> tuple[onnx.ModelProto, list[tuple[str, tuple[int, ...]]]]:
     """The ONNX model of spec, and its canonical parameters (name, shape) in order.
 
     With weights=None the model has no parameter initializers (the file writer adds
@@ -192,8 +207,12 @@ def build_graph(spec: Spec, weights: dict[str, np.ndarray] | None = None,
         x = g.op("Transpose", [x], perm=[1, 0])  # (N, T) -> (T, N): time-major inside
     for layer, shape in spec.shapes:
         if isinstance(layer, L.Embedding):
-            x = g.op("Gather", [g.param(f"{layer.name}.weight", (layer.vocab, layer.dim)), x],
-                     layer.name, axis=0)
+            x = g.op(
+                "Gather",
+                [g.param(f"{layer.name}.weight", (layer.vocab, layer.dim)), x],
+                layer.name,
+                axis=0,
+            )
         elif isinstance(layer, L.Dense):
             x = _dense(g, layer, x, shape)
         elif isinstance(layer, L.Conv):
@@ -206,11 +225,23 @@ def build_graph(spec: Spec, weights: dict[str, np.ndarray] | None = None,
             x = g.op("Sigmoid", [x])
         elif isinstance(layer, L.MaxPool):
             p = layer.pad
-            x = g.op("MaxPool", [x], kernel_shape=[layer.kernel] * 2, strides=[layer.stride] * 2,
-                     pads=[p, p, p, p], ceil_mode=0)
+            x = g.op(
+                "MaxPool",
+                [x],
+                kernel_shape=[layer.kernel] * 2,
+                strides=[layer.stride] * 2,
+                pads=[p, p, p, p],
+                ceil_mode=0,
+            )
         elif isinstance(layer, L.AvgPool):
-            x = g.op("AveragePool", [x], kernel_shape=[layer.kernel] * 2,
-                     strides=[layer.stride] * 2, pads=[0, 0, 0, 0], ceil_mode=0)
+            x = g.op(
+                "AveragePool",
+                [x],
+                kernel_shape=[layer.kernel] * 2,
+                strides=[layer.stride] * 2,
+                pads=[0, 0, 0, 0],
+                ceil_mode=0,
+            )
         elif isinstance(layer, L.GlobalAvgPool):
             x = g.op("Flatten", [g.op("GlobalAveragePool", [x])], axis=1)
         elif isinstance(layer, L.Flatten):
@@ -232,10 +263,15 @@ def build_graph(spec: Spec, weights: dict[str, np.ndarray] | None = None,
     else:
         inp = helper.make_tensor_value_info(INPUT, TensorProto.FLOAT, ["N", *spec.input_shape])
     out = helper.make_tensor_value_info(OUTPUT, TensorProto.FLOAT, ["N", *spec.output_shape])
-    graph = helper.make_graph(g.nodes, f"{spec.id}_{spec.scale}_{mode}", [inp], [out],
-                              initializer=g.inits)
-    model = helper.make_model(graph, producer_name="xfbench", producer_version="1",
-                              opset_imports=[helper.make_opsetid("", OPSET)])
+    graph = helper.make_graph(
+        g.nodes, f"{spec.id}_{spec.scale}_{mode}", [inp], [out], initializer=g.inits
+    )
+    model = helper.make_model(
+        graph,
+        producer_name="xfbench",
+        producer_version="1",
+        opset_imports=[helper.make_opsetid("", OPSET)],
+    )
     model.ir_version = IR_VERSION
     model.doc_string = f"{spec.paper_name}, {spec.scale} size: canonical xfbench network ({mode})"
     return model, g.params

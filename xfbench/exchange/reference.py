@@ -8,6 +8,7 @@ Scaling by the largest reference value (not element by element) keeps logits nea
 zero from turning round-off into huge ratios, while a wrong layer still moves whole
 tensors by far more than 1e-4 of their scale.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -42,11 +43,15 @@ def max_rel_err(a: dict[str, np.ndarray], ref: dict[str, np.ndarray]) -> tuple[f
 def run_onnx(model_or_path, x: np.ndarray, threads: int = 1) -> np.ndarray:
     """The first output of a model (ModelProto, bytes or file path) on x, in ONNX Runtime."""
     import onnxruntime as ort
+
     options = ort.SessionOptions()
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
     options.intra_op_num_threads = threads
-    source = model_or_path.SerializeToString() if hasattr(model_or_path, "SerializeToString") \
+    source = (
+        model_or_path.SerializeToString()
+        if hasattr(model_or_path, "SerializeToString")
         else str(model_or_path)
+    )
     session = ort.InferenceSession(source, options, providers=["CPUExecutionProvider"])
     first = session.get_inputs()[0]
     if first.type == "tensor(int32)" and x.dtype == np.int64:

@@ -6,6 +6,7 @@ tf.linalg.matmul and ONNX Runtime's MatMul. Every implementation lives in a modu
 of its own under gemm/impls/ that imports only its own framework, and only inside
 its methods, so listing implementations never starts a runtime.
 """
+
 from __future__ import annotations
 
 import importlib
@@ -24,9 +25,11 @@ IMPLS: dict[str, str] = {
 
 # --framework names (the network suites', and their aliases) -> the GEMM implementation of
 # that framework; CuPy and NumPy are GEMM implementations only, named as themselves.
-FRAMEWORK_IMPL = {**{name: f.gemm for f in FRAMEWORKS.values() if f.gemm
-                     for name in (f.name, *f.aliases)},
-                  "cupy": "cupy", "numpy": "numpy"}
+FRAMEWORK_IMPL = {
+    **{name: f.gemm for f in FRAMEWORKS.values() if f.gemm for name in (f.name, *f.aliases)},
+    "cupy": "cupy",
+    "numpy": "numpy",
+}
 
 # Operand types. tf32 is fp32 storage with TF32 tensor-core products; fp8 is e4m3 operands
 # with a bf16 result, through torch._scaled_mm only.

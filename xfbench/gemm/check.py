@@ -14,6 +14,7 @@ on TF32 tensor cores errs by ~5e-4, well above the fp32 bound):
   fp32 ~4e-7 (fp32 accumulation), tf32 ~3e-4 to 8e-4 (10-bit mantissas, rounded or cut),
   bf16 ~2e-3 and fp16 ~3e-4 (rounding of the 16-bit result), fp8 ~2e-3 (bf16 result).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -38,7 +39,7 @@ def quantize(x: np.ndarray, dtype: str) -> np.ndarray:
         return x.astype(np.float16).astype(np.float32)
     if dtype == "bf16":
         return round_bf16(x)
-    return x    # fp32 and tf32 operands are fp32 (tf32 rounds inside the tensor core)
+    return x  # fp32 and tf32 operands are fp32 (tf32 rounds inside the tensor core)
 
 
 def random_pool(size: int, seed: int) -> np.ndarray:
@@ -49,12 +50,13 @@ def random_pool(size: int, seed: int) -> np.ndarray:
 @dataclass
 class Sample:
     """The rows and columns checked, and the float64 reference there."""
+
     rows: np.ndarray
     cols: np.ndarray
     reference: np.ndarray
 
     @classmethod
-    def of(cls, a: np.ndarray, b: np.ndarray, seed: int = 0) -> "Sample":
+    def of(cls, a: np.ndarray, b: np.ndarray, seed: int = 0) -> Sample:
         rng = np.random.default_rng(seed)
         m, n = a.shape[0], b.shape[1]
         rows = np.sort(rng.choice(m, size=min(m, SAMPLE), replace=False))

@@ -7,6 +7,7 @@ shared/reference/ANCHORS.md) beside ours. With --min-ratio R it exits 1 when
 CuPy reaches less than R times torch.matmul's TFLOP/s on any (shape, dtype,
 device) that both ran (--dtype narrows the rows and the check).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -26,16 +27,29 @@ PUBLISHED_8192 = {
     "NVIDIA H100 PCIe": {"fp32": 37.0, "tf32": 240.0, "fp16": 437.0, "bf16": 493.0},
 }
 
-COLUMNS = ("device", "shape", "dtype", "impl", "TFLOP/s", "% peak", "% best", "cupy/torch",
-           "published 8192", "rel. error")
+COLUMNS = (
+    "device",
+    "shape",
+    "dtype",
+    "impl",
+    "TFLOP/s",
+    "% peak",
+    "% best",
+    "cupy/torch",
+    "published 8192",
+    "rel. error",
+)
 
 
 def load(paths: list[str]) -> list[dict]:
     records = []
     for path in paths:
         data = json.loads(Path(path).read_text())
-        records += [b["extra_info"] for b in data.get("benchmarks", [])
-                    if b.get("extra_info", {}).get("suite") == "gemm"]
+        records += [
+            b["extra_info"]
+            for b in data.get("benchmarks", [])
+            if b.get("extra_info", {}).get("suite") == "gemm"
+        ]
     return records
 
 
@@ -45,38 +59,70 @@ def _pct(x) -> str:
 
 def cupy_over_torch(records: list[dict]) -> dict[tuple, float]:
     """(m, n, k, dtype, device) -> CuPy's TFLOP/s over torch.matmul's."""
-    by = {(r["impl"], r["m"], r["n"], r["k"], r["dtype"], r["device"]): r["tflops"]
-          for r in records if r.get("status") == "ok"}
-    return {key[1:]: tflops / by[("torch", *key[1:])] for key, tflops in by.items()
-            if key[0] == "cupy" and by.get(("torch", *key[1:]))}
+    by = {
+        (r["impl"], r["m"], r["n"], r["k"], r["dtype"], r["device"]): r["tflops"]
+        for r in records
+        if r.get("status") == "ok"
+    }
+    return {
+        key[1:]: tflops / by[("torch", *key[1:])]
+        for key, tflops in by.items()
+        if key[0] == "cupy" and by.get(("torch", *key[1:]))
+    }
 
 
 def table(records: list[dict]) -> str:
     ratios = cupy_over_torch(records)
     rows = []
-    for r in sorted(records, key=lambda r: (r["device"], r["m"] * r["n"] * r["k"], r["shape"],
-                                            r["dtype"], -(r.get("tflops") or 0))):
+    for r in sorted(
+        records,
+        key=lambda r: (
+            r["device"],
+            r["m"] * r["n"] * r["k"],
+            r["shape"],
+            r["dtype"],
+            -(r.get("tflops") or 0),
+        ),
+    ):
         key = (r["m"], r["n"], r["k"], r["dtype"], r["device"])
-        published = (PUBLISHED_8192.get(r.get("device_name"), {}).get(r["dtype"])
-                     if (r["m"], r["n"], r["k"]) == (8192, 8192, 8192) else None)
+        published = (
+            PUBLISHED_8192.get(r.get("device_name"), {}).get(r["dtype"])
+            if (r["m"], r["n"], r["k"]) == (8192, 8192, 8192)
+            else None
+        )
         ok = r.get("status") == "ok"
         name = r.get("device_name") or ""
-        rows.append([r["device"] if name in ("", "cpu") else f"{r['device']} {name}", r["shape"],
-                     r["dtype"],
-                     r["impl"], f"{r['tflops']:.4g}" if ok else r.get("status", ""),
-                     _pct(r.get("peak_share")), _pct(r.get("share_of_best")),
-                     f"{ratios[key]:.3f}" if r["impl"] == "cupy" and key in ratios else "",
-                     "" if published is None else f"{published:g}",
-                     f"{r['check_error']:.1e}" if "check_error" in r else ""])
+        rows.append(
+            [
+                r["device"] if name in ("", "cpu") else f"{r['device']} {name}",
+                r["shape"],
+                r["dtype"],
+                r["impl"],
+                f"{r['tflops']:.4g}" if ok else r.get("status", ""),
+                _pct(r.get("peak_share")),
+                _pct(r.get("share_of_best")),
+                f"{ratios[key]:.3f}" if r["impl"] == "cupy" and key in ratios else "",
+                "" if published is None else f"{published:g}",
+                f"{r['check_error']:.1e}" if "check_error" in r else "",
+            ]
+        )
     return tabulate(rows, headers=COLUMNS, tablefmt="github", disable_numparse=True)
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m xfbench.gemm.compare", description=__doc__.splitlines()[0])
-    p.add_argument("results", nargs="+", help="pytest-benchmark JSON files from suites/test_gemm.py")
+    p = argparse.ArgumentParser(
+        prog="python -m xfbench.gemm.compare", description=__doc__.splitlines()[0]
+    )
+    p.add_argument(
+        "results", nargs="+", help="pytest-benchmark JSON files from suites/test_gemm.py"
+    )
     p.add_argument("--dtype", action="append", help="only this dtype (repeatable)")
-    p.add_argument("--min-ratio", type=float, default=None,
-                   help="exit 1 when CuPy's TFLOP/s is below this share of torch.matmul's")
+    p.add_argument(
+        "--min-ratio",
+        type=float,
+        default=None,
+        help="exit 1 when CuPy's TFLOP/s is below this share of torch.matmul's",
+    )
     args = p.parse_args(argv)
     try:
         records = load(args.results)
@@ -94,14 +140,18 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     ratios = cupy_over_torch(records)
     if not ratios:
-        print("xfbench.gemm.compare: no (shape, dtype, device) where both cupy and torch ran",
-              file=sys.stderr)
+        print(
+            "xfbench.gemm.compare: no (shape, dtype, device) where both cupy and torch ran",
+            file=sys.stderr,
+        )
         return 1
     low = {k: v for k, v in ratios.items() if v < args.min_ratio}
     for (m, n, k, dtype, device), v in sorted(ratios.items()):
         verdict = "FAIL" if (m, n, k, dtype, device) in low else "ok"
-        print(f"{verdict}: cupy/torch = {v:.3f} at {m}x{n}x{k} {dtype} on {device} "
-              f"(needed >= {args.min_ratio})")
+        print(
+            f"{verdict}: cupy/torch = {v:.3f} at {m}x{n}x{k} {dtype} on {device} "
+            f"(needed >= {args.min_ratio})"
+        )
     return 1 if low else 0
 
 

@@ -17,6 +17,7 @@ Inputs. Several input sets are rotated so that consecutive products never find
 their operands in a cache (together the sets exceed FLUSH_BYTES, more than any
 current GPU L2 or CPU L3), as far as free memory allows.
 """
+
 from __future__ import annotations
 
 import gc
@@ -37,13 +38,13 @@ from xfbench.gemm.shapes import Shape
 from xfbench.harness.presets import Preset
 from xfbench.harness.threads import CpuMeter, allowed_cpus
 
-ROUND_S = 0.01          # GPU: device time of one round of queued products
-MAX_CALLS = 200         # well below CUDA's queue of pending launches (about 1000)
+ROUND_S = 0.01  # GPU: device time of one round of queued products
+MAX_CALLS = 200  # well below CUDA's queue of pending launches (about 1000)
 FLUSH_BYTES = 256 * 2**20
 MAX_SETS = 32
-SHIFT = 7936            # offset between input sets drawn from one random pool (16 x 496)
+SHIFT = 7936  # offset between input sets drawn from one random pool (16 x 496)
 ITEMSIZE = {"fp32": 4, "tf32": 4, "bf16": 2, "fp16": 2, "fp8": 1}
-OUT_ITEMSIZE = {**ITEMSIZE, "fp8": 2}    # fp8 products are written as bf16
+OUT_ITEMSIZE = {**ITEMSIZE, "fp8": 2}  # fp8 products are written as bf16
 
 
 class Skip(Exception):
@@ -64,15 +65,27 @@ class GemmCell:
 
     @property
     def id(self) -> str:
-        return (f"{self.impl}-{self.shape.label}-{self.dtype}-{self.device.replace(':', '')}"
-                f"-t{self.threads}")
+        return (
+            f"{self.impl}-{self.shape.label}-{self.dtype}-{self.device.replace(':', '')}"
+            f"-t{self.threads}"
+        )
 
     def as_dict(self) -> dict[str, Any]:
         s = asdict(self.shape)
-        return {"suite": "gemm", "task": "gemm", "impl": self.impl, "framework": self.impl,
-                "shape": s["label"], "m": s["m"], "n": s["n"], "k": s["k"],
-                "dtype": self.dtype, "precision": self.dtype, "device": self.device,
-                "threads": self.threads}
+        return {
+            "suite": "gemm",
+            "task": "gemm",
+            "impl": self.impl,
+            "framework": self.impl,
+            "shape": s["label"],
+            "m": s["m"],
+            "n": s["n"],
+            "k": s["k"],
+            "dtype": self.dtype,
+            "precision": self.dtype,
+            "device": self.device,
+            "threads": self.threads,
+        }
 
 
 def matrix_bytes(shape: Shape, dtype: str) -> tuple[int, int]:
@@ -94,8 +107,9 @@ def _gib(n: float) -> str:
     return f"{n / 2**30:.2f} GiB"
 
 
-def measure(benchmark, cell: GemmCell, preset: Preset, threads_config: dict[str, Any],
-            seed: int = 0) -> dict:
+def measure(
+    benchmark, cell: GemmCell, preset: Preset, threads_config: dict[str, Any], seed: int = 0
+) -> dict:
     """Run one GEMM cell under pytest-benchmark; returns the record put in extra_info.
     Raises Skip when the cell cannot run here, WrongProduct when the check fails
     (after putting the failed record in `benchmark.extra_info`)."""
@@ -117,21 +131,29 @@ def measure(benchmark, cell: GemmCell, preset: Preset, threads_config: dict[str,
         else:
             free = impl.free_bytes(device)
         if free is not None and operands + out > free:
-            raise Skip(f"the three matrices need {_gib(operands + out)}; {device} has "
-                       f"{_gib(max(free, 0))} free")
+            raise Skip(
+                f"the three matrices need {_gib(operands + out)}; {device} has "
+                f"{_gib(max(free, 0))} free"
+            )
         # Leave a quarter of free memory to the library (workspaces, its own pool).
         spare = None if free is None else int(0.75 * free) - operands - out
         n_sets = input_sets(shape, dtype, spare)
 
         a_n, b_n, _ = shape.elements()
         pool = impl.quantize(random_pool(a_n + b_n + (n_sets - 1) * SHIFT, seed), dtype)
-        host = [(pool[i * SHIFT:i * SHIFT + a_n].reshape(shape.m, shape.k),
-                 pool[a_n + i * SHIFT:a_n + i * SHIFT + b_n].reshape(shape.k, shape.n))
-                for i in range(n_sets)]
+        host = [
+            (
+                pool[i * SHIFT : i * SHIFT + a_n].reshape(shape.m, shape.k),
+                pool[a_n + i * SHIFT : a_n + i * SHIFT + b_n].reshape(shape.k, shape.n),
+            )
+            for i in range(n_sets)
+        ]
         sample = Sample.of(*host[0], seed=seed)
         try:
-            pairs = [(impl.load(a, "a", dtype, device), impl.load(b, "b", dtype, device))
-                     for a, b in host]
+            pairs = [
+                (impl.load(a, "a", dtype, device), impl.load(b, "b", dtype, device))
+                for a, b in host
+            ]
         except Unsupported as e:
             raise Skip(str(e)) from e
         del host, pool
@@ -165,8 +187,11 @@ def measure(benchmark, cell: GemmCell, preset: Preset, threads_config: dict[str,
             **mode,
         }
         if not within(error, dtype):
-            record.update(status="failed", reason=f"wrong product: relative error {error:.3g} "
-                                                  f"> tolerance {TOLERANCE[dtype]:g}")
+            record.update(
+                status="failed",
+                reason=f"wrong product: relative error {error:.3g} "
+                f"> tolerance {TOLERANCE[dtype]:g}",
+            )
             benchmark.extra_info.update(record)
             raise WrongProduct(record["reason"])
 
@@ -195,27 +220,30 @@ def measure(benchmark, cell: GemmCell, preset: Preset, threads_config: dict[str,
 
         samples: list[float] = []
         with CpuMeter() as meter:
-            benchmark.pedantic(lambda: samples.append(batch(calls)), rounds=rounds,
-                               iterations=1, warmup_rounds=0)
+            benchmark.pedantic(
+                lambda: samples.append(batch(calls)), rounds=rounds, iterations=1, warmup_rounds=0
+            )
         stats = benchmark.stats.stats if benchmark.stats else None
         if device == "cpu" and stats:
             seconds = stats.median
         else:
             seconds = statistics.median(samples) / calls
         tflops = shape.flops / seconds / 1e12 if seconds > 0 else math.nan
-        record.update({
-            "status": "ok",
-            "seconds_per_call": seconds,
-            "tflops": tflops,
-            "peak_tflops": peak_tflops(record["device_name"], dtype),
-            "peak_share": peak_share(tflops, record["device_name"], dtype),
-            "share_of_best": None,   # filled in at the end of the session (gemm/best.py)
-            "timer": "perf_counter (pytest-benchmark)" if device == "cpu" else timer.kind,
-            "calls_per_round": calls,
-            "rounds": rounds,
-            "warmup_rounds": preset.warmup,
-            "threads_used": round(meter.threads_used, 2),
-        })
+        record.update(
+            {
+                "status": "ok",
+                "seconds_per_call": seconds,
+                "tflops": tflops,
+                "peak_tflops": peak_tflops(record["device_name"], dtype),
+                "peak_share": peak_share(tflops, record["device_name"], dtype),
+                "share_of_best": None,  # filled in at the end of the session (gemm/best.py)
+                "timer": "perf_counter (pytest-benchmark)" if device == "cpu" else timer.kind,
+                "calls_per_round": calls,
+                "rounds": rounds,
+                "warmup_rounds": preset.warmup,
+                "threads_used": round(meter.threads_used, 2),
+            }
+        )
         benchmark.extra_info.update(record)
         return record
     finally:

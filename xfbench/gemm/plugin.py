@@ -11,6 +11,7 @@ Options (beside the common --precision, --device, --threads and --preset):
 --model names networks, so with it (and neither GEMM option) no GEMM cell is selected.
 --precision defaults to every GEMM type here (fp32, tf32, bf16, fp16, fp8).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -41,17 +42,30 @@ class GemmSelection:
     preset: Preset
 
     def cells(self) -> list[GemmCell]:
-        return [GemmCell(impl, shape, dtype, device, self.threads)
-                for impl in self.impls for device in self.devices
-                for dtype in self.dtypes for shape in self.shapes]
+        return [
+            GemmCell(impl, shape, dtype, device, self.threads)
+            for impl in self.impls
+            for device in self.devices
+            for dtype in self.dtypes
+            for shape in self.shapes
+        ]
 
 
-def select(gemm_impl=None, gemm_sizes=None, framework=None, precision=None, device=None,
-           threads=None, preset=None, model=None) -> GemmSelection:
+def select(
+    gemm_impl=None,
+    gemm_sizes=None,
+    framework=None,
+    precision=None,
+    device=None,
+    threads=None,
+    preset=None,
+    model=None,
+) -> GemmSelection:
     """Validate raw option strings into a GemmSelection (SelectionError on bad input)."""
     # The common options, validated exactly as the network suites validate them.
-    sel = parse(framework="null", precision=precision, device=device, threads=threads,
-                preset=preset)
+    sel = parse(
+        framework="null", precision=precision, device=device, threads=threads, preset=preset
+    )
     impls = comma_list(gemm_impl)
     for name in impls:
         if name not in IMPLS:
@@ -60,37 +74,62 @@ def select(gemm_impl=None, gemm_sizes=None, framework=None, precision=None, devi
         pass  # --model names networks: the GEMM suite was not asked for
     elif not impls:
         named = comma_list(framework)
-        impls = list(dict.fromkeys(FRAMEWORK_IMPL[f] for f in named if f in FRAMEWORK_IMPL)) \
-            if named else list(IMPLS)
+        impls = (
+            list(dict.fromkeys(FRAMEWORK_IMPL[f] for f in named if f in FRAMEWORK_IMPL))
+            if named
+            else list(IMPLS)
+        )
     try:
         shapes = parse_sizes(gemm_sizes) if gemm_sizes else preset_shapes(sel.preset.name)
     except ShapeError as e:
         raise SelectionError(str(e)) from None
     dtypes = list(sel.precisions) if comma_list(precision) else list(DTYPES)
-    return GemmSelection(tuple(impls), tuple(shapes), tuple(dtypes), sel.devices, sel.threads,
-                         sel.preset)
+    return GemmSelection(
+        tuple(impls), tuple(shapes), tuple(dtypes), sel.devices, sel.threads, sel.preset
+    )
 
 
 def pytest_addoption(parser):
     group = parser.getgroup("xfbench", "xfbench cell selection")
-    group.addoption("--gemm-impl", action="store", default=None,
-                    help="GEMM suite: implementations, comma-separated: " + ", ".join(IMPLS)
-                         + " (default: those of --framework, else all)")
-    group.addoption("--gemm-sizes", action="store", default=None,
-                    help="GEMM suite: N (square), MxNxK (C is MxN), layers[:BATCH]; "
-                         "comma-separated (default: the preset's sizes)")
+    group.addoption(
+        "--gemm-impl",
+        action="store",
+        default=None,
+        help="GEMM suite: implementations, comma-separated: "
+        + ", ".join(IMPLS)
+        + " (default: those of --framework, else all)",
+    )
+    group.addoption(
+        "--gemm-sizes",
+        action="store",
+        default=None,
+        help="GEMM suite: N (square), MxNxK (C is MxN), layers[:BATCH]; "
+        "comma-separated (default: the preset's sizes)",
+    )
 
 
-@pytest.hookimpl(trylast=True)   # after the root conftest has validated and pinned threads
+@pytest.hookimpl(trylast=True)  # after the root conftest has validated and pinned threads
 def pytest_configure(config):
     config.stash[RECORDS] = []
     config.stash[CONFIGURED] = {}
     if not active(config):
         return
     try:
-        config.stash[GEMM] = select(**{name: config.getoption(name) for name in (
-            "gemm_impl", "gemm_sizes", "framework", "precision", "device", "threads", "preset",
-            "model")})
+        config.stash[GEMM] = select(
+            **{
+                name: config.getoption(name)
+                for name in (
+                    "gemm_impl",
+                    "gemm_sizes",
+                    "framework",
+                    "precision",
+                    "device",
+                    "threads",
+                    "preset",
+                    "model",
+                )
+            }
+        )
     except SelectionError as e:
         raise pytest.UsageError(str(e)) from None
 
@@ -140,6 +179,9 @@ def pytest_terminal_summary(terminalreporter, config):
     records = config.stash.get(RECORDS, [])
     if records:
         fill_share_of_best(records)
-        terminalreporter.write_sep("=", "xfbench GEMM: TFLOP/s (median), share of datasheet peak "
-                                        "and of the best implementation")
+        terminalreporter.write_sep(
+            "=",
+            "xfbench GEMM: TFLOP/s (median), share of datasheet peak "
+            "and of the best implementation",
+        )
         terminalreporter.write_line(gemm_table(records))

@@ -10,6 +10,7 @@ figure measures the GEMM engine rather than launch overhead, and a common
 large-batch training size. The smoke preset scales the batch down to 16 (and the
 squares to 256 and 512) so that CI runs every code path on a CPU in seconds.
 """
+
 from __future__ import annotations
 
 import re
@@ -19,7 +20,7 @@ from xfbench.harness.selection import comma_list
 
 SQUARES = (1024, 2048, 4096, 8192, 16384)
 SMOKE_SQUARES = (256, 512)
-LAYERS = ((576, 1024), (1024, 4096), (2304, 16000), (4096, 11008))   # (in, out)
+LAYERS = ((576, 1024), (1024, 4096), (2304, 16000), (4096, 11008))  # (in, out)
 LAYER_BATCH = 4096
 SMOKE_LAYER_BATCH = 16
 
@@ -33,7 +34,7 @@ class Shape:
     m: int
     n: int
     k: int
-    label: str          # "8192" for a square, "b4096-2304x16000" for a layer, else "MxNxK"
+    label: str  # "8192" for a square, "b4096-2304x16000" for a layer, else "MxNxK"
 
     @property
     def flops(self) -> int:
@@ -54,8 +55,9 @@ def layer(batch: int, fan_in: int, fan_out: int) -> Shape:
 
 def preset_shapes(preset: str) -> list[Shape]:
     if preset == "smoke":
-        return ([square(n) for n in SMOKE_SQUARES]
-                + [layer(SMOKE_LAYER_BATCH, i, o) for i, o in LAYERS])
+        return [square(n) for n in SMOKE_SQUARES] + [
+            layer(SMOKE_LAYER_BATCH, i, o) for i, o in LAYERS
+        ]
     return [square(n) for n in SQUARES] + [layer(LAYER_BATCH, i, o) for i, o in LAYERS]
 
 
@@ -77,8 +79,9 @@ def parse_sizes(text: str) -> list[Shape]:
             mm, nn, kk = (int(g) for g in m.groups())
             out.append(Shape(mm, nn, kk, f"{mm}x{nn}x{kk}"))
             continue
-        raise ShapeError(f"--gemm-sizes: cannot read {token!r}; use N (square), MxNxK, "
-                         "or layers[:BATCH]")
+        raise ShapeError(
+            f"--gemm-sizes: cannot read {token!r}; use N (square), MxNxK, or layers[:BATCH]"
+        )
     if any(min(s.m, s.n, s.k) < 1 for s in out):
         raise ShapeError("--gemm-sizes: every dimension must be at least 1")
     if not out:

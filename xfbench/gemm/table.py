@@ -1,10 +1,22 @@
 """The terminal table of a GEMM run: TFLOP/s per implementation, dtype, device and threads."""
+
 from __future__ import annotations
 
 from tabulate import tabulate
 
-COLUMNS = ("impl", "shape (m x n x k)", "dtype", "device", "threads", "TFLOP/s", "% peak",
-           "% best", "threads used", "rel. error", "timer")
+COLUMNS = (
+    "impl",
+    "shape (m x n x k)",
+    "dtype",
+    "device",
+    "threads",
+    "TFLOP/s",
+    "% peak",
+    "% best",
+    "threads used",
+    "rel. error",
+    "timer",
+)
 
 
 def _pct(x) -> str:
@@ -15,8 +27,14 @@ def _row(r: dict) -> list:
     base = [r["impl"], f"{r['m']}x{r['n']}x{r['k']}", r["dtype"], r["device"], r["threads"]]
     if r.get("status") != "ok":
         return base + [f"failed: {r.get('reason', '')}"[:60]] + [""] * 5
-    return base + [f"{r['tflops']:.4g}", _pct(r.get("peak_share")), _pct(r.get("share_of_best")),
-                   f"{r['threads_used']:.2f}", f"{r['check_error']:.1e}", r["timer"]]
+    return base + [
+        f"{r['tflops']:.4g}",
+        _pct(r.get("peak_share")),
+        _pct(r.get("share_of_best")),
+        f"{r['threads_used']:.2f}",
+        f"{r['check_error']:.1e}",
+        r["timer"],
+    ]
 
 
 def gemm_table(records: list[dict]) -> str:

@@ -2,13 +2,17 @@
 
 Each subcommand lives in its own package and is imported only when called.
 """
+
 from __future__ import annotations
 
 import importlib
 import sys
 
 SUBCOMMANDS = {
-    "run": ("xfbench.runner.cli", "run cells in fresh processes, one per (framework, device, threads)"),
+    "run": (
+        "xfbench.runner.cli",
+        "run cells in fresh processes, one per (framework, device, threads)",
+    ),
     "report": ("xfbench.report.cli", "render tables and plots from pytest-benchmark JSON"),
 }
 
@@ -26,15 +30,19 @@ def main(argv: list[str] | None = None) -> int:
         return 0 if argv else 2
     name, rest = argv[0], argv[1:]
     if name not in SUBCOMMANDS:
-        print(f"xfbench: unknown command {name!r}; commands: {', '.join(SUBCOMMANDS)}",
-              file=sys.stderr)
+        print(
+            f"xfbench: unknown command {name!r}; commands: {', '.join(SUBCOMMANDS)}",
+            file=sys.stderr,
+        )
         return 2
     module = SUBCOMMANDS[name][0]
     try:
         sub = importlib.import_module(module)
     except ModuleNotFoundError as e:
         if e.name and module.startswith(e.name):
-            print(f"xfbench: the {name!r} command is not part of this checkout yet", file=sys.stderr)
+            print(
+                f"xfbench: the {name!r} command is not part of this checkout yet", file=sys.stderr
+            )
             return 2
         raise
     return sub.main(rest)

@@ -37,6 +37,7 @@ of the ReLU networks. Max-pool choices between near-equal values are not yet cou
 A different function (another geometry, loss or update rule) is off by far
 more than either.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -67,12 +68,23 @@ def first_cpu_mode(framework: str) -> str:
 
 
 def _cell(spec: Spec, framework: str, task: str, batch: int, mode: str | None) -> Cell:
-    return Cell(spec.id, framework, mode or first_cpu_mode(framework), "fp32", "cpu", 1, batch,
-                task, "resident", spec.scale)
+    return Cell(
+        spec.id,
+        framework,
+        mode or first_cpu_mode(framework),
+        "fp32",
+        "cpu",
+        1,
+        batch,
+        task,
+        "resident",
+        spec.scale,
+    )
 
 
-def framework_logits(framework: str, spec: Spec, weights, batch: int,
-                     mode: str | None = None) -> np.ndarray:
+def framework_logits(
+    framework: str, spec: Spec, weights, batch: int, mode: str | None = None
+) -> np.ndarray:
     """The framework's fp32 logits on the synthetic batch, in evaluation mode."""
     work = get_adapter(framework).build(spec, _cell(spec, framework, "infer", batch, mode), weights)
     try:
@@ -83,8 +95,9 @@ def framework_logits(framework: str, spec: Spec, weights, batch: int,
         work.close()
 
 
-def framework_train_step(framework: str, spec: Spec, weights, batch: int,
-                         mode: str | None = None) -> tuple[float, dict[str, np.ndarray]]:
+def framework_train_step(
+    framework: str, spec: Spec, weights, batch: int, mode: str | None = None
+) -> tuple[float, dict[str, np.ndarray]]:
     """The loss of one training step and the weights after its update."""
     work = get_adapter(framework).build(spec, _cell(spec, framework, "train", batch, mode), weights)
     try:
@@ -95,8 +108,9 @@ def framework_train_step(framework: str, spec: Spec, weights, batch: int,
         work.close()
 
 
-def framework_export(framework: str, spec: Spec, weights, batch: int, path,
-                     mode: str | None = None) -> float:
+def framework_export(
+    framework: str, spec: Spec, weights, batch: int, path, mode: str | None = None
+) -> float:
     """Export the framework's network to path and return the relative error of the
     exported file's logits in ONNX Runtime against the framework's own."""
     work = get_adapter(framework).build(spec, _cell(spec, framework, "infer", batch, mode), weights)
@@ -111,22 +125,34 @@ def framework_export(framework: str, spec: Spec, weights, batch: int, path,
     return rel_err(run_onnx(path, x), own)
 
 
-
-def check_inference(framework: str, spec: Spec, weights, batch: int,
-                    mode: str | None = None) -> dict:
+def check_inference(
+    framework: str, spec: Spec, weights, batch: int, mode: str | None = None
+) -> dict:
     """The framework's logits against ONNX Runtime's on the canonical graph."""
     mode = mode or first_cpu_mode(framework)
-    err = rel_err(framework_logits(framework, spec, weights, batch, mode),
-                  reference_logits(spec, weights, batch))
-    return {"network": spec.id, "framework": framework, "mode": mode, "check": "infer",
-            "scale": spec.scale, "batch_size": batch, "verified": bool(err <= TOL),
-            "max_rel_err": err, "worst_tensor": "logits", "tolerance": TOL,
-            "reference": "onnxruntime"}
+    err = rel_err(
+        framework_logits(framework, spec, weights, batch, mode),
+        reference_logits(spec, weights, batch),
+    )
+    return {
+        "network": spec.id,
+        "framework": framework,
+        "mode": mode,
+        "check": "infer",
+        "scale": spec.scale,
+        "batch_size": batch,
+        "verified": bool(err <= TOL),
+        "max_rel_err": err,
+        "worst_tensor": "logits",
+        "tolerance": TOL,
+        "reference": "onnxruntime",
+    }
 
 
 def has_batchnorm(spec: Spec) -> bool:
-    return any(isinstance(layer, (L.BatchNorm, L.BasicBlock, L.Bottleneck))
-               for layer, _ in spec.shapes)
+    return any(
+        isinstance(layer, (L.BatchNorm, L.BasicBlock, L.Bottleneck)) for layer, _ in spec.shapes
+    )
 
 
 def functional(spec: Spec, weights: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
@@ -182,19 +208,22 @@ def near_ties(inputs64: list[np.ndarray], inputs32: list[np.ndarray]) -> list[np
 @dataclass
 class ReferenceStep:
     """One training step computed in float64, and how close fp32 can get to it."""
+
     loss: float
     weights: dict[str, np.ndarray]
-    fp32_floor: float          # weights_error of the plain float32 step against it
-    tolerance: float           # for a framework's updated weights
-    near_ties: int = 0         # ReLU decisions within fp32's error of a tie
+    fp32_floor: float  # weights_error of the plain float32 step against it
+    tolerance: float  # for a framework's updated weights
+    near_ties: int = 0  # ReLU decisions within fp32's error of a tie
     tie_allowance: float = 0.0  # weights_error of the float64 step with them flipped
 
     @classmethod
     def compute(cls, spec: Spec, weights, batch: int) -> ReferenceStep:
         if get_adapter("torch").import_error():
-            raise Unsupported("the float64 reference step is computed with PyTorch, "
-                              "which is not installed")
+            raise Unsupported(
+                "the float64 reference step is computed with PyTorch, which is not installed"
+            )
         from xfbench.adapters.torch.reference import train_step
+
         z64, z32 = [], []
         loss, ref = train_step(spec, weights, batch, "float64", relu_inputs=z64)
         _, fp32 = train_step(spec, weights, batch, "float32", relu_inputs=z32)
@@ -205,12 +234,17 @@ class ReferenceStep:
         if count:
             _, flipped = train_step(spec, weights, batch, "float64", relu_flips=ties)
             allowance, _ = weights_error(spec, flipped, ref)
-        return cls(loss, ref, floor, max(TOL, FLOOR_FACTOR * floor) + allowance, count,
-                   allowance)
+        return cls(loss, ref, floor, max(TOL, FLOOR_FACTOR * floor) + allowance, count, allowance)
 
 
-def check_training(framework: str, spec: Spec, weights, batch: int, mode: str | None = None,
-                   reference: ReferenceStep | None = None) -> tuple[dict, dict]:
+def check_training(
+    framework: str,
+    spec: Spec,
+    weights,
+    batch: int,
+    mode: str | None = None,
+    reference: ReferenceStep | None = None,
+) -> tuple[dict, dict]:
     """One training step: its loss against ONNX Runtime's forward on the "train" graph,
     and its updated weights against the float64 step (ReferenceStep). Returns the record
     and the updated weights."""
@@ -223,19 +257,36 @@ def check_training(framework: str, spec: Spec, weights, batch: int, mode: str | 
     # (after - before) is from the float64 update, in the worst tensor.
     a, ref, before = (functional(spec, w) for w in (after, reference.weights, weights))
     worst_single, worst_single_name = max_rel_err(a, ref)
-    update_err, _ = max_rel_err({k: a[k] - before[k] for k in a},
-                                {k: ref[k] - before[k] for k in ref})
+    update_err, _ = max_rel_err(
+        {k: a[k] - before[k] for k in a}, {k: ref[k] - before[k] for k in ref}
+    )
     loss_ok, weights_ok = loss_err <= TOL, w_err <= reference.tolerance
     # The headline error: whichever of the two is nearer to (or further past) its tolerance.
-    worst, err = (("loss", loss_err) if loss_err / TOL >= w_err / reference.tolerance
-                  else (w_worst, w_err))
-    record = {"network": spec.id, "framework": framework, "mode": mode, "check": "train",
-              "scale": spec.scale, "batch_size": batch, "loss": loss, "loss_rel_err": loss_err,
-              "tolerance": TOL, "weights_rel_err": w_err, "weights_tolerance": reference.tolerance,
-              "fp32_floor": reference.fp32_floor, "float64_loss": reference.loss,
-              "near_ties": reference.near_ties, "tie_allowance": reference.tie_allowance,
-              "worst_tensor_rel_err": worst_single, "worst_single_tensor": worst_single_name,
-              "update_rel_err": update_err,
-              "verified": bool(loss_ok and weights_ok), "max_rel_err": err, "worst_tensor": worst,
-              "reference": "onnxruntime (loss), float64 PyTorch step (updated weights)"}
+    worst, err = (
+        ("loss", loss_err) if loss_err / TOL >= w_err / reference.tolerance else (w_worst, w_err)
+    )
+    record = {
+        "network": spec.id,
+        "framework": framework,
+        "mode": mode,
+        "check": "train",
+        "scale": spec.scale,
+        "batch_size": batch,
+        "loss": loss,
+        "loss_rel_err": loss_err,
+        "tolerance": TOL,
+        "weights_rel_err": w_err,
+        "weights_tolerance": reference.tolerance,
+        "fp32_floor": reference.fp32_floor,
+        "float64_loss": reference.loss,
+        "near_ties": reference.near_ties,
+        "tie_allowance": reference.tie_allowance,
+        "worst_tensor_rel_err": worst_single,
+        "worst_single_tensor": worst_single_name,
+        "update_rel_err": update_err,
+        "verified": bool(loss_ok and weights_ok),
+        "max_rel_err": err,
+        "worst_tensor": worst,
+        "reference": "onnxruntime (loss), float64 PyTorch step (updated weights)",
+    }
     return record, after

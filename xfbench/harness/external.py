@@ -4,6 +4,7 @@ Some measurements cannot run inside pytest's process (data-parallel workers are
 processes of their own); their per-step times still belong in pytest-benchmark's
 stats, so that the JSON's stats, its table and --benchmark-compare mean the step time.
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterable
@@ -19,7 +20,7 @@ def record_durations(benchmark, seconds: Iterable[float], mode: str = "external 
         raise ValueError("no durations to record")
     if benchmark._mode:
         raise RuntimeError(f"the benchmark fixture was already used ({benchmark._mode})")
-    benchmark._mode = mode   # used: no "fixture was not used" warning, no second use
+    benchmark._mode = mode  # used: no "fixture was not used" warning, no second use
     if benchmark.disabled:
         return None
     stats = benchmark._make_stats(1)

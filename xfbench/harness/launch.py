@@ -12,6 +12,7 @@ all-reduce ranks) starts here, under one policy:
   and one out-of-memory check (the kernel's OOM-kill counter of this cgroup, v1 or v2);
 - one failure format: a status (timeout, oom, killed, failed) and one line.
 """
+
 from __future__ import annotations
 
 import os
@@ -34,7 +35,9 @@ def child_env(extra: dict[str, str] | None = None, base: dict[str, str] | None =
     """The environment of a child: base (default: this process's), PYTHONPATH led by the
     folder holding this xfbench, then extra."""
     env = dict(os.environ if base is None else base)
-    rest = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p and p != str(PACKAGE_PARENT)]
+    rest = [
+        p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p and p != str(PACKAGE_PARENT)
+    ]
     env["PYTHONPATH"] = os.pathsep.join([str(PACKAGE_PARENT)] + rest)
     env.update(extra or {})
     return env
@@ -49,7 +52,7 @@ def oom_kills() -> int | None:
         return None
     for line in lines:
         _, controllers, path = line.split(":", 2)
-        if controllers == "":          # v2: one unified hierarchy
+        if controllers == "":  # v2: one unified hierarchy
             files = [Path("/sys/fs/cgroup") / path.lstrip("/") / "memory.events"]
         elif "memory" in controllers.split(","):
             base = Path("/sys/fs/cgroup/memory")
@@ -72,23 +75,38 @@ def _child_setup(cpus: Sequence[int] | None) -> Callable[[], None]:
         # If the parent is killed (SIGKILL, which it cannot catch), the child goes too.
         try:
             import ctypes
+
             pr_set_pdeathsig = 1
             ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGKILL)
         except (OSError, AttributeError):
             pass
         if cpus:
             os.sched_setaffinity(0, cpus)
+
     return setup
 
 
-def start(argv: Sequence[str], *, env: dict | None = None, stdout=subprocess.PIPE,
-          cpus: Sequence[int] | None = None, cwd: str | os.PathLike | None = None,
-          text: bool = True) -> subprocess.Popen:
+def start(
+    argv: Sequence[str],
+    *,
+    env: dict | None = None,
+    stdout=subprocess.PIPE,
+    cpus: Sequence[int] | None = None,
+    cwd: str | os.PathLike | None = None,
+    text: bool = True,
+) -> subprocess.Popen:
     """Start a child under the policy above (env defaults to child_env())."""
-    return subprocess.Popen(list(argv), env=env if env is not None else child_env(), cwd=cwd,
-                            stdout=stdout, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                            text=text if stdout == subprocess.PIPE else False,
-                            start_new_session=True, preexec_fn=_child_setup(cpus))
+    return subprocess.Popen(
+        list(argv),
+        env=env if env is not None else child_env(),
+        cwd=cwd,
+        stdout=stdout,
+        stderr=subprocess.STDOUT,
+        stdin=subprocess.DEVNULL,
+        text=text if stdout == subprocess.PIPE else False,
+        start_new_session=True,
+        preexec_fn=_child_setup(cpus),
+    )
 
 
 def stop(proc: subprocess.Popen) -> None:
@@ -104,10 +122,11 @@ def stop(proc: subprocess.Popen) -> None:
 @dataclass
 class Ended:
     """How a child ended."""
+
     returncode: int
     timed_out: bool
     oom: bool
-    output: str = ""           # its output, when it was captured
+    output: str = ""  # its output, when it was captured
 
     @property
     def tail(self) -> str:
@@ -131,8 +150,12 @@ def failure(end: Ended, timeout_s: float, timeout_hint: str = "") -> tuple[str, 
     return "failed", f"process exited with code {end.returncode}"
 
 
-def wait(proc: subprocess.Popen, timeout_s: float, on_poll: Callable[[], float | None] | None = None,
-         oom_before: int | None = None) -> Ended:
+def wait(
+    proc: subprocess.Popen,
+    timeout_s: float,
+    on_poll: Callable[[], float | None] | None = None,
+    oom_before: int | None = None,
+) -> Ended:
     """Wait for a started child, killing it past timeout_s. on_poll, called every
     POLL_S, may return the time (time.monotonic) from which the time-out counts (a child
     that reports progress restarts the clock). Output is captured only when it is a pipe."""
@@ -154,15 +177,21 @@ def wait(proc: subprocess.Popen, timeout_s: float, on_poll: Callable[[], float |
                     timed_out = True
                     stop(proc)
     except BaseException:
-        stop(proc)     # interrupted: the child goes with us
+        stop(proc)  # interrupted: the child goes with us
         raise
     after = oom_kills()
     oom = oom_before is not None and after is not None and after > oom_before
     return Ended(proc.returncode, timed_out, oom, output or "")
 
 
-def run(argv: Sequence[str], timeout_s: float, *, env: dict | None = None,
-        cpus: Sequence[int] | None = None, cwd: str | os.PathLike | None = None) -> Ended:
+def run(
+    argv: Sequence[str],
+    timeout_s: float,
+    *,
+    env: dict | None = None,
+    cpus: Sequence[int] | None = None,
+    cwd: str | os.PathLike | None = None,
+) -> Ended:
     """Start a child, capture its output, and wait for it under the time-out."""
     before = oom_kills()
     return wait(start(argv, env=env, cpus=cpus, cwd=cwd), timeout_s, oom_before=before)

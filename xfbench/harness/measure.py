@@ -4,6 +4,7 @@ The timed call is the workload's step, which returns only once the device has
 finished; pytest-benchmark's pedantic mode times each call separately, so the
 median of the rounds is the seconds per mini-batch quoted everywhere.
 """
+
 from __future__ import annotations
 
 import math
@@ -32,6 +33,7 @@ def initial(spec: Spec, seed: int = 0, source: str = "seed"):
     """The canonical initial weights of spec, from the seed or from its ONNX file."""
     if source == "onnx":
         from xfbench.exchange import canonical_weights
+
         return canonical_weights(spec, seed)
     if source != "seed":
         raise ValueError(f"unknown weight source {source!r}; valid: {', '.join(WEIGHT_SOURCES)}")
@@ -52,8 +54,9 @@ def build(cell: Cell, seed: int = 0, weights: str = "seed"):
     return adapter, spec, workload
 
 
-def measure(benchmark, cell: Cell, preset: Preset, threads_config: dict[str, Any],
-            weights: str = "seed") -> dict:
+def measure(
+    benchmark, cell: Cell, preset: Preset, threads_config: dict[str, Any], weights: str = "seed"
+) -> dict:
     """Run one cell under pytest-benchmark and return the record stored in extra_info."""
     own_peak = reset_peak_rss()
     t0 = time.perf_counter()
@@ -69,13 +72,27 @@ def measure(benchmark, cell: Cell, preset: Preset, threads_config: dict[str, Any
         t0 = time.perf_counter()
         for _ in range(preset.warmup):
             work.step()
-        warm_step = (time.perf_counter() - t0) / max(preset.warmup, 1) if preset.warmup else compile_s
+        warm_step = (
+            (time.perf_counter() - t0) / max(preset.warmup, 1) if preset.warmup else compile_s
+        )
         rounds = preset.rounds(warm_step)
 
         with CpuMeter() as meter:
             benchmark.pedantic(work.step, rounds=rounds, iterations=1, warmup_rounds=0)
-        record = _record(benchmark, cell, spec, work, adapter, preset, rounds, build_s, compile_s,
-                         meter, threads_config, own_peak)
+        record = _record(
+            benchmark,
+            cell,
+            spec,
+            work,
+            adapter,
+            preset,
+            rounds,
+            build_s,
+            compile_s,
+            meter,
+            threads_config,
+            own_peak,
+        )
         record["weights_source"] = weights
         benchmark.extra_info.update(record)
         return record
@@ -83,8 +100,20 @@ def measure(benchmark, cell: Cell, preset: Preset, threads_config: dict[str, Any
         work.close()
 
 
-def _record(benchmark, cell, spec: Spec, work, adapter, preset, rounds, build_s, compile_s,
-            meter: CpuMeter, threads_config, own_peak) -> dict:
+def _record(
+    benchmark,
+    cell,
+    spec: Spec,
+    work,
+    adapter,
+    preset,
+    rounds,
+    build_s,
+    compile_s,
+    meter: CpuMeter,
+    threads_config,
+    own_peak,
+) -> dict:
     stats = benchmark.stats.stats if benchmark.stats else None
     median = stats.median if stats else meter.wall / rounds
     flops = spec.flops(cell.task, cell.batch_size)

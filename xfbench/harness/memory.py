@@ -5,6 +5,7 @@ Linux keeps the peak resident set (VmHWM) per process; writing 5 to
 own even when several cells share a process. Where that is not allowed the
 reset fails and the figure is the process's lifetime peak, which is labelled.
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -53,8 +54,11 @@ def keep_freed_memory() -> str:
         return SETTING
     try:
         libc = ctypes.CDLL("libc.so.6")
-        ok = (libc.mallopt(_M_MMAP_MAX, 0) and libc.mallopt(_M_TRIM_THRESHOLD, 2**31 - 1)
-              and libc.mallopt(_M_TOP_PAD, 2**28))
+        ok = (
+            libc.mallopt(_M_MMAP_MAX, 0)
+            and libc.mallopt(_M_TRIM_THRESHOLD, 2**31 - 1)
+            and libc.mallopt(_M_TOP_PAD, 2**28)
+        )
         SETTING = "glibc: no mmap, no trim" if ok else "glibc default (mallopt refused)"
     except (OSError, AttributeError):
         SETTING = "system default (not glibc)"

@@ -1,4 +1,5 @@
 """Presets: network sizes, batch sizes and how long each cell is timed."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -9,11 +10,11 @@ from xfbench.adapters.base import TASKS
 @dataclass(frozen=True)
 class Preset:
     name: str
-    scale: str          # "full" (the paper's networks) or "smoke" (tiny, for tests)
-    warmup: int         # untimed steps after the first (compile) step
-    min_rounds: int     # timed steps, at least
-    max_rounds: int     # and at most
-    budget_s: float     # timed steps fill about this many seconds within those bounds
+    scale: str  # "full" (the paper's networks) or "smoke" (tiny, for tests)
+    warmup: int  # untimed steps after the first (compile) step
+    min_rounds: int  # timed steps, at least
+    max_rounds: int  # and at most
+    budget_s: float  # timed steps fill about this many seconds within those bounds
     description: str
     # What `xfbench run` does when --task, --mode or --cell-timeout are not given.
     tasks: tuple[str, ...] = TASKS
@@ -30,26 +31,54 @@ class Preset:
 
 
 PRESETS = {
-    "paper": Preset("paper", "full", warmup=3, min_rounds=10, max_rounds=1000, budget_s=10.0,
-                    description="the paper's networks and Table 7 batch sizes, 10 s of timed steps",
-                    cell_timeout_s=3600.0),
-    "quick": Preset("quick", "full", warmup=1, min_rounds=3, max_rounds=50, budget_s=1.0,
-                    description="the paper's networks and batch sizes, a short timing budget",
-                    cell_timeout_s=900.0),
-    "smoke": Preset("smoke", "smoke", warmup=1, min_rounds=3, max_rounds=50, budget_s=0.1,
-                    description="tiny networks that run in seconds, to test the code paths",
-                    cell_timeout_s=120.0),
+    "paper": Preset(
+        "paper",
+        "full",
+        warmup=3,
+        min_rounds=10,
+        max_rounds=1000,
+        budget_s=10.0,
+        description="the paper's networks and Table 7 batch sizes, 10 s of timed steps",
+        cell_timeout_s=3600.0,
+    ),
+    "quick": Preset(
+        "quick",
+        "full",
+        warmup=1,
+        min_rounds=3,
+        max_rounds=50,
+        budget_s=1.0,
+        description="the paper's networks and batch sizes, a short timing budget",
+        cell_timeout_s=900.0,
+    ),
+    "smoke": Preset(
+        "smoke",
+        "smoke",
+        warmup=1,
+        min_rounds=3,
+        max_rounds=50,
+        budget_s=0.1,
+        description="tiny networks that run in seconds, to test the code paths",
+        cell_timeout_s=120.0,
+    ),
     # The CPU sweep of the README. Training FLOPs per step at Table 7's batches add up to
     # about 1.1 TFLOP over the nine networks; at 50-100 GFLOP/s per thread that is 11-22 s
     # per pass at one thread. Six steps per cell (compile, two warm-up, three timed) at 1 and
     # 2 threads make 2-4 minutes per framework plus start-up and compilation (measured: 10
     # minutes for three frameworks; the second warm-up step lets TensorFlow's heap reach its
     # steady size first). Inference and the slower modes would triple it.
-    "table7": Preset("table7", "full", warmup=2, min_rounds=3, max_rounds=3, budget_s=0.0,
-                     description="Table 7's CPU columns: the paper's networks and batch sizes, "
-                                 "training only, one mode per framework (its fastest on CPU), "
-                                 "2 warm-up and 3 timed steps",
-                     tasks=("train",),
-                     one_mode=True,
-                     cell_timeout_s=900.0),
+    "table7": Preset(
+        "table7",
+        "full",
+        warmup=2,
+        min_rounds=3,
+        max_rounds=3,
+        budget_s=0.0,
+        description="Table 7's CPU columns: the paper's networks and batch sizes, "
+        "training only, one mode per framework (its fastest on CPU), "
+        "2 warm-up and 3 timed steps",
+        tasks=("train",),
+        one_mode=True,
+        cell_timeout_s=900.0,
+    ),
 }

@@ -5,6 +5,7 @@ torchrun starts each rank in a session of its own, so killing torchrun, or its
 process group, leaves the ranks running: they keep the output pipe open (the
 caller waits forever) and the rendezvous port taken.
 """
+
 from __future__ import annotations
 
 import socket

@@ -3,6 +3,7 @@
 Every option takes a comma-separated list. A bad value raises SelectionError
 with one line naming the valid values; the caller turns it into a usage error.
 """
+
 from __future__ import annotations
 
 import re
@@ -27,14 +28,14 @@ class SelectionError(ValueError):
 @dataclass(frozen=True)
 class Selection:
     frameworks: tuple[str, ...]
-    frameworks_explicit: bool          # named by --framework (else: every installed one)
+    frameworks_explicit: bool  # named by --framework (else: every installed one)
     networks: tuple[str, ...]
-    modes: tuple[str, ...] | None      # None: every mode of each framework that runs on the device
+    modes: tuple[str, ...] | None  # None: every mode of each framework that runs on the device
     precisions: tuple[str, ...]
     devices: tuple[str, ...]
     devices_explicit: bool
     threads: int
-    batch_size: int | None             # None: the preset's (Table 7's, or the smoke batch)
+    batch_size: int | None  # None: the preset's (Table 7's, or the smoke batch)
     preset: Preset
     data: str
 
@@ -81,11 +82,21 @@ def _positive(option: str, value: str | None) -> int | None:
     return n
 
 
-def parse(framework=None, model=None, mode=None, precision=None, device=None, threads=None,
-          batch_size=None, preset=None, data=None) -> Selection:
+def parse(
+    framework=None,
+    model=None,
+    mode=None,
+    precision=None,
+    device=None,
+    threads=None,
+    batch_size=None,
+    preset=None,
+    data=None,
+) -> Selection:
     """Validate raw option strings (None = default) into a Selection."""
-    frameworks = comma_list(framework) or [f for f in FRAMEWORKS if FRAMEWORKS[f].default
-                                       and get_adapter(f).import_error() is None]
+    frameworks = comma_list(framework) or [
+        f for f in FRAMEWORKS if FRAMEWORKS[f].default and get_adapter(f).import_error() is None
+    ]
     _check("framework", frameworks, list(FRAMEWORKS))
     if not frameworks:
         raise SelectionError("no framework is installed; see README.md for the install command")
@@ -97,7 +108,9 @@ def parse(framework=None, model=None, mode=None, precision=None, device=None, th
         valid = ", ".join(f"{m} ({f})" for m, f in known.items())
         for m in modes:
             if m not in known:
-                raise SelectionError(f"unknown mode {m!r} for {', '.join(frameworks)}; valid: {valid}")
+                raise SelectionError(
+                    f"unknown mode {m!r} for {', '.join(frameworks)}; valid: {valid}"
+                )
     precisions = comma_list(precision) or ["fp32"]
     _check("precision", precisions, PRECISIONS + GEMM_ONLY_PRECISIONS)
     devices = [normalize_device(d) for d in comma_list(device)]
@@ -107,20 +120,33 @@ def parse(framework=None, model=None, mode=None, precision=None, device=None, th
     n_threads = threads if isinstance(threads, int) else None
     if n_threads is None and threads not in (None, ""):
         if "," in str(threads):
-            raise SelectionError("--threads takes one count per pytest process; sweep thread "
-                                 "counts with one pytest invocation per count")
+            raise SelectionError(
+                "--threads takes one count per pytest process; sweep thread "
+                "counts with one pytest invocation per count"
+            )
         n_threads = _positive("--threads", threads)
     n_threads = n_threads or cpus
     if n_threads > cpus:
-        raise SelectionError(f"--threads {n_threads} is more than the {cpus} CPUs this "
-                             "process may use")
+        raise SelectionError(
+            f"--threads {n_threads} is more than the {cpus} CPUs this process may use"
+        )
     preset_name = preset or "paper"
     _check("preset", [preset_name], list(PRESETS))
     data_mode = data or "resident"
     _check("data mode", [data_mode], DATA_MODES)
-    return Selection(tuple(frameworks), bool(comma_list(framework)), tuple(networks), tuple(modes) if modes else None,
-                     tuple(precisions), tuple(dict.fromkeys(devices)), explicit, n_threads,
-                     _positive("--batch-size", batch_size), PRESETS[preset_name], data_mode)
+    return Selection(
+        tuple(frameworks),
+        bool(comma_list(framework)),
+        tuple(networks),
+        tuple(modes) if modes else None,
+        tuple(precisions),
+        tuple(dict.fromkeys(devices)),
+        explicit,
+        n_threads,
+        _positive("--batch-size", batch_size),
+        PRESETS[preset_name],
+        data_mode,
+    )
 
 
 def cells(sel: Selection, task: str) -> list[Cell]:
@@ -142,6 +168,18 @@ def cells(sel: Selection, task: str) -> list[Cell]:
             for network in sel.networks:
                 for mode in modes:
                     for precision in sel.precisions:
-                        out.append(Cell(network, fw, mode, precision, device, sel.threads,
-                                        sel.batch_for(network), task, sel.data, sel.preset.scale))
+                        out.append(
+                            Cell(
+                                network,
+                                fw,
+                                mode,
+                                precision,
+                                device,
+                                sel.threads,
+                                sel.batch_for(network),
+                                task,
+                                sel.data,
+                                sel.preset.scale,
+                            )
+                        )
     return out

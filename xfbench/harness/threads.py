@@ -5,6 +5,7 @@ start, so pin() must run before the first framework import. The affinity mask
 is the one setting every runtime obeys; ONNX Runtime and TensorFlow also need
 their own knobs, which the adapters set in configure_threads().
 """
+
 from __future__ import annotations
 
 import os
@@ -14,8 +15,14 @@ from pathlib import Path
 
 import threadpoolctl
 
-THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS",
-                    "VECLIB_MAXIMUM_THREADS", "NUMEXPR_NUM_THREADS", "NPROC")
+THREAD_VARIABLES = (
+    "OMP_NUM_THREADS",
+    "MKL_NUM_THREADS",
+    "OPENBLAS_NUM_THREADS",
+    "VECLIB_MAXIMUM_THREADS",
+    "NUMEXPR_NUM_THREADS",
+    "NPROC",
+)
 
 
 def allowed_cpus() -> list[int]:
@@ -26,7 +33,10 @@ def allowed_cpus() -> list[int]:
 def _core_of(cpu: int) -> tuple[int, int]:
     topo = Path(f"/sys/devices/system/cpu/cpu{cpu}/topology")
     try:
-        return (int((topo / "physical_package_id").read_text()), int((topo / "core_id").read_text()))
+        return (
+            int((topo / "physical_package_id").read_text()),
+            int((topo / "core_id").read_text()),
+        )
     except (OSError, ValueError):
         return (0, cpu)
 
@@ -66,6 +76,7 @@ def pin(n: int) -> list[int]:
 @dataclass
 class CpuMeter:
     """CPU time over wall time of this process: how many threads were really busy."""
+
     cpu0: float = 0.0
     wall0: float = 0.0
     cpu: float = 0.0

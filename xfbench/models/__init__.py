@@ -1,6 +1,15 @@
 """What is measured: one framework-neutral spec per network (see MODELS.md)."""
+
 from xfbench.models.networks import NETWORKS, SMOKE, SMOKE_BATCH, get_spec
 from xfbench.models.spec import Spec, describe, initial_weights, synthetic_batch
 
-__all__ = ["NETWORKS", "SMOKE", "SMOKE_BATCH", "Spec", "describe", "get_spec", "initial_weights",
-           "synthetic_batch"]
+__all__ = [
+    "NETWORKS",
+    "SMOKE",
+    "SMOKE_BATCH",
+    "Spec",
+    "describe",
+    "get_spec",
+    "initial_weights",
+    "synthetic_batch",
+]

@@ -14,6 +14,7 @@ conv weights (O, I, KH, KW); dense weights (out, in) as ONNX Gemm with transB;
 LSTM W (4H, in), R (4H, H) and B (8H,) with gates in ONNX order i, o, f, c and
 the input bias before the recurrent bias.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -29,6 +30,7 @@ class Param:
     init is "uniform" (bound = 1/sqrt(fan_in), PyTorch's default for conv,
     dense and LSTM), "normal" (N(0, 1), embeddings), "ones" or "zeros".
     """
+
     name: str
     shape: Shape
     init: str
@@ -62,6 +64,7 @@ class Layer:
 @dataclass(frozen=True)
 class Dense(Layer):
     """Fully connected on the last axis (applied at every time step of a sequence)."""
+
     name: str
     units: int
     bias: bool = True
@@ -83,6 +86,7 @@ class Dense(Layer):
 @dataclass(frozen=True)
 class Conv(Layer):
     """2-D convolution with explicit symmetric padding (never "same")."""
+
     name: str
     filters: int
     kernel: int
@@ -92,13 +96,22 @@ class Conv(Layer):
 
     def out_shape(self, x):
         _, h, w = x
-        return (self.filters, _pool_out(h, self.kernel, self.stride, self.pad),
-                _pool_out(w, self.kernel, self.stride, self.pad))
+        return (
+            self.filters,
+            _pool_out(h, self.kernel, self.stride, self.pad),
+            _pool_out(w, self.kernel, self.stride, self.pad),
+        )
 
     def params(self, x):
         fan_in = x[0] * self.kernel * self.kernel
-        ps = [Param(f"{self.name}.weight", (self.filters, x[0], self.kernel, self.kernel),
-                    "uniform", fan_in)]
+        ps = [
+            Param(
+                f"{self.name}.weight",
+                (self.filters, x[0], self.kernel, self.kernel),
+                "uniform",
+                fan_in,
+            )
+        ]
         if self.bias:
             ps.append(Param(f"{self.name}.bias", (self.filters,), "uniform", fan_in))
         return ps
@@ -115,14 +128,17 @@ class BatchNorm(Layer):
     momentum is PyTorch's convention (new = (1 - m) * old + m * batch); Keras's
     momentum is 1 - m. Running mean and variance are buffers, not parameters.
     """
+
     name: str
     eps: float = 1e-5
     momentum: float = 0.1
 
     def params(self, x):
         c = x[0]
-        return [Param(f"{self.name}.weight", (c,), "ones"),
-                Param(f"{self.name}.bias", (c,), "zeros")]
+        return [
+            Param(f"{self.name}.weight", (c,), "ones"),
+            Param(f"{self.name}.bias", (c,), "zeros"),
+        ]
 
 
 @dataclass(frozen=True)
@@ -144,8 +160,11 @@ class MaxPool(Layer):
 
     def out_shape(self, x):
         c, h, w = x
-        return (c, _pool_out(h, self.kernel, self.stride, self.pad),
-                _pool_out(w, self.kernel, self.stride, self.pad))
+        return (
+            c,
+            _pool_out(h, self.kernel, self.stride, self.pad),
+            _pool_out(w, self.kernel, self.stride, self.pad),
+        )
 
 
 @dataclass(frozen=True)
@@ -162,6 +181,7 @@ class AvgPool(Layer):
 @dataclass(frozen=True)
 class GlobalAvgPool(Layer):
     """Mean over H and W: (C, H, W) -> (C,)."""
+
     name: str = "gap"
 
     def out_shape(self, x):
@@ -175,6 +195,7 @@ class Flatten(Layer):
     An adapter computing channels-last must flatten in this same order (or
     permute the next dense layer's weights) for weights to be interchangeable.
     """
+
     name: str = "flatten"
 
     def out_shape(self, x):
@@ -188,6 +209,7 @@ class Bottleneck(Layer):
     The projection shortcut (1x1 conv with the block's stride, then BN) is
     present when the block changes shape.
     """
+
     name: str
     width: int
     stride: int = 1
@@ -199,26 +221,33 @@ class Bottleneck(Layer):
     def parts(self, x: Shape) -> list[tuple[Layer, Shape]]:
         """The block's convolutions and norms, each with its input shape."""
         n = self.name
-        seq: list[Layer] = [Conv(f"{n}.conv1", self.width, 1, bias=False), BatchNorm(f"{n}.bn1"),
-                            Conv(f"{n}.conv2", self.width, 3, self.stride, 1, bias=False),
-                            BatchNorm(f"{n}.bn2"),
-                            Conv(f"{n}.conv3", self.width * self.expansion, 1, bias=False),
-                            BatchNorm(f"{n}.bn3")]
+        seq: list[Layer] = [
+            Conv(f"{n}.conv1", self.width, 1, bias=False),
+            BatchNorm(f"{n}.bn1"),
+            Conv(f"{n}.conv2", self.width, 3, self.stride, 1, bias=False),
+            BatchNorm(f"{n}.bn2"),
+            Conv(f"{n}.conv3", self.width * self.expansion, 1, bias=False),
+            BatchNorm(f"{n}.bn3"),
+        ]
         out, shape = [], x
         for layer in seq:
             out.append((layer, shape))
             shape = layer.out_shape(shape)
         if self.projected(x):
-            proj = Conv(f"{n}.downsample.conv", self.width * self.expansion, 1, self.stride,
-                        bias=False)
+            proj = Conv(
+                f"{n}.downsample.conv", self.width * self.expansion, 1, self.stride, bias=False
+            )
             out.append((proj, x))
             out.append((BatchNorm(f"{n}.downsample.bn"), proj.out_shape(x)))
         return out
 
     def out_shape(self, x):
         c, h, w = x
-        return (self.width * self.expansion, _pool_out(h, 3, self.stride, 1),
-                _pool_out(w, 3, self.stride, 1))
+        return (
+            self.width * self.expansion,
+            _pool_out(h, 3, self.stride, 1),
+            _pool_out(w, 3, self.stride, 1),
+        )
 
     def params(self, x):
         return [p for layer, s in self.parts(x) for p in layer.params(s)]
@@ -234,6 +263,7 @@ class BasicBlock(Layer):
     When the block changes shape its shortcut is "option A": every second
     pixel, new channels zero-padded (split evenly before and after), no weights.
     """
+
     name: str
     filters: int
     stride: int = 1
@@ -258,6 +288,7 @@ class BasicBlock(Layer):
 @dataclass(frozen=True)
 class Embedding(Layer):
     """Token ids (T,) -> vectors (T, dim)."""
+
     name: str
     vocab: int
     dim: int
@@ -277,6 +308,7 @@ class LSTM(Layer):
     keep them; a framework with one bias uses their sum. The forget-gate biases
     start at zero.
     """
+
     name: str
     hidden: int
     layers: int = 1
@@ -288,9 +320,11 @@ class LSTM(Layer):
         h, ps, fin = self.hidden, [], x[-1]
         for i in range(self.layers):
             n = f"{self.name}.l{i}"
-            ps += [Param(f"{n}.W", (4 * h, fin), "uniform", h),
-                   Param(f"{n}.R", (4 * h, h), "uniform", h),
-                   Param(f"{n}.B", (8 * h,), "lstm_bias", h)]
+            ps += [
+                Param(f"{n}.W", (4 * h, fin), "uniform", h),
+                Param(f"{n}.R", (4 * h, h), "uniform", h),
+                Param(f"{n}.B", (8 * h,), "lstm_bias", h),
+            ]
             fin = h
         return ps
 

@@ -4,6 +4,7 @@ width=1 is the exact network of the paper; tests use the smoke sizes below,
 which keep every code path (same layer kinds, depth, strides, padding, flatten
 order) but shrink channels, hidden units and, where the geometry allows, images.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -31,8 +32,18 @@ def _w(n: int, width: float) -> int:
     return max(1, round(n * width))
 
 
-def _fcn(id: str, paper: str, row: str | None, features: int, hidden: list[int], classes: int,
-         batch: int, width: float, real: str | None = None, scale_io: bool = True) -> Spec:
+def _fcn(
+    id: str,
+    paper: str,
+    row: str | None,
+    features: int,
+    hidden: list[int],
+    classes: int,
+    batch: int,
+    width: float,
+    real: str | None = None,
+    scale_io: bool = True,
+) -> Spec:
     io = _w(features, width) if scale_io else features
     out = _w(classes, width) if scale_io else classes
     layers = []
@@ -52,49 +63,98 @@ def fcn8(width: float = 1.0, size: int | None = None) -> Spec:
 
 def fcn_r(width: float = 1.0, size: int | None = None) -> Spec:
     # MNIST's 784 pixels and 10 classes are the data's, not the network's width.
-    return _fcn("fcn_r", "FCN-R (MNIST)", "FCN-R", 784, [2048, 4096, 1024], 10, 1024, width,
-                real="mnist", scale_io=False)
+    return _fcn(
+        "fcn_r",
+        "FCN-R (MNIST)",
+        "FCN-R",
+        784,
+        [2048, 4096, 1024],
+        10,
+        1024,
+        width,
+        real="mnist",
+        scale_io=False,
+    )
 
 
 def alexnet(width: float = 1.0, size: int | None = None) -> Spec:
     w = lambda n: _w(n, width)  # noqa: E731
     size = size or 224
     layers = (
-        Conv("conv1", w(96), 11, 4, 2), ReLU(), MaxPool(3, 2),
-        Conv("conv2", w(256), 5, 1, 2), ReLU(), MaxPool(3, 2),
-        Conv("conv3", w(384), 3, 1, 1), ReLU(),
-        Conv("conv4", w(384), 3, 1, 1), ReLU(),
-        Conv("conv5", w(256), 3, 1, 1), ReLU(), MaxPool(3, 2),
+        Conv("conv1", w(96), 11, 4, 2),
+        ReLU(),
+        MaxPool(3, 2),
+        Conv("conv2", w(256), 5, 1, 2),
+        ReLU(),
+        MaxPool(3, 2),
+        Conv("conv3", w(384), 3, 1, 1),
+        ReLU(),
+        Conv("conv4", w(384), 3, 1, 1),
+        ReLU(),
+        Conv("conv5", w(256), 3, 1, 1),
+        ReLU(),
+        MaxPool(3, 2),
         Flatten(),
-        Dense("fc6", w(4096)), ReLU(), Dense("fc7", w(4096)), ReLU(), Dense("fc8", 1000),
+        Dense("fc6", w(4096)),
+        ReLU(),
+        Dense("fc7", w(4096)),
+        ReLU(),
+        Dense("fc8", 1000),
     )
-    return Spec("alexnet", "AlexNet / AlexNet-S", (3, size, size), 1000, layers, 16,
-                table7_row="AlexNet-S")
+    return Spec(
+        "alexnet", "AlexNet / AlexNet-S", (3, size, size), 1000, layers, 16, table7_row="AlexNet-S"
+    )
 
 
 def alexnet_r(width: float = 1.0, size: int | None = None) -> Spec:
     w = lambda n: _w(n, width)  # noqa: E731
     layers = (
-        Conv("conv1", w(32), 5, 1, 2), ReLU(), MaxPool(3, 2),
-        Conv("conv2", w(32), 5, 1, 2), ReLU(), MaxPool(3, 2),
-        Conv("conv3", w(64), 5, 1, 2), ReLU(), AvgPool(3, 2),
-        Flatten(), Dense("fc4", 10),
+        Conv("conv1", w(32), 5, 1, 2),
+        ReLU(),
+        MaxPool(3, 2),
+        Conv("conv2", w(32), 5, 1, 2),
+        ReLU(),
+        MaxPool(3, 2),
+        Conv("conv3", w(64), 5, 1, 2),
+        ReLU(),
+        AvgPool(3, 2),
+        Flatten(),
+        Dense("fc4", 10),
     )
-    return Spec("alexnet_r", "AlexNet-R (CIFAR-10)", (3, 32, 32), 10, layers, 1024,
-                real_data="cifar10", table7_row="AlexNet-R")
+    return Spec(
+        "alexnet_r",
+        "AlexNet-R (CIFAR-10)",
+        (3, 32, 32),
+        10,
+        layers,
+        1024,
+        real_data="cifar10",
+        table7_row="AlexNet-R",
+    )
 
 
 def resnet50(width: float = 1.0, size: int | None = None) -> Spec:
     w = lambda n: _w(n, width)  # noqa: E731
-    layers: list = [Conv("conv1", w(64), 7, 2, 3, bias=False), BatchNorm("bn1"), ReLU(),
-                    MaxPool(3, 2, pad=1)]
+    layers: list = [
+        Conv("conv1", w(64), 7, 2, 3, bias=False),
+        BatchNorm("bn1"),
+        ReLU(),
+        MaxPool(3, 2, pad=1),
+    ]
     for stage, (blocks, width_) in enumerate(zip([3, 4, 6, 3], [64, 128, 256, 512])):
         for b in range(blocks):
             stride = 2 if (b == 0 and stage > 0) else 1
             layers.append(Bottleneck(f"layer{stage + 1}.{b}", w(width_), stride))
     layers += [GlobalAvgPool(), Dense("fc", 1000)]
-    return Spec("resnet50", "ResNet-50", (3, size or 224, size or 224), 1000, tuple(layers), 16,
-                table7_row="ResNet-50")
+    return Spec(
+        "resnet50",
+        "ResNet-50",
+        (3, size or 224, size or 224),
+        1000,
+        tuple(layers),
+        16,
+        table7_row="ResNet-50",
+    )
 
 
 def resnet56(width: float = 1.0, size: int | None = None) -> Spec:
@@ -105,15 +165,34 @@ def resnet56(width: float = 1.0, size: int | None = None) -> Spec:
             stride = 2 if (b == 0 and stage > 0) else 1
             layers.append(BasicBlock(f"layer{stage + 1}.{b}", w(filters), stride))
     layers += [GlobalAvgPool(), Dense("fc", 10)]
-    return Spec("resnet56", "ResNet-56 (CIFAR-10)", (3, size or 32, size or 32), 10,
-                tuple(layers), 128, real_data="cifar10", table7_row="ResNet-56")
+    return Spec(
+        "resnet56",
+        "ResNet-56 (CIFAR-10)",
+        (3, size or 32, size or 32),
+        10,
+        tuple(layers),
+        128,
+        real_data="cifar10",
+        table7_row="ResNet-56",
+    )
 
 
 def _lstm(id: str, steps: int, row: str | None, width: float) -> Spec:
     vocab, dim = _w(10000, width), _w(256, width)
     layers = (Embedding("embed", vocab, dim), LSTM("lstm", dim, 2), Dense("fc", vocab))
-    return Spec(id, f"LSTM-{steps} (PTB)", (steps,), vocab, layers, 128, input_kind="tokens",
-                vocab=vocab, clip_norm=5.0, real_data="ptb", table7_row=row)
+    return Spec(
+        id,
+        f"LSTM-{steps} (PTB)",
+        (steps,),
+        vocab,
+        layers,
+        128,
+        input_kind="tokens",
+        vocab=vocab,
+        clip_norm=5.0,
+        real_data="ptb",
+        table7_row=row,
+    )
 
 
 def lstm32(width: float = 1.0, size: int | None = None) -> Spec:
@@ -125,8 +204,8 @@ def lstm64(width: float = 1.0, size: int | None = None) -> Spec:
 
 
 NETWORKS: dict[str, Callable[..., Spec]] = {
-    f.__name__: f for f in (fcn5, fcn8, fcn_r, alexnet, alexnet_r, resnet50, resnet56, lstm32,
-                            lstm64)
+    f.__name__: f
+    for f in (fcn5, fcn8, fcn_r, alexnet, alexnet_r, resnet50, resnet56, lstm32, lstm64)
 }
 
 # Smoke sizes: (width multiplier, image size). Run in well under a second a step.
@@ -134,7 +213,7 @@ SMOKE: dict[str, tuple[float, int | None]] = {
     "fcn5": (1 / 64, None),
     "fcn8": (1 / 64, None),
     "fcn_r": (1 / 16, None),
-    "alexnet": (1 / 16, 99),   # 99 keeps a 2x2 last map, so flatten order still matters
+    "alexnet": (1 / 16, 99),  # 99 keeps a 2x2 last map, so flatten order still matters
     "alexnet_r": (1 / 4, None),
     "resnet50": (1 / 8, 32),
     "resnet56": (1 / 4, None),

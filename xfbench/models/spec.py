@@ -1,4 +1,5 @@
 """A network's framework-neutral specification, its synthetic data and its initial weights."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -26,18 +27,19 @@ class Spec:
     input_shape is one sample's shape, channels-first; token inputs are (T,).
     For sequence models the loss is taken at every time step (labels (N, T)).
     """
+
     id: str
     paper_name: str
     input_shape: Shape
     classes: int
     layers: tuple[Layer, ...]
-    batch_size: int                 # Table 7's mini-batch
-    input_kind: str = "float"       # "float" or "tokens"
-    vocab: int = 0                  # token ids are uniform in [0, vocab)
+    batch_size: int  # Table 7's mini-batch
+    input_kind: str = "float"  # "float" or "tokens"
+    vocab: int = 0  # token ids are uniform in [0, vocab)
     clip_norm: float | None = None  # global gradient-norm clip before the update
-    real_data: str | None = None    # "mnist", "cifar10", "ptb" for the paper's -R runs
-    table7_row: str | None = None   # the row of Shi et al.'s Table 7, where it has one
-    scale: str = "full"             # "full" or "smoke"
+    real_data: str | None = None  # "mnist", "cifar10", "ptb" for the paper's -R runs
+    table7_row: str | None = None  # the row of Shi et al.'s Table 7, where it has one
+    scale: str = "full"  # "full" or "smoke"
     lr: float = 0.01
     momentum: float = 0.9
     notes: tuple[str, ...] = field(default=())
@@ -123,8 +125,8 @@ def init_param(p: Param, seed: int, index: int) -> np.ndarray:
     value = rng.uniform(-bound, bound, p.shape).astype(np.float32)
     if p.init == "lstm_bias":
         h = p.shape[0] // 8
-        value[2 * h:3 * h] = 0.0  # forget gate of the input bias (gate order i, o, f, c)
-        value[6 * h:7 * h] = 0.0  # and of the recurrent bias
+        value[2 * h : 3 * h] = 0.0  # forget gate of the input bias (gate order i, o, f, c)
+        value[6 * h : 7 * h] = 0.0  # and of the recurrent bias
     return value
 
 
@@ -135,9 +137,17 @@ def initial_weights(spec: Spec, seed: int = 0) -> dict[str, np.ndarray]:
 
 def describe(spec: Spec) -> str:
     """A one-line summary for logs and errors."""
-    kinds = {Conv: "conv", Dense: "dense", Bottleneck: "bottleneck", BasicBlock: "basic block",
-             LSTM: "lstm", Embedding: "embedding"}
+    kinds = {
+        Conv: "conv",
+        Dense: "dense",
+        Bottleneck: "bottleneck",
+        BasicBlock: "basic block",
+        LSTM: "lstm",
+        Embedding: "embedding",
+    }
     counts = {name: len(spec.layer(kind)) for kind, name in kinds.items() if spec.layer(kind)}
     parts = ", ".join(f"{n} {k}" for k, n in counts.items())
-    return (f"{spec.id} ({spec.scale}): input {spec.input_shape}, {spec.classes} classes, "
-            f"{parts}; {spec.param_count:,} parameters, {spec.forward_macs / 1e6:,.2f} M MACs/sample")
+    return (
+        f"{spec.id} ({spec.scale}): input {spec.input_shape}, {spec.classes} classes, "
+        f"{parts}; {spec.param_count:,} parameters, {spec.forward_macs / 1e6:,.2f} M MACs/sample"
+    )

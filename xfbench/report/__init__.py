@@ -1,6 +1,7 @@
 """The report renderer: pytest-benchmark JSON written by xfbench -> Markdown, HTML, CSV
 and plots. `render_folder(folder)` is what the runner calls at the end of a sweep;
 `xfbench report ...` (report.cli) is the command line."""
+
 from __future__ import annotations
 
 import datetime
@@ -9,8 +10,15 @@ from pathlib import Path
 FORMATS = ("md", "html", "csv")
 
 
-def render(results: list[str | Path], out: str | Path, formats=FORMATS, *, with_paper: bool = False,
-           reference: str | None = None, prices: str | Path | None = None) -> list[Path]:
+def render(
+    results: list[str | Path],
+    out: str | Path,
+    formats=FORMATS,
+    *,
+    with_paper: bool = False,
+    reference: str | None = None,
+    prices: str | Path | None = None,
+) -> list[Path]:
     """Read RESULTS (runner folders or pytest-benchmark JSON files), write the report files
     into out, and return their paths (report.md / .html / .csv first, then
     report-scaling.csv and report-allreduce.csv when there are such results, then the plots).
@@ -33,7 +41,7 @@ def render(results: list[str | Path], out: str | Path, formats=FORMATS, *, with_
     rep = model.build(runs, with_paper=with_paper, reference=reference, prices=price_table)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    generated = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    generated = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
     if {"md", "html"} & set(formats):
         drawn = plots.render(rep, out / "plots")
         drawn.update(scaling_plots.render(rep, out / "plots"))

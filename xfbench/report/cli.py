@@ -1,5 +1,6 @@
 """`xfbench report RESULTS... [--format md,html,csv] [--out DIR] [--paper]
 [--reference MACHINE] [--prices FILE]`"""
+
 from __future__ import annotations
 
 import argparse
@@ -15,25 +16,46 @@ class _Parser(argparse.ArgumentParser):
 
 
 def parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="xfbench report",
-                description="Render Table 7 of Shi et al. 2016 and more from xfbench results: "
-                            "runner folders (results/<date>-<host>/) or pytest-benchmark JSON files.")
-    p.add_argument("results", nargs="+", metavar="RESULTS",
-                   help="runner folders or pytest --benchmark-json files; several machines "
-                        "are shown side by side")
-    p.add_argument("--format", default="md,html,csv",
-                   help="comma-separated: md, html, csv (default: all three)")
-    p.add_argument("--out", default=None,
-                   help="folder for the report (default: the results folder when one folder is "
-                        "given, else ./xfbench-report)")
-    p.add_argument("--paper", action="store_true",
-                   help="show Shi et al.'s own Table 7 numbers beside ours")
-    p.add_argument("--reference", default=None, metavar="MACHINE",
-                   help="the machine the others are compared with (label, host or run name; "
-                        "default: the first)")
-    p.add_argument("--prices", default=None, metavar="FILE",
-                   help="TOML or JSON prices and power per machine, for the procurement view "
-                        "(see report/data/prices.example.toml)")
+    p = _Parser(
+        prog="xfbench report",
+        description="Render Table 7 of Shi et al. 2016 and more from xfbench results: "
+        "runner folders (results/<date>-<host>/) or pytest-benchmark JSON files.",
+    )
+    p.add_argument(
+        "results",
+        nargs="+",
+        metavar="RESULTS",
+        help="runner folders or pytest --benchmark-json files; several machines "
+        "are shown side by side",
+    )
+    p.add_argument(
+        "--format",
+        default="md,html,csv",
+        help="comma-separated: md, html, csv (default: all three)",
+    )
+    p.add_argument(
+        "--out",
+        default=None,
+        help="folder for the report (default: the results folder when one folder is "
+        "given, else ./xfbench-report)",
+    )
+    p.add_argument(
+        "--paper", action="store_true", help="show Shi et al.'s own Table 7 numbers beside ours"
+    )
+    p.add_argument(
+        "--reference",
+        default=None,
+        metavar="MACHINE",
+        help="the machine the others are compared with (label, host or run name; "
+        "default: the first)",
+    )
+    p.add_argument(
+        "--prices",
+        default=None,
+        metavar="FILE",
+        help="TOML or JSON prices and power per machine, for the procurement view "
+        "(see report/data/prices.example.toml)",
+    )
     return p
 
 
@@ -53,8 +75,11 @@ def main(argv: list[str] | None = None) -> int:
     formats = comma_list(args.format)
     unknown = [f for f in formats if f not in FORMATS]
     if unknown or not formats:
-        print(f"xfbench report: unknown format {', '.join(unknown) or '(none)'}; "
-              f"known: {', '.join(FORMATS)}", file=sys.stderr)
+        print(
+            f"xfbench report: unknown format {', '.join(unknown) or '(none)'}; "
+            f"known: {', '.join(FORMATS)}",
+            file=sys.stderr,
+        )
         return 2
     if args.out:
         out = Path(args.out)
@@ -63,8 +88,14 @@ def main(argv: list[str] | None = None) -> int:
     else:
         out = Path("xfbench-report")
     try:
-        written = render(args.results, out, formats, with_paper=args.paper,
-                         reference=args.reference, prices=args.prices)
+        written = render(
+            args.results,
+            out,
+            formats,
+            with_paper=args.paper,
+            reference=args.reference,
+            prices=args.prices,
+        )
     except (LoadError, PricesError, ValueError) as e:
         print(f"xfbench report: {e}", file=sys.stderr)
         return 1

@@ -9,6 +9,7 @@ what the equivalence suite writes is a change here only):
   - or the same objects listed under the top-level "xfbench": {"equivalence": [...]}.
 A mark without "task" applies to both tasks.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -30,19 +31,28 @@ def equivalence_records(doc: dict) -> list[dict[str, Any]]:
         if not isinstance(rec, dict) or "framework" not in rec or "network" not in rec:
             continue
         err = rec.get("max_rel_err")
-        out.append({"framework": str(rec["framework"]), "network": str(rec["network"]),
-                    # the equivalence suite names the task "check" ("infer" or "train")
-                    "task": rec.get("task", rec.get("check")), "verified": rec.get("verified") is True,
-                    "max_rel_err": float(err) if isinstance(err, (int, float)) else None,
-                    "reference": rec.get("reference")})
+        out.append(
+            {
+                "framework": str(rec["framework"]),
+                "network": str(rec["network"]),
+                # the equivalence suite names the task "check" ("infer" or "train")
+                "task": rec.get("task", rec.get("check")),
+                "verified": rec.get("verified") is True,
+                "max_rel_err": float(err) if isinstance(err, (int, float)) else None,
+                "reference": rec.get("reference"),
+            }
+        )
     return out
 
 
 def mark(records: list[dict], framework: str, network: str, task: str) -> dict | None:
     """The check that applies to a (framework, network, task) row: a failed check wins
     over a passed one, so a row is marked verified only if every check of it passed."""
-    hits = [r for r in records if r["framework"] == framework and r["network"] == network
-            and r["task"] in (None, task)]
+    hits = [
+        r
+        for r in records
+        if r["framework"] == framework and r["network"] == network and r["task"] in (None, task)
+    ]
     if not hits:
         return None
     failed = [r for r in hits if not r["verified"]]

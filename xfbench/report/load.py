@@ -11,6 +11,7 @@ A RESULTS argument is either
 Each argument becomes one Run. The pytest-benchmark stats are the source of
 truth for every time: the median of a cell is stats.median.
 """
+
 from __future__ import annotations
 
 import json
@@ -25,8 +26,13 @@ from xfbench.report.equivalence import equivalence_records
 
 FAILURE_STATUSES = ("failed", "timeout", "killed", "oom", "skipped")
 # Files the report itself writes into a runner folder: never read back as input.
-OWN_OUTPUTS = ("report.md", "report.html", "report.csv", "report-scaling.csv",
-               "report-allreduce.csv")
+OWN_OUTPUTS = (
+    "report.md",
+    "report.html",
+    "report.csv",
+    "report-scaling.csv",
+    "report-allreduce.csv",
+)
 
 
 class LoadError(Exception):
@@ -48,6 +54,7 @@ def _kind(record: dict, where: str) -> str | None:
 @dataclass
 class Result:
     """One cell of one run: a timed benchmark entry or a failure record."""
+
     task: str
     network: str
     framework: str
@@ -59,10 +66,10 @@ class Result:
     batch_size: int
     data: str
     scale: str
-    status: str                      # "ok" or one of FAILURE_STATUSES
-    median: float | None = None      # seconds per mini-batch, from stats.median
+    status: str  # "ok" or one of FAILURE_STATUSES
+    median: float | None = None  # seconds per mini-batch, from stats.median
     reason: str = ""
-    info: dict[str, Any] = field(default_factory=dict)   # extra_info as written
+    info: dict[str, Any] = field(default_factory=dict)  # extra_info as written
     source: str = ""
 
     @property
@@ -77,16 +84,17 @@ class Result:
 @dataclass
 class Run:
     """Everything read from one RESULTS argument."""
-    name: str                        # the folder or file name, to tell runs apart
+
+    name: str  # the folder or file name, to tell runs apart
     path: str
-    machine: dict[str, Any]          # see machine_of()
+    machine: dict[str, Any]  # see machine_of()
     results: list[Result] = field(default_factory=list)
     gemm: list[dict[str, Any]] = field(default_factory=list)
     equivalence: list[dict[str, Any]] = field(default_factory=list)
-    scaling: list[dict[str, Any]] = field(default_factory=list)     # report.scaling records
-    allreduce: list[dict[str, Any]] = field(default_factory=list)   # report.scaling sweeps
-    problems: list[str] = field(default_factory=list)   # files or entries left out, and why
-    files: int = 0                   # files read
+    scaling: list[dict[str, Any]] = field(default_factory=list)  # report.scaling records
+    allreduce: list[dict[str, Any]] = field(default_factory=list)  # report.scaling sweeps
+    problems: list[str] = field(default_factory=list)  # files or entries left out, and why
+    files: int = 0  # files read
 
     @property
     def empty(self) -> bool:
@@ -104,11 +112,14 @@ def read_json(path: Path) -> dict:
     try:
         doc = json.loads(text)
     except json.JSONDecodeError as e:
-        raise LoadError(f"{path}: malformed or truncated JSON (line {e.lineno}, column {e.colno}: "
-                        f"{e.msg})") from None
+        raise LoadError(
+            f"{path}: malformed or truncated JSON (line {e.lineno}, column {e.colno}: {e.msg})"
+        ) from None
     if not isinstance(doc, dict):
-        raise LoadError(f"{path}: not a pytest-benchmark JSON file (top level is a "
-                        f"{type(doc).__name__}, not an object)")
+        raise LoadError(
+            f"{path}: not a pytest-benchmark JSON file (top level is a "
+            f"{type(doc).__name__}, not an object)"
+        )
     return doc
 
 
@@ -133,18 +144,31 @@ def machine_of(doc: dict) -> dict[str, Any]:
     desc = desc if isinstance(desc, dict) else {}
     cpu = info.get("cpu") if isinstance(info.get("cpu"), dict) else {}
     host = str(info.get("node") or "unknown-host")
-    cpu_model = str(desc.get("cpu_model") or cpu.get("brand_raw") or info.get("processor")
-                    or info.get("machine") or "unknown CPU")
+    cpu_model = str(
+        desc.get("cpu_model")
+        or cpu.get("brand_raw")
+        or info.get("processor")
+        or info.get("machine")
+        or "unknown CPU"
+    )
     gpus = [str(g.get("name", "?")) for g in desc.get("gpus") or [] if isinstance(g, dict)]
     label = f"{host}: {cpu_model}"
     if gpus:
         names = sorted(set(gpus))
-        label += " + " + ", ".join(f"{gpus.count(n)}x {n}" if gpus.count(n) > 1 else n
-                                   for n in names)
-    return {"label": label, "host": host, "cpu_model": cpu_model, "gpus": gpus,
-            "cores_physical": desc.get("cores_physical"), "cores_logical": desc.get("cores_logical"),
-            "memory_bytes": desc.get("memory_bytes"), "os": desc.get("os"),
-            "packages": desc.get("packages") or {}}
+        label += " + " + ", ".join(
+            f"{gpus.count(n)}x {n}" if gpus.count(n) > 1 else n for n in names
+        )
+    return {
+        "label": label,
+        "host": host,
+        "cpu_model": cpu_model,
+        "gpus": gpus,
+        "cores_physical": desc.get("cores_physical"),
+        "cores_logical": desc.get("cores_logical"),
+        "memory_bytes": desc.get("memory_bytes"),
+        "os": desc.get("os"),
+        "packages": desc.get("packages") or {},
+    }
 
 
 def _int(value, default=0) -> int:
@@ -152,18 +176,26 @@ def _int(value, default=0) -> int:
         number = int(value)
     except (TypeError, ValueError, OverflowError):
         return default
-    return number if abs(number) < 2**31 else default   # no real count is that large
+    return number if abs(number) < 2**31 else default  # no real count is that large
 
 
 def _cell_result(cell: dict, status: str, source: str) -> Result:
     device = str(cell.get("device", "cpu"))
-    return Result(task=str(cell.get("task", "train")), network=str(cell.get("network", "?")),
-                  framework=str(cell.get("framework", "?")), mode=str(cell.get("mode", "?")),
-                  precision=str(cell.get("precision", "fp32")), device=device,
-                  device_name=str(cell.get("device_name") or device),
-                  threads=_int(cell.get("threads")), batch_size=_int(cell.get("batch_size")),
-                  data=str(cell.get("data", "resident")), scale=str(cell.get("scale", "full")),
-                  status=status, source=source)
+    return Result(
+        task=str(cell.get("task", "train")),
+        network=str(cell.get("network", "?")),
+        framework=str(cell.get("framework", "?")),
+        mode=str(cell.get("mode", "?")),
+        precision=str(cell.get("precision", "fp32")),
+        device=device,
+        device_name=str(cell.get("device_name") or device),
+        threads=_int(cell.get("threads")),
+        batch_size=_int(cell.get("batch_size")),
+        data=str(cell.get("data", "resident")),
+        scale=str(cell.get("scale", "full")),
+        status=status,
+        source=source,
+    )
 
 
 def failure_result(record: dict, source: str) -> Result:
@@ -191,14 +223,26 @@ def gemm_record(extra: dict, source: str) -> dict | None:
     if tflops is None or tflops <= 0:
         return None
     device = str(extra.get("device") or "cpu")
-    size = next((_number(extra.get(k)) for k in ("size", "n", "m")
-                 if 0 < (_number(extra.get(k)) or 0) < 2**31), None)
+    size = next(
+        (
+            _number(extra.get(k))
+            for k in ("size", "n", "m")
+            if 0 < (_number(extra.get(k)) or 0) < 2**31
+        ),
+        None,
+    )
     threads = extra.get("threads")
     name = extra.get("implementation") or extra.get("impl")  # the GEMM suite writes "impl"
-    return {"implementation": str(name), "dtype": str(extra.get("dtype", "fp32")),
-            "tflops": tflops, "device": device, "device_name": str(extra.get("device_name") or device),
-            "size": size, "threads": _int(threads, None) if device == "cpu" and threads is not None
-            else None, "source": source}
+    return {
+        "implementation": str(name),
+        "dtype": str(extra.get("dtype", "fp32")),
+        "tflops": tflops,
+        "device": device,
+        "device_name": str(extra.get("device_name") or device),
+        "size": size,
+        "threads": _int(threads, None) if device == "cpu" and threads is not None else None,
+        "source": source,
+    }
 
 
 def _median(entry: dict) -> float:
@@ -206,8 +250,12 @@ def _median(entry: dict) -> float:
     if not isinstance(stats, dict):
         raise ValueError("no stats")
     median = stats.get("median")
-    if not isinstance(median, (int, float)) or isinstance(median, bool) or not math.isfinite(median) \
-            or median <= 0:
+    if (
+        not isinstance(median, (int, float))
+        or isinstance(median, bool)
+        or not math.isfinite(median)
+        or median <= 0
+    ):
         raise ValueError(f"stats.median is {median!r}, not a positive number of seconds")
     return float(median)
 
@@ -231,7 +279,7 @@ def add_document(run: Run, doc: dict, source: str) -> None:
             continue
         kind = _kind(extra, f"{source}: {name}")
         if kind == "equivalence":
-            used += 1      # already taken by equivalence_records
+            used += 1  # already taken by equivalence_records
             continue
         if kind == "gemm":
             gemm = gemm_record(extra, source)
@@ -270,8 +318,10 @@ def add_document(run: Run, doc: dict, source: str) -> None:
         result.info = extra
         quoted = extra.get("seconds_per_batch")
         if isinstance(quoted, (int, float)) and not math.isclose(quoted, median, rel_tol=1e-9):
-            run.problems.append(f"{source}: {name}: extra_info.seconds_per_batch {quoted!r} differs "
-                                f"from stats.median {median!r}; the median is used")
+            run.problems.append(
+                f"{source}: {name}: extra_info.seconds_per_batch {quoted!r} differs "
+                f"from stats.median {median!r}; the median is used"
+            )
         run.results.append(result)
         used += 1
     top = doc.get("xfbench")
@@ -295,8 +345,10 @@ def _folder_files(folder: Path) -> tuple[list[Path], list[str]]:
             doc = read_json(merged)
             if _is_benchmark_doc(doc):
                 return [merged], notes
-            notes.append(f"{merged}: not a pytest-benchmark JSON file (no 'benchmarks' list); "
-                         f"reading cells/ and failed/ instead")
+            notes.append(
+                f"{merged}: not a pytest-benchmark JSON file (no 'benchmarks' list); "
+                f"reading cells/ and failed/ instead"
+            )
         except LoadError as e:
             notes.append(f"{e}; reading cells/ and failed/ instead")
     parts = sorted((folder / "cells").glob("*.json")) + sorted((folder / "failed").glob("*.json"))
@@ -319,8 +371,10 @@ def load(path: str | Path) -> Run:
         run = Run(name=name, path=str(path), machine=machine_of(doc), files=1)
         add_document(run, doc, str(path))
         if run.empty:
-            raise LoadError(f"{path}: no xfbench results in it"
-                            + (f" ({run.problems[0]})" if run.problems else ""))
+            raise LoadError(
+                f"{path}: no xfbench results in it"
+                + (f" ({run.problems[0]})" if run.problems else "")
+            )
         return run
     files, notes = _folder_files(path)
     run = Run(name=path.name or str(path), path=str(path), machine={}, problems=notes)

@@ -3,6 +3,7 @@ machine-against-reference summaries and the procurement view.
 
 Everything here is plain data; the md, html and csv renderers only lay it out.
 """
+
 from __future__ import annotations
 
 import math
@@ -16,15 +17,27 @@ from xfbench.report.equivalence import mark
 from xfbench.report.load import Result, Run
 
 # A row of Table 7: the way a network was run.
-RowKey = tuple[str, str, str, str]          # framework, mode, precision, data
+RowKey = tuple[str, str, str, str]  # framework, mode, precision, data
 # A block of Table 7: one network at one batch size.
-BlockKey = tuple[str, str, int, str]        # task, network, batch_size, scale
+BlockKey = tuple[str, str, int, str]  # task, network, batch_size, scale
 # A column within one machine: ("cpu", threads) or ("acc", device_name).
 ColKey = tuple[str, Any]
 
-DTYPES = {"float32": "fp32", "fp32": "fp32", "f32": "fp32", "tf32": "tf32", "float16": "fp16",
-          "half": "fp16", "fp16": "fp16", "f16": "fp16", "bfloat16": "bf16", "bf16": "bf16",
-          "float64": "fp64", "fp64": "fp64", "double": "fp64"}
+DTYPES = {
+    "float32": "fp32",
+    "fp32": "fp32",
+    "f32": "fp32",
+    "tf32": "tf32",
+    "float16": "fp16",
+    "half": "fp16",
+    "fp16": "fp16",
+    "f16": "fp16",
+    "bfloat16": "bf16",
+    "bf16": "bf16",
+    "float64": "fp64",
+    "fp64": "fp64",
+    "double": "fp64",
+}
 
 
 def dtype_name(value: Any) -> str:
@@ -35,11 +48,12 @@ def dtype_name(value: Any) -> str:
 class Machine:
     """One column group: the runs of one machine (runs of the same machine are merged
     unless they measured the same cells, in which case each is its own group)."""
-    label: str                 # machine label, made unique with the run name when needed
+
+    label: str  # machine label, made unique with the run name when needed
     host: str
-    base_label: str            # machine label as written (host: CPU + GPUs)
-    short: str                 # host name (with the run names when one host ran twice)
-    tag: str = ""              # "A", "B", ...: column-header prefix when there are several
+    base_label: str  # machine label as written (host: CPU + GPUs)
+    short: str  # host name (with the run names when one host ran twice)
+    tag: str = ""  # "A", "B", ...: column-header prefix when there are several
     runs: list[Run] = field(default_factory=list)
     results: dict[tuple[BlockKey, RowKey, ColKey], Result] = field(default_factory=dict)
     failures: list[Result] = field(default_factory=list)
@@ -66,8 +80,11 @@ def col_key(r: Result) -> ColKey:
 
 def row_label(key: RowKey) -> str:
     framework, mode, precision, data = key
-    parts = [display(framework), mode] + ([precision] if precision != "fp32" else []) \
+    parts = (
+        [display(framework), mode]
+        + ([precision] if precision != "fp32" else [])
         + ([f"data {data}"] if data != "resident" else [])
+    )
     return " ".join(parts)
 
 
@@ -86,11 +103,22 @@ def group_machines(runs: list[Run]) -> tuple[list[Machine], list[str]]:
     notes: list[str] = []
     for run in runs:
         keys = {(block_key(r), row_key(r), col_key(r)) for r in run.results}
-        target = next((m for m in machines if m.base_label == run.machine["label"]
-                       and not keys & (set(m.results) | set(_failure_keys(m)))), None)
+        target = next(
+            (
+                m
+                for m in machines
+                if m.base_label == run.machine["label"]
+                and not keys & (set(m.results) | set(_failure_keys(m)))
+            ),
+            None,
+        )
         if target is None:
-            target = Machine(label=run.machine["label"], host=run.machine["host"],
-                             base_label=run.machine["label"], short=run.machine["host"])
+            target = Machine(
+                label=run.machine["label"],
+                host=run.machine["host"],
+                base_label=run.machine["label"],
+                short=run.machine["host"],
+            )
             machines.append(target)
         target.runs.append(run)
         _name_failed_devices(run)
@@ -103,8 +131,10 @@ def group_machines(runs: list[Run]) -> tuple[list[Machine], list[str]]:
                 continue
             if key in target.results:
                 # two devices of the same name, or a repeated cell: keep the faster
-                notes.append(f"{r.source}: {r.network} {row_label(row_key(r))} {col_label(col_key(r))} "
-                             f"measured more than once in {run.name}; the fastest is shown")
+                notes.append(
+                    f"{r.source}: {r.network} {row_label(row_key(r))} {col_label(col_key(r))} "
+                    f"measured more than once in {run.name}; the fastest is shown"
+                )
                 if r.median >= target.results[key].median:
                     continue
             target.results[key] = r
@@ -117,11 +147,11 @@ def group_machines(runs: list[Run]) -> tuple[list[Machine], list[str]]:
     labels = [m.label for m in machines]
     for i, m in enumerate(machines):
         m.tag = chr(ord("A") + i) if i < 26 else f"M{i + 1}"
-        if labels.count(m.label) > 1:   # runs of the same name, too
+        if labels.count(m.label) > 1:  # runs of the same name, too
             m.label, m.short = f"{m.label} ({m.tag})", f"{m.short} ({m.tag})"
     hosts = [m.short for m in machines]
     for m in machines:
-        if hosts.count(m.short) > 1:   # same host name, different hardware
+        if hosts.count(m.short) > 1:  # same host name, different hardware
             m.short = m.base_label
     return machines, notes
 
@@ -146,9 +176,11 @@ def _failure_keys(m: Machine):
 def find_machine(machines: list[Machine], name: str) -> Machine | None:
     """A machine by label, host or run name, or by a part of its label; None when the
     name matches none or several."""
-    for test in (lambda m: name in (m.label, m.base_label),
-                 lambda m: name == m.host or name in m.names,
-                 lambda m: name.lower() in m.label.lower()):
+    for test in (
+        lambda m: name in (m.label, m.base_label),
+        lambda m: name == m.host or name in m.names,
+        lambda m: name.lower() in m.label.lower(),
+    ):
         hits = [m for m in machines if test(m)]
         if hits:
             return hits[0] if len(hits) == 1 else None
@@ -157,18 +189,19 @@ def find_machine(machines: list[Machine], name: str) -> Machine | None:
 
 # ---------------------------------------------------------------- Table 7
 
+
 @dataclass
 class Column:
-    machine: int           # index into Report.machines
+    machine: int  # index into Report.machines
     key: ColKey
-    label: str             # header, with the machine's tag when there are several
+    label: str  # header, with the machine's tag when there are several
     short_label: str = ""  # header under a machine's group header (HTML)
 
 
 @dataclass
 class TableCell:
-    text: str                       # what a reader sees: seconds, a failure word, or "-"
-    value: float | None = None      # seconds per mini-batch
+    text: str  # what a reader sees: seconds, a failure word, or "-"
+    value: float | None = None  # seconds per mini-batch
     best: bool = False
     footnote: int | None = None
     result: Result | None = None
@@ -178,16 +211,16 @@ class TableCell:
 class Row:
     key: RowKey
     label: str
-    verified: str                   # "", "yes (max rel err 3e-07)" or "NO (...)"
+    verified: str  # "", "yes (max rel err 3e-07)" or "NO (...)"
     cells: list[TableCell]
 
 
 @dataclass
 class PaperBlock:
-    row: str                        # the paper's row name
+    row: str  # the paper's row name
     batch: int | None
     labels: tuple[str, ...]
-    tools: list[tuple[str, list[str]]]   # (tool, cell texts)
+    tools: list[tuple[str, list[str]]]  # (tool, cell texts)
     values: list[tuple[str, dict[str, float]]]
 
 
@@ -203,7 +236,9 @@ class Block:
     def slug(self) -> str:
         task, network, batch, scale = self.key
         slug = f"{task}-{network}-b{batch}" + ("" if scale == "full" else f"-{scale}")
-        return re.sub(r"[^A-Za-z0-9_.-]+", "_", slug)[:100]  # names come from JSON: keep paths plain
+        return re.sub(r"[^A-Za-z0-9_.-]+", "_", slug)[
+            :100
+        ]  # names come from JSON: keep paths plain
 
 
 @dataclass
@@ -216,6 +251,7 @@ class Footnote:
 @dataclass
 class Detail:
     """One timed cell with everything derived from it (a row of the CSV)."""
+
     machine: Machine
     block: BlockKey
     row: RowKey
@@ -225,8 +261,8 @@ class Detail:
     tflops: float | None
     gemm_peak_tflops: float | None
     peak_share: float | None
-    speedup: float | None           # over the same row's 1-thread CPU cell on the machine
-    efficiency: float | None        # speedup / threads, CPU cells only
+    speedup: float | None  # over the same row's 1-thread CPU cell on the machine
+    efficiency: float | None  # speedup / threads, CPU cells only
     verified: dict | None
     best_in_column: bool = False
     money: dict[str, float | None] = field(default_factory=dict)
@@ -236,7 +272,7 @@ class Detail:
 class Summary:
     machine: Machine
     cells: int
-    geomean: float | None           # reference time / this machine's time, geometric mean
+    geomean: float | None  # reference time / this machine's time, geometric mean
     cpu_cells: int
     cpu_geomean: float | None
     acc_cells: int
@@ -246,6 +282,7 @@ class Summary:
 @dataclass
 class Buy:
     """The procurement view: a network's best cell on one machine, at its prices."""
+
     block: BlockKey
     machine: Machine
     best: Detail
@@ -274,6 +311,7 @@ def format_seconds(value: float) -> str:
 
 def network_title(network: str) -> str:
     from xfbench.models import get_spec
+
     try:
         return f"{get_spec(network).paper_name} ({network})"
     except (KeyError, ValueError):
@@ -283,7 +321,7 @@ def network_title(network: str) -> str:
 def _gemm_peaks(m: Machine) -> dict[tuple[str, str, int | None], float]:
     """Best measured GEMM TFLOP/s per (device, dtype, CPU threads or None)."""
     peaks: dict[tuple[str, str, int | None], float] = {}
-    for g in m.gemm:   # normalised by load.gemm_record
+    for g in m.gemm:  # normalised by load.gemm_record
         dev = "cpu" if g["device"] == "cpu" else g["device_name"]
         dtype = dtype_name(g["dtype"])
         for key in {(dev, dtype, g["threads"]), (dev, dtype, None)}:
@@ -316,12 +354,22 @@ def _details(m: Machine) -> list[Detail]:
         efficiency = speedup / r.threads if speedup and col[0] == "cpu" and r.threads > 0 else None
         tflops = _tflops(r)
         peak = _peak_for(peaks, r)
-        out.append(Detail(m, block, row, col, r,
-                          samples_per_s=r.batch_size / r.median if r.median > 0 else math.nan,
-                          tflops=tflops, gemm_peak_tflops=peak,
-                          peak_share=tflops / peak if tflops is not None and peak else None,
-                          speedup=speedup, efficiency=efficiency,
-                          verified=mark(m.equivalence, r.framework, r.network, r.task)))
+        out.append(
+            Detail(
+                m,
+                block,
+                row,
+                col,
+                r,
+                samples_per_s=r.batch_size / r.median if r.median > 0 else math.nan,
+                tflops=tflops,
+                gemm_peak_tflops=peak,
+                peak_share=tflops / peak if tflops is not None and peak else None,
+                speedup=speedup,
+                efficiency=efficiency,
+                verified=mark(m.equivalence, r.framework, r.network, r.task),
+            )
+        )
     return out
 
 
@@ -339,8 +387,7 @@ def _paper_block(key: BlockKey) -> PaperBlock | None:
         return None
     t = paper.table()
     values = t.rows.get(row, [])
-    tools = [(tool, [f"{v[c]:.3f}" if c in v else "-" for c in t.columns])
-             for tool, v in values]
+    tools = [(tool, [f"{v[c]:.3f}" if c in v else "-" for c in t.columns]) for tool, v in values]
     return PaperBlock(row, t.batch.get(row), t.labels, tools, values)
 
 
@@ -369,8 +416,11 @@ def summarise(machines: list[Machine], reference: Machine) -> list[Summary]:
             ratio = other.median / r.median
             every.append(ratio)
             (acc if r.accelerator else cpu).append(ratio)
-        out.append(Summary(m, len(every), _geomean(every), len(cpu), _geomean(cpu), len(acc),
-                           _geomean(acc)))
+        out.append(
+            Summary(
+                m, len(every), _geomean(every), len(cpu), _geomean(cpu), len(acc), _geomean(acc)
+            )
+        )
     return out
 
 
@@ -381,8 +431,13 @@ def _prices_for(m: Machine, prices: dict[str, dict[str, float]]) -> tuple[str, d
     return None
 
 
-def build(runs: list[Run], *, with_paper: bool = False, reference: str | None = None,
-          prices: dict[str, dict[str, float]] | None = None) -> Report:
+def build(
+    runs: list[Run],
+    *,
+    with_paper: bool = False,
+    reference: str | None = None,
+    prices: dict[str, dict[str, float]] | None = None,
+) -> Report:
     """The report's content. `reference` names a machine (label, host or run name);
     ValueError when it names none."""
     machines, problems = group_machines(runs)
@@ -391,8 +446,10 @@ def build(runs: list[Run], *, with_paper: bool = False, reference: str | None = 
     if len(machines) > 1 or reference:
         ref = find_machine(machines, reference) if reference else machines[0]
         if ref is None:
-            raise ValueError(f"--reference {reference!r} names no single machine; machines: "
-                             + "; ".join(m.label for m in machines))
+            raise ValueError(
+                f"--reference {reference!r} names no single machine; machines: "
+                + "; ".join(m.label for m in machines)
+            )
     if prices:
         used = set()
         for m in machines:
@@ -400,17 +457,20 @@ def build(runs: list[Run], *, with_paper: bool = False, reference: str | None = 
             if hit:
                 used.add(hit[0])
                 m.prices = hit[1]
-        problems += [f"prices for {k!r} match no machine in the results" for k in prices
-                     if k not in used]
+        problems += [
+            f"prices for {k!r} match no machine in the results" for k in prices if k not in used
+        ]
 
     details = [d for m in machines for d in _details(m)]
     by_cell = {(id(d.machine), d.block, d.row, d.col): d for d in details}
 
     # Blocks: every (task, network, batch) seen anywhere, ok or failed.
-    everything = [(mi, r) for mi, m in enumerate(machines)
-                  for r in list(m.results.values()) + m.failures]
-    block_keys = sorted({block_key(r) for _, r in everything},
-                        key=lambda k: (k[0] != "train", k[1], k[2], k[3]))
+    everything = [
+        (mi, r) for mi, m in enumerate(machines) for r in list(m.results.values()) + m.failures
+    ]
+    block_keys = sorted(
+        {block_key(r) for _, r in everything}, key=lambda k: (k[0] != "train", k[1], k[2], k[3])
+    )
     footnotes: list[Footnote] = []
     blocks = []
     for bk in block_keys:
@@ -418,8 +478,15 @@ def build(runs: list[Run], *, with_paper: bool = False, reference: str | None = 
         columns = []
         for mi, m in enumerate(machines):
             keys = sorted({col_key(r) for i, r in inside if i == mi}, key=_col_order)
-            columns += [Column(mi, k, col_label(k) if len(machines) == 1
-                               else f"{m.tag}: {col_label(k)}", col_label(k)) for k in keys]
+            columns += [
+                Column(
+                    mi,
+                    k,
+                    col_label(k) if len(machines) == 1 else f"{m.tag}: {col_label(k)}",
+                    col_label(k),
+                )
+                for k in keys
+            ]
         rows = []
         for rk in sorted({row_key(r) for _, r in inside}):
             cells = []
@@ -429,8 +496,14 @@ def build(runs: list[Run], *, with_paper: bool = False, reference: str | None = 
                 if r is not None:
                     cells.append(TableCell(format_seconds(r.median), r.median, result=r))
                     continue
-                failed = next((f for f in m.failures
-                               if (block_key(f), row_key(f), col_key(f)) == (bk, rk, c.key)), None)
+                failed = next(
+                    (
+                        f
+                        for f in m.failures
+                        if (block_key(f), row_key(f), col_key(f)) == (bk, rk, c.key)
+                    ),
+                    None,
+                )
                 if failed is not None:
                     number = len(footnotes) + 1
                     footnotes.append(Footnote(number, failed, m.label))
@@ -438,21 +511,24 @@ def build(runs: list[Run], *, with_paper: bool = False, reference: str | None = 
                 else:
                     cells.append(TableCell("-"))
             checks = [mark(m.equivalence, rk[0], bk[1], bk[0]) for m in machines]
-            check = next((c for c in checks if c and not c["verified"]), None) \
-                or next((c for c in checks if c), None)
+            check = next((c for c in checks if c and not c["verified"]), None) or next(
+                (c for c in checks if c), None
+            )
             rows.append(Row(rk, row_label(rk), _verified_text(check), cells))
         for ci in range(len(columns)):
             timed = [row.cells[ci] for row in rows if row.cells[ci].value is not None]
-            if len(timed) > 1:   # a lone number is not a winner
+            if len(timed) > 1:  # a lone number is not a winner
                 best = min(timed, key=lambda cell: cell.value)
                 best.best = True
-                d = by_cell.get((id(machines[columns[ci].machine]), bk, row_key(best.result),
-                                 columns[ci].key))
+                d = by_cell.get(
+                    (id(machines[columns[ci].machine]), bk, row_key(best.result), columns[ci].key)
+                )
                 if d:
                     d.best_in_column = True
         task, network, batch, scale = bk
-        title = f"{network_title(network)}: {task}, batch {batch}" \
-            + ("" if scale == "full" else f", {scale} size")
+        title = f"{network_title(network)}: {task}, batch {batch}" + (
+            "" if scale == "full" else f", {scale} size"
+        )
         blocks.append(Block(bk, title, columns, rows, _paper_block(bk) if with_paper else None))
 
     for d in details:
@@ -467,7 +543,16 @@ def build(runs: list[Run], *, with_paper: bool = False, reference: str | None = 
                 buys.append(Buy(bk, m, best, best.money))
     buys.sort(key=lambda b: (block_keys.index(b.block), machines.index(b.machine)))
     gemm = [(m, g) for m in machines for g in m.gemm]
-    return Report(machines, blocks, details, footnotes,
-                  summarise(machines, ref) if ref and len(machines) > 1 else [], ref, buys, gemm,
-                  problems, with_paper,
-                  scaling.build(machines, first_footnote=len(footnotes) + 1, problems=problems))
+    return Report(
+        machines,
+        blocks,
+        details,
+        footnotes,
+        summarise(machines, ref) if ref and len(machines) > 1 else [],
+        ref,
+        buys,
+        gemm,
+        problems,
+        with_paper,
+        scaling.build(machines, first_footnote=len(footnotes) + 1, problems=problems),
+    )

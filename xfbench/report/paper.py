@@ -3,6 +3,7 @@
 Our networks map to the paper's rows through the models' Spec.table7_row
 (fcn5 -> FCN-S, ..., lstm32 -> LSTM); networks without a paper row get none.
 """
+
 from __future__ import annotations
 
 import csv
@@ -12,17 +13,19 @@ from functools import lru_cache
 from pathlib import Path
 
 CSV = Path(__file__).parent / "data" / "shi2016_table7.csv"
-CITATION = ("Shi, Wang, Xu, Chu, \"Benchmarking State-of-the-Art Deep Learning Software Tools\" "
-            "(arXiv:1608.07249), Table 7")
+CITATION = (
+    'Shi, Wang, Xu, Chu, "Benchmarking State-of-the-Art Deep Learning Software Tools" '
+    "(arXiv:1608.07249), Table 7"
+)
 
 
 @dataclass(frozen=True)
 class PaperTable:
-    columns: tuple[str, ...]                    # csv column names, in order
-    labels: tuple[str, ...]                     # the same, for a reader
-    rows: dict[str, list[tuple[str, dict[str, float]]]]   # paper row -> [(tool, {column: s})]
-    batch: dict[str, int]                       # paper row -> its mini-batch
-    machines: str                               # the header line describing the machines
+    columns: tuple[str, ...]  # csv column names, in order
+    labels: tuple[str, ...]  # the same, for a reader
+    rows: dict[str, list[tuple[str, dict[str, float]]]]  # paper row -> [(tool, {column: s})]
+    batch: dict[str, int]  # paper row -> its mini-batch
+    machines: str  # the header line describing the machines
 
 
 def column_label(column: str) -> str:
@@ -53,6 +56,7 @@ def table() -> PaperTable:
 def paper_row(network: str) -> str | None:
     """The Table 7 row of one of our networks, or None (unknown network, or no paper row)."""
     from xfbench.models import get_spec  # the specs are light: numpy only
+
     try:
         return get_spec(network).table7_row
     except (KeyError, ValueError):

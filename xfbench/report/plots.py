@@ -1,5 +1,6 @@
 """Plots (matplotlib, Agg): time against threads per network, accelerator bars per
 network, GEMM TFLOP/s against size per dtype. Each is written as a PNG file."""
+
 from __future__ import annotations
 
 import re
@@ -37,15 +38,23 @@ def threads_plot(report: Report, block: Block, path: Path) -> Path | None:
     fig, ax = plt.subplots(figsize=SIZE)
     for ri, row in enumerate(block.rows):
         for mi, machine in enumerate(report.machines):
-            points = sorted((c.key[1], cell.value) for c, cell in zip(block.columns, row.cells)
-                            if c.machine == mi and c.key[0] == "cpu" and cell.value is not None
-                            and c.key[1] > 0)
+            points = sorted(
+                (c.key[1], cell.value)
+                for c, cell in zip(block.columns, row.cells)
+                if c.machine == mi and c.key[0] == "cpu" and cell.value is not None and c.key[1] > 0
+            )
             if len(points) < 1:
                 continue
             label = row.label + (f" ({machine.short})" if len(report.machines) > 1 else "")
             # a colour per row, a line style per machine
-            ax.plot([p[0] for p in points], [p[1] for p in points], marker="o", label=label,
-                    color=COLORS[ri % len(COLORS)], linestyle=STYLES[mi % len(STYLES)])
+            ax.plot(
+                [p[0] for p in points],
+                [p[1] for p in points],
+                marker="o",
+                label=label,
+                color=COLORS[ri % len(COLORS)],
+                linestyle=STYLES[mi % len(STYLES)],
+            )
             lines += 1
     if not lines:
         plt.close(fig)
@@ -53,7 +62,7 @@ def threads_plot(report: Report, block: Block, path: Path) -> Path | None:
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     threads = sorted({c.key[1] for c in block.columns if c.key[0] == "cpu" and c.key[1] > 0})
-    ax.set_xticks(threads, [str(t) for t in threads])   # the thread counts measured, as integers
+    ax.set_xticks(threads, [str(t) for t in threads])  # the thread counts measured, as integers
     ax.minorticks_off() if len(threads) < 2 else None
     ax.set_xlabel("CPU threads")
     ax.set_ylabel("seconds per mini-batch (median)")
@@ -90,14 +99,17 @@ def gemm_plots(report: Report, folder: Path) -> list[tuple[str, Path]]:
     """GEMM TFLOP/s against matrix size, one plot per dtype, a line per device and
     implementation."""
     series: dict[str, dict[str, list[tuple[float, float]]]] = {}
-    for machine, g in report.gemm:   # normalised by load.gemm_record
+    for machine, g in report.gemm:  # normalised by load.gemm_record
         if g["size"] is None:
             continue
-        name = f"{g['implementation']} on {g['device_name']}" \
-            + (f" {g['threads']}t" if g["threads"] is not None else "") \
+        name = (
+            f"{g['implementation']} on {g['device_name']}"
+            + (f" {g['threads']}t" if g["threads"] is not None else "")
             + (f" ({machine.short})" if len(report.machines) > 1 else "")
+        )
         series.setdefault(dtype_name(g["dtype"]), {}).setdefault(name, []).append(
-            (g["size"], g["tflops"]))
+            (g["size"], g["tflops"])
+        )
     out = []
     for dtype, lines in sorted(series.items()):
         fig, ax = plt.subplots(figsize=SIZE)
@@ -137,12 +149,24 @@ def render(report: Report, folder: Path) -> dict[str, list[tuple[str, Path]]]:
     out: dict[str, list[tuple[str, Path]]] = {"threads": [], "accelerators": [], "gemm": []}
     problems = report.problems
     for block in report.blocks:
-        p = _safely(threads_plot, report, block, folder / f"threads-{block.slug}.png",
-                    problems=problems, what=f"threads-{block.slug}")
+        p = _safely(
+            threads_plot,
+            report,
+            block,
+            folder / f"threads-{block.slug}.png",
+            problems=problems,
+            what=f"threads-{block.slug}",
+        )
         if p:
             out["threads"].append((block.title, p))
-        p = _safely(accelerator_plot, report, block, folder / f"accelerators-{block.slug}.png",
-                    problems=problems, what=f"accelerators-{block.slug}")
+        p = _safely(
+            accelerator_plot,
+            report,
+            block,
+            folder / f"accelerators-{block.slug}.png",
+            problems=problems,
+            what=f"accelerators-{block.slug}",
+        )
         if p:
             out["accelerators"].append((block.title, p))
     out["gemm"] = _safely(gemm_plots, report, folder, problems=problems, what="gemm") or []

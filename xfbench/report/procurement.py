@@ -8,6 +8,7 @@ The prices file is TOML or JSON (see data/prices.example.toml):
     watts = 700                 # power drawn while training
 Every field is optional; figures that need a missing one are left out.
 """
+
 from __future__ import annotations
 
 import json
@@ -32,8 +33,9 @@ def load_prices(path: str | Path) -> dict[str, dict[str, float]]:
     try:
         doc = json.loads(text) if path.suffix.lower() == ".json" else tomllib.loads(text)
     except (json.JSONDecodeError, tomllib.TOMLDecodeError) as e:
-        raise PricesError(f"{path}: not valid {'JSON' if path.suffix.lower() == '.json' else 'TOML'}: "
-                          f"{e}") from None
+        raise PricesError(
+            f"{path}: not valid {'JSON' if path.suffix.lower() == '.json' else 'TOML'}: {e}"
+        ) from None
     machines = doc.get("machines") if isinstance(doc, dict) else None
     if not isinstance(machines, dict):
         raise PricesError(f"{path}: expected a 'machines' table mapping machine labels to prices")
@@ -43,13 +45,20 @@ def load_prices(path: str | Path) -> dict[str, dict[str, float]]:
             raise PricesError(f"{path}: machines.{key!r} must be a table of {', '.join(FIELDS)}")
         unknown = set(entry) - set(FIELDS)
         if unknown:
-            raise PricesError(f"{path}: machines.{key!r}: unknown field(s) {', '.join(sorted(unknown))}; "
-                              f"known: {', '.join(FIELDS)}")
+            raise PricesError(
+                f"{path}: machines.{key!r}: unknown field(s) {', '.join(sorted(unknown))}; "
+                f"known: {', '.join(FIELDS)}"
+            )
         for name, value in entry.items():
-            if isinstance(value, bool) or not isinstance(value, (int, float)) \
-                    or not math.isfinite(value) or value <= 0:
-                raise PricesError(f"{path}: machines.{key!r}.{name} must be a positive number, "
-                                  f"got {value!r}")
+            if (
+                isinstance(value, bool)
+                or not isinstance(value, (int, float))
+                or not math.isfinite(value)
+                or value <= 0
+            ):
+                raise PricesError(
+                    f"{path}: machines.{key!r}.{name} must be a positive number, got {value!r}"
+                )
         out[str(key)] = {k: float(v) for k, v in entry.items()}
     return out
 

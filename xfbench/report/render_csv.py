@@ -2,6 +2,7 @@
 precision, plus the paper's cells when --paper is given. Data-parallel scaling cells
 and all-reduce results have columns of their own, so they go to report-scaling.csv
 (one row per cell) and report-allreduce.csv (one row per pattern and message size)."""
+
 from __future__ import annotations
 
 import csv
@@ -10,20 +11,64 @@ from pathlib import Path
 from xfbench.report import paper
 from xfbench.report.model import Report
 
-COLUMNS = ("source", "machine", "host", "run", "task", "network", "batch_size", "scale",
-           "framework", "mode", "precision", "data", "device", "device_name", "threads", "status",
-           "seconds_per_batch", "samples_per_s", "achieved_tflops", "gemm_peak_tflops",
-           "peak_share", "speedup_vs_1t", "parallel_efficiency", "threads_used", "compile_s",
-           "peak_host_rss_bytes", "peak_device_bytes", "rounds", "best_in_column", "verified",
-           "max_rel_err", "samples_per_s_per_usd", "samples_per_s_per_watt",
-           "usd_per_million_samples", "kwh_per_million_samples", "reason", "file")
+COLUMNS = (
+    "source",
+    "machine",
+    "host",
+    "run",
+    "task",
+    "network",
+    "batch_size",
+    "scale",
+    "framework",
+    "mode",
+    "precision",
+    "data",
+    "device",
+    "device_name",
+    "threads",
+    "status",
+    "seconds_per_batch",
+    "samples_per_s",
+    "achieved_tflops",
+    "gemm_peak_tflops",
+    "peak_share",
+    "speedup_vs_1t",
+    "parallel_efficiency",
+    "threads_used",
+    "compile_s",
+    "peak_host_rss_bytes",
+    "peak_device_bytes",
+    "rounds",
+    "best_in_column",
+    "verified",
+    "max_rel_err",
+    "samples_per_s_per_usd",
+    "samples_per_s_per_watt",
+    "usd_per_million_samples",
+    "kwh_per_million_samples",
+    "reason",
+    "file",
+)
 
 
 def _cell(r) -> dict:
-    return {"task": r.task, "network": r.network, "batch_size": r.batch_size, "scale": r.scale,
-            "framework": r.framework, "mode": r.mode, "precision": r.precision, "data": r.data,
-            "device": r.device, "device_name": r.device_name, "threads": r.threads,
-            "status": r.status, "reason": r.reason, "file": r.source}
+    return {
+        "task": r.task,
+        "network": r.network,
+        "batch_size": r.batch_size,
+        "scale": r.scale,
+        "framework": r.framework,
+        "mode": r.mode,
+        "precision": r.precision,
+        "data": r.data,
+        "device": r.device,
+        "device_name": r.device_name,
+        "threads": r.threads,
+        "status": r.status,
+        "reason": r.reason,
+        "file": r.source,
+    }
 
 
 def rows(report: Report) -> list[dict]:
@@ -31,26 +76,52 @@ def rows(report: Report) -> list[dict]:
     for d in report.details:
         r, info = d.result, d.result.info
         run = next((run.name for run in d.machine.runs if r in run.results), "")
-        out.append({"source": "xfbench", "machine": d.machine.label, "host": d.machine.host,
-                    "run": run, **_cell(r), "seconds_per_batch": r.median,
-                    "samples_per_s": d.samples_per_s, "achieved_tflops": d.tflops,
-                    "gemm_peak_tflops": d.gemm_peak_tflops, "peak_share": d.peak_share,
-                    "speedup_vs_1t": d.speedup, "parallel_efficiency": d.efficiency,
-                    "threads_used": info.get("threads_used"), "compile_s": info.get("compile_s"),
-                    "peak_host_rss_bytes": info.get("peak_host_rss_bytes"),
-                    "peak_device_bytes": info.get("peak_device_bytes"),
-                    "rounds": info.get("rounds"), "best_in_column": d.best_in_column,
-                    "verified": None if d.verified is None else d.verified["verified"],
-                    "max_rel_err": d.verified["max_rel_err"] if d.verified else None, **d.money})
+        out.append(
+            {
+                "source": "xfbench",
+                "machine": d.machine.label,
+                "host": d.machine.host,
+                "run": run,
+                **_cell(r),
+                "seconds_per_batch": r.median,
+                "samples_per_s": d.samples_per_s,
+                "achieved_tflops": d.tflops,
+                "gemm_peak_tflops": d.gemm_peak_tflops,
+                "peak_share": d.peak_share,
+                "speedup_vs_1t": d.speedup,
+                "parallel_efficiency": d.efficiency,
+                "threads_used": info.get("threads_used"),
+                "compile_s": info.get("compile_s"),
+                "peak_host_rss_bytes": info.get("peak_host_rss_bytes"),
+                "peak_device_bytes": info.get("peak_device_bytes"),
+                "rounds": info.get("rounds"),
+                "best_in_column": d.best_in_column,
+                "verified": None if d.verified is None else d.verified["verified"],
+                "max_rel_err": d.verified["max_rel_err"] if d.verified else None,
+                **d.money,
+            }
+        )
     for m in report.machines:
         for f in m.failures:
             run = next((run.name for run in m.runs if f in run.results), "")
-            out.append({"source": "xfbench", "machine": m.label, "host": m.host, "run": run,
-                        **_cell(f)})
+            out.append(
+                {"source": "xfbench", "machine": m.label, "host": m.host, "run": run, **_cell(f)}
+            )
     order = {b.key: i for i, b in enumerate(report.blocks)}
-    key = (lambda row: (order.get((row["task"], row["network"], row["batch_size"], row["scale"]), 0),
-                        row["machine"], row["framework"], row["mode"], row["precision"],
-                        row["data"], row["device"] != "cpu", row["threads"], row["device_name"]))
+
+    def key(row):
+        return (
+            order.get((row["task"], row["network"], row["batch_size"], row["scale"]), 0),
+            row["machine"],
+            row["framework"],
+            row["mode"],
+            row["precision"],
+            row["data"],
+            row["device"] != "cpu",
+            row["threads"],
+            row["device_name"],
+        )
+
     out.sort(key=key)
     if report.with_paper:
         t = paper.table()
@@ -62,31 +133,87 @@ def rows(report: Report) -> list[dict]:
                     if column not in values:
                         continue
                     where, _, threads = column.partition("_t")
-                    out.append({"source": "paper", "machine": f"Shi et al. 2016 {where}",
-                                "task": "train", "network": block.paper.row,
-                                "batch_size": block.paper.batch, "framework": tool,
-                                "device": "cpu" if threads else "gpu",
-                                "device_name": "cpu" if threads else paper.column_label(column),
-                                "threads": int(threads) if threads else None, "status": "ok",
-                                "seconds_per_batch": values[column]})
+                    out.append(
+                        {
+                            "source": "paper",
+                            "machine": f"Shi et al. 2016 {where}",
+                            "task": "train",
+                            "network": block.paper.row,
+                            "batch_size": block.paper.batch,
+                            "framework": tool,
+                            "device": "cpu" if threads else "gpu",
+                            "device_name": "cpu" if threads else paper.column_label(column),
+                            "threads": int(threads) if threads else None,
+                            "status": "ok",
+                            "seconds_per_batch": values[column],
+                        }
+                    )
     return out
 
 
-SCALING_COLUMNS = ("machine", "host", "run", "network", "framework", "device", "device_name",
-                   "precision", "scale", "scaling", "workers", "batch", "global_batch",
-                   "per_worker_batch", "threads_per_worker", "status", "seconds_per_step",
-                   "samples_per_s", "speedup", "efficiency", "speedup_from", "speedup_baseline",
-                   "backend", "comm_share", "comm_share_how", "compile_s", "rounds",
-                   "replicas_agree", "replicas_max_diff", "threads_used", "reason", "file")
-ALLREDUCE_COLUMNS = ("machine", "host", "run", "framework", "backend", "device", "device_name",
-                     "world_size", "pattern", "bytes", "count", "dtype", "status", "seconds",
-                     "algbw_gbps", "busbw_gbps", "correct", "max_abs_err", "rounds", "reason",
-                     "file")
+SCALING_COLUMNS = (
+    "machine",
+    "host",
+    "run",
+    "network",
+    "framework",
+    "device",
+    "device_name",
+    "precision",
+    "scale",
+    "scaling",
+    "workers",
+    "batch",
+    "global_batch",
+    "per_worker_batch",
+    "threads_per_worker",
+    "status",
+    "seconds_per_step",
+    "samples_per_s",
+    "speedup",
+    "efficiency",
+    "speedup_from",
+    "speedup_baseline",
+    "backend",
+    "comm_share",
+    "comm_share_how",
+    "compile_s",
+    "rounds",
+    "replicas_agree",
+    "replicas_max_diff",
+    "threads_used",
+    "reason",
+    "file",
+)
+ALLREDUCE_COLUMNS = (
+    "machine",
+    "host",
+    "run",
+    "framework",
+    "backend",
+    "device",
+    "device_name",
+    "world_size",
+    "pattern",
+    "bytes",
+    "count",
+    "dtype",
+    "status",
+    "seconds",
+    "algbw_gbps",
+    "busbw_gbps",
+    "correct",
+    "max_abs_err",
+    "rounds",
+    "reason",
+    "file",
+)
 
 
 def _run_of(machine, record: dict, attr: str) -> str:
-    return next((run.name for run in machine.runs
-                 if any(r is record for r in getattr(run, attr))), "")
+    return next(
+        (run.name for run in machine.runs if any(r is record for r in getattr(run, attr))), ""
+    )
 
 
 def scaling_rows(report: Report) -> list[dict]:
@@ -94,15 +221,23 @@ def scaling_rows(report: Report) -> list[dict]:
     for table in report.scaling.tables if report.scaling else []:
         for row in table.rows:
             m = row.machine
-            for workers, p in sorted(row.points.items()):
+            for _workers, p in sorted(row.points.items()):
                 r = p.record
-                out.append({**{k: r[k] for k in SCALING_COLUMNS if k in r},
-                            "machine": m.label, "host": m.host, "run": _run_of(m, r, "scaling"),
-                            "seconds_per_step": r["seconds"], "speedup": p.speedup,
-                            "efficiency": p.efficiency,
-                            "speedup_from": "" if p.speedup is None else
-                            ("report" if p.computed else "record"),
-                            "file": r["source"]})
+                out.append(
+                    {
+                        **{k: r[k] for k in SCALING_COLUMNS if k in r},
+                        "machine": m.label,
+                        "host": m.host,
+                        "run": _run_of(m, r, "scaling"),
+                        "seconds_per_step": r["seconds"],
+                        "speedup": p.speedup,
+                        "efficiency": p.efficiency,
+                        "speedup_from": ""
+                        if p.speedup is None
+                        else ("report" if p.computed else "record"),
+                        "file": r["source"],
+                    }
+                )
     return out
 
 
@@ -111,14 +246,29 @@ def allreduce_rows(report: Report) -> list[dict]:
     for sweep in report.scaling.sweeps if report.scaling else []:
         m = sweep.machine
         for size in sorted(sweep.rows):
-            for pattern, r in sorted(sweep.rows[size].items()):
-                run = next((run.name for run in m.runs
-                            if any(s["source"] == r["source"] for s in run.allreduce)), "")
-                out.append({**{k: r[k] for k in ALLREDUCE_COLUMNS if k in r},
-                            "machine": m.label, "host": m.host, "run": run,
-                            "framework": sweep.framework, "backend": sweep.backend,
-                            "device": sweep.device, "device_name": sweep.device_name,
-                            "world_size": sweep.world_size, "file": r["source"]})
+            for _pattern, r in sorted(sweep.rows[size].items()):
+                run = next(
+                    (
+                        run.name
+                        for run in m.runs
+                        if any(s["source"] == r["source"] for s in run.allreduce)
+                    ),
+                    "",
+                )
+                out.append(
+                    {
+                        **{k: r[k] for k in ALLREDUCE_COLUMNS if k in r},
+                        "machine": m.label,
+                        "host": m.host,
+                        "run": run,
+                        "framework": sweep.framework,
+                        "backend": sweep.backend,
+                        "device": sweep.device,
+                        "device_name": sweep.device_name,
+                        "world_size": sweep.world_size,
+                        "file": r["source"],
+                    }
+                )
     return out
 
 
@@ -134,8 +284,10 @@ def write_scaling(report: Report, folder: Path) -> list[Path]:
     """report-scaling.csv and report-allreduce.csv, each only when there are such
     results (an earlier render's file that no longer applies is removed)."""
     written = []
-    for name, columns, rows in (("report-scaling.csv", SCALING_COLUMNS, scaling_rows(report)),
-                                ("report-allreduce.csv", ALLREDUCE_COLUMNS, allreduce_rows(report))):
+    for name, columns, rows in (
+        ("report-scaling.csv", SCALING_COLUMNS, scaling_rows(report)),
+        ("report-allreduce.csv", ALLREDUCE_COLUMNS, allreduce_rows(report)),
+    ):
         path = folder / name
         if rows:
             written.append(_write(path, columns, rows))

@@ -1,5 +1,6 @@
 """Self-contained HTML: one file, plots inline as base64 PNG, every string from a JSON
 file escaped by Jinja2's autoescape."""
+
 from __future__ import annotations
 
 import base64
@@ -10,8 +11,13 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from xfbench.report import scaling_tables, tables
 from xfbench.report.model import Report
 
-ENV = Environment(loader=FileSystemLoader(Path(__file__).parent / "templates"), autoescape=True,
-                  undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+ENV = Environment(
+    loader=FileSystemLoader(Path(__file__).parent / "templates"),
+    autoescape=True,
+    undefined=StrictUndefined,
+    trim_blocks=True,
+    lstrip_blocks=True,
+)
 
 
 def _png(path: Path) -> str:
@@ -22,18 +28,25 @@ def render(report: Report, plots: dict, generated: str) -> str:
     sections = {
         "machines": tables.machines_table(report),
         "summary": tables.summary_table(report),
-        "table7": [tables.table7(b, [m.label for m in report.machines],
-                                [m.tag for m in report.machines]) for b in report.blocks],
+        "table7": [
+            tables.table7(b, [m.label for m in report.machines], [m.tag for m in report.machines])
+            for b in report.blocks
+        ],
         "footnotes": tables.footnote_lines(report),
         "details": [t for t in (tables.details_table(report, b) for b in report.blocks) if t],
         "procurement": tables.procurement_table(report),
         "gemm": tables.gemm_table(report),
-        "plots": [(caption, _png(path)) for kind in ("threads", "accelerators", "gemm")
-                  for caption, path in plots[kind]],
+        "plots": [
+            (caption, _png(path))
+            for kind in ("threads", "accelerators", "gemm")
+            for caption, path in plots[kind]
+        ],
         "problems": report.problems,
         "scaling": scaling_tables.scaling_tables(report),
         "scaling_caption": scaling_tables.CAPTION,
-        "efficiency_plots": [(caption, _png(path)) for caption, path in plots.get("efficiency", [])],
+        "efficiency_plots": [
+            (caption, _png(path)) for caption, path in plots.get("efficiency", [])
+        ],
         "allreduce": scaling_tables.allreduce_tables(report),
         "allreduce_caption": scaling_tables.ALLREDUCE_CAPTION,
         "busbw_plots": [(caption, _png(path)) for caption, path in plots.get("busbw", [])],

@@ -1,4 +1,5 @@
 """Markdown for terminals and pull requests (tables by tabulate, GitHub style)."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -9,15 +10,18 @@ from xfbench.report import scaling_tables, tables
 from xfbench.report.model import Report
 from xfbench.report.tables import Table, Text
 
-INTRO = ("Seconds per mini-batch are medians of the timed rounds (pytest-benchmark's stats.median). "
-         "**Bold** marks the best of its column; `-` means not run; a failed cell shows its "
-         "status and a footnote with the reason.")
+INTRO = (
+    "Seconds per mini-batch are medians of the timed rounds (pytest-benchmark's stats.median). "
+    "**Bold** marks the best of its column; `-` means not run; a failed cell shows its "
+    "status and a footnote with the reason."
+)
 
 
 def esc(text: str) -> str:
     """Text from JSON inside a Markdown table: no raw HTML, no broken table."""
-    return (str(text).replace("\\", "\\\\").replace("|", "\\|").replace("<", "\\<")
-            .replace("\n", " "))
+    return (
+        str(text).replace("\\", "\\\\").replace("|", "\\|").replace("<", "\\<").replace("\n", " ")
+    )
 
 
 def _cell(t: Text) -> str:
@@ -31,9 +35,14 @@ def _cell(t: Text) -> str:
 
 def table(t: Table, level: int = 3) -> str:
     parts = [f"{'#' * level} {esc(t.title)}", ""]
-    parts.append(tabulate([[_cell(c) for c in row] for row in t.rows],
-                          headers=[esc(h) for h in t.headers], tablefmt="github",
-                          disable_numparse=True))
+    parts.append(
+        tabulate(
+            [[_cell(c) for c in row] for row in t.rows],
+            headers=[esc(h) for h in t.headers],
+            tablefmt="github",
+            disable_numparse=True,
+        )
+    )
     if t.caption:
         parts += ["", esc(t.caption)]
     for sub in t.sub:
@@ -42,8 +51,12 @@ def table(t: Table, level: int = 3) -> str:
 
 
 def _plots(plots: dict, kinds, out: Path) -> list[str]:
-    return [line for kind in kinds for caption, path in plots.get(kind, [])
-            for line in (f"![{esc(caption)}]({path.relative_to(out).as_posix()})", "")]
+    return [
+        line
+        for kind in kinds
+        for caption, path in plots.get(kind, [])
+        for line in (f"![{esc(caption)}]({path.relative_to(out).as_posix()})", "")
+    ]
 
 
 def scaling_section(report: Report, plots: dict, out: Path) -> list[str]:
@@ -63,28 +76,49 @@ def scaling_section(report: Report, plots: dict, out: Path) -> list[str]:
         lines += _plots(plots, ("busbw",), out)
     failures = scaling_tables.failure_lines(report)
     if failures:
-        lines += ["### Failed scaling and all-reduce cells", ""] \
-            + [f"- [{n}] {esc(x)}" for n, x in failures] + [""]
+        lines += (
+            ["### Failed scaling and all-reduce cells", ""]
+            + [f"- [{n}] {esc(x)}" for n, x in failures]
+            + [""]
+        )
     return lines
 
 
 def render(report: Report, plots: dict, out: Path, generated: str) -> str:
-    lines = ["# xfbench report", "", f"Generated {generated}. {INTRO}", "",
-             table(tables.machines_table(report), 2), ""]
+    lines = [
+        "# xfbench report",
+        "",
+        f"Generated {generated}. {INTRO}",
+        "",
+        table(tables.machines_table(report), 2),
+        "",
+    ]
     summary = tables.summary_table(report)
     if summary:
         lines += [table(summary, 2), ""]
     if report.blocks or not report.scaling:
-        lines += ["## Table 7: seconds per mini-batch", "",
-                  "Columns: CPU thread counts (`4t` = 4 threads), then each accelerator by name.", ""]
+        lines += [
+            "## Table 7: seconds per mini-batch",
+            "",
+            "Columns: CPU thread counts (`4t` = 4 threads), then each accelerator by name.",
+            "",
+        ]
     for block in report.blocks:
         lines += [table(tables.table7(block)), ""]
     if report.footnotes:
-        lines += ["### Failed cells", ""] + [f"- [{n}] {esc(x)}" for n, x in tables.footnote_lines(report)] + [""]
+        lines += (
+            ["### Failed cells", ""]
+            + [f"- [{n}] {esc(x)}" for n, x in tables.footnote_lines(report)]
+            + [""]
+        )
     if report.blocks:
-        lines += ["## Throughput, TFLOP/s, scaling, compile time, memory", "",
-                  "samples/s = batch / median; TFLOP/s from the network's analytic FLOPs; speedup and "
-                  "parallel efficiency over the same row's 1-thread CPU cell.", ""]
+        lines += [
+            "## Throughput, TFLOP/s, scaling, compile time, memory",
+            "",
+            "samples/s = batch / median; TFLOP/s from the network's analytic FLOPs; speedup and "
+            "parallel efficiency over the same row's 1-thread CPU cell.",
+            "",
+        ]
     for block in report.blocks:
         t = tables.details_table(report, block)
         if t:

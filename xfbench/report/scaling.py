@@ -16,6 +16,7 @@ Schemas read (pytest-benchmark entries, by extra_info["kind"]):
     (cell "kind", or the fields that only these cells have).
 None of them is a Table 7 cell: they never reach report.load.Run.results.
 """
+
 from __future__ import annotations
 
 import math
@@ -28,8 +29,11 @@ KINDS = ("scaling", "allreduce")
 # In the order tables and plots show them; a sweep shows those it has (JAX has no
 # reduce_broadcast), and patterns not named here after these.
 PATTERNS = ("allreduce", "reduce_broadcast", "parameter_server")
-PATTERN_TITLES = {"allreduce": "all-reduce", "reduce_broadcast": "reduce + broadcast",
-                  "parameter_server": "parameter server"}
+PATTERN_TITLES = {
+    "allreduce": "all-reduce",
+    "reduce_broadcast": "reduce + broadcast",
+    "parameter_server": "parameter server",
+}
 SCALING_KINDS = ("strong", "weak")
 
 
@@ -41,8 +45,11 @@ def _number(value) -> float | None:
 
 def _count(value) -> int | None:
     number = _number(value)
-    return int(number) if number is not None and number >= 0 and number == int(number) \
-        and number < 2**62 else None
+    return (
+        int(number)
+        if number is not None and number >= 0 and number == int(number) and number < 2**62
+        else None
+    )
 
 
 def _one_line(text) -> str:
@@ -51,8 +58,9 @@ def _one_line(text) -> str:
 
 # ------------------------------------------------------------------ reading
 
+
 def suite_kind(cell: dict) -> str | None:
-    """"scaling" or "allreduce" when a failure record's cell is one of those suites'
+    """ "scaling" or "allreduce" when a failure record's cell is one of those suites'
     cells, else None (a Table 7 cell)."""
     kind = records.ALIASES.get(cell.get("kind"), cell.get("kind"))
     if kind in KINDS:
@@ -81,22 +89,30 @@ def scaling_record(extra: dict, median: float | None, source: str) -> dict:
     ok = status == "ok" and median is not None
     device = str(extra.get("device") or "cpu")
     return {
-        "network": str(extra.get("network", "?")), "framework": str(extra.get("framework", "?")),
-        "device": device, "device_name": str(extra.get("device_name") or device),
-        "workers": workers, "scaling": kind, "batch": batch, "global_batch": global_batch,
+        "network": str(extra.get("network", "?")),
+        "framework": str(extra.get("framework", "?")),
+        "device": device,
+        "device_name": str(extra.get("device_name") or device),
+        "workers": workers,
+        "scaling": kind,
+        "batch": batch,
+        "global_batch": global_batch,
         "per_worker_batch": per_worker,
         "threads_per_worker": _count(extra.get("threads_per_worker")) if device == "cpu" else None,
-        "precision": str(extra.get("precision") or "fp32"), "scale": str(extra.get("scale") or "full"),
+        "precision": str(extra.get("precision") or "fp32"),
+        "scale": str(extra.get("scale") or "full"),
         "status": status if ok or status != "ok" else "failed",
         "reason": "" if ok else _one_line(extra.get("reason")),
         "seconds": median if ok else None,
         "samples_per_s": global_batch / median if ok and global_batch else None,
-        "speedup": _number(extra.get("speedup")), "efficiency": _number(extra.get("efficiency")),
+        "speedup": _number(extra.get("speedup")),
+        "efficiency": _number(extra.get("efficiency")),
         "speedup_baseline": extra.get("speedup_baseline"),
         "backend": str(extra.get("backend") or ""),
         "comm_share": _number(extra.get("comm_share")),
         "comm_share_how": str(extra.get("comm_share_how") or ""),
-        "compile_s": _number(extra.get("compile_s")), "rounds": _count(extra.get("rounds")),
+        "compile_s": _number(extra.get("compile_s")),
+        "rounds": _count(extra.get("rounds")),
         "replicas_agree": extra.get("replicas_agree"),
         "replicas_max_diff": _number(extra.get("replicas_max_diff")),
         "threads_used": _number(extra.get("threads_used")),
@@ -116,31 +132,46 @@ def allreduce_sweep(extra: dict, source: str, status: str = "ok", reason: str = 
         row_status = str(row.get("status") or "ok")
         if row_status == "ok" and (seconds is None or seconds <= 0):
             row_status = "failed"
-        rows.append({
-            "pattern": str(row.get("pattern") or "allreduce"), "bytes": _count(row.get("bytes")),
-            "count": _count(row.get("count")), "dtype": str(row.get("dtype") or "fp32"),
-            "status": row_status,
-            "reason": "" if row_status == "ok" else _one_line(row.get("reason") or (
-                f"seconds is {row.get('seconds')!r}, not a positive number")),
-            "seconds": seconds if row_status == "ok" else None,
-            "algbw_gbps": _number(row.get("algbw_gbps")), "busbw_gbps": _number(row.get("busbw_gbps")),
-            "correct": row.get("correct") if isinstance(row.get("correct"), bool) else None,
-            "max_abs_err": _number(row.get("max_abs_err")), "rounds": _count(row.get("rounds")),
-            "source": source,
-        })
+        rows.append(
+            {
+                "pattern": str(row.get("pattern") or "allreduce"),
+                "bytes": _count(row.get("bytes")),
+                "count": _count(row.get("count")),
+                "dtype": str(row.get("dtype") or "fp32"),
+                "status": row_status,
+                "reason": ""
+                if row_status == "ok"
+                else _one_line(
+                    row.get("reason")
+                    or (f"seconds is {row.get('seconds')!r}, not a positive number")
+                ),
+                "seconds": seconds if row_status == "ok" else None,
+                "algbw_gbps": _number(row.get("algbw_gbps")),
+                "busbw_gbps": _number(row.get("busbw_gbps")),
+                "correct": row.get("correct") if isinstance(row.get("correct"), bool) else None,
+                "max_abs_err": _number(row.get("max_abs_err")),
+                "rounds": _count(row.get("rounds")),
+                "source": source,
+            }
+        )
     rows.sort(key=lambda r: (r["bytes"] is None, r["bytes"] or 0, r["pattern"]))
     first = next((r for r in extra.get("rows") or [] if isinstance(r, dict)), {})
-    return {"framework": str(extra.get("framework", "?")),
-            "backend": str(extra.get("backend") or first.get("backend") or "?"),
-            "device": device,
-            "device_name": str(extra.get("device_name") or first.get("device_name") or device),
-            "world_size": _count(extra.get("world_size")) or 0,
-            "status": status, "reason": _one_line(reason) if status != "ok" else "",
-            "rows": rows, "source": source}
+    return {
+        "framework": str(extra.get("framework", "?")),
+        "backend": str(extra.get("backend") or first.get("backend") or "?"),
+        "device": device,
+        "device_name": str(extra.get("device_name") or first.get("device_name") or device),
+        "world_size": _count(extra.get("world_size")) or 0,
+        "status": status,
+        "reason": _one_line(reason) if status != "ok" else "",
+        "rows": rows,
+        "source": source,
+    }
 
 
-def read_entry(run, extra: dict, median: float | None, error: str | None,
-               source: str) -> tuple[bool, str | None]:
+def read_entry(
+    run, extra: dict, median: float | None, error: str | None, source: str
+) -> tuple[bool, str | None]:
     """Add one "scaling" or "allreduce" entry to run.scaling / run.allreduce:
     (whether it was taken, the problem with it in one line or None)."""
     status = str(extra.get("status") or "ok")
@@ -163,8 +194,10 @@ def read_entry(run, extra: dict, median: float | None, error: str | None,
     run.scaling.append(record)
     quoted = record["quoted_seconds"]
     if quoted is not None and not math.isclose(quoted, median, rel_tol=1e-9):
-        return True, (f"extra_info.seconds_per_batch {quoted!r} differs from stats.median "
-                      f"{median!r}; the median is used")
+        return True, (
+            f"extra_info.seconds_per_batch {quoted!r} differs from stats.median "
+            f"{median!r}; the median is used"
+        )
     return True, None
 
 
@@ -178,29 +211,35 @@ def read_failure(run, record: dict, source: str) -> bool:
     status = str(record.get("status") or "failed")
     status = "failed" if status == "ok" else status
     if kind == "scaling":
-        run.scaling.append(scaling_record({**cell, "status": status,
-                                           "reason": record.get("reason")}, None, source))
+        run.scaling.append(
+            scaling_record({**cell, "status": status, "reason": record.get("reason")}, None, source)
+        )
     else:
-        run.allreduce.append(allreduce_sweep({k: v for k, v in cell.items() if k != "rows"},
-                                             source, status, record.get("reason")))
+        run.allreduce.append(
+            allreduce_sweep(
+                {k: v for k, v in cell.items() if k != "rows"}, source, status, record.get("reason")
+            )
+        )
     return True
 
 
 # ------------------------------------------------------------------ the model
 
+
 @dataclass
 class Point:
     """One scaling cell in its row, with the speedup used (the record's, or computed here)."""
+
     record: dict
     speedup: float | None = None
     efficiency: float | None = None
-    computed: bool = False          # speedup computed by the report from the 1-worker cell
-    footnote: int | None = None     # failed cells
+    computed: bool = False  # speedup computed by the report from the 1-worker cell
+    footnote: int | None = None  # failed cells
 
 
 @dataclass
 class ScalingRow:
-    machine: Any                    # report.model.Machine
+    machine: Any  # report.model.Machine
     network: str
     framework: str
     device: str
@@ -209,7 +248,7 @@ class ScalingRow:
     scale: str
     batch: int | None
     threads_per_worker: int | None
-    points: dict[int, Point] = field(default_factory=dict)   # workers -> point
+    points: dict[int, Point] = field(default_factory=dict)  # workers -> point
 
     @property
     def backend(self) -> str:
@@ -221,7 +260,7 @@ class ScalingRow:
 
 @dataclass
 class ScalingTable:
-    kind: str                       # "strong" | "weak"
+    kind: str  # "strong" | "weak"
     workers: list[int]
     rows: list[ScalingRow]
 
@@ -233,13 +272,14 @@ class ScalingTable:
 @dataclass
 class Sweep:
     """All-reduce results of one (machine, framework, backend, device, world size)."""
+
     machine: Any
     framework: str
     backend: str
     device: str
     device_name: str
     world_size: int
-    rows: dict[int, dict[str, dict]] = field(default_factory=dict)   # bytes -> pattern -> row
+    rows: dict[int, dict[str, dict]] = field(default_factory=dict)  # bytes -> pattern -> row
     footnotes: dict[tuple[int, str], int] = field(default_factory=dict)
 
 
@@ -264,7 +304,7 @@ class Failure:
 class ScalingReport:
     tables: list[ScalingTable]
     sweeps: list[Sweep]
-    failures: list[Failure]         # numbered after Table 7's footnotes
+    failures: list[Failure]  # numbered after Table 7's footnotes
 
     def __bool__(self) -> bool:
         return bool(self.tables or self.sweeps or self.failures)
@@ -283,16 +323,30 @@ def speedup_over(record: dict, one: dict | None) -> float | None:
 
 
 def _row_key(machine_index: int, r: dict) -> tuple:
-    return (machine_index, r["scaling"], r["network"], r["scale"], r["framework"], r["device"],
-            r["precision"], r["batch"] or 0, r["threads_per_worker"] or 0)
+    return (
+        machine_index,
+        r["scaling"],
+        r["network"],
+        r["scale"],
+        r["framework"],
+        r["device"],
+        r["precision"],
+        r["batch"] or 0,
+        r["threads_per_worker"] or 0,
+    )
 
 
 def _describe_failure(r: dict) -> str:
-    batch = f"global batch {r['batch']}" if r["scaling"] == "strong" else \
-        f"batch {r['batch']} per worker"
-    return (f"scaling {r['network']} {r['framework']} on {r['device']}, {r['workers']} "
-            f"worker{'s' if r['workers'] != 1 else ''}, {r['scaling']}, {batch}: "
-            f"{r['status']}: {r['reason']}")
+    batch = (
+        f"global batch {r['batch']}"
+        if r["scaling"] == "strong"
+        else f"batch {r['batch']} per worker"
+    )
+    return (
+        f"scaling {r['network']} {r['framework']} on {r['device']}, {r['workers']} "
+        f"worker{'s' if r['workers'] != 1 else ''}, {r['scaling']}, {batch}: "
+        f"{r['status']}: {r['reason']}"
+    )
 
 
 def build(machines: list, first_footnote: int, problems: list[str]) -> ScalingReport:
@@ -301,7 +355,7 @@ def build(machines: list, first_footnote: int, problems: list[str]) -> ScalingRe
     numbered from first_footnote in reading order."""
     rows: dict[tuple, ScalingRow] = {}
     sweeps: dict[tuple, Sweep] = {}
-    crashed: list[tuple[tuple, str]] = []      # sweeps that left no rows: (sweep key, text)
+    crashed: list[tuple[tuple, str]] = []  # sweeps that left no rows: (sweep key, text)
     scaling = [(mi, m, r) for mi, m in enumerate(machines) for run in m.runs for r in run.scaling]
     # timed cells first: a failure record that does not know its threads per worker (the
     # runner's, for a crash) then joins the row of the cells it belongs with
@@ -313,12 +367,23 @@ def build(machines: list, first_footnote: int, problems: list[str]) -> ScalingRe
                 key = (mi, s["framework"], s["backend"], s["device"], s["world_size"])
                 sweep = sweeps.get(key)
                 if sweep is None:
-                    sweep = sweeps[key] = Sweep(m, s["framework"], s["backend"], s["device"],
-                                                s["device_name"], s["world_size"])
+                    sweep = sweeps[key] = Sweep(
+                        m,
+                        s["framework"],
+                        s["backend"],
+                        s["device"],
+                        s["device_name"],
+                        s["world_size"],
+                    )
                 explained = any(r["status"] != "ok" or r["correct"] is False for r in s["rows"])
-                if s["status"] != "ok" and not explained:   # else its rows say what went wrong
-                    crashed.append((key, f"all-reduce {s['framework']} on {s['device']}, world "
-                                         f"size {s['world_size']}: {s['status']}: {s['reason']}"))
+                if s["status"] != "ok" and not explained:  # else its rows say what went wrong
+                    crashed.append(
+                        (
+                            key,
+                            f"all-reduce {s['framework']} on {s['device']}, world "
+                            f"size {s['world_size']}: {s['status']}: {s['reason']}",
+                        )
+                    )
                 for row in s["rows"]:
                     if row["bytes"] is not None:
                         sweep.rows.setdefault(row["bytes"], {})[row["pattern"]] = row
@@ -349,12 +414,17 @@ def build(machines: list, first_footnote: int, problems: list[str]) -> ScalingRe
             for pattern, row in sorted(sweep.rows[size].items()):
                 if row["status"] != "ok" or row["correct"] is False:
                     status = row["status"] if row["status"] != "ok" else "incorrect"
-                    what = row["reason"] if row["status"] != "ok" else \
-                        f"wrong result (max abs err {row['max_abs_err']})"
+                    what = (
+                        row["reason"]
+                        if row["status"] != "ok"
+                        else f"wrong result (max abs err {row['max_abs_err']})"
+                    )
                     sweep.footnotes[(size, pattern)] = fail(
-                        sweep.machine, f"all-reduce {sweep.framework} {sweep.backend} world size "
-                                       f"{sweep.world_size}, {pattern_title(pattern)} "
-                                       f"of {size} bytes: {status}: {what}")
+                        sweep.machine,
+                        f"all-reduce {sweep.framework} {sweep.backend} world size "
+                        f"{sweep.world_size}, {pattern_title(pattern)} "
+                        f"of {size} bytes: {status}: {what}",
+                    )
     for key, text in crashed:
         fail(sweeps[key].machine, text)
     return ScalingReport(tables, ordered, failures)
@@ -366,17 +436,27 @@ def _add_point(rows: dict, mi: int, machine, r: dict, problems: list[str]) -> No
         key = next((k for k in rows if k[:-1] == key[:-1]), key)
     row = rows.get(key)
     if row is None:
-        row = rows[key] = ScalingRow(machine, r["network"], r["framework"], r["device"],
-                                     r["device_name"], r["precision"], r["scale"], r["batch"],
-                                     r["threads_per_worker"])
+        row = rows[key] = ScalingRow(
+            machine,
+            r["network"],
+            r["framework"],
+            r["device"],
+            r["device_name"],
+            r["precision"],
+            r["scale"],
+            r["batch"],
+            r["threads_per_worker"],
+        )
     if r["seconds"] is not None and row.device_name == row.device:
         row.device_name = r["device_name"]
     old = row.points.get(r["workers"])
     if old is not None and old.record["seconds"] is not None:
         if r["seconds"] is None:
-            return          # a failure of a cell also measured: the number stands
-        problems.append(f"{r['source']}: scaling {r['network']} {r['framework']} {r['workers']} "
-                        f"workers {r['scaling']} measured more than once; the fastest is shown")
+            return  # a failure of a cell also measured: the number stands
+        problems.append(
+            f"{r['source']}: scaling {r['network']} {r['framework']} {r['workers']} "
+            f"workers {r['scaling']} measured more than once; the fastest is shown"
+        )
         if r["seconds"] >= old.record["seconds"]:
             return
     row.points[r["workers"]] = Point(r)

@@ -2,6 +2,7 @@
 parallel efficiency against workers per network, and bus bandwidth against message size
 per all-reduce engine, where the baselines (reduce + broadcast, parameter server) fall
 behind all-reduce as the workers grow."""
+
 from __future__ import annotations
 
 import re
@@ -16,7 +17,7 @@ LINE_STYLES = {"allreduce": "-", "reduce_broadcast": "--", "parameter_server": "
 
 
 def _slug(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9_.-]+", "_", text)[:100]   # names come from JSON: keep paths plain
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", text)[:100]  # names come from JSON: keep paths plain
 
 
 def efficiency_plots(report: Report, folder: Path) -> list[tuple[str, Path]]:
@@ -30,24 +31,43 @@ def efficiency_plots(report: Report, folder: Path) -> list[tuple[str, Path]]:
             fig, ax = plt.subplots(figsize=SIZE)
             lines = 0
             workers = set()
-            for ri, row in enumerate(r for r in table.rows if (r.network, r.scale) == (network, scale)):
-                points = sorted((w, p.efficiency * 100) for w, p in row.points.items()
-                                if p.efficiency is not None and w > 0)
+            for ri, row in enumerate(
+                r for r in table.rows if (r.network, r.scale) == (network, scale)
+            ):
+                points = sorted(
+                    (w, p.efficiency * 100)
+                    for w, p in row.points.items()
+                    if p.efficiency is not None and w > 0
+                )
                 if not points:
                     continue
                 workers.update(w for w, _ in points)
                 mi = report.machines.index(row.machine)
-                label = f"{row.framework} {device_text(row)}, batch {batch_text(table.kind, row.batch)}" \
+                label = (
+                    f"{row.framework} {device_text(row)}, batch {batch_text(table.kind, row.batch)}"
                     + (f" ({row.machine.short})" if several else "")
-                ax.plot([p[0] for p in points], [p[1] for p in points], marker="o", label=label,
-                        color=COLORS[ri % len(COLORS)], linestyle=STYLES[mi % len(STYLES)])
+                )
+                ax.plot(
+                    [p[0] for p in points],
+                    [p[1] for p in points],
+                    marker="o",
+                    label=label,
+                    color=COLORS[ri % len(COLORS)],
+                    linestyle=STYLES[mi % len(STYLES)],
+                )
                 lines += 1
             if not lines:
                 plt.close(fig)
                 continue
             ticks = sorted(workers | {1})
-            ax.plot([ticks[0], ticks[-1]], [100, 100], color="black", linestyle=":", linewidth=1,
-                    label="ideal (100 %)")
+            ax.plot(
+                [ticks[0], ticks[-1]],
+                [100, 100],
+                color="black",
+                linestyle=":",
+                linewidth=1,
+                label="ideal (100 %)",
+            )
             ax.set_xscale("log", base=2)
             ax.set_xticks(ticks, [str(w) for w in ticks])
             ax.minorticks_off()
@@ -55,8 +75,9 @@ def efficiency_plots(report: Report, folder: Path) -> list[tuple[str, Path]]:
             ax.set_ylim(0, max(110, top * 1.05))
             ax.set_xlabel("workers")
             ax.set_ylabel("parallel efficiency (%)")
-            title = f"{network_title(network)}: {table.kind} scaling" \
-                + ("" if scale == "full" else f", {scale} size")
+            title = f"{network_title(network)}: {table.kind} scaling" + (
+                "" if scale == "full" else f", {scale} size"
+            )
             ax.set_title(title, fontsize=10)
             ax.grid(True, which="both", alpha=0.3)
             _legend(ax, lines + 1)
@@ -84,30 +105,42 @@ def busbw_plots(report: Report, folder: Path) -> list[tuple[str, Path]]:
         styles = {p: LINE_STYLES.get(p, "-.") for p in patterns_of(sweeps)}
         for si, sweep in enumerate(shown_sweeps):
             for pattern in patterns_of([sweep]):
-                points = sorted((size, rows[pattern]["busbw_gbps"]) for size, rows in sweep.rows.items()
-                                if pattern in rows and rows[pattern]["status"] == "ok"
-                                and rows[pattern]["busbw_gbps"] is not None and size > 0)
+                points = sorted(
+                    (size, rows[pattern]["busbw_gbps"])
+                    for size, rows in sweep.rows.items()
+                    if pattern in rows
+                    and rows[pattern]["status"] == "ok"
+                    and rows[pattern]["busbw_gbps"] is not None
+                    and size > 0
+                )
                 if not points:
                     continue
                 sizes.update(s for s, _ in points)
-                ax.plot([p[0] for p in points], [p[1] for p in points], marker="o", markersize=3,
-                        color=COLORS[si % len(COLORS)], linestyle=styles[pattern],
-                        label=f"{pattern_title(pattern)}, {plural(sweep.world_size, 'worker')}")
+                ax.plot(
+                    [p[0] for p in points],
+                    [p[1] for p in points],
+                    marker="o",
+                    markersize=3,
+                    color=COLORS[si % len(COLORS)],
+                    linestyle=styles[pattern],
+                    label=f"{pattern_title(pattern)}, {plural(sweep.world_size, 'worker')}",
+                )
                 lines += 1
         if not lines:
             plt.close(fig)
             continue
         ax.set_xscale("log", base=2)
         shown = sorted(sizes)
-        step = max(1, len(shown) // 8)      # a readable number of size labels
+        step = max(1, len(shown) // 8)  # a readable number of size labels
         ax.set_xticks(shown[::step], [size_text(int(s)) for s in shown[::step]], fontsize=8)
         ax.minorticks_off()
         ax.set_xlabel("message size")
         ax.set_ylabel("bus bandwidth (GB/s)")
         where = sweeps[0].device_name if device != "cpu" else "cpu"
         machine = report.machines[mi]
-        title = f"{framework} {backend} on {where}" \
-            + (f" ({machine.short})" if len(report.machines) > 1 else "")
+        title = f"{framework} {backend} on {where}" + (
+            f" ({machine.short})" if len(report.machines) > 1 else ""
+        )
         ax.set_title(f"All-reduce bus bandwidth: {title}", fontsize=10)
         ax.grid(True, which="both", alpha=0.3)
         _legend(ax, lines)
@@ -124,8 +157,10 @@ def render(report: Report, folder: Path) -> dict[str, list[tuple[str, Path]]]:
     if not report.scaling:
         return out
     folder.mkdir(parents=True, exist_ok=True)
-    out["efficiency"] = _safely(efficiency_plots, report, folder, problems=report.problems,
-                                what="efficiency") or []
-    out["busbw"] = _safely(busbw_plots, report, folder, problems=report.problems,
-                           what="busbw") or []
+    out["efficiency"] = (
+        _safely(efficiency_plots, report, folder, problems=report.problems, what="efficiency") or []
+    )
+    out["busbw"] = (
+        _safely(busbw_plots, report, folder, problems=report.problems, what="busbw") or []
+    )
     return out

@@ -2,6 +2,7 @@
 
 A cell is a Text: the string, whether it is the best of its column, and the number
 of the footnote that explains it (failed cells)."""
+
 from __future__ import annotations
 
 import math
@@ -25,10 +26,10 @@ class Table:
     rows: list[list[Text]]
     caption: str = ""
     anchor: str = ""
-    sub: list["Table"] = field(default_factory=list)
-    text_cols: int = 1              # leading columns of text (left-aligned in HTML)
+    sub: list[Table] = field(default_factory=list)
+    text_cols: int = 1  # leading columns of text (left-aligned in HTML)
     groups: list[tuple[str, int]] = field(default_factory=list)  # HTML: (header, span) above
-    short_headers: list[str] = field(default_factory=list)        # HTML: headers under groups
+    short_headers: list[str] = field(default_factory=list)  # HTML: headers under groups
 
 
 def _t(value) -> Text:
@@ -36,17 +37,23 @@ def _t(value) -> Text:
 
 
 def _num(value, fmt: str, none: str = "") -> str:
-    if value is None or isinstance(value, bool) or \
-            (isinstance(value, float) and not math.isfinite(value)):
+    if (
+        value is None
+        or isinstance(value, bool)
+        or (isinstance(value, float) and not math.isfinite(value))
+    ):
         return none
     if not isinstance(value, (int, float)):
-        return str(value)   # a file with a string where a number belongs: show it as written
+        return str(value)  # a file with a string where a number belongs: show it as written
     return format(value, fmt)
 
 
 def _mb(value) -> str:
-    return f"{value / 2**20:.0f}" if isinstance(value, (int, float)) and not isinstance(value, bool) \
+    return (
+        f"{value / 2**20:.0f}"
+        if isinstance(value, (int, float)) and not isinstance(value, bool)
         else _num(value, "")
+    )
 
 
 def machines_table(report: Report) -> Table:
@@ -56,14 +63,30 @@ def machines_table(report: Report) -> Table:
         first = m.runs[0].machine
         mem = first.get("memory_bytes")
         cores = f"{first.get('cores_physical') or '?'} / {first.get('cores_logical') or '?'}"
-        rows.append(([_t(m.tag)] if several else []) + [_t(m.label), _t(cores), _t(f"{mem / 2**30:.0f}" if mem else "?"),
-                     _t(", ".join(first["gpus"]) or "none"),
-                     _t(", ".join(f"{r.name} ({r.files} file{'s' if r.files != 1 else ''})" for r in m.runs)),
-                     _t("reference" if m is report.reference else "")])
-    return Table("Machines", (["tag"] if several else [])
-                 + ["machine", "cores (phys / logical)", "memory GiB", "GPUs", "runs", "role"],
-                 rows, anchor="machines", text_cols=7 if several else 6,
-                 caption="Table 7's column headers start with the machine's tag." if several else "")
+        rows.append(
+            ([_t(m.tag)] if several else [])
+            + [
+                _t(m.label),
+                _t(cores),
+                _t(f"{mem / 2**30:.0f}" if mem else "?"),
+                _t(", ".join(first["gpus"]) or "none"),
+                _t(
+                    ", ".join(
+                        f"{r.name} ({r.files} file{'s' if r.files != 1 else ''})" for r in m.runs
+                    )
+                ),
+                _t("reference" if m is report.reference else ""),
+            ]
+        )
+    return Table(
+        "Machines",
+        (["tag"] if several else [])
+        + ["machine", "cores (phys / logical)", "memory GiB", "GPUs", "runs", "role"],
+        rows,
+        anchor="machines",
+        text_cols=7 if several else 6,
+        caption="Table 7's column headers start with the machine's tag." if several else "",
+    )
 
 
 def summary_table(report: Report) -> Table | None:
@@ -72,21 +95,37 @@ def summary_table(report: Report) -> Table | None:
 
     def g(value, n):
         return f"{value:.3g}x ({n} cells)" if value is not None else f"- ({n} cells)"
-    rows = [[_t(s.machine.label), _t(g(s.geomean, s.cells)), _t(g(s.cpu_geomean, s.cpu_cells)),
-             _t(g(s.acc_geomean, s.acc_cells))] for s in report.summaries]
-    return Table(f"Against {report.reference.label}",
-                 ["machine", "speedup, all shared cells", "CPU cells", "accelerator cells"], rows,
-                 caption="Geometric mean over the cells both machines ran of (reference seconds / "
-                         "this machine's seconds): above 1 is faster than the reference. CPU cells "
-                         "are matched by thread count, accelerator cells by device index.",
-                 anchor="summary", text_cols=1)
+
+    rows = [
+        [
+            _t(s.machine.label),
+            _t(g(s.geomean, s.cells)),
+            _t(g(s.cpu_geomean, s.cpu_cells)),
+            _t(g(s.acc_geomean, s.acc_cells)),
+        ]
+        for s in report.summaries
+    ]
+    return Table(
+        f"Against {report.reference.label}",
+        ["machine", "speedup, all shared cells", "CPU cells", "accelerator cells"],
+        rows,
+        caption="Geometric mean over the cells both machines ran of (reference seconds / "
+        "this machine's seconds): above 1 is faster than the reference. CPU cells "
+        "are matched by thread count, accelerator cells by device index.",
+        anchor="summary",
+        text_cols=1,
+    )
 
 
-def table7(block: Block, group_names: list[str] | None = None,
-           tags: list[str] | None = None) -> Table:
+def table7(
+    block: Block, group_names: list[str] | None = None, tags: list[str] | None = None
+) -> Table:
     verified = any(row.verified for row in block.rows)
-    headers = ["framework / mode"] + (["verified identical"] if verified else []) \
+    headers = (
+        ["framework / mode"]
+        + (["verified identical"] if verified else [])
         + [c.label for c in block.columns]
+    )
     rows = []
     for row in block.rows:
         cells = [Text(c.text, best=c.best, note=c.footnote) for c in row.cells]
@@ -94,19 +133,27 @@ def table7(block: Block, group_names: list[str] | None = None,
     lead = 1 + verified
     table = Table(block.title, headers, rows, anchor=f"t7-{block.slug}", text_cols=lead)
     machines = [c.machine for c in block.columns]
-    if group_names and len(group_names) > 1:   # several machines: a header over each group
-        table.groups = [("", lead)] + [(f"{tags[mi]}: {group_names[mi]}", machines.count(mi))
-                                       for mi in dict.fromkeys(machines)]
+    if group_names and len(group_names) > 1:  # several machines: a header over each group
+        table.groups = [("", lead)] + [
+            (f"{tags[mi]}: {group_names[mi]}", machines.count(mi)) for mi in dict.fromkeys(machines)
+        ]
         table.short_headers = headers[:lead] + [c.short_label for c in block.columns]
     if block.paper:
         p = block.paper
         ours = block.key[2]
-        note = "" if p.batch == ours else \
-            f" The paper's mini-batch was {p.batch}, ours {ours}: not comparable cell for cell."
-        table.sub.append(Table(f"Shi et al. 2016, {p.row} (paper's machines)",
-                               ["tool"] + list(p.labels),
-                               [[_t(tool)] + [_t(x) for x in texts] for tool, texts in p.tools],
-                               caption=f"{paper.table().machines}{note}"))
+        note = (
+            ""
+            if p.batch == ours
+            else f" The paper's mini-batch was {p.batch}, ours {ours}: not comparable cell for cell."
+        )
+        table.sub.append(
+            Table(
+                f"Shi et al. 2016, {p.row} (paper's machines)",
+                ["tool"] + list(p.labels),
+                [[_t(tool)] + [_t(x) for x in texts] for tool, texts in p.tools],
+                caption=f"{paper.table().machines}{note}",
+            )
+        )
     return table
 
 
@@ -116,28 +163,56 @@ def details_table(report: Report, block: Block) -> Table | None:
         return None
     several = len(report.machines) > 1
     share = any(d.gemm_peak_tflops for d in mine)
-    headers = (["machine"] if several else []) + ["framework / mode", "device / threads", "s/batch",
-                                                  "samples/s", "TFLOP/s"] \
-        + (["GEMM peak TFLOP/s", "% of peak"] if share else []) \
-        + ["speedup vs 1t", "parallel eff.", "threads used", "compile s", "peak host MB",
-           "peak device MB"]
+    headers = (
+        (["machine"] if several else [])
+        + ["framework / mode", "device / threads", "s/batch", "samples/s", "TFLOP/s"]
+        + (["GEMM peak TFLOP/s", "% of peak"] if share else [])
+        + [
+            "speedup vs 1t",
+            "parallel eff.",
+            "threads used",
+            "compile s",
+            "peak host MB",
+            "peak device MB",
+        ]
+    )
     rows = []
     order = {c.key: i for i, c in enumerate(block.columns)}
-    for d in sorted(mine, key=lambda d: (report.machines.index(d.machine), d.row,
-                                         order.get(d.col, 0))):
+    for d in sorted(
+        mine, key=lambda d: (report.machines.index(d.machine), d.row, order.get(d.col, 0))
+    ):
         info = d.result.info
-        rows.append(([_t(d.machine.short)] if several else []) + [
-            _t(row_label(d.row)), _t(col_label(d.col)),
-            Text(_num(d.result.median, ".4g"), best=d.best_in_column),
-            _t(_num(d.samples_per_s, ".4g")), _t(_num(d.tflops, ".3g"))]
-            + ([_t(_num(d.gemm_peak_tflops, ".3g")), _t(_num(d.peak_share and d.peak_share * 100,
-                                                             ".2g"))] if share else [])
-            + [_t(_num(d.speedup, ".2f")), _t(_num(d.efficiency and d.efficiency * 100, ".0f")
-                                               + ("%" if d.efficiency else "")),
-               _t(_num(info.get("threads_used"), ".2f")), _t(_num(info.get("compile_s"), ".3g")),
-               _t(_mb(info.get("peak_host_rss_bytes"))), _t(_mb(info.get("peak_device_bytes")))])
-    return Table(block.title, headers, rows, anchor=f"detail-{block.slug}",
-                 text_cols=3 if several else 2)
+        rows.append(
+            ([_t(d.machine.short)] if several else [])
+            + [
+                _t(row_label(d.row)),
+                _t(col_label(d.col)),
+                Text(_num(d.result.median, ".4g"), best=d.best_in_column),
+                _t(_num(d.samples_per_s, ".4g")),
+                _t(_num(d.tflops, ".3g")),
+            ]
+            + (
+                [
+                    _t(_num(d.gemm_peak_tflops, ".3g")),
+                    _t(_num(d.peak_share and d.peak_share * 100, ".2g")),
+                ]
+                if share
+                else []
+            )
+            + [
+                _t(_num(d.speedup, ".2f")),
+                _t(
+                    _num(d.efficiency and d.efficiency * 100, ".0f") + ("%" if d.efficiency else "")
+                ),
+                _t(_num(info.get("threads_used"), ".2f")),
+                _t(_num(info.get("compile_s"), ".3g")),
+                _t(_mb(info.get("peak_host_rss_bytes"))),
+                _t(_mb(info.get("peak_device_bytes"))),
+            ]
+        )
+    return Table(
+        block.title, headers, rows, anchor=f"detail-{block.slug}", text_cols=3 if several else 2
+    )
 
 
 def procurement_table(report: Report) -> Table | None:
@@ -146,46 +221,80 @@ def procurement_table(report: Report) -> Table | None:
     rows = []
     for b in report.buys:
         f = b.figures
-        rows.append([_t(f"{network_title(b.block[1])} {b.block[0]}, batch {b.block[2]}"),
-                     _t(b.machine.label),
-                     _t(f"{row_label(b.best.row)} on {col_label(b.best.col)}"),
-                     _t(_num(b.best.samples_per_s, ".4g")),
-                     _t(_num(f["samples_per_s_per_usd"], ".3g")),
-                     _t(_num(f["samples_per_s_per_watt"], ".3g")),
-                     _t(_num(f["usd_per_million_samples"], ".3g")),
-                     _t(_num(f["kwh_per_million_samples"], ".3g"))])
-    return Table("Procurement", ["network", "machine", "fastest cell", "samples/s",
-                                 "samples/s per $", "samples/s per W", "$ per million samples",
-                                 "kWh per million samples"], rows,
-                 caption="Each network's fastest cell on each machine that has a price or power "
-                         "in the prices file. $ per million samples uses the hourly price; "
-                         "kWh per million samples uses the power.", anchor="procurement",
-                 text_cols=3)
+        rows.append(
+            [
+                _t(f"{network_title(b.block[1])} {b.block[0]}, batch {b.block[2]}"),
+                _t(b.machine.label),
+                _t(f"{row_label(b.best.row)} on {col_label(b.best.col)}"),
+                _t(_num(b.best.samples_per_s, ".4g")),
+                _t(_num(f["samples_per_s_per_usd"], ".3g")),
+                _t(_num(f["samples_per_s_per_watt"], ".3g")),
+                _t(_num(f["usd_per_million_samples"], ".3g")),
+                _t(_num(f["kwh_per_million_samples"], ".3g")),
+            ]
+        )
+    return Table(
+        "Procurement",
+        [
+            "network",
+            "machine",
+            "fastest cell",
+            "samples/s",
+            "samples/s per $",
+            "samples/s per W",
+            "$ per million samples",
+            "kWh per million samples",
+        ],
+        rows,
+        caption="Each network's fastest cell on each machine that has a price or power "
+        "in the prices file. $ per million samples uses the hourly price; "
+        "kWh per million samples uses the power.",
+        anchor="procurement",
+        text_cols=3,
+    )
 
 
 def gemm_table(report: Report) -> Table | None:
     best: dict[tuple, dict] = {}
-    for m, g in report.gemm:   # normalised by load.gemm_record
+    for m, g in report.gemm:  # normalised by load.gemm_record
         key = (m.short, g["device_name"], g["dtype"], g["threads"])
         if key not in best or g["tflops"] > best[key]["tflops"]:
             best[key] = g
     if not best:
         return None
     several = len(report.machines) > 1
-    rows = [([_t(k[0])] if several else []) + [
-        _t(k[1] + (f" {k[3]}t" if k[3] is not None else "")), _t(k[2]), _t(g["implementation"]),
-        _t(_num(g["size"], "g")), _t(_num(g["tflops"], ".4g"))]
-        for k, g in sorted(best.items(), key=lambda kv: str(kv[0]))]
-    return Table("Measured GEMM peak", (["machine"] if several else [])
-                 + ["device", "dtype", "implementation", "size", "best TFLOP/s"], rows,
-                 caption="The best GEMM TFLOP/s per device and dtype: the peak that achieved "
-                         "TFLOP/s are compared with.", anchor="gemm",
-                 text_cols=(4 if several else 3))
+    rows = [
+        ([_t(k[0])] if several else [])
+        + [
+            _t(k[1] + (f" {k[3]}t" if k[3] is not None else "")),
+            _t(k[2]),
+            _t(g["implementation"]),
+            _t(_num(g["size"], "g")),
+            _t(_num(g["tflops"], ".4g")),
+        ]
+        for k, g in sorted(best.items(), key=lambda kv: str(kv[0]))
+    ]
+    return Table(
+        "Measured GEMM peak",
+        (["machine"] if several else [])
+        + ["device", "dtype", "implementation", "size", "best TFLOP/s"],
+        rows,
+        caption="The best GEMM TFLOP/s per device and dtype: the peak that achieved "
+        "TFLOP/s are compared with.",
+        anchor="gemm",
+        text_cols=(4 if several else 3),
+    )
 
 
 def footnote_lines(report: Report) -> list[tuple[int, str]]:
-    return [(f.number, f"{f.machine}: {f.result.task} {f.result.network} "
+    return [
+        (
+            f.number,
+            f"{f.machine}: {f.result.task} {f.result.network} "
             f"{row_label((f.result.framework, f.result.mode, f.result.precision, f.result.data))} "
-            f"on {f.result.device}" + (f" with {f.result.threads} threads"
-                                       if not f.result.accelerator else "")
-            + f": {f.result.status}: {f.result.reason}") for f in report.footnotes]
+            f"on {f.result.device}"
+            + (f" with {f.result.threads} threads" if not f.result.accelerator else "")
+            + f": {f.result.status}: {f.result.reason}",
+        )
+        for f in report.footnotes
+    ]

@@ -7,6 +7,7 @@ Every option is checked before anything runs; a bad one gives one line and exit 
 Exit status: 0 when every cell has a result or was skipped with its reason, 1 when
 any cell failed (crash, kill, out of memory, time-out, exception), 130 when interrupted.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -32,52 +33,84 @@ class UsageError(Exception):
 
 
 class Parser(argparse.ArgumentParser):
-    def error(self, message):           # one line, no usage block
+    def error(self, message):  # one line, no usage block
         raise UsageError(message)
 
 
 def parser() -> Parser:
     p = Parser(prog="xfbench run", description=__doc__.split("\n\n")[0])
-    p.add_argument("--suite", default="single",
-                   help="single (default: the train/infer cells on one device each), scaling "
-                        "(data-parallel training over N workers) or allreduce (collective "
-                        "bandwidth)")
+    p.add_argument(
+        "--suite",
+        default="single",
+        help="single (default: the train/infer cells on one device each), scaling "
+        "(data-parallel training over N workers) or allreduce (collective "
+        "bandwidth)",
+    )
     sel = p.add_argument_group("cells (comma-separated lists, as for pytest xfbench/suites/)")
     sel.add_argument("--framework", help="default: every installed framework")
     sel.add_argument("--model", help="networks (default: all nine)")
-    sel.add_argument("--mode", help="execution modes (default: the preset's choice, "
-                                    "else every mode that runs on the device)")
+    sel.add_argument(
+        "--mode",
+        help="execution modes (default: the preset's choice, "
+        "else every mode that runs on the device)",
+    )
     sel.add_argument("--precision", help="fp32, tf32, bf16, fp16 (default: fp32)")
     sel.add_argument("--device", help="cpu, cuda:N, tpu:N (default: cpu and every GPU present)")
-    sel.add_argument("--threads", help="thread counts, e.g. 1,2,4 (default: 1, 2, 4, ... "
-                                       "up to the CPUs this process may use)")
+    sel.add_argument(
+        "--threads",
+        help="thread counts, e.g. 1,2,4 (default: 1, 2, 4, ... "
+        "up to the CPUs this process may use)",
+    )
     sel.add_argument("--preset", help=f"{', '.join(PRESETS)} (default: paper)")
     sel.add_argument("--batch-size", help="mini-batch size (default: the preset's)")
     sel.add_argument("--data", help="resident (default) or copied")
-    sel.add_argument("--weights", help="seed (default) or onnx: where the initial weights come from")
+    sel.add_argument(
+        "--weights", help="seed (default) or onnx: where the initial weights come from"
+    )
     sel.add_argument("--task", help="train,infer (default: the preset's tasks)")
     run = p.add_argument_group("the sweep")
-    run.add_argument("--cell-timeout", type=float, metavar="SECONDS",
-                     help="time limit of one cell (default: the preset's, e.g. "
-                          + ", ".join(f"{n} {int(pr.cell_timeout_s)}" for n, pr in PRESETS.items())
-                          + ")")
-    run.add_argument("--results", metavar="DIR",
-                     help="results folder (default: resume the newest unfinished "
-                          "results/<date>-<host> of this selection, else today's)")
-    run.add_argument("--retry-failed", action="store_true",
-                     help="run again the cells recorded in failed/")
+    run.add_argument(
+        "--cell-timeout",
+        type=float,
+        metavar="SECONDS",
+        help="time limit of one cell (default: the preset's, e.g. "
+        + ", ".join(f"{n} {int(pr.cell_timeout_s)}" for n, pr in PRESETS.items())
+        + ")",
+    )
+    run.add_argument(
+        "--results",
+        metavar="DIR",
+        help="results folder (default: resume the newest unfinished "
+        "results/<date>-<host> of this selection, else today's)",
+    )
+    run.add_argument(
+        "--retry-failed", action="store_true", help="run again the cells recorded in failed/"
+    )
     dp = p.add_argument_group("--suite scaling and --suite allreduce")
-    dp.add_argument("--workers", help="worker counts, e.g. 1,2,4 (default: 1,2 on cpu; 1, 2, "
-                                      "4, ... up to the GPUs on cuda); with --suite allreduce, "
-                                      "the same as --world-sizes. --threads is per worker")
-    dp.add_argument("--scaling", help="strong (default: the global batch split over the "
-                                      "workers) and/or weak (the batch per worker fixed)")
-    dp.add_argument("--world-sizes", help="all-reduce world sizes (default: 1,2 on cpu; 1, 2, "
-                                          "4, ... and the number of GPUs on cuda)")
-    dp.add_argument("--allreduce-sizes", help="message sizes, passed to the all-reduce suite "
-                                              "(default: the suite's, by preset)")
+    dp.add_argument(
+        "--workers",
+        help="worker counts, e.g. 1,2,4 (default: 1,2 on cpu; 1, 2, "
+        "4, ... up to the GPUs on cuda); with --suite allreduce, "
+        "the same as --world-sizes. --threads is per worker",
+    )
+    dp.add_argument(
+        "--scaling",
+        help="strong (default: the global batch split over the "
+        "workers) and/or weak (the batch per worker fixed)",
+    )
+    dp.add_argument(
+        "--world-sizes",
+        help="all-reduce world sizes (default: 1,2 on cpu; 1, 2, "
+        "4, ... and the number of GPUs on cuda)",
+    )
+    dp.add_argument(
+        "--allreduce-sizes",
+        help="message sizes, passed to the all-reduce suite (default: the suite's, by preset)",
+    )
     out = p.add_argument_group("output")
-    out.add_argument("--quiet", action="store_true", help="no progress bar or table: one line at the end")
+    out.add_argument(
+        "--quiet", action="store_true", help="no progress bar or table: one line at the end"
+    )
     out.add_argument("--json-only", action="store_true", help="print only the merged JSON's path")
     return p
 
@@ -109,14 +142,15 @@ def main(argv: list[str] | None = None) -> int:
     try:
         try:
             args = parser().parse_args(argv)
-        except SystemExit as e:         # --help
+        except SystemExit as e:  # --help
             return int(e.code or 0)
         if args.cell_timeout is not None and args.cell_timeout <= 0:
             raise UsageError("--cell-timeout must be a positive number of seconds")
         plan = make_suite_plan(args)
         if not plan.cells:
-            raise UsageError("the selection has no cells (no mode of these frameworks runs "
-                             "on these devices)")
+            raise UsageError(
+                "the selection has no cells (no mode of these frameworks runs on these devices)"
+            )
         folder = choose_folder(args, plan)
         _writable(folder.root)
     except (UsageError, SelectionError) as e:
@@ -127,12 +161,39 @@ def main(argv: list[str] | None = None) -> int:
 
 # Options that belong to one suite only: giving them to another is a mistake, not a no-op.
 SUITE_OPTIONS = {
-    "single": ("framework", "model", "mode", "precision", "device", "threads", "preset",
-               "batch_size", "data", "weights", "task"),
-    "scaling": ("framework", "model", "precision", "device", "threads", "preset", "batch_size",
-                "workers", "scaling"),
-    "allreduce": ("framework", "device", "threads", "preset", "workers", "world_sizes",
-                  "allreduce_sizes"),
+    "single": (
+        "framework",
+        "model",
+        "mode",
+        "precision",
+        "device",
+        "threads",
+        "preset",
+        "batch_size",
+        "data",
+        "weights",
+        "task",
+    ),
+    "scaling": (
+        "framework",
+        "model",
+        "precision",
+        "device",
+        "threads",
+        "preset",
+        "batch_size",
+        "workers",
+        "scaling",
+    ),
+    "allreduce": (
+        "framework",
+        "device",
+        "threads",
+        "preset",
+        "workers",
+        "world_sizes",
+        "allreduce_sizes",
+    ),
 }
 EVERY_OPTION = sorted({o for names in SUITE_OPTIONS.values() for o in names})
 
@@ -146,18 +207,41 @@ def make_suite_plan(args) -> Plan:
         if getattr(args, name) is not None and name not in SUITE_OPTIONS[args.suite]:
             raise UsageError(f"--{name.replace('_', '-')} does not apply to --suite {args.suite}")
     if args.suite == "scaling":
-        return suites.scaling_plan(args.framework, args.model, args.precision, args.device,
-                                   args.threads, args.batch_size, args.preset, args.workers,
-                                   args.scaling)
+        return suites.scaling_plan(
+            args.framework,
+            args.model,
+            args.precision,
+            args.device,
+            args.threads,
+            args.batch_size,
+            args.preset,
+            args.workers,
+            args.scaling,
+        )
     if args.suite == "allreduce":
         if args.workers and args.world_sizes:
             raise UsageError("--workers and --world-sizes name the same thing here; give one")
-        return suites.allreduce_plan(args.framework, args.device, args.preset,
-                                     args.world_sizes or args.workers, args.allreduce_sizes,
-                                     args.threads)
-    return make_plan(args.framework, args.model, args.mode, args.precision, args.device,
-                     args.threads, args.batch_size, args.preset, args.data, args.task,
-                     args.weights)
+        return suites.allreduce_plan(
+            args.framework,
+            args.device,
+            args.preset,
+            args.world_sizes or args.workers,
+            args.allreduce_sizes,
+            args.threads,
+        )
+    return make_plan(
+        args.framework,
+        args.model,
+        args.mode,
+        args.precision,
+        args.device,
+        args.threads,
+        args.batch_size,
+        args.preset,
+        args.data,
+        args.task,
+        args.weights,
+    )
 
 
 def _interrupt(signum, frame):
@@ -166,6 +250,7 @@ def _interrupt(signum, frame):
 
 def sweep(args, plan: Plan, folder: RunFolder) -> int:
     from xfbench import machine
+
     quiet = args.quiet or args.json_only
     machine_description = machine.describe()
     timeout = args.cell_timeout or default_timeout(plan.preset_name)
@@ -173,9 +258,12 @@ def sweep(args, plan: Plan, folder: RunFolder) -> int:
     todo = [c for c in plan.cells if not folder.is_finished(key(c), args.retry_failed)]
     stamps = {key(c): folder.failure_stamp(key(c)) for c in todo}
     if not quiet:
-        print(f"{len(plan.cells)} cells in {len(plan.jobs)} process groups; "
-              f"{len(plan.cells) - len(todo)} already finished in {folder.root}; "
-              f"{len(todo)} to run", file=sys.stderr)
+        print(
+            f"{len(plan.cells)} cells in {len(plan.jobs)} process groups; "
+            f"{len(plan.cells) - len(todo)} already finished in {folder.root}; "
+            f"{len(todo)} to run",
+            file=sys.stderr,
+        )
 
     def counts() -> tuple[int, int]:
         done = failed = 0
@@ -193,6 +281,7 @@ def sweep(args, plan: Plan, folder: RunFolder) -> int:
     previous = signal.signal(signal.SIGTERM, _interrupt)
     interrupted = False
     with SweepProgress(len(todo), quiet) as progress:
+
         def on_poll(current):
             progress.update(current, *counts())
 
@@ -216,13 +305,16 @@ def _report(folder: RunFolder) -> None:
     """Render the run folder with `xfbench report` when that command is present; the
     results are safe on disk whatever happens here."""
     from xfbench.report.cli import main as report_main
+
     try:
         rc = report_main([str(folder.root)])
     except (Exception, SystemExit) as e:
         rc = f"{type(e).__name__}: {e}"
     if rc not in (0, None):
-        print(f"xfbench report did not finish ({rc}); run: xfbench report {folder.root}",
-              file=sys.stderr)
+        print(
+            f"xfbench report did not finish ({rc}); run: xfbench report {folder.root}",
+            file=sys.stderr,
+        )
 
 
 def _summary(args, plan: Plan, folder: RunFolder, merged: Path, interrupted: bool) -> int:
@@ -233,18 +325,22 @@ def _summary(args, plan: Plan, folder: RunFolder, merged: Path, interrupted: boo
         if result:
             records += [b["extra_info"] for b in result.get("benchmarks", [])]
         elif failure:
-            records.append({**failure["cell"], "status": failure["status"],
-                            "reason": failure["reason"]})
+            records.append(
+                {**failure["cell"], "status": failure["status"], "reason": failure["reason"]}
+            )
             hard += failure["status"] in HARD_FAILURES
     finished = sum(1 for c in plan.cells if folder.has_result(key(c)))
-    line = (f"{finished} of {len(plan.cells)} cells measured, {hard} failed, "
-            f"{len(plan.cells) - len(records)} not run: {merged}")
+    line = (
+        f"{finished} of {len(plan.cells)} cells measured, {hard} failed, "
+        f"{len(plan.cells) - len(records)} not run: {merged}"
+    )
     if args.json_only:
         print(merged)
     elif args.quiet:
         print(line)
     else:
         from xfbench.harness.table import cell_table
+
         suite = plan.selection.get("suite")
         print(suites.summary_table(suite, records) if suite else cell_table(records))
         print(line)

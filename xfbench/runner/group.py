@@ -9,6 +9,7 @@ marker naming the cell it is starting. That is how this side knows which cell a
 crash, a kill, an out-of-memory or a time-out belongs to: the cell is recorded as
 failed with the tail of the output, and a new process takes the remaining cells.
 """
+
 from __future__ import annotations
 
 import sys
@@ -35,23 +36,25 @@ MARKER_ENV = "XFBENCH_MARKER"
 class Group:
     framework: str
     device: str
-    threads: int            # --threads of the child; 0: not given (the suite's own default)
-    suite: str = ""         # "" (train/infer), or "scaling" / "allreduce" (runner.suites)
-    part: str = ""          # what else splits a suite's cells over children (network, kind)
+    threads: int  # --threads of the child; 0: not given (the suite's own default)
+    suite: str = ""  # "" (train/infer), or "scaling" / "allreduce" (runner.suites)
+    part: str = ""  # what else splits a suite's cells over children (network, kind)
 
     @property
     def name(self) -> str:
-        name = f"{self.framework}-{self.device.replace(':', '')}" \
-            + (f"-t{self.threads}" if self.threads else "")
+        name = f"{self.framework}-{self.device.replace(':', '')}" + (
+            f"-t{self.threads}" if self.threads else ""
+        )
         return "-".join(x for x in (self.suite, name, self.part) if x)
 
 
 @dataclass
 class Job:
     """The cells of one group still to run, and the selection options they share."""
+
     group: Group
-    cells: list[Cell]                                       # each knows its task
-    options: dict[str, str] = field(default_factory=dict)   # --model, --mode, --preset, ...
+    cells: list[Cell]  # each knows its task
+    options: dict[str, str] = field(default_factory=dict)  # --model, --mode, --preset, ...
 
 
 def key(cell: Cell) -> str:
@@ -60,18 +63,28 @@ def key(cell: Cell) -> str:
 
 def node_id(cell: Cell) -> str:
     if cell.task not in SUITE_FILES:
-        return cell.node_id          # a scaling or all-reduce cell (runner.suites.SuiteCell)
+        return cell.node_id  # a scaling or all-reduce cell (runner.suites.SuiteCell)
     return f"{SUITES_DIR / SUITE_FILES[cell.task]}::test_{cell.task}[{cell.id}]"
 
 
 def child_command(job: Job, cells: list[Cell]) -> list[str]:
-    args = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-            "--framework", job.group.framework, "--device", job.group.device] \
-        + (["--threads", str(job.group.threads)] if job.group.threads else [])
+    args = [
+        sys.executable,
+        "-m",
+        "pytest",
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        "--framework",
+        job.group.framework,
+        "--device",
+        job.group.device,
+    ] + (["--threads", str(job.group.threads)] if job.group.threads else [])
     for name, value in job.options.items():
         if name == "mode" and value:
             # Only this framework's modes: the child validates --mode against it alone.
             from xfbench.adapters import get_adapter
+
             own = get_adapter(job.group.framework).modes
             value = ",".join(m for m in comma_list(str(value)) if m in own)
         if value not in (None, ""):
@@ -92,8 +105,8 @@ def _tail(log: Path, start: int) -> str:
 @dataclass
 class ChildEnd:
     end: launch.Ended
-    marker: dict | None     # the last "starting <cell>" marker the child wrote
-    log_start: int          # where this child's output begins in the log
+    marker: dict | None  # the last "starting <cell>" marker the child wrote
+    log_start: int  # where this child's output begins in the log
 
 
 def _run_child(job: Job, cells, folder: RunFolder, timeout_s: float, on_poll) -> ChildEnd:

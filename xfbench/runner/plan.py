@@ -1,5 +1,6 @@
 """What a sweep runs: the selection options, validated by harness.selection, expanded
 into one job per (framework, device, thread count) group."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -31,14 +32,16 @@ def thread_counts(value: str | None) -> list[int]:
         if not part.isdigit() or int(part) < 1:
             raise SelectionError(f"--threads takes positive counts like 1,2,4, not {part!r}")
         if int(part) > cpus:
-            raise SelectionError(f"--threads {part} is more than the {cpus} CPUs this process may use")
+            raise SelectionError(
+                f"--threads {part} is more than the {cpus} CPUs this process may use"
+            )
         counts.append(int(part))
     return sorted(set(counts))
 
 
 @dataclass
 class Plan:
-    selection: dict          # normalised, stored with the results to recognise a resume
+    selection: dict  # normalised, stored with the results to recognise a resume
     jobs: list[Job]
     preset_name: str
 
@@ -47,19 +50,40 @@ class Plan:
         return [c for job in self.jobs for c in job.cells]
 
 
-def make_plan(framework=None, model=None, mode=None, precision=None, device=None, threads=None,
-              batch_size=None, preset=None, data=None, task=None, weights=None) -> Plan:
+def make_plan(
+    framework=None,
+    model=None,
+    mode=None,
+    precision=None,
+    device=None,
+    threads=None,
+    batch_size=None,
+    preset=None,
+    data=None,
+    task=None,
+    weights=None,
+) -> Plan:
     """Validate every option (SelectionError: one line for the user) and list the jobs."""
     counts = thread_counts(threads)
-    base = dict(framework=framework, model=model, mode=mode, precision=precision, device=device,
-                batch_size=batch_size, preset=preset, data=data)
+    base = dict(
+        framework=framework,
+        model=model,
+        mode=mode,
+        precision=precision,
+        device=device,
+        batch_size=batch_size,
+        preset=preset,
+        data=data,
+    )
     selections = {n: parse(**base, threads=str(n)) for n in counts}
     sel = selections[counts[0]]
     if sel.devices_explicit:
         gpus = machine.gpu_count()
         for d in (normalize_device(x) for x in comma_list(device)):
             if d.startswith("cuda:") and int(d.split(":")[1]) >= gpus:
-                present = f"{gpus} NVIDIA GPU{'s' if gpus != 1 else ''}" if gpus else "no NVIDIA GPU"
+                present = (
+                    f"{gpus} NVIDIA GPU{'s' if gpus != 1 else ''}" if gpus else "no NVIDIA GPU"
+                )
                 raise SelectionError(f"device {d} is not present: this machine has {present}")
     if (weights or "seed") not in WEIGHT_SOURCES:
         raise SelectionError(f"unknown weights {weights!r}; valid: {', '.join(WEIGHT_SOURCES)}")
@@ -67,22 +91,40 @@ def make_plan(framework=None, model=None, mode=None, precision=None, device=None
     for t in tasks:
         if t not in TASKS:
             raise SelectionError(f"unknown task {t!r}; valid: {', '.join(TASKS)}")
-    options = {"model": ",".join(sel.networks), "mode": mode, "precision": ",".join(sel.precisions),
-               "preset": sel.preset.name, "batch-size": batch_size, "data": sel.data,
-               "weights": weights or "seed"}
+    options = {
+        "model": ",".join(sel.networks),
+        "mode": mode,
+        "precision": ",".join(sel.precisions),
+        "preset": sel.preset.name,
+        "batch-size": batch_size,
+        "data": sel.data,
+        "weights": weights or "seed",
+    }
     jobs = []
     for fw in sel.frameworks:
         for dev in sel.devices:
             for n in counts:
-                group_cells = [c for t in tasks for c in cells(selections[n], t)
-                               if c.framework == fw and c.device == dev]
+                group_cells = [
+                    c
+                    for t in tasks
+                    for c in cells(selections[n], t)
+                    if c.framework == fw and c.device == dev
+                ]
                 if group_cells:
                     jobs.append(Job(Group(fw, dev, n), group_cells, options))
-    selection = {"frameworks": list(sel.frameworks), "networks": list(sel.networks),
-                 "modes": list(sel.modes) if sel.modes else None,
-                 "precisions": list(sel.precisions), "devices": list(sel.devices),
-                 "threads": counts, "tasks": tasks, "preset": sel.preset.name,
-                 "batch_size": sel.batch_size, "data": sel.data, "weights": weights or "seed"}
+    selection = {
+        "frameworks": list(sel.frameworks),
+        "networks": list(sel.networks),
+        "modes": list(sel.modes) if sel.modes else None,
+        "precisions": list(sel.precisions),
+        "devices": list(sel.devices),
+        "threads": counts,
+        "tasks": tasks,
+        "preset": sel.preset.name,
+        "batch_size": sel.batch_size,
+        "data": sel.data,
+        "weights": weights or "seed",
+    }
     return Plan(selection, jobs, sel.preset.name)
 
 

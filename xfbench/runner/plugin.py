@@ -13,6 +13,7 @@ Three jobs:
   pytest-benchmark table and --benchmark-compare see them as if measured here,
   while no two frameworks ever shared a process.
 """
+
 from __future__ import annotations
 
 import os
@@ -31,10 +32,10 @@ from xfbench.runner.group import CELL_DIR_ENV, MARKER_ENV, Group, Job, key, run_
 from xfbench.runner.store import STATUSES, RunFolder, read_json, write_json
 from xfbench.runner.suites import from_item
 
-FAILURES = pytest.StashKey()      # config: failure records of this session
-ISOLATION = pytest.StashKey()     # config: the Isolation when groups run in children
-REPLAYED = pytest.StashKey()      # item: the child's failure record for this cell
-CACHE = pytest.StashKey()         # config: machine and commit info for per-cell files
+FAILURES = pytest.StashKey()  # config: failure records of this session
+ISOLATION = pytest.StashKey()  # config: the Isolation when groups run in children
+REPLAYED = pytest.StashKey()  # item: the child's failure record for this cell
+CACHE = pytest.StashKey()  # config: machine and commit info for per-cell files
 
 # Test hook: "<task>-<cell-id>:kill|sleep|raise[,...]" makes that cell SIGKILL its own
 # process, hang, or raise, so the tests can check that the sweep records it and goes on.
@@ -46,9 +47,12 @@ CELL_OPTIONS = ("model", "mode", "precision", "preset", "batch-size", "data", "w
 
 def pytest_addoption(parser):
     parser.getgroup("xfbench").addoption(
-        "--cell-timeout", action="store", type=float, default=None,
-        help="seconds one cell may take when groups run in child processes "
-             "(default: the preset's)")
+        "--cell-timeout",
+        action="store",
+        type=float,
+        default=None,
+        help="seconds one cell may take when groups run in child processes (default: the preset's)",
+    )
 
 
 def pytest_configure(config):
@@ -72,6 +76,7 @@ def _unit(item):
 class Isolation:
     def __init__(self, config, cells):
         from xfbench.harness.presets import PRESETS
+
         self.folder = RunFolder(tempfile.mkdtemp(prefix="xfbench-"))
         preset = PRESETS.get(config.getoption("preset") or "paper", PRESETS["paper"])
         self.timeout = config.getoption("cell_timeout") or preset.cell_timeout_s
@@ -98,7 +103,7 @@ class Isolation:
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(session, config, items):
     if os.environ.get(CELL_DIR_ENV):
-        return                        # a runner's child: one group already
+        return  # a runner's child: one group already
     cells = [c for c in map(_cell, items) if c is not None]
     if len({(c.framework, c.device) for c in cells}) > 1:
         config.stash[ISOLATION] = Isolation(config, cells)
@@ -121,15 +126,18 @@ def pytest_pyfunc_call(pyfuncitem):
         if bench is not None:
             _replay(bench, entry)
         return True
-    failure = failure or _failure(cell, "failed", "the child process left no record of this cell",
-                                  "")
+    failure = failure or _failure(
+        cell, "failed", "the child process left no record of this cell", ""
+    )
     pyfuncitem.stash[REPLAYED] = failure
-    isolation.records.append({**failure["cell"], "status": failure["status"],
-                              "reason": failure["reason"]})
+    isolation.records.append(
+        {**failure["cell"], "status": failure["status"], "reason": failure["reason"]}
+    )
     if failure["status"] == "skipped":
         pytest.skip(failure["reason"])
-    pytest.fail(f"{failure['status']}: {failure['reason']}\n{failure['output_tail']}",
-                pytrace=False)
+    pytest.fail(
+        f"{failure['status']}: {failure['reason']}\n{failure['output_tail']}", pytrace=False
+    )
 
 
 def _replay(bench, entry: dict) -> None:
@@ -146,8 +154,10 @@ def pytest_terminal_summary(terminalreporter, config):
     isolation = config.stash.get(ISOLATION, None)
     if isolation and isolation.records:
         from xfbench.harness.table import cell_table
-        terminalreporter.write_sep("=", "xfbench: seconds per mini-batch (median), "
-                                        "each framework in its own process")
+
+        terminalreporter.write_sep(
+            "=", "xfbench: seconds per mini-batch (median), each framework in its own process"
+        )
         terminalreporter.write_line(cell_table(isolation.records))
 
 
@@ -162,15 +172,16 @@ def pytest_runtest_protocol(item, nextitem):
     marker = os.environ.get(MARKER_ENV)
     cell = _unit(item)
     if marker and cell is not None:
-        write_json(Path(marker), {"key": key(cell), "started": time.monotonic(),
-                                  "pid": os.getpid()})
+        write_json(
+            Path(marker), {"key": key(cell), "started": time.monotonic(), "pid": os.getpid()}
+        )
 
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_call(item):
     cell = _unit(item)
     if item.config.stash.get(ISOLATION, None) is not None:
-        return                        # the cell runs in a child, where the fault belongs
+        return  # the cell runs in a child, where the fault belongs
     faults = dict(f.rsplit(":", 1) for f in os.environ.get(FAULT_ENV, "").split(",") if ":" in f)
     action = faults.get(key(cell)) if cell is not None else None
     if action == "kill":
@@ -197,15 +208,21 @@ def pytest_runtest_makereport(item, call):
         elif item.config.stash.get(ISOLATION, None) is None:
             record = _failure(cell, "failed", "the test passed without a benchmark", "")
     elif report.skipped and report.when in ("setup", "call"):
-        record = item.stash.get(REPLAYED, None) or _failure(cell, "skipped", _skip_reason(report), "")
+        record = item.stash.get(REPLAYED, None) or _failure(
+            cell, "skipped", _skip_reason(report), ""
+        )
     elif report.failed and report.when in ("setup", "call"):
-        record = item.stash.get(REPLAYED, None) or _suite_failure(item, cell) \
+        record = (
+            item.stash.get(REPLAYED, None)
+            or _suite_failure(item, cell)
             or _from_exception(cell, call, report)
+        )
     if record:
         item.config.stash[FAILURES].append(record)
         if os.environ.get(CELL_DIR_ENV):
-            RunFolder(os.environ[CELL_DIR_ENV]).write_failure(key(cell), **{
-                k: record[k] for k in ("cell", "status", "reason", "output_tail")})
+            RunFolder(os.environ[CELL_DIR_ENV]).write_failure(
+                key(cell), **{k: record[k] for k in ("cell", "status", "reason", "output_tail")}
+            )
     return report
 
 
@@ -216,13 +233,23 @@ def _suite_failure(item, cell) -> dict | None:
         return None
     status = left.get("status") if left.get("status") in STATUSES else "failed"
     reason = str(left.get("reason") or "failed").strip().splitlines() or ["failed"]
-    return {**records.header("failure"), "cell": left.get("cell") or cell.as_dict(),
-            "status": status, "reason": reason[0], "output_tail": str(left.get("output_tail") or "")}
+    return {
+        **records.header("failure"),
+        "cell": left.get("cell") or cell.as_dict(),
+        "status": status,
+        "reason": reason[0],
+        "output_tail": str(left.get("output_tail") or ""),
+    }
 
 
 def _failure(cell, status, reason, tail) -> dict:
-    return {**records.header("failure"), "cell": cell.as_dict(), "status": status,
-            "reason": reason, "output_tail": tail}
+    return {
+        **records.header("failure"),
+        "cell": cell.as_dict(),
+        "status": status,
+        "reason": reason,
+        "output_tail": tail,
+    }
 
 
 def _skip_reason(report) -> str:
@@ -238,7 +265,8 @@ def _from_exception(cell, call, report) -> dict:
     else:
         reason = (report.longreprtext.strip().splitlines() or ["failed"])[-1]
     oom = (excinfo is not None and excinfo.errisinstance(MemoryError)) or any(
-        s in reason for s in ("out of memory", "OutOfMemory", "ResourceExhausted", "OOM"))
+        s in reason for s in ("out of memory", "OutOfMemory", "ResourceExhausted", "OOM")
+    )
     tail = "\n".join(report.longreprtext.rstrip().splitlines()[-TAIL_LINES:])
     return _failure(cell, "oom" if oom else "failed", reason, tail)
 
@@ -251,28 +279,41 @@ def _write_result(config, cell, stats) -> None:
         return
     if CACHE not in config.stash:
         session = config._benchmarksession
-        config.stash[CACHE] = (session.get_machine_info(),
-                               config.hook.pytest_benchmark_generate_commit_info(config=config))
+        config.stash[CACHE] = (
+            session.get_machine_info(),
+            config.hook.pytest_benchmark_generate_commit_info(config=config),
+        )
     machine_info, commit_info = config.stash[CACHE]
     output = config.hook.pytest_benchmark_generate_json(
-        config=config, benchmarks=[stats], include_data=True, machine_info=machine_info,
-        commit_info=commit_info)
+        config=config,
+        benchmarks=[stats],
+        include_data=True,
+        machine_info=machine_info,
+        commit_info=commit_info,
+    )
     RunFolder(folder).write_result(key(cell), output)
 
 
 # -- every run: failures beside the benchmarks in --benchmark-json --------------------
 def pytest_benchmark_update_json(config, benchmarks, output_json):
     from xfbench import machine
-    options = {name: config.getoption(name.replace("-", "_"))
-               for name in ("framework", "device", "threads") + CELL_OPTIONS}
-    output_json["xfbench"] = {"failures": _once_per_cell(config.stash.get(FAILURES, [])),
-                              "selection": options, "machine": machine.describe()}
+
+    options = {
+        name: config.getoption(name.replace("-", "_"))
+        for name in ("framework", "device", "threads") + CELL_OPTIONS
+    }
+    output_json["xfbench"] = {
+        "failures": _once_per_cell(config.stash.get(FAILURES, [])),
+        "selection": options,
+        "machine": machine.describe(),
+    }
 
 
 def _once_per_cell(records: list[dict]) -> list[dict]:
     """One failure record per cell: a suite plugin that also records its own cells'
     failures must not make them appear twice."""
     import json
+
     seen, out = set(), []
     for record in records:
         cell = json.dumps(record.get("cell"), sort_keys=True, default=str)

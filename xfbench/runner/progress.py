@@ -1,4 +1,5 @@
 """The progress bar of a sweep: current cell, cells done, failed and left, time remaining."""
+
 from __future__ import annotations
 
 from rich.console import Console
@@ -47,8 +48,13 @@ class SweepProgress:
 
     def update(self, current: str | None, done: int, failed: int) -> None:
         if self.progress:
-            self.progress.update(self.task, completed=done, failed=failed,
-                                 left=self.total - done, description=current or "starting")
+            self.progress.update(
+                self.task,
+                completed=done,
+                failed=failed,
+                left=self.total - done,
+                description=current or "starting",
+            )
 
     def log(self, line: str) -> None:
         if self.progress:

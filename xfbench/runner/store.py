@@ -10,6 +10,7 @@
 A cell is finished when it has a file in cells/ or in failed/; a sweep started
 again skips finished cells, so an interrupted sweep loses at most the cell in flight.
 """
+
 from __future__ import annotations
 
 import json
@@ -57,7 +58,7 @@ def default_folder(base: Path) -> Path:
 
 class RunFolder:
     def __init__(self, root: Path | str):
-        self.root = Path(root).absolute()   # children run in the checkout, not here
+        self.root = Path(root).absolute()  # children run in the checkout, not here
         self.cells = self.root / "cells"
         self.failed = self.root / "failed"
         self.logs = self.root / "logs"
@@ -88,11 +89,17 @@ class RunFolder:
         # A success replaces an earlier failure of the same cell (--retry-failed).
         (self.failed / f"{key}.json").unlink(missing_ok=True)
 
-    def write_failure(self, key: str, cell: dict, status: str, reason: str,
-                      output_tail: str = "") -> dict:
+    def write_failure(
+        self, key: str, cell: dict, status: str, reason: str, output_tail: str = ""
+    ) -> dict:
         assert status in STATUSES, status
-        record = {**records.header("failure"), "cell": cell, "status": status, "reason": reason,
-                  "output_tail": output_tail}
+        record = {
+            **records.header("failure"),
+            "cell": cell,
+            "status": status,
+            "reason": reason,
+            "output_tail": output_tail,
+        }
         write_json(self.failed / f"{key}.json", record)
         return record
 
@@ -126,6 +133,7 @@ class RunFolder:
         """merged.json: a valid pytest-benchmark JSON of every finished cell, plus the
         failures, the selection and the machine under the key "xfbench"."""
         import pytest_benchmark
+
         results = self.results()
         first = results[0] if results else {}
         machine_info = dict(first.get("machine_info") or {})
@@ -136,13 +144,18 @@ class RunFolder:
             "benchmarks": [b for r in results for b in r.get("benchmarks", [])],
             "datetime": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
             "version": pytest_benchmark.__version__,
-            "xfbench": {"failures": self.failures(), "selection": selection, "machine": machine,
-                        # every selection that ran into this folder (the cells are theirs)
-                        "selections": self.selections()},
+            "xfbench": {
+                "failures": self.failures(),
+                "selection": selection,
+                "machine": machine,
+                # every selection that ran into this folder (the cells are theirs)
+                "selections": self.selections(),
+            },
         }
         # Scaling cells ran in separate children, so their speedup over one worker is
         # known only now that the one-worker cell is beside them.
         from xfbench.scaling.speedup import fill_speedup
+
         fill_speedup(b.get("extra_info") or {} for b in merged["benchmarks"])
         write_json(self.merged, merged)
         return self.merged

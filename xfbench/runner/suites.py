@@ -9,6 +9,7 @@ Each child is given the options that make its suite expand exactly those cells (
 batch always explicitly), and the cells' results and failures land in the results
 folder as scaling-<id>.json and allreduce-<id>.json.
 """
+
 from __future__ import annotations
 
 import math
@@ -35,8 +36,9 @@ SCALING_KINDS = ("strong", "weak")
 WORLD_SIZES_OPTION = "world-sizes"
 
 
-def scaling_id(network: str, framework: str, device: str, workers: int, scaling: str,
-               batch: int) -> str:
+def scaling_id(
+    network: str, framework: str, device: str, workers: int, scaling: str, batch: int
+) -> str:
     """ScalingCell.id of a data-parallel cell."""
     return ScalingCell(network, framework, device, workers, scaling, batch, 1).id
 
@@ -45,8 +47,10 @@ def allreduce_id(framework: str, device: str, world_size: int) -> str:
     return f"{framework}-{device}-n{world_size}"
 
 
-SCALING_ID = re.compile(r"(?P<network>.+?)-(?P<framework>[^-]+)-(?P<device>[^-]+)-w(?P<workers>\d+)"
-                        r"-(?P<scaling>[^-]+)-b(?P<batch>\d+)")
+SCALING_ID = re.compile(
+    r"(?P<network>.+?)-(?P<framework>[^-]+)-(?P<device>[^-]+)-w(?P<workers>\d+)"
+    r"-(?P<scaling>[^-]+)-b(?P<batch>\d+)"
+)
 ALLREDUCE_ID = re.compile(r"(?P<framework>[^-]+)-(?P<device>[^-]+)-n(?P<world_size>\d+)")
 
 
@@ -54,8 +58,9 @@ ALLREDUCE_ID = re.compile(r"(?P<framework>[^-]+)-(?P<device>[^-]+)-n(?P<world_si
 class SuiteCell:
     """A cell of the scaling or all-reduce suite as the runner knows it: its test id and
     the fields its failure record carries."""
-    task: str                                   # "scaling" | "allreduce": the file-name prefix
-    id: str                                     # the test id inside the suite
+
+    task: str  # "scaling" | "allreduce": the file-name prefix
+    id: str  # the test id inside the suite
     fields: tuple[tuple[str, object], ...] = ()
 
     @property
@@ -66,18 +71,41 @@ class SuiteCell:
         return {"kind": KINDS[self.task], **dict(self.fields)}
 
 
-def scaling_cell(network, framework, device, workers, scaling, batch, *, precision="fp32",
-                 scale="full", threads_per_worker=None) -> SuiteCell:
-    fields = dict(network=network, framework=framework, device=device, workers=workers,
-                  scaling=scaling, batch=batch, precision=precision, scale=scale,
-                  threads_per_worker=threads_per_worker)
-    return SuiteCell("scaling", scaling_id(network, framework, device, workers, scaling, batch),
-                     tuple(fields.items()))
+def scaling_cell(
+    network,
+    framework,
+    device,
+    workers,
+    scaling,
+    batch,
+    *,
+    precision="fp32",
+    scale="full",
+    threads_per_worker=None,
+) -> SuiteCell:
+    fields = dict(
+        network=network,
+        framework=framework,
+        device=device,
+        workers=workers,
+        scaling=scaling,
+        batch=batch,
+        precision=precision,
+        scale=scale,
+        threads_per_worker=threads_per_worker,
+    )
+    return SuiteCell(
+        "scaling",
+        scaling_id(network, framework, device, workers, scaling, batch),
+        tuple(fields.items()),
+    )
 
 
 def allreduce_cell(framework, device, world_size) -> SuiteCell:
     fields = dict(framework=framework, device=device, world_size=world_size)
-    return SuiteCell("allreduce", allreduce_id(framework, device, world_size), tuple(fields.items()))
+    return SuiteCell(
+        "allreduce", allreduce_id(framework, device, world_size), tuple(fields.items())
+    )
 
 
 def from_item(item) -> SuiteCell | None:
@@ -92,13 +120,14 @@ def from_item(item) -> SuiteCell | None:
     if fields is None:
         match = (SCALING_ID if task == "scaling" else ALLREDUCE_ID).fullmatch(callspec.id)
         if match is None:
-            return None     # not a cell: the placeholder a suite skips when it is not named
+            return None  # not a cell: the placeholder a suite skips when it is not named
         fields = {k: int(v) if v.isdigit() else v for k, v in match.groupdict().items()}
     fields = {k: v for k, v in fields.items() if k != "kind"}
     return SuiteCell(task, callspec.id, tuple(fields.items()))
 
 
 # ------------------------------------------------------------------ options
+
 
 def counts(option: str, value: str | None) -> list[int] | None:
     """A list of positive whole numbers, or None when not given."""
@@ -145,8 +174,9 @@ def _devices(device: str | None, suite: str) -> list[str]:
     return list(dict.fromkeys(out))
 
 
-def worker_counts(value: str | None, device: str, option: str = "--workers",
-                  every_gpu: bool = False) -> list[int]:
+def worker_counts(
+    value: str | None, device: str, option: str = "--workers", every_gpu: bool = False
+) -> list[int]:
     """Default: 1 and 2 on the CPU; 1, 2, 4, ... up to the GPUs present on cuda (and,
     with every_gpu, the number of GPUs itself when it is not a power of two)."""
     gpus = machine.gpu_count()
@@ -155,8 +185,9 @@ def worker_counts(value: str | None, device: str, option: str = "--workers",
         return asked or [1, 2]
     if asked:
         if asked[-1] > gpus:
-            raise SelectionError(f"{option} {asked[-1]} on cuda needs {asked[-1]} GPUs; this "
-                                 f"machine has {gpus}")
+            raise SelectionError(
+                f"{option} {asked[-1]} on cuda needs {asked[-1]} GPUs; this machine has {gpus}"
+            )
         return asked
     if not gpus:
         return [1]
@@ -181,19 +212,32 @@ def _fits_cpus(option: str, counts: list[int], threads: int | None) -> None:
     cpus = len(allowed_cpus())
     need = max(counts) * (threads or 1)
     if need > cpus:
-        raise SelectionError(f"{option} {max(counts)} with {threads or 1} thread(s) each needs "
-                             f"{need} CPUs; this process may use {cpus}")
+        raise SelectionError(
+            f"{option} {max(counts)} with {threads or 1} thread(s) each needs "
+            f"{need} CPUs; this process may use {cpus}"
+        )
 
 
 # ------------------------------------------------------------------ plans
 
-def scaling_plan(framework=None, model=None, precision=None, device=None, threads=None,
-                 batch_size=None, preset=None, workers=None, scaling=None):
+
+def scaling_plan(
+    framework=None,
+    model=None,
+    precision=None,
+    device=None,
+    threads=None,
+    batch_size=None,
+    preset=None,
+    workers=None,
+    scaling=None,
+):
     """Validate the options of `xfbench run --suite scaling` (SelectionError: one line)
     and list its jobs: one child per (framework, device, network, scaling kind), given
     the batch explicitly so that the suite expands exactly the cells named here."""
-    sel = parse(framework=framework, model=model, precision=precision, batch_size=batch_size,
-                preset=preset)
+    sel = parse(
+        framework=framework, model=model, precision=precision, batch_size=batch_size, preset=preset
+    )
     frameworks = _frameworks(framework, SCALING_FRAMEWORKS, "scaling", sel.frameworks)
     devices = _devices(device, "scaling")
     per_worker_threads = _threads(threads)
@@ -221,24 +265,50 @@ def scaling_plan(framework=None, model=None, precision=None, device=None, thread
                                 raise SelectionError(
                                     f"strong scaling splits the global batch {batch} of {network} "
                                     f"over the workers: {w} workers do not divide it; give "
-                                    f"--batch-size a multiple of {math.lcm(*ws)}")
-                    cells = [scaling_cell(network, fw, dev, w, kind, batch, precision=precision,
-                                          scale=scale, threads_per_worker=per_worker_threads)
-                             for w in ws]
-                    options = {"model": network, "scaling": kind,
-                               "workers": ",".join(map(str, ws)), "batch-size": str(batch),
-                               "precision": precision, "preset": sel.preset.name}
+                                    f"--batch-size a multiple of {math.lcm(*ws)}"
+                                )
+                    cells = [
+                        scaling_cell(
+                            network,
+                            fw,
+                            dev,
+                            w,
+                            kind,
+                            batch,
+                            precision=precision,
+                            scale=scale,
+                            threads_per_worker=per_worker_threads,
+                        )
+                        for w in ws
+                    ]
+                    options = {
+                        "model": network,
+                        "scaling": kind,
+                        "workers": ",".join(map(str, ws)),
+                        "batch-size": str(batch),
+                        "precision": precision,
+                        "preset": sel.preset.name,
+                    }
                     group = Group(fw, dev, per_worker_threads or 0, "scaling", f"{network}-{kind}")
                     jobs.append(Job(group, cells, options))
-    selection = {"suite": "scaling", "frameworks": frameworks, "networks": list(sel.networks),
-                 "devices": devices, "workers": workers_by_device, "scaling": list(kinds),
-                 "precision": precision, "batch_size": sel.batch_size,
-                 "threads_per_worker": per_worker_threads, "preset": sel.preset.name}
+    selection = {
+        "suite": "scaling",
+        "frameworks": frameworks,
+        "networks": list(sel.networks),
+        "devices": devices,
+        "workers": workers_by_device,
+        "scaling": list(kinds),
+        "precision": precision,
+        "batch_size": sel.batch_size,
+        "threads_per_worker": per_worker_threads,
+        "preset": sel.preset.name,
+    }
     return Plan(selection, jobs, sel.preset.name)
 
 
-def allreduce_plan(framework=None, device=None, preset=None, world_sizes=None, sizes=None,
-                   threads=None):
+def allreduce_plan(
+    framework=None, device=None, preset=None, world_sizes=None, sizes=None, threads=None
+):
     """Validate the options of `xfbench run --suite allreduce` and list its jobs: one
     child per (framework, device), one test per world size (all sizes and patterns)."""
     sel = parse(framework=framework, preset=preset)
@@ -249,7 +319,8 @@ def allreduce_plan(framework=None, device=None, preset=None, world_sizes=None, s
         raise SelectionError("--allreduce-sizes needs at least one message size")
     if sizes:
         from xfbench.allreduce.sizes import SizeError, parse_sizes
-        try:   # here, before anything runs, rather than as every child's usage error
+
+        try:  # here, before anything runs, rather than as every child's usage error
             parse_sizes(sizes)
         except SizeError as e:
             raise SelectionError(f"--allreduce-sizes: {e}") from None
@@ -259,38 +330,68 @@ def allreduce_plan(framework=None, device=None, preset=None, world_sizes=None, s
     jobs = []
     for fw in frameworks:
         for dev in devices:
-            options = {WORLD_SIZES_OPTION: ",".join(map(str, by_device[dev])),
-                       "allreduce-sizes": sizes, "preset": sel.preset.name}
-            jobs.append(Job(Group(fw, dev, per_rank_threads or 0, "allreduce"),
-                            [allreduce_cell(fw, dev, n) for n in by_device[dev]], options))
-    selection = {"suite": "allreduce", "frameworks": frameworks, "devices": devices,
-                 "world_sizes": by_device, "sizes": sizes, "threads_per_rank": per_rank_threads,
-                 "preset": sel.preset.name}
+            options = {
+                WORLD_SIZES_OPTION: ",".join(map(str, by_device[dev])),
+                "allreduce-sizes": sizes,
+                "preset": sel.preset.name,
+            }
+            jobs.append(
+                Job(
+                    Group(fw, dev, per_rank_threads or 0, "allreduce"),
+                    [allreduce_cell(fw, dev, n) for n in by_device[dev]],
+                    options,
+                )
+            )
+    selection = {
+        "suite": "allreduce",
+        "frameworks": frameworks,
+        "devices": devices,
+        "world_sizes": by_device,
+        "sizes": sizes,
+        "threads_per_rank": per_rank_threads,
+        "preset": sel.preset.name,
+    }
     return Plan(selection, jobs, sel.preset.name)
 
 
 # ------------------------------------------------------------------ the end-of-sweep table
 
+
 def _fmt(value, spec: str) -> str:
-    return format(value, spec) if isinstance(value, (int, float)) and not isinstance(value, bool) \
+    return (
+        format(value, spec)
+        if isinstance(value, (int, float)) and not isinstance(value, bool)
         else ""
+    )
 
 
 def _scaling_row(r: dict) -> list:
-    base = [r.get("network"), r.get("framework"), r.get("device"), r.get("workers"),
-            r.get("scaling"), r.get("batch")]
+    base = [
+        r.get("network"),
+        r.get("framework"),
+        r.get("device"),
+        r.get("workers"),
+        r.get("scaling"),
+        r.get("batch"),
+    ]
     if r.get("status", "ok") != "ok":
         return base + [f"{r.get('status') or 'failed'}: {r.get('reason', '')}"[:60]] + [""] * 5
-    return base + [r.get("backend", ""), _fmt(r.get("seconds_per_batch"), ".4g"),
-                   _fmt(r.get("samples_per_s"), ".4g"), _fmt(r.get("speedup"), ".2f"),
-                   _fmt(r.get("efficiency") and r["efficiency"] * 100, ".0f"),
-                   _fmt(r.get("comm_share") and r["comm_share"] * 100, ".0f")]
+    return base + [
+        r.get("backend", ""),
+        _fmt(r.get("seconds_per_batch"), ".4g"),
+        _fmt(r.get("samples_per_s"), ".4g"),
+        _fmt(r.get("speedup"), ".2f"),
+        _fmt(r.get("efficiency") and r["efficiency"] * 100, ".0f"),
+        _fmt(r.get("comm_share") and r["comm_share"] * 100, ".0f"),
+    ]
 
 
 # summary columns: the busbw of each pattern some sweep measured, at its largest size
-ALLREDUCE_PATTERN_HEADERS = {"allreduce": "busbw GB/s all-reduce (largest)",
-                             "reduce_broadcast": "busbw GB/s reduce+broadcast",
-                             "parameter_server": "busbw GB/s parameter server"}
+ALLREDUCE_PATTERN_HEADERS = {
+    "allreduce": "busbw GB/s all-reduce (largest)",
+    "reduce_broadcast": "busbw GB/s reduce+broadcast",
+    "parameter_server": "busbw GB/s parameter server",
+}
 
 
 def _allreduce_patterns(records: list[dict]) -> list[str]:
@@ -298,42 +399,68 @@ def _allreduce_patterns(records: list[dict]) -> list[str]:
     JAX sweep has no reduce+broadcast)."""
     have = {x.get("pattern") for r in records for x in r.get("rows") or [] if isinstance(x, dict)}
     have = {p for p in have if isinstance(p, str)} | {"allreduce"}
-    return [p for p in ALLREDUCE_PATTERN_HEADERS if p in have] + \
-        sorted(have - set(ALLREDUCE_PATTERN_HEADERS))
+    return [p for p in ALLREDUCE_PATTERN_HEADERS if p in have] + sorted(
+        have - set(ALLREDUCE_PATTERN_HEADERS)
+    )
 
 
 def _allreduce_row(r: dict, patterns: list[str]) -> list:
     base = [r.get("framework"), r.get("device"), r.get("world_size")]
     if r.get("status", "ok") != "ok":
-        return base + [f"{r.get('status') or 'failed'}: {r.get('reason', '')}"[:60]] + \
-            [""] * (2 + len(patterns))
+        return (
+            base
+            + [f"{r.get('status') or 'failed'}: {r.get('reason', '')}"[:60]]
+            + [""] * (2 + len(patterns))
+        )
     rows = [x for x in r.get("rows") or [] if isinstance(x, dict)]
     sizes = sorted({x.get("bytes") for x in rows if isinstance(x.get("bytes"), int)})
     largest = {x.get("pattern"): x for x in rows if sizes and x.get("bytes") == sizes[-1]}
     correct = all(x.get("correct") is True for x in rows)
-    return base + [r.get("backend", ""), f"{len(sizes)} sizes up to {sizes[-1] if sizes else '?'} B"] \
-        + [_fmt(largest.get(p, {}).get("busbw_gbps"), ".3g") for p in patterns] \
+    return (
+        base
+        + [r.get("backend", ""), f"{len(sizes)} sizes up to {sizes[-1] if sizes else '?'} B"]
+        + [_fmt(largest.get(p, {}).get("busbw_gbps"), ".3g") for p in patterns]
         + ["yes" if correct else "NO"]
+    )
 
 
 def summary_table(suite: str, records: list[dict]) -> str:
     """The terminal table at the end of a scaling or all-reduce sweep: one row per cell."""
     from tabulate import tabulate
+
     if suite == "scaling":
-        try:    # the scaling suite's own table, with speedup over its 1-worker cells
+        try:  # the scaling suite's own table, with speedup over its 1-worker cells
             from xfbench.scaling.speedup import fill_speedup, scaling_table
         except ImportError:
             pass
         else:
             fill_speedup(records)
             return scaling_table(records)
-        headers = ("network", "framework", "device", "workers", "scaling", "batch", "backend",
-                   "s/step", "samples/s", "speedup", "eff. %", "comm %")
+        headers = (
+            "network",
+            "framework",
+            "device",
+            "workers",
+            "scaling",
+            "batch",
+            "backend",
+            "s/step",
+            "samples/s",
+            "speedup",
+            "eff. %",
+            "comm %",
+        )
         rows = [_scaling_row(r) for r in records]
     else:
         patterns = _allreduce_patterns(records)
-        headers = ("framework", "device", "world size", "backend", "sizes",
-                   *(ALLREDUCE_PATTERN_HEADERS.get(p, f"busbw GB/s {p}") for p in patterns),
-                   "correct")
+        headers = (
+            "framework",
+            "device",
+            "world size",
+            "backend",
+            "sizes",
+            *(ALLREDUCE_PATTERN_HEADERS.get(p, f"busbw GB/s {p}") for p in patterns),
+            "correct",
+        )
         rows = [_allreduce_row(r, patterns) for r in records]
     return tabulate(rows, headers=headers, tablefmt="github", disable_numparse=True)

@@ -6,6 +6,7 @@ weak scaling keeps each worker's batch fixed, so the global batch grows with
 the workers. `batch` is the global batch for strong scaling and the per-worker
 batch for weak scaling.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -15,10 +16,10 @@ from typing import Any
 
 from xfbench.frameworks import names
 
-FRAMEWORKS = names(scaling=True)     # those with a data-parallel worker
+FRAMEWORKS = names(scaling=True)  # those with a data-parallel worker
 DEVICES = ("cpu", "cuda")
 SCALINGS = ("strong", "weak")
-PRECISIONS = ("fp32", "tf32", "bf16", "fp16")   # as adapters.base; tf32 only on cuda
+PRECISIONS = ("fp32", "tf32", "bf16", "fp16")  # as adapters.base; tf32 only on cuda
 SCALES = ("full", "smoke")
 
 
@@ -30,6 +31,7 @@ def default_batch(network: str, scale: str, scaling: str, counts) -> int:
     import math
 
     from xfbench.models import SMOKE_BATCH, get_spec
+
     if scale != "smoke":
         return get_spec(network).batch_size
     if scaling == "weak":
@@ -46,13 +48,13 @@ class CellError(ValueError):
 class ScalingCell:
     network: str
     framework: str
-    device: str               # "cpu" or "cuda" (cuda: one GPU per worker)
+    device: str  # "cpu" or "cuda" (cuda: one GPU per worker)
     workers: int
-    scaling: str              # "strong" or "weak"
-    batch: int                # strong: the global batch; weak: the per-worker batch
+    scaling: str  # "strong" or "weak"
+    batch: int  # strong: the global batch; weak: the per-worker batch
     threads_per_worker: int
     precision: str = "fp32"
-    scale: str = "full"       # "full" or "smoke"
+    scale: str = "full"  # "full" or "smoke"
 
     @property
     def global_batch(self) -> int:
@@ -63,14 +65,18 @@ class ScalingCell:
         if self.scaling == "weak":
             return self.batch
         if self.batch % self.workers:
-            raise CellError(f"strong scaling splits the global batch {self.batch} over "
-                            f"{self.workers} workers: it must divide by {self.workers}")
+            raise CellError(
+                f"strong scaling splits the global batch {self.batch} over "
+                f"{self.workers} workers: it must divide by {self.workers}"
+            )
         return self.batch // self.workers
 
     @property
     def id(self) -> str:
-        return (f"{self.network}-{self.framework}-{self.device}-w{self.workers}-"
-                f"{self.scaling}-b{self.batch}")
+        return (
+            f"{self.network}-{self.framework}-{self.device}-w{self.workers}-"
+            f"{self.scaling}-b{self.batch}"
+        )
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -78,19 +84,26 @@ class ScalingCell:
     def check(self) -> None:
         """Raise CellError with one line when a field is out of range."""
         from xfbench.models import NETWORKS
-        for name, value, valid in (("network", self.network, tuple(NETWORKS)),
-                                   ("framework", self.framework, FRAMEWORKS),
-                                   ("device", self.device, DEVICES),
-                                   ("scaling", self.scaling, SCALINGS),
-                                   ("precision", self.precision, PRECISIONS),
-                                   ("scale", self.scale, SCALES)):
+
+        for name, value, valid in (
+            ("network", self.network, tuple(NETWORKS)),
+            ("framework", self.framework, FRAMEWORKS),
+            ("device", self.device, DEVICES),
+            ("scaling", self.scaling, SCALINGS),
+            ("precision", self.precision, PRECISIONS),
+            ("scale", self.scale, SCALES),
+        ):
             if value not in valid:
                 raise CellError(f"unknown {name} {value!r}; valid: {', '.join(valid)}")
         if self.precision == "tf32" and self.device != "cuda":
-            raise CellError(f"tf32 is a mode of NVIDIA tensor cores; it has no meaning on "
-                            f"{self.device}")
-        for name, value in (("workers", self.workers), ("batch", self.batch),
-                            ("threads per worker", self.threads_per_worker)):
+            raise CellError(
+                f"tf32 is a mode of NVIDIA tensor cores; it has no meaning on {self.device}"
+            )
+        for name, value in (
+            ("workers", self.workers),
+            ("batch", self.batch),
+            ("threads per worker", self.threads_per_worker),
+        ):
             if value < 1:
                 raise CellError(f"{name} must be at least 1, not {value}")
         self.per_worker_batch  # noqa: B018 (raises when the batch does not split)
@@ -99,6 +112,7 @@ class ScalingCell:
 @dataclass(frozen=True)
 class Run:
     """What a worker is asked to do: the cell, how many steps, where to write."""
+
     cell: ScalingCell
     warmup: int
     steps: int
@@ -107,49 +121,72 @@ class Run:
 
 
 class _Parser(argparse.ArgumentParser):
-    def error(self, message):   # one line and exit 2, no usage block
+    def error(self, message):  # one line and exit 2, no usage block
         sys.stderr.write(f"{self.prog}: error: {message}\n")
         sys.exit(2)
 
 
 def parser(prog: str | None = None) -> argparse.ArgumentParser:
     """The worker command line, shared by every worker module."""
-    p = _Parser(prog=prog, description="One data-parallel training measurement; "
-                                        "writes the worker JSON to --out.")
+    p = _Parser(
+        prog=prog,
+        description="One data-parallel training measurement; writes the worker JSON to --out.",
+    )
     p.add_argument("--network", required=True)
     p.add_argument("--scale", default="full", choices=SCALES)
     p.add_argument("--framework", required=True, choices=FRAMEWORKS)
     p.add_argument("--device", default="cpu", choices=DEVICES)
     p.add_argument("--workers", type=int, required=True)
     p.add_argument("--scaling", default="strong", choices=SCALINGS)
-    p.add_argument("--batch", type=int, default=None,
-                   help="strong: the global batch; weak: the per-worker batch (default: the "
-                        "network's paper batch, or the smoke batch at --scale smoke)")
-    p.add_argument("--threads-per-worker", type=int, default=None,
-                   help="CPU threads of each worker (default: the available CPUs // --workers)")
+    p.add_argument(
+        "--batch",
+        type=int,
+        default=None,
+        help="strong: the global batch; weak: the per-worker batch (default: the "
+        "network's paper batch, or the smoke batch at --scale smoke)",
+    )
+    p.add_argument(
+        "--threads-per-worker",
+        type=int,
+        default=None,
+        help="CPU threads of each worker (default: the available CPUs // --workers)",
+    )
     p.add_argument("--precision", default="fp32", choices=PRECISIONS)
     p.add_argument("--warmup", type=int, default=2, help="untimed steps after the first")
     p.add_argument("--steps", type=int, default=10, help="timed steps")
     p.add_argument("--out", required=True, help="the worker JSON is written here")
-    p.add_argument("--save-weights", default=None, metavar="NPZ",
-                   help="also write the canonical weights after the timed steps (first "
-                        "worker's replica) as .npz, to compare with a one-device step")
+    p.add_argument(
+        "--save-weights",
+        default=None,
+        metavar="NPZ",
+        help="also write the canonical weights after the timed steps (first "
+        "worker's replica) as .npz, to compare with a one-device step",
+    )
     return p
 
 
 def cell_from(a: argparse.Namespace) -> ScalingCell:
     """The cell named by parsed worker options (defaults filled); CellError when it cannot be."""
-    cell = ScalingCell(a.network, a.framework, a.device, a.workers, a.scaling,
-                       a.batch or _default_batch(a.network, a.scale),
-                       a.threads_per_worker or default_threads_per_worker(a.workers), a.precision, a.scale)
+    cell = ScalingCell(
+        a.network,
+        a.framework,
+        a.device,
+        a.workers,
+        a.scaling,
+        a.batch or _default_batch(a.network, a.scale),
+        a.threads_per_worker or default_threads_per_worker(a.workers),
+        a.precision,
+        a.scale,
+    )
     cell.check()
     if a.warmup < 0 or a.steps < 1:
         raise CellError("--warmup must be at least 0 and --steps at least 1")
     return cell
 
 
-def parse_args(argv: list[str] | None = None, framework: str | None = None,
-               prog: str | None = None) -> Run:
+def parse_args(
+    argv: list[str] | None = None, framework: str | None = None, prog: str | None = None
+) -> Run:
     """The worker's Run from its command line; a bad value exits 2 with one line."""
     p = parser(prog)
     a = p.parse_args(argv)
@@ -164,6 +201,7 @@ def parse_args(argv: list[str] | None = None, framework: str | None = None,
 
 def _default_batch(network: str, scale: str) -> int:
     from xfbench.models import NETWORKS, get_spec
+
     if network not in NETWORKS:
         raise CellError(f"unknown network {network!r}; valid: {', '.join(NETWORKS)}")
     return get_spec(network, scale).batch_size
@@ -173,13 +211,35 @@ def default_threads_per_worker(max_workers: int) -> int:
     """Available CPUs // the most workers asked for (at least 1): every run, the one-worker
     baseline included, then gives each worker the same threads."""
     from xfbench.scaling.result import available_cpus
+
     return max(1, len(available_cpus()) // max(1, max_workers))
 
 
 def to_argv(cell: ScalingCell, warmup: int, steps: int, out: str) -> list[str]:
     """The worker arguments for a cell (what parse_args reads back)."""
-    return ["--network", cell.network, "--scale", cell.scale, "--framework", cell.framework,
-            "--device", cell.device, "--workers", str(cell.workers), "--scaling", cell.scaling,
-            "--batch", str(cell.batch), "--threads-per-worker", str(cell.threads_per_worker),
-            "--precision", cell.precision, "--warmup", str(warmup), "--steps", str(steps),
-            "--out", str(out)]
+    return [
+        "--network",
+        cell.network,
+        "--scale",
+        cell.scale,
+        "--framework",
+        cell.framework,
+        "--device",
+        cell.device,
+        "--workers",
+        str(cell.workers),
+        "--scaling",
+        cell.scaling,
+        "--batch",
+        str(cell.batch),
+        "--threads-per-worker",
+        str(cell.threads_per_worker),
+        "--precision",
+        cell.precision,
+        "--warmup",
+        str(warmup),
+        "--steps",
+        str(steps),
+        "--out",
+        str(out),
+    ]

@@ -23,6 +23,7 @@ is imported (the launcher does it; this module adds it when missing). XLA's CPU 
 no thread count: its pools are sized from the CPU affinity, so this process is pinned to
 W * T CPUs in all (T threads per worker).
 """
+
 from __future__ import annotations
 
 import math
@@ -36,7 +37,7 @@ from xfbench.scaling.cell import Run, parse_args
 
 PROG = "python -m xfbench.scaling.jax_sharding"
 HOST_DEVICES_FLAG = "--xla_force_host_platform_device_count"
-AXIS = "batch"   # the one mesh axis: the devices the batch is split over
+AXIS = "batch"  # the one mesh axis: the devices the batch is split over
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -81,41 +82,61 @@ def _measure(run: Run) -> dict:
         raise RuntimeError(f"JAX sees no {kind} device: {str(e).splitlines()[0]}") from None
     if len(devices) < cell.workers:
         hint = f" (is {HOST_DEVICES_FLAG} in XLA_FLAGS?)" if kind == "cpu" else ""
-        raise RuntimeError(f"{cell.workers} workers need {cell.workers} {kind} devices; JAX "
-                           f"sees {len(devices)}{hint}")
-    devices = devices[:cell.workers]
+        raise RuntimeError(
+            f"{cell.workers} workers need {cell.workers} {kind} devices; JAX "
+            f"sees {len(devices)}{hint}"
+        )
+    devices = devices[: cell.workers]
     spec = get_spec(cell.network, cell.scale)
-    threads = ADAPTER.configure_threads(cell.threads_per_worker * cell.workers) \
-        if kind == "cpu" else {}
+    threads = (
+        ADAPTER.configure_threads(cell.threads_per_worker * cell.workers) if kind == "cpu" else {}
+    )
 
     # The adapter's own one-device cell on the global batch: its state and batch, in the
     # layouts its network computes in, are then spread over the mesh.
-    one = Cell(cell.network, "jax", "jit", cell.precision, f"{kind}:0" if kind != "cpu" else "cpu",
-               cell.threads_per_worker, cell.global_batch, "train", "resident", cell.scale)
+    one = Cell(
+        cell.network,
+        "jax",
+        "jit",
+        cell.precision,
+        f"{kind}:0" if kind != "cpu" else "cpu",
+        cell.threads_per_worker,
+        cell.global_batch,
+        "train",
+        "resident",
+        cell.scale,
+    )
     work = JaxWorkload(spec, one, initial_weights(spec, 0))
     mesh = Mesh(np.array(devices), (AXIS,))
     replicated = NamedSharding(mesh, P())
     rows = NamedSharding(mesh, batch_spec(spec))
     state = jax.device_put(work.state, replicated)
     x, y = jax.device_put(work.x_host, rows), jax.device_put(work.y_host, rows)
-    work.state = work.x = work.y = None   # the one-device copies are not used again
+    work.state = work.x = work.y = None  # the one-device copies are not used again
 
     # The same step without the gradient average, for comm_share: compiled here, before
     # anything is timed, and run only after the timed steps and the replica check.
     local = None
     if cell.workers > 1:
         with jax.default_matmul_precision(work.matmul_precision):
-            local = data_parallel_step(spec, work.dtype, work.loss_scaling, mesh,
-                                       average_gradients=False).lower(state, x, y).compile()
+            local = (
+                data_parallel_step(
+                    spec, work.dtype, work.loss_scaling, mesh, average_gradients=False
+                )
+                .lower(state, x, y)
+                .compile()
+            )
     step = data_parallel_step(spec, work.dtype, work.loss_scaling, mesh)
     t0 = time.perf_counter()
     with jax.default_matmul_precision(work.matmul_precision):
         compiled = step.lower(state, x, y).compile()
-    sharding = _check_sharded(compiled, x, devices,
-                              sum(leaf.size for leaf in jax.tree.leaves(state["params"])))
+    sharding = _check_sharded(
+        compiled, x, devices, sum(leaf.size for leaf in jax.tree.leaves(state["params"]))
+    )
     if local is not None:
-        sharding["all_reduced_values_without_gradient_average"] = \
-            all_reduced_values(local.as_text())[1]
+        sharding["all_reduced_values_without_gradient_average"] = all_reduced_values(
+            local.as_text()
+        )[1]
 
     def timed(program=compiled) -> float:
         nonlocal state
@@ -139,7 +160,8 @@ def _measure(run: Run) -> dict:
         scale = max(scale, float(np.abs(copies[0]).max()))
         max_diff = max([max_diff] + [float(np.abs(c - copies[0]).max()) for c in copies[1:]])
     agree = max_diff <= R.REPLICA_RTOL * scale and all(
-        leaf.sharding.is_fully_replicated for leaf in jax.tree.leaves(state["params"]))
+        leaf.sharding.is_fully_replicated for leaf in jax.tree.leaves(state["params"])
+    )
     work.state = state
     if run.save_weights:
         np.savez(run.save_weights, **work.weights())
@@ -147,22 +169,36 @@ def _measure(run: Run) -> dict:
     comm_share, how = _comm_share(timed, compiled, local)
 
     what = "host device" if kind == "cpu" else "GPU"
-    out = R.header(cell, f"XLA all-reduce over {cell.workers} {what}"
-                         + ("s" if cell.workers > 1 else ""),
-                   devices[0].device_kind, ADAPTER.versions())
-    out.update({
-        **R.step_summary(steps), "compile_s": compile_s, "warmup_steps": run.warmup,
-        "comm_share": comm_share, "comm_share_how": how,
-        "replicas_agree": agree, "replicas_max_diff": max_diff,
-        "loss": loss,
-        "threads_used": round(meter.threads_used / cell.workers, 2) if kind == "cpu" else None,
-        "threads_config": threads, "layout": work.info["layout"], "mode": "jit",
-        "sharding": sharding,
-        "cpus": sorted(os.sched_getaffinity(0)) if kind == "cpu" else None,
-    })
+    out = R.header(
+        cell,
+        f"XLA all-reduce over {cell.workers} {what}" + ("s" if cell.workers > 1 else ""),
+        devices[0].device_kind,
+        ADAPTER.versions(),
+    )
+    out.update(
+        {
+            **R.step_summary(steps),
+            "compile_s": compile_s,
+            "warmup_steps": run.warmup,
+            "comm_share": comm_share,
+            "comm_share_how": how,
+            "replicas_agree": agree,
+            "replicas_max_diff": max_diff,
+            "loss": loss,
+            "threads_used": round(meter.threads_used / cell.workers, 2) if kind == "cpu" else None,
+            "threads_config": threads,
+            "layout": work.info["layout"],
+            "mode": "jit",
+            "sharding": sharding,
+            "cpus": sorted(os.sched_getaffinity(0)) if kind == "cpu" else None,
+        }
+    )
     if not agree:
-        out.update(status="failed", reason=f"replicas disagree after the timed steps: weights "
-                                           f"differ by up to {max_diff:.3g}")
+        out.update(
+            status="failed",
+            reason=f"replicas disagree after the timed steps: weights "
+            f"differ by up to {max_diff:.3g}",
+        )
     return out
 
 
@@ -172,18 +208,20 @@ def _comm_share(timed, compiled, local):
     step's time is already the slowest device's)."""
     if local is None:
         return None, "one worker: nothing to communicate"
-    timed(local)   # its first run, untimed
+    timed(local)  # its first run, untimed
     normal, alone = [], []
-    for _ in range(R.COMM_PAIRS):   # interleaved, so drift in the machine hits both alike
+    for _ in range(R.COMM_PAIRS):  # interleaved, so drift in the machine hits both alike
         normal.append(timed(compiled))
         alone.append(timed(local))
     share, clipped = R.comm_share(normal, alone)
-    how = (f"1 - median(step compiled without the gradient pmean, each device updating with "
-           f"its own gradient) / median(normal step), {R.COMM_PAIRS} interleaved pairs of "
-           "extra steps after the timed ones, the replica check and the saved weights; the "
-           "all-reduce time XLA does not hide (it may overlap the all-reduce with backward or "
-           "fuse it), as DDP's no_sync share"
-           + ("; clipped at 0 (the difference was within noise)" if clipped else ""))
+    how = (
+        f"1 - median(step compiled without the gradient pmean, each device updating with "
+        f"its own gradient) / median(normal step), {R.COMM_PAIRS} interleaved pairs of "
+        "extra steps after the timed ones, the replica check and the saved weights; the "
+        "all-reduce time XLA does not hide (it may overlap the all-reduce with backward or "
+        "fuse it), as DDP's no_sync share"
+        + ("; clipped at 0 (the difference was within noise)" if clipped else "")
+    )
     return share, how
 
 
@@ -191,6 +229,7 @@ def batch_spec(spec):
     """How the batch and labels split over the mesh: time-major sequences (T, N) on their
     second dimension, everything else on the first."""
     from jax.sharding import PartitionSpec as P
+
     return P(None, AXIS) if spec.sequence else P(AXIS)
 
 
@@ -208,18 +247,26 @@ def data_parallel_step(spec, dtype, loss_scaling: bool, mesh, average_gradients:
 
     from xfbench.adapters.jax.workload import make_train_step
 
-    adapter_step = make_train_step(spec, dtype, loss_scaling, data_axis=AXIS,
-                                   average_gradients=average_gradients)
+    adapter_step = make_train_step(
+        spec, dtype, loss_scaling, data_axis=AXIS, average_gradients=average_gradients
+    )
 
     def per_device(state, x, y):
-        new, loss = adapter_step(state, x, y)   # gradients already averaged over AXIS
+        new, loss = adapter_step(state, x, y)  # gradients already averaged over AXIS
         new["stats"] = jax.lax.pmean(new["stats"], AXIS)
-        return new, jax.lax.pmean(loss, AXIS)   # the mean of equal shares: the global loss
+        return new, jax.lax.pmean(loss, AXIS)  # the mean of equal shares: the global loss
 
     rows = batch_spec(spec)
-    return jax.jit(jax.shard_map(per_device, mesh=mesh, in_specs=(P(), rows, rows),
-                                 out_specs=(P(), P()), check_vma=average_gradients),
-                   donate_argnums=0)
+    return jax.jit(
+        jax.shard_map(
+            per_device,
+            mesh=mesh,
+            in_specs=(P(), rows, rows),
+            out_specs=(P(), P()),
+            check_vma=average_gradients,
+        ),
+        donate_argnums=0,
+    )
 
 
 # An all-reduce in compiled HLO (XLA's CPU client: all-reduce; GPUs: the async
@@ -262,8 +309,9 @@ def _check_sharded(compiled, x, devices, param_count: int) -> dict:
     if batch_in.device_set != set(devices) or (w > 1 and batch_in.is_fully_replicated):
         raise RuntimeError(f"the compiled step does not take the batch split: {found}")
     if w > 1 and values < param_count:
-        raise RuntimeError(f"the compiled step does not all-reduce the gradients over the "
-                           f"devices: {found}")
+        raise RuntimeError(
+            f"the compiled step does not all-reduce the gradients over the devices: {found}"
+        )
     return found
 
 

@@ -17,6 +17,7 @@ e.g. `python -m xfbench.scaling.launch --framework torch --network resnet56 --wo
 node starts workers/nnodes processes, and the node holding global rank 0 writes the result
 (with a c10d rendezvous torchrun assigns node ranks, so that can be any node).
 """
+
 from __future__ import annotations
 
 import json
@@ -46,8 +47,6 @@ class LaunchError(RuntimeError):
         self.status, self.tail = status, tail
 
 
-
-
 def _option(options: list[str], name: str) -> str | None:
     for i, opt in enumerate(options):
         if opt == name and i + 1 < len(options):
@@ -57,9 +56,14 @@ def _option(options: list[str], name: str) -> str | None:
     return None
 
 
-def command(cell: ScalingCell, warmup: int, steps: int, out: str | os.PathLike,
-            torchrun_options: list[str] | tuple[str, ...] = (),
-            save_weights: str | None = None) -> tuple[list[str], dict[str, str]]:
+def command(
+    cell: ScalingCell,
+    warmup: int,
+    steps: int,
+    out: str | os.PathLike,
+    torchrun_options: list[str] | tuple[str, ...] = (),
+    save_weights: str | None = None,
+) -> tuple[list[str], dict[str, str]]:
     """(argv, env) that run one cell; the workers write the worker JSON to out.
 
     torchrun_options (torch only) go to torchrun as they are: --nnodes, --node-rank,
@@ -99,9 +103,16 @@ def command(cell: ScalingCell, warmup: int, steps: int, out: str | os.PathLike,
     return [sys.executable, "-m", MODULES[cell.framework]] + args, env
 
 
-def run(cell: ScalingCell, warmup: int, steps: int, out: str | os.PathLike | None = None,
-        timeout: float = 600.0, torchrun_options=(), save_weights: str | None = None,
-        cwd: str | os.PathLike | None = None) -> dict:
+def run(
+    cell: ScalingCell,
+    warmup: int,
+    steps: int,
+    out: str | os.PathLike | None = None,
+    timeout: float = 600.0,
+    torchrun_options=(),
+    save_weights: str | None = None,
+    cwd: str | os.PathLike | None = None,
+) -> dict:
     """Run one cell and return its worker JSON (status "ok", or "failed" with the
     reason the workers gave). Raises LaunchError with the output's tail when the
     workers crashed or ran past timeout without writing one."""
@@ -126,8 +137,9 @@ def run(cell: ScalingCell, warmup: int, steps: int, out: str | os.PathLike | Non
             return data
         last = next((line for line in reversed(tail.splitlines()) if line.strip()), "")
         status, reason = launch.failure(end, timeout)
-        raise LaunchError(f"{cell.id}: workers gave no result ({reason}): {last.strip()}",
-                          status, tail)
+        raise LaunchError(
+            f"{cell.id}: workers gave no result ({reason}): {last.strip()}", status, tail
+        )
     finally:
         if tmp is not None:
             tmp.cleanup()
@@ -139,8 +151,15 @@ def main(argv: list[str] | None = None) -> int:
     p = parser("python -m xfbench.scaling.launch")
     p.add_argument("--timeout", type=float, default=3600.0)
     p.add_argument("--print-command", action="store_true")
-    for opt in ("--nnodes", "--node-rank", "--rdzv-endpoint", "--rdzv-backend", "--rdzv-id",
-                "--master-addr", "--master-port"):
+    for opt in (
+        "--nnodes",
+        "--node-rank",
+        "--rdzv-endpoint",
+        "--rdzv-backend",
+        "--rdzv-id",
+        "--master-addr",
+        "--master-port",
+    ):
         p.add_argument(opt, default=None, help="passed to torchrun (torch only)")
     a = p.parse_args(argv)
     try:
@@ -148,8 +167,15 @@ def main(argv: list[str] | None = None) -> int:
     except CellError as e:
         p.error(str(e))
     options = []
-    for name in ("nnodes", "node_rank", "rdzv_endpoint", "rdzv_backend", "rdzv_id",
-                 "master_addr", "master_port"):
+    for name in (
+        "nnodes",
+        "node_rank",
+        "rdzv_endpoint",
+        "rdzv_backend",
+        "rdzv_id",
+        "master_addr",
+        "master_port",
+    ):
         if getattr(a, name) is not None:
             options += ["--" + name.replace("_", "-"), str(getattr(a, name))]
     try:

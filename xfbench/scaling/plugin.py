@@ -14,6 +14,7 @@ network's paper batch (strong: the global batch; weak: the per-worker batch).
 Steps: the preset's warm-up steps, then its min_rounds timed steps (paper: 3 and 10).
 The suite (suites/test_scaling.py) runs only when named on the command line.
 """
+
 from __future__ import annotations
 
 import importlib.util
@@ -41,12 +42,20 @@ SUITE = "test_scaling.py"
 
 def pytest_addoption(parser):
     group = parser.getgroup("xfbench", "xfbench cell selection")
-    group.addoption("--workers", action="store", default=None,
-                    help="scaling suite: worker counts, comma-separated (default: 1,2 on the "
-                         "CPU; 1 and powers of two up to the GPUs present on cuda)")
-    group.addoption("--scaling", action="store", default=None,
-                    help="scaling suite: strong (global batch split over the workers), weak "
-                         "(per-worker batch fixed), or strong,weak (default: strong)")
+    group.addoption(
+        "--workers",
+        action="store",
+        default=None,
+        help="scaling suite: worker counts, comma-separated (default: 1,2 on the "
+        "CPU; 1 and powers of two up to the GPUs present on cuda)",
+    )
+    group.addoption(
+        "--scaling",
+        action="store",
+        default=None,
+        help="scaling suite: strong (global batch split over the workers), weak "
+        "(per-worker batch fixed), or strong,weak (default: strong)",
+    )
 
 
 def parse_workers(value: str | None) -> tuple[int, ...] | None:
@@ -66,17 +75,19 @@ def parse_scaling(value: str | None) -> tuple[str, ...]:
     return tuple(dict.fromkeys(kinds))
 
 
-@pytest.hookimpl(tryfirst=True)   # before the root conftest pins this process to --threads CPUs
+@pytest.hookimpl(tryfirst=True)  # before the root conftest pins this process to --threads CPUs
 def pytest_configure(config):
     # The workers spread over the CPUs this session could use before that pinning.
     os.environ.setdefault(R.CPUS_ENV, ",".join(map(str, R.available_cpus())))
-    config.stash[SCALING] = (parse_workers(config.getoption("workers")),
-                             parse_scaling(config.getoption("scaling")))
+    config.stash[SCALING] = (
+        parse_workers(config.getoption("workers")),
+        parse_scaling(config.getoption("scaling")),
+    )
     config.stash[RECORDS] = []
 
 
 def gpu_worker_counts(gpus: int) -> tuple[int, ...]:
-    return tuple(2 ** k for k in range(int(math.log2(gpus)) + 1)) if gpus else (1,)
+    return tuple(2**k for k in range(int(math.log2(gpus)) + 1)) if gpus else (1,)
 
 
 def default_batch(sel, network: str, scaling: str, counts) -> int:
@@ -88,23 +99,38 @@ def scaling_cells(config) -> list[ScalingCell]:
     from xfbench import machine
     from xfbench.plugin import selection
     from xfbench.scaling.cell import default_threads_per_worker
+
     sel = selection(config)
     counts_asked, kinds = config.stash[SCALING]
     frameworks = [f for f in sel.frameworks if f in FRAMEWORKS]
     devices = dict.fromkeys(d.split(":")[0] for d in sel.devices)
     out = []
     for device in (d for d in devices if d in ("cpu", "cuda")):
-        counts = counts_asked or ((1, 2) if device == "cpu"
-                                  else gpu_worker_counts(machine.gpu_count()))
-        threads = (sel.threads if config.getoption("threads")
-                   else default_threads_per_worker(max(counts)))
+        counts = counts_asked or (
+            (1, 2) if device == "cpu" else gpu_worker_counts(machine.gpu_count())
+        )
+        threads = (
+            sel.threads if config.getoption("threads") else default_threads_per_worker(max(counts))
+        )
         for network in sel.networks:
             for framework in frameworks:
                 for kind in kinds:
                     batch = default_batch(sel, network, kind, counts)
                     for precision in sel.precisions:
-                        out += [ScalingCell(network, framework, device, w, kind, batch, threads,
-                                            precision, sel.preset.scale) for w in counts]
+                        out += [
+                            ScalingCell(
+                                network,
+                                framework,
+                                device,
+                                w,
+                                kind,
+                                batch,
+                                threads,
+                                precision,
+                                sel.preset.scale,
+                            )
+                            for w in counts
+                        ]
     return out
 
 
@@ -112,9 +138,18 @@ def pytest_generate_tests(metafunc):
     if "scaling_cell" not in metafunc.fixturenames:
         return
     if not named(metafunc.config, SUITE):
-        metafunc.parametrize("scaling_cell", [pytest.param(None, marks=pytest.mark.skip(
-            reason=f"the scaling suite runs when named: pytest xfbench/suites/{SUITE}"))],
-            ids=["not-named"])
+        metafunc.parametrize(
+            "scaling_cell",
+            [
+                pytest.param(
+                    None,
+                    marks=pytest.mark.skip(
+                        reason=f"the scaling suite runs when named: pytest xfbench/suites/{SUITE}"
+                    ),
+                )
+            ],
+            ids=["not-named"],
+        )
         return
     cells = scaling_cells(metafunc.config)
     metafunc.parametrize("scaling_cell", cells, ids=[c.id for c in cells])
@@ -125,6 +160,7 @@ def _why_not(cell: ScalingCell) -> str | None:
     from xfbench import machine
     from xfbench.adapters import get_adapter
     from xfbench.scaling.launch import MODULES
+
     try:
         cell.check()
     except CellError as e:
@@ -133,42 +169,78 @@ def _why_not(cell: ScalingCell) -> str | None:
     if reason:
         return reason
     if importlib.util.find_spec(MODULES[cell.framework]) is None:
-        return f"the {cell.framework} scaling worker ({MODULES[cell.framework]}) is not part " \
-               "of this checkout"
+        return (
+            f"the {cell.framework} scaling worker ({MODULES[cell.framework]}) is not part "
+            "of this checkout"
+        )
     if cell.device == "cuda" and machine.gpu_count() < cell.workers:
-        return (f"{cell.workers} workers on cuda need {cell.workers} GPUs; "
-                f"{machine.gpu_count()} present")
+        return (
+            f"{cell.workers} workers on cuda need {cell.workers} GPUs; "
+            f"{machine.gpu_count()} present"
+        )
     cpus = len(R.available_cpus())
     if cell.device == "cpu" and cell.workers * cell.threads_per_worker > cpus:
-        return (f"{cell.workers} workers of {cell.threads_per_worker} threads need "
-                f"{cell.workers * cell.threads_per_worker} CPUs; {cpus} available")
+        return (
+            f"{cell.workers} workers of {cell.threads_per_worker} threads need "
+            f"{cell.workers * cell.threads_per_worker} CPUs; {cpus} available"
+        )
     return None
 
 
 def record(cell: ScalingCell, result: dict, preset: str, stats=None) -> dict:
     """The pytest-benchmark extra_info of a measured cell, from its worker JSON."""
     from xfbench.models import get_spec
+
     steps = result["step_seconds"]
     median = stats.median if stats is not None else statistics.median(steps)
     flops = get_spec(cell.network, cell.scale).flops("train", cell.global_batch)
-    out = {**records.header("scaling"), **cell.as_dict(), "cell_id": cell.id,
-           "global_batch": cell.global_batch, "per_worker_batch": cell.per_worker_batch,
-           "preset": preset, "status": "ok",
-           "seconds_per_batch": median, "samples_per_s": cell.global_batch / median,
-           "speedup": None, "efficiency": None, "speedup_baseline": None,
-           "flops_per_step": flops, "achieved_tflops": flops / median / 1e12,
-           "rounds": len(steps)}
-    for key in ("backend", "comm_share", "comm_share_how", "compile_s", "warmup_steps",
-                "replicas_agree", "replicas_max_diff", "loss", "threads_used", "threads_config",
-                "device_name", "versions", "layout", "mode", "cpus", "sharding"):
+    out = {
+        **records.header("scaling"),
+        **cell.as_dict(),
+        "cell_id": cell.id,
+        "global_batch": cell.global_batch,
+        "per_worker_batch": cell.per_worker_batch,
+        "preset": preset,
+        "status": "ok",
+        "seconds_per_batch": median,
+        "samples_per_s": cell.global_batch / median,
+        "speedup": None,
+        "efficiency": None,
+        "speedup_baseline": None,
+        "flops_per_step": flops,
+        "achieved_tflops": flops / median / 1e12,
+        "rounds": len(steps),
+    }
+    for key in (
+        "backend",
+        "comm_share",
+        "comm_share_how",
+        "compile_s",
+        "warmup_steps",
+        "replicas_agree",
+        "replicas_max_diff",
+        "loss",
+        "threads_used",
+        "threads_config",
+        "device_name",
+        "versions",
+        "layout",
+        "mode",
+        "cpus",
+        "sharding",
+    ):
         if key in result:
             out[key] = result[key]
     return out
 
 
 def _failure(cell: ScalingCell, status: str, reason: str, tail: str = "") -> dict:
-    return {"cell": {"kind": "scaling", **cell.as_dict()}, "status": status,
-            "reason": reason, "output_tail": tail}
+    return {
+        "cell": {"kind": "scaling", **cell.as_dict()},
+        "status": status,
+        "reason": reason,
+        "output_tail": tail,
+    }
 
 
 @pytest.fixture
@@ -178,6 +250,7 @@ def run_scaling(request, benchmark):
     from xfbench.harness.external import record_durations
     from xfbench.plugin import selection
     from xfbench.scaling.launch import LaunchError, run
+
     config = request.config
     preset = selection(config).preset
 
@@ -194,8 +267,9 @@ def run_scaling(request, benchmark):
             pytest.fail(f"{e.status}: {e}\n{e.tail}", pytrace=False)
         if result.get("status") != "ok":
             reason = result.get("reason", "the workers reported a failure")
-            request.node.stash[PENDING] = _failure(cell, "failed", reason,
-                                                   result.get("output_tail", ""))
+            request.node.stash[PENDING] = _failure(
+                cell, "failed", reason, result.get("output_tail", "")
+            )
             pytest.fail(f"failed: {reason}\n{result.get('output_tail', '')}", pytrace=False)
         stats = record_durations(benchmark, result["step_seconds"])
         out = record(cell, result, preset.name, stats.stats if stats is not None else None)
@@ -223,11 +297,21 @@ def pytest_runtest_makereport(item, call):
         else:
             e = call.excinfo
             reason = (f"{e.typename}: {e.value}" if e else report.longreprtext).strip()
-            failure = _failure(cell, "failed", (reason.splitlines() or ["failed"])[0],
-                               "\n".join(report.longreprtext.splitlines()[-40:]))
+            failure = _failure(
+                cell,
+                "failed",
+                (reason.splitlines() or ["failed"])[0],
+                "\n".join(report.longreprtext.splitlines()[-40:]),
+            )
     # The runner's plugin records the failure for --benchmark-json and the results folder.
-    item.config.stash[RECORDS].append({**failure["cell"], "cell_id": cell.id,
-                                       "status": failure["status"], "reason": failure["reason"]})
+    item.config.stash[RECORDS].append(
+        {
+            **failure["cell"],
+            "cell_id": cell.id,
+            "status": failure["status"],
+            "reason": failure["reason"],
+        }
+    )
     return report
 
 
@@ -239,6 +323,9 @@ def pytest_terminal_summary(terminalreporter, config):
     records = config.stash.get(RECORDS, [])
     if records:
         fill_speedup(records)
-        terminalreporter.write_sep("=", "xfbench scaling: seconds per step of the global batch "
-                                        "(median), speedup and efficiency over one worker")
+        terminalreporter.write_sep(
+            "=",
+            "xfbench scaling: seconds per step of the global batch "
+            "(median), speedup and efficiency over one worker",
+        )
         terminalreporter.write_line(scaling_table(records))

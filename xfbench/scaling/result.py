@@ -3,6 +3,7 @@
 No framework is imported here: the workers call worker_cpus() and pin() before
 importing theirs.
 """
+
 from __future__ import annotations
 
 import json
@@ -42,8 +43,10 @@ def worker_cpus(index: int, per_worker: int, count: int = 1) -> list[int]:
     cpus = available_cpus()
     lo, hi = index * per_worker, (index + count) * per_worker
     if hi > len(cpus):
-        raise RuntimeError(f"{(index + count)} workers of {per_worker} threads need {hi} CPUs, "
-                           f"but only {len(cpus)} are available ({CPUS_ENV} or the affinity)")
+        raise RuntimeError(
+            f"{(index + count)} workers of {per_worker} threads need {hi} CPUs, "
+            f"but only {len(cpus)} are available ({CPUS_ENV} or the affinity)"
+        )
     return cpus[lo:hi]
 
 
@@ -56,8 +59,10 @@ def pin(cpus: list[int]) -> list[int]:
 
 
 def step_summary(seconds: list[float]) -> dict[str, Any]:
-    return {"step_seconds": [float(s) for s in seconds],
-            "median_step_s": statistics.median(seconds) if seconds else None}
+    return {
+        "step_seconds": [float(s) for s in seconds],
+        "median_step_s": statistics.median(seconds) if seconds else None,
+    }
 
 
 def comm_share(normal: list[float], alone: list[float]) -> tuple[float, bool]:
@@ -78,20 +83,38 @@ def write(path: str | os.PathLike, result: dict[str, Any]) -> None:
 
 def header(cell, backend: str, device_name: str, versions: dict[str, str]) -> dict[str, Any]:
     """The fields every worker JSON starts with."""
-    return {"status": "ok", "framework": cell.framework, "network": cell.network,
-            "scale": cell.scale, "device": cell.device, "device_name": device_name,
-            "precision": cell.precision, "workers": cell.workers, "scaling": cell.scaling,
-            "global_batch": cell.global_batch, "per_worker_batch": cell.per_worker_batch,
-            "threads_per_worker": cell.threads_per_worker, "backend": backend,
-            "versions": versions}
+    return {
+        "status": "ok",
+        "framework": cell.framework,
+        "network": cell.network,
+        "scale": cell.scale,
+        "device": cell.device,
+        "device_name": device_name,
+        "precision": cell.precision,
+        "workers": cell.workers,
+        "scaling": cell.scaling,
+        "global_batch": cell.global_batch,
+        "per_worker_batch": cell.per_worker_batch,
+        "threads_per_worker": cell.threads_per_worker,
+        "backend": backend,
+        "versions": versions,
+    }
 
 
 def failed(cell, reason: str, **fields) -> dict[str, Any]:
     """A worker JSON for a run that could not measure; reason is one line."""
-    base = {"status": "failed", "reason": reason.strip().splitlines()[0] if reason.strip()
-            else "failed", "framework": cell.framework, "network": cell.network,
-            "scale": cell.scale, "device": cell.device, "precision": cell.precision,
-            "workers": cell.workers, "scaling": cell.scaling, "step_seconds": [],
-            "replicas_agree": False}
+    base = {
+        "status": "failed",
+        "reason": reason.strip().splitlines()[0] if reason.strip() else "failed",
+        "framework": cell.framework,
+        "network": cell.network,
+        "scale": cell.scale,
+        "device": cell.device,
+        "precision": cell.precision,
+        "workers": cell.workers,
+        "scaling": cell.scaling,
+        "step_seconds": [],
+        "replicas_agree": False,
+    }
     base.update(fields)
     return base

@@ -6,6 +6,7 @@ per-worker batch). Efficiency = speedup / N: 1.0 is perfect scaling. The baselin
 one-worker cell of the same network, framework, device, precision, size and threads per
 worker, so each of the N workers has what the one worker had.
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterable
@@ -15,8 +16,16 @@ from tabulate import tabulate
 
 def _key(r: dict) -> tuple:
     batch = r.get("global_batch") if r.get("scaling") == "strong" else r.get("per_worker_batch")
-    return (r.get("network"), r.get("framework"), r.get("device"), r.get("precision"),
-            r.get("scale"), r.get("scaling"), r.get("threads_per_worker"), batch)
+    return (
+        r.get("network"),
+        r.get("framework"),
+        r.get("device"),
+        r.get("precision"),
+        r.get("scale"),
+        r.get("scaling"),
+        r.get("threads_per_worker"),
+        batch,
+    )
 
 
 def fill_speedup(records: Iterable[dict]) -> None:
@@ -34,12 +43,27 @@ def fill_speedup(records: Iterable[dict]) -> None:
                 speedup = r["samples_per_s"] / one["samples_per_s"]
         r["speedup"] = speedup
         r["efficiency"] = speedup / r["workers"] if speedup is not None else None
-        r["speedup_baseline"] = one.get("cell_id") if one is not None and speedup is not None else None
+        r["speedup_baseline"] = (
+            one.get("cell_id") if one is not None and speedup is not None else None
+        )
 
 
-COLUMNS = ("network", "framework", "device", "scaling", "workers", "threads/worker",
-           "global batch", "s/step", "samples/s", "speedup", "efficiency", "comm share",
-           "backend", "replicas")
+COLUMNS = (
+    "network",
+    "framework",
+    "device",
+    "scaling",
+    "workers",
+    "threads/worker",
+    "global batch",
+    "s/step",
+    "samples/s",
+    "speedup",
+    "efficiency",
+    "comm share",
+    "backend",
+    "replicas",
+)
 
 
 def _num(v, fmt: str) -> str:
@@ -48,16 +72,34 @@ def _num(v, fmt: str) -> str:
 
 def scaling_table(records: list[dict]) -> str:
     rows = []
-    for r in sorted(records, key=lambda r: (r["network"], r["framework"], r["device"],
-                                             r["scaling"], r["workers"])):
-        base = [r["network"], r["framework"], r["device"], r["scaling"], r["workers"],
-                r["threads_per_worker"], r.get("global_batch", "")]
+    for r in sorted(
+        records,
+        key=lambda r: (r["network"], r["framework"], r["device"], r["scaling"], r["workers"]),
+    ):
+        base = [
+            r["network"],
+            r["framework"],
+            r["device"],
+            r["scaling"],
+            r["workers"],
+            r["threads_per_worker"],
+            r.get("global_batch", ""),
+        ]
         if r.get("status") != "ok":
-            rows.append(base + [f"{r.get('status', 'failed')}: {r.get('reason', '')}"[:70]]
-                        + [""] * 6)
+            rows.append(
+                base + [f"{r.get('status', 'failed')}: {r.get('reason', '')}"[:70]] + [""] * 6
+            )
             continue
-        rows.append(base + [f"{r['seconds_per_batch']:.4g}", f"{r['samples_per_s']:.4g}",
-                            _num(r.get("speedup"), ".2f"), _num(r.get("efficiency"), ".0%"),
-                            _num(r.get("comm_share"), ".0%"), r.get("backend", ""),
-                            "agree" if r.get("replicas_agree") else "DISAGREE"])
+        rows.append(
+            base
+            + [
+                f"{r['seconds_per_batch']:.4g}",
+                f"{r['samples_per_s']:.4g}",
+                _num(r.get("speedup"), ".2f"),
+                _num(r.get("efficiency"), ".0%"),
+                _num(r.get("comm_share"), ".0%"),
+                r.get("backend", ""),
+                "agree" if r.get("replicas_agree") else "DISAGREE",
+            ]
+        )
     return tabulate(rows, headers=COLUMNS, tablefmt="github", disable_numparse=True)

@@ -42,6 +42,7 @@ runtime starts (start_runtime).
 Exit status as the other workers: 2 with one line for bad input; 0 once the worker JSON
 is written, whatever its status; an exception writes a failed JSON and is re-raised.
 """
+
 from __future__ import annotations
 
 import json
@@ -63,6 +64,7 @@ class UsageError(Exception):
 
 # -- before TensorFlow starts: the cluster, the replicas of this process, its CPUs ----
 
+
 def cluster() -> dict | None:
     """TF_CONFIG's cluster and task when set (MultiWorkerMirroredStrategy), else None."""
     raw = os.environ.get("TF_CONFIG")
@@ -77,8 +79,9 @@ def cluster() -> dict | None:
         raise UsageError(f"TF_CONFIG is not a valid cluster description: {e}") from e
     chief = kind == "chief" or (kind == "worker" and index == 0 and "chief" not in jobs)
     # The task's place in the cluster: chief first, then the workers.
-    order = [("chief", i) for i in range(len(jobs.get("chief", [])))] + \
-            [("worker", i) for i in range(len(jobs.get("worker", [])))]
+    order = [("chief", i) for i in range(len(jobs.get("chief", [])))] + [
+        ("worker", i) for i in range(len(jobs.get("worker", [])))
+    ]
     if (kind, index) not in order:
         raise UsageError(f"TF_CONFIG's task {kind}:{index} is not in its cluster")
     return {"tasks": len(order), "rank": order.index((kind, index)), "chief": chief}
@@ -89,16 +92,21 @@ def local_replicas(cell: ScalingCell, tasks: dict | None) -> int:
     if cell.precision == "fp16":
         # fp16's dynamic loss scale skips a step on overflow, decided per replica
         # before the all-reduce: replicas could disagree and the collective hang.
-        raise UsageError("fp16 (dynamic loss scaling) is not run data-parallel in TensorFlow; "
-                         "use fp32, tf32 or bf16")
+        raise UsageError(
+            "fp16 (dynamic loss scaling) is not run data-parallel in TensorFlow; "
+            "use fp32, tf32 or bf16"
+        )
     if tasks is None:
         return cell.workers
     if cell.workers % tasks["tasks"]:
-        raise UsageError(f"--workers {cell.workers} is not a multiple of TF_CONFIG's "
-                         f"{tasks['tasks']} tasks")
+        raise UsageError(
+            f"--workers {cell.workers} is not a multiple of TF_CONFIG's {tasks['tasks']} tasks"
+        )
     if cell.device == "cpu" and cell.workers != tasks["tasks"]:
-        raise UsageError("MultiWorkerMirroredStrategy runs one CPU replica per process: "
-                         f"--workers must equal TF_CONFIG's {tasks['tasks']} tasks")
+        raise UsageError(
+            "MultiWorkerMirroredStrategy runs one CPU replica per process: "
+            f"--workers must equal TF_CONFIG's {tasks['tasks']} tasks"
+        )
     return cell.workers // tasks["tasks"]
 
 
@@ -127,25 +135,32 @@ def start_runtime(device: str, local: int, threads: int, rank: int | None = None
         cpu = tf.config.list_physical_devices("CPU")[0]
         if local > 1:
             tf.config.set_logical_device_configuration(
-                cpu, [tf.config.LogicalDeviceConfiguration() for _ in range(local)])
+                cpu, [tf.config.LogicalDeviceConfiguration() for _ in range(local)]
+            )
         names = [f"/CPU:{i}" for i in range(local)]
-        config = {"intra_op": local * threads, "inter_op": local, "logical_cpu_devices": local,
-                  "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS")}
+        config = {
+            "intra_op": local * threads,
+            "inter_op": local,
+            "logical_cpu_devices": local,
+            "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS"),
+        }
         return tf, names, config
     gpus = tf.config.list_physical_devices("GPU")
     if len(gpus) < local:
-        raise RuntimeError(f"{local} GPU replicas asked for, but TensorFlow sees "
-                           f"{len(gpus)} GPU(s)")
+        raise RuntimeError(
+            f"{local} GPU replicas asked for, but TensorFlow sees {len(gpus)} GPU(s)"
+        )
     # Only this process's GPUs are visible (MultiWorkerMirroredStrategy takes every
     # visible one); several processes on one machine take disjoint ones when they fit.
     first = (rank or 0) * local
     first = first if first + local <= len(gpus) else 0
-    mine = gpus[first:first + local]
+    mine = gpus[first : first + local]
     tf.config.set_visible_devices(mine, "GPU")
     return tf, [f"/GPU:{i}" for i in range(local)], {"gpus": [g.name for g in mine]}
 
 
 # -- the replicated step ----------------------------------------------------------
+
 
 def build(tf, strategy, spec, layout: str, precision: str, use_cudnn: bool):
     """The adapter's workload, its variables made under strategy.scope(), its step's
@@ -180,10 +195,15 @@ def build(tf, strategy, spec, layout: str, precision: str, use_cudnn: bool):
                     self.net = Network(spec, layout, weights, use_cudnn, self.compute_dtype)
                 self.trainable = self.net.trainable
                 # Momentum buffers: mirrored, updated on each replica by the fused op.
-                self.slots = [tf.Variable(tf.zeros(v.shape, v.dtype), trainable=False,
-                                          synchronization=tf.VariableSynchronization.ON_WRITE,
-                                          aggregation=tf.VariableAggregation.NONE)
-                              for v in self.trainable]
+                self.slots = [
+                    tf.Variable(
+                        tf.zeros(v.shape, v.dtype),
+                        trainable=False,
+                        synchronization=tf.VariableSynchronization.ON_WRITE,
+                        aggregation=tf.VariableAggregation.NONE,
+                    )
+                    for v in self.trainable
+                ]
             self.lr = tf.constant(spec.lr, tf.float32)
             self.momentum = tf.constant(spec.momentum, tf.float32)
 
@@ -215,8 +235,9 @@ class Trainer:
         self.replicas = strategy.num_replicas_in_sync
         self.local_devices = list(strategy.extended.worker_devices)
         if global_batch % self.replicas:
-            raise RuntimeError(f"global batch {global_batch} does not divide by "
-                             f"{self.replicas} replicas")
+            raise RuntimeError(
+                f"global batch {global_batch} does not divide by {self.replicas} replicas"
+            )
         self.per_replica = global_batch // self.replicas
 
         x, y = synthetic_batch(spec, global_batch, 0)
@@ -228,8 +249,10 @@ class Trainer:
             # Replica r takes rows [r*b, (r+1)*b), placed on its own device.
             r = ctx.replica_id_in_sync_group
             with tf.device(self.local_devices[r % len(self.local_devices)]):
-                return (tf.identity(tf.constant(x[r * b:(r + 1) * b])),
-                        tf.identity(tf.constant(y[r * b:(r + 1) * b])))
+                return (
+                    tf.identity(tf.constant(x[r * b : (r + 1) * b])),
+                    tf.identity(tf.constant(y[r * b : (r + 1) * b])),
+                )
 
         self.x, self.y = strategy.experimental_distribute_values_from_function(rows)
         self._check_placement()
@@ -262,12 +285,15 @@ class Trainer:
     def _check_placement(self) -> None:
         """Every replica has its own copy of the weights, buffers and rows, on its device."""
         from xfbench.adapters.tensorflow.workload import _same_device
+
         wrong = []
         for value in list(self.workload.trainable) + self.workload.slots + [self.x, self.y]:
             copies = self.strategy.experimental_local_results(value)
-            if len(copies) != len(self.local_devices):   # one variable shared: no replicas
-                raise RuntimeError(f"{getattr(value, 'name', 'a batch')} has {len(copies)} "
-                                   f"copies for {len(self.local_devices)} replicas")
+            if len(copies) != len(self.local_devices):  # one variable shared: no replicas
+                raise RuntimeError(
+                    f"{getattr(value, 'name', 'a batch')} has {len(copies)} "
+                    f"copies for {len(self.local_devices)} replicas"
+                )
             for device, local in zip(self.local_devices, copies):
                 if not _same_device(local.device, device):
                     wrong.append(f"{local.device} (wanted {device})")
@@ -279,9 +305,9 @@ class Trainer:
         all-reduce); returns the mean loss of this process's replicas once they are all done."""
         fn = self.local_fn if local else self.fn
         losses = self.strategy.experimental_local_results(fn(self.x, self.y))
-        value = float(np.mean([float(v) for v in losses]))   # the host waits for each
+        value = float(np.mean([float(v) for v in losses]))  # the host waits for each
         if self.gpu:
-            self.tf.test.experimental.sync_devices()   # and for the queued updates
+            self.tf.test.experimental.sync_devices()  # and for the queued updates
         return value
 
     def local_disagreement(self) -> tuple[float, float]:
@@ -308,8 +334,10 @@ class Trainer:
             first = tf.equal(ctx.replica_id_in_sync_group, 0)
             zero = [tf.where(first, m, tf.zeros_like(m)) for m in mine]
             ref = ctx.all_reduce(tf.distribute.ReduceOp.SUM, zero)
-            return tf.reshape(tf.reduce_max(
-                tf.stack([tf.reduce_max(tf.abs(m - r)) for m, r in zip(mine, ref)])), [1])
+            return tf.reshape(
+                tf.reduce_max(tf.stack([tf.reduce_max(tf.abs(m - r)) for m, r in zip(mine, ref)])),
+                [1],
+            )
 
         @tf.function
         def gathered():
@@ -324,21 +352,26 @@ class Trainer:
         local = tf.constant(values, tf.float64)
 
         def per_replica(ctx):
-            with tf.device(self.local_devices[ctx.replica_id_in_sync_group
-                                              % len(self.local_devices)]):
+            with tf.device(
+                self.local_devices[ctx.replica_id_in_sync_group % len(self.local_devices)]
+            ):
                 return tf.reshape(tf.identity(local), [1, -1])
 
-        rows = strategy.gather(strategy.experimental_distribute_values_from_function(
-            per_replica), axis=0)
+        rows = strategy.gather(
+            strategy.experimental_distribute_values_from_function(per_replica), axis=0
+        )
         return rows.numpy()
 
     def barrier(self):
         """Every replica of the cluster reaches this point before any goes on."""
         tf, strategy = self.tf, self.strategy
         if not hasattr(self, "_barrier"):
+
             def one():
                 return tf.distribute.get_replica_context().all_reduce(
-                    tf.distribute.ReduceOp.SUM, tf.ones([]))
+                    tf.distribute.ReduceOp.SUM, tf.ones([])
+                )
+
             self._barrier = tf.function(lambda: strategy.run(one))
         for value in strategy.experimental_local_results(self._barrier()):
             float(value)
@@ -347,22 +380,30 @@ class Trainer:
         if not self.gpu:
             return "cpu"
         tf = self.tf
-        names = {tf.config.experimental.get_device_details(g).get("device_name", g.name)
-                 for g in tf.config.get_visible_devices("GPU")}
+        names = {
+            tf.config.experimental.get_device_details(g).get("device_name", g.name)
+            for g in tf.config.get_visible_devices("GPU")
+        }
         return ", ".join(sorted(names))
 
 
 # -- the run ------------------------------------------------------------------------
 
+
 def make_strategy(tf, names: list[str], device: str, multi_worker: bool):
     """(strategy, backend description)."""
     if multi_worker:
-        impl = (tf.distribute.experimental.CommunicationImplementation.NCCL if device == "cuda"
-                else tf.distribute.experimental.CommunicationImplementation.RING)
+        impl = (
+            tf.distribute.experimental.CommunicationImplementation.NCCL
+            if device == "cuda"
+            else tf.distribute.experimental.CommunicationImplementation.RING
+        )
         options = tf.distribute.experimental.CommunicationOptions(implementation=impl)
         strategy = tf.distribute.MultiWorkerMirroredStrategy(communication_options=options)
-        return strategy, (f"MultiWorkerMirroredStrategy (CollectiveAllReduce, "
-                          f"{impl.name} over gRPC between workers)")
+        return strategy, (
+            f"MultiWorkerMirroredStrategy (CollectiveAllReduce, "
+            f"{impl.name} over gRPC between workers)"
+        )
     if device == "cuda":
         ops = tf.distribute.NcclAllReduce(num_packs=1)
     else:
@@ -380,7 +421,7 @@ def main(argv: list[str] | None = None) -> int:
     except UsageError as e:
         sys.stderr.write(f"{PROG}: error: {e}\n")
         return 2
-    chief = tasks is None or tasks["chief"]   # the one process that writes --out
+    chief = tasks is None or tasks["chief"]  # the one process that writes --out
     if cell.device == "cpu":
         try:
             cpus = process_cpus(cell, local, tasks)
@@ -394,7 +435,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         out = _measure(run, local, tasks)
     except Exception as e:
-        if chief:   # TensorFlow puts the message's point on its last line
+        if chief:  # TensorFlow puts the message's point on its last line
             lines = [line.strip() for line in str(e).splitlines() if line.strip()]
             R.write(run.out, R.failed(cell, f"{type(e).__name__}: {lines[-1] if lines else ''}"))
         raise
@@ -410,21 +451,30 @@ def _measure(run: Run, local: int, tasks: dict | None) -> dict:
     cell = run.cell
     multi = tasks is not None
     cpu = cell.device == "cpu"
-    tf, names, threads_config = start_runtime(cell.device, local, cell.threads_per_worker,
-                                              tasks["rank"] if multi else None)
+    tf, names, threads_config = start_runtime(
+        cell.device, local, cell.threads_per_worker, tasks["rank"] if multi else None
+    )
     # MultiWorkerMirroredStrategy must exist before any other op runs.
     strategy, backend = make_strategy(tf, names, cell.device, multi)
     if strategy.num_replicas_in_sync != cell.workers:
-        raise RuntimeError(f"--workers {cell.workers}, but the strategy has "
-                           f"{strategy.num_replicas_in_sync} replicas")
+        raise RuntimeError(
+            f"--workers {cell.workers}, but the strategy has "
+            f"{strategy.num_replicas_in_sync} replicas"
+        )
     from xfbench.adapters.tensorflow import ADAPTER
 
-    trainer = Trainer(tf, strategy, get_spec(cell.network, cell.scale), cell.device,
-                      cell.precision, cell.global_batch)
+    trainer = Trainer(
+        tf,
+        strategy,
+        get_spec(cell.network, cell.scale),
+        cell.device,
+        cell.precision,
+        cell.global_batch,
+    )
     if cell.workers > 1:
-        trainer.trace_local_step()         # for comm_share, traced before anything is timed
+        trainer.trace_local_step()  # for comm_share, traced before anything is timed
     t0 = time.perf_counter()
-    loss = trainer.step()                  # traces, compiles and runs the first step
+    loss = trainer.step()  # traces, compiles and runs the first step
     compile_s = time.perf_counter() - t0
     for _ in range(run.warmup):
         loss = trainer.step()
@@ -439,7 +489,7 @@ def _measure(run: Run, local: int, tasks: dict | None) -> dict:
     timed.loss = loss
     with CpuMeter() as meter:
         seconds = [timed() for _ in range(run.steps)]
-    loss = timed.loss   # the last timed step's, not a later comm_share step's
+    loss = timed.loss  # the last timed step's, not a later comm_share step's
     # CPU time of this process over the timed steps, per replica it runs (the barriers'
     # few microseconds of waiting included).
     used = meter.threads_used / local if cpu else float("nan")
@@ -462,19 +512,30 @@ def _measure(run: Run, local: int, tasks: dict | None) -> dict:
     comm_share, how = _comm_share(trainer, timed, multi)
 
     out = R.header(cell, backend, trainer.device_name(), ADAPTER.versions())
-    out.update({
-        **R.step_summary(seconds), "compile_s": compile_s, "warmup_steps": run.warmup,
-        "comm_share": comm_share, "comm_share_how": how,
-        "replicas_agree": agree, "replicas_max_diff": diff, "loss": loss,
-        "threads_used": round(used, 2) if cpu else None,
-        "threads_config": threads_config, "layout": trainer.layout, "mode": "function",
-        "tf32": trainer.tf32,
-        "cpus": sorted(os.sched_getaffinity(0)) if cpu else None,
-        "multi_worker": {"tasks": tasks["tasks"], "rank": tasks["rank"]} if multi else None,
-    })
+    out.update(
+        {
+            **R.step_summary(seconds),
+            "compile_s": compile_s,
+            "warmup_steps": run.warmup,
+            "comm_share": comm_share,
+            "comm_share_how": how,
+            "replicas_agree": agree,
+            "replicas_max_diff": diff,
+            "loss": loss,
+            "threads_used": round(used, 2) if cpu else None,
+            "threads_config": threads_config,
+            "layout": trainer.layout,
+            "mode": "function",
+            "tf32": trainer.tf32,
+            "cpus": sorted(os.sched_getaffinity(0)) if cpu else None,
+            "multi_worker": {"tasks": tasks["tasks"], "rank": tasks["rank"]} if multi else None,
+        }
+    )
     if not agree:
-        out.update(status="failed", reason=f"replicas disagree after the timed steps: weights "
-                                           f"differ by up to {diff:.3g}")
+        out.update(
+            status="failed",
+            reason=f"replicas disagree after the timed steps: weights differ by up to {diff:.3g}",
+        )
     return out
 
 
@@ -483,22 +544,26 @@ def _comm_share(trainer: Trainer, timed, multi: bool):
     the normal step and the traced step without it; per step the slowest worker's time."""
     if trainer.local_fn is None:
         return None, "one worker: nothing to communicate"
-    timed(local=True)   # its first run (the graph's first execution), untimed
+    timed(local=True)  # its first run (the graph's first execution), untimed
     normal, alone = [], []
-    for _ in range(R.COMM_PAIRS):   # interleaved, so drift in the machine hits both alike
+    for _ in range(R.COMM_PAIRS):  # interleaved, so drift in the machine hits both alike
         normal.append(timed())
         alone.append(timed(local=True))
     if multi:
         rows = trainer.gather(normal + alone)
-        normal, alone = (list(rows[:, :R.COMM_PAIRS].max(axis=0)),
-                         list(rows[:, R.COMM_PAIRS:].max(axis=0)))
+        normal, alone = (
+            list(rows[:, : R.COMM_PAIRS].max(axis=0)),
+            list(rows[:, R.COMM_PAIRS :].max(axis=0)),
+        )
     share, clipped = R.comm_share(normal, alone)
-    how = (f"1 - median(step traced without the gradient all-reduce, each replica updating "
-           f"with its own gradient) / median(normal step), {R.COMM_PAIRS} interleaved pairs of "
-           "extra steps after the timed ones, the replica check and the saved weights, slowest "
-           "worker per step; the all-reduce time not hidden (TensorFlow's executor may run it "
-           "beside other ops), as DDP's no_sync share"
-           + ("; clipped at 0 (the difference was within noise)" if clipped else ""))
+    how = (
+        f"1 - median(step traced without the gradient all-reduce, each replica updating "
+        f"with its own gradient) / median(normal step), {R.COMM_PAIRS} interleaved pairs of "
+        "extra steps after the timed ones, the replica check and the saved weights, slowest "
+        "worker per step; the all-reduce time not hidden (TensorFlow's executor may run it "
+        "beside other ops), as DDP's no_sync share"
+        + ("; clipped at 0 (the difference was within noise)" if clipped else "")
+    )
     return share, how
 
 

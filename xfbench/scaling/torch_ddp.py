@@ -22,6 +22,7 @@ Several machines: the same module under torchrun's node options, e.g. on each of
         -m xfbench.scaling.torch_ddp --workers 4 ...
 (--workers is the world size, all nodes together; global rank 0 writes --out.)
 """
+
 from __future__ import annotations
 
 import os
@@ -32,7 +33,7 @@ from xfbench.scaling import result as R
 from xfbench.scaling.cell import Run, parse_args
 
 PROG = "python -m torch.distributed.run ... -m xfbench.scaling.torch_ddp"
-COMM_PAIRS = R.COMM_PAIRS   # (normal, no_sync) step pairs after the timed steps, for comm_share
+COMM_PAIRS = R.COMM_PAIRS  # (normal, no_sync) step pairs after the timed steps, for comm_share
 
 
 def _env_int(name: str) -> int | None:
@@ -45,13 +46,16 @@ def main(argv: list[str] | None = None) -> int:
     cell = run.cell
     rank, world, local_rank = (_env_int("RANK"), _env_int("WORLD_SIZE"), _env_int("LOCAL_RANK"))
     if rank is None or world is None or local_rank is None:
-        sys.stderr.write(f"{PROG}: error: start me through torchrun (python -m "
-                         "torch.distributed.run --nproc-per-node W ...), which sets RANK, "
-                         "WORLD_SIZE and LOCAL_RANK\n")
+        sys.stderr.write(
+            f"{PROG}: error: start me through torchrun (python -m "
+            "torch.distributed.run --nproc-per-node W ...), which sets RANK, "
+            "WORLD_SIZE and LOCAL_RANK\n"
+        )
         return 2
     if world != cell.workers:
-        sys.stderr.write(f"{PROG}: error: --workers {cell.workers}, but torchrun started "
-                         f"{world} processes\n")
+        sys.stderr.write(
+            f"{PROG}: error: --workers {cell.workers}, but torchrun started {world} processes\n"
+        )
         return 2
     if cell.device == "cpu":
         # Before torch is imported: its OpenMP pool starts on these CPUs with T threads.
@@ -86,8 +90,10 @@ def _measure(run: Run, rank: int, world: int, local_rank: int) -> dict:
             raise RuntimeError("device cuda asked for, but torch sees no CUDA GPU")
         local_world = _env_int("LOCAL_WORLD_SIZE") or 1
         if torch.cuda.device_count() < local_world:
-            raise RuntimeError(f"{local_world} workers on this node need one GPU each; "
-                               f"torch sees {torch.cuda.device_count()}")
+            raise RuntimeError(
+                f"{local_world} workers on this node need one GPU each; "
+                f"torch sees {torch.cuda.device_count()}"
+            )
         device = torch.device("cuda", local_rank)
         torch.cuda.set_device(device)
         dist.init_process_group("nccl", device_id=device)
@@ -100,8 +106,18 @@ def _measure(run: Run, rank: int, world: int, local_rank: int) -> dict:
         spec = get_spec(cell.network, cell.scale)
         b = cell.per_worker_batch
         # The adapter's own cell, on the global batch: this worker then keeps its rows.
-        one = Cell(cell.network, "torch", "eager", cell.precision, str(device),
-                   cell.threads_per_worker, cell.global_batch, "train", "resident", cell.scale)
+        one = Cell(
+            cell.network,
+            "torch",
+            "eager",
+            cell.precision,
+            str(device),
+            cell.threads_per_worker,
+            cell.global_batch,
+            "train",
+            "resident",
+            cell.scale,
+        )
         work = TorchWorkload(spec, one, initial_weights(spec, 0))
         rows = slice(rank * b, (rank + 1) * b)
         if spec.sequence:  # time-major (T, N): the batch is the second dimension
@@ -112,7 +128,7 @@ def _measure(run: Run, rank: int, world: int, local_rank: int) -> dict:
         work.x, work.y = work._to_device()
         module = work.net
         ddp = DDP(module, device_ids=[local_rank] if cuda else None)
-        work.net = ddp   # the adapter's step now runs forward and backward through DDP
+        work.net = ddp  # the adapter's step now runs forward and backward through DDP
 
         def barrier():
             dist.barrier(device_ids=[local_rank]) if cuda else dist.barrier()
@@ -120,7 +136,7 @@ def _measure(run: Run, rank: int, world: int, local_rank: int) -> dict:
         def timed(step) -> float:
             barrier()
             t0 = time.perf_counter()
-            step()   # the adapter's step returns once the device has finished
+            step()  # the adapter's step returns once the device has finished
             return time.perf_counter() - t0
 
         compile_s = timed(work.step)
@@ -144,23 +160,39 @@ def _measure(run: Run, rank: int, world: int, local_rank: int) -> dict:
         dist.all_reduce(used)
         if run.save_weights and rank == 0:
             import numpy as np
+
             np.savez(run.save_weights, **W.from_module(spec, module))
 
         comm_share, how = _comm_share(torch, dist, ddp, work, timed, world, device)
-        out = R.header(cell, "nccl" if cuda else "gloo",
-                       torch.cuda.get_device_name(device) if cuda else "cpu", ADAPTER.versions())
-        out.update({
-            **R.step_summary(steps), "compile_s": compile_s, "warmup_steps": run.warmup,
-            "comm_share": comm_share, "comm_share_how": how,
-            "replicas_agree": agree, "replicas_max_diff": max_diff,
-            "loss": float(loss) / world,
-            "threads_used": None if cuda else round(float(used) / world, 2),
-            "threads_config": threads, "layout": work.layout, "mode": "eager",
-            "cpus": _gather_cpus(dist, world) if not cuda else None,
-        })
+        out = R.header(
+            cell,
+            "nccl" if cuda else "gloo",
+            torch.cuda.get_device_name(device) if cuda else "cpu",
+            ADAPTER.versions(),
+        )
+        out.update(
+            {
+                **R.step_summary(steps),
+                "compile_s": compile_s,
+                "warmup_steps": run.warmup,
+                "comm_share": comm_share,
+                "comm_share_how": how,
+                "replicas_agree": agree,
+                "replicas_max_diff": max_diff,
+                "loss": float(loss) / world,
+                "threads_used": None if cuda else round(float(used) / world, 2),
+                "threads_config": threads,
+                "layout": work.layout,
+                "mode": "eager",
+                "cpus": _gather_cpus(dist, world) if not cuda else None,
+            }
+        )
         if not agree:
-            out.update(status="failed", reason=f"replicas disagree after the timed steps: "
-                                               f"weights differ by up to {max_diff:.3g}")
+            out.update(
+                status="failed",
+                reason=f"replicas disagree after the timed steps: "
+                f"weights differ by up to {max_diff:.3g}",
+            )
         return out
     finally:
         dist.destroy_process_group()
@@ -186,19 +218,21 @@ def _comm_share(torch, dist, ddp, work, timed, world: int, device):
     normal, local = [], []
 
     def local_step():
-        with ddp.no_sync():    # gradients stay local: no all-reduce in backward
+        with ddp.no_sync():  # gradients stay local: no all-reduce in backward
             work.step()
 
-    for _ in range(COMM_PAIRS):   # interleaved, so drift in the machine hits both alike
+    for _ in range(COMM_PAIRS):  # interleaved, so drift in the machine hits both alike
         normal.append(timed(work.step))
         local.append(timed(local_step))
     normal = _max_over_workers(torch, dist, normal, device)
     local = _max_over_workers(torch, dist, local, device)
     share, clipped = R.comm_share(normal, local)
-    how = (f"1 - median(step under DDP no_sync(), no gradient all-reduce) / median(normal "
-           f"step), {COMM_PAIRS} interleaved pairs of extra steps after the timed ones, slowest "
-           "worker per step; the all-reduce time not hidden behind backward"
-           + ("; clipped at 0 (the difference was within noise)" if clipped else ""))
+    how = (
+        f"1 - median(step under DDP no_sync(), no gradient all-reduce) / median(normal "
+        f"step), {COMM_PAIRS} interleaved pairs of extra steps after the timed ones, slowest "
+        "worker per step; the all-reduce time not hidden behind backward"
+        + ("; clipped at 0 (the difference was within noise)" if clipped else "")
+    )
     return share, how
 
 

@@ -14,6 +14,7 @@ Options: --world-sizes, --allreduce-sizes, --framework torch,jax, --device, --pr
 command line (`pytest xfbench/suites/test_allreduce.py`): a plain `pytest xfbench/suites/` is the
 single-device benchmark run.
 """
+
 from __future__ import annotations
 
 

@@ -22,6 +22,7 @@ Frameworks not installed, or whose adapter is not in this checkout, are skipped
 with the reason. The suite runs only when this file is named on the command line
 (`pytest xfbench/suites/test_equivalence.py`): a plain `pytest xfbench/suites/` is a benchmark run.
 """
+
 from __future__ import annotations
 
 import pytest
@@ -43,6 +44,7 @@ _REFERENCE: dict[tuple[str, str, int], object] = {}
 
 def _selection(config):
     from xfbench.plugin import selection
+
     return selection(config)
 
 
@@ -52,10 +54,20 @@ def pytest_generate_tests(metafunc):
     if not named(metafunc.config, "test_equivalence.py"):
         # A plain `pytest xfbench/suites/` is a benchmark run: the equivalence checks (which
         # build every network in every framework) run only when asked for by name.
-        metafunc.parametrize("network, framework", [pytest.param(
-            "-", "-", marks=pytest.mark.skip(reason="the equivalence suite runs when named: "
-                                                    "pytest xfbench/suites/test_equivalence.py"))],
-            ids=["not-named"])
+        metafunc.parametrize(
+            "network, framework",
+            [
+                pytest.param(
+                    "-",
+                    "-",
+                    marks=pytest.mark.skip(
+                        reason="the equivalence suite runs when named: "
+                        "pytest xfbench/suites/test_equivalence.py"
+                    ),
+                )
+            ],
+            ids=["not-named"],
+        )
         return
     sel = _selection(metafunc.config)
     asked = comma_list(metafunc.config.getoption("framework"))
@@ -77,6 +89,7 @@ def _setup(request, framework: str, network: str):
     modes = [m for m in (sel.modes or ()) if m in adapter.modes]
     mode = modes[0] if modes else None
     from xfbench.exchange import canonical_weights
+
     return spec, batch, mode, canonical_weights(spec)
 
 
@@ -89,18 +102,22 @@ def _record(benchmark, record: dict) -> None:
 def test_inference_matches_onnxruntime(request, benchmark, network, framework):
     spec, batch, mode, weights = _setup(request, framework, network)
     from xfbench.harness.equivalence import check_inference
+
     try:
         record = check_inference(framework, spec, weights, batch, mode)
     except Unsupported as e:
         pytest.skip(str(e))
     _record(benchmark, record)
-    assert record["verified"], (f"{framework} {network}: logits differ from ONNX Runtime's by "
-                                f"{record['max_rel_err']:.2e} (tolerance {record['tolerance']})")
+    assert record["verified"], (
+        f"{framework} {network}: logits differ from ONNX Runtime's by "
+        f"{record['max_rel_err']:.2e} (tolerance {record['tolerance']})"
+    )
 
 
 def test_training_step_agrees(request, benchmark, network, framework):
     spec, batch, mode, weights = _setup(request, framework, network)
     from xfbench.harness.equivalence import ReferenceStep, check_training
+
     key = (network, spec.scale, batch)
     try:
         if key not in _REFERENCE:
@@ -114,4 +131,5 @@ def test_training_step_agrees(request, benchmark, network, framework):
         f"{framework} {network}: loss {record['loss_rel_err']:.2e} from ONNX Runtime's "
         f"(tolerance {record['tolerance']}), updated weights {record['weights_rel_err']:.2e} "
         f"from the float64 step (tolerance {record['weights_tolerance']:.2e}, "
-        f"fp32 floor {record['fp32_floor']:.2e})")
+        f"fp32 floor {record['fp32_floor']:.2e})"
+    )

@@ -10,6 +10,7 @@ overhead's. The smoke preset uses squares 256 and 512 and batch 16.
 Selection: --gemm-impl, --gemm-sizes, and the common --precision, --device,
 --threads, --preset (see gemm/plugin.py). How a cell is timed: gemm/measure.py.
 """
+
 TASK = "gemm"
 
 

@@ -1,4 +1,5 @@
 """Inference: one step = forward in evaluation mode (BatchNorm on running statistics)."""
+
 TASK = "infer"
 
 

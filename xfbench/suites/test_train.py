@@ -1,4 +1,5 @@
 """Training: one step = forward, mean cross-entropy, backward, SGD momentum update."""
+
 TASK = "train"
 
 

@@ -5,6 +5,7 @@ names (networks.py, resnet.py, lstm.py); the training step is jitted once with
 its state donated (workload.py); weights.py converts layouts to and from the
 canonical ONNX ones.
 """
+
 from __future__ import annotations
 
 import os
@@ -21,6 +22,7 @@ class JaxAdapter(Adapter):
     def versions(self):
         import jax
         import jaxlib
+
         out = {"jax": jax.__version__, "jaxlib": jaxlib.__version__}
         for backend, _ in ACCELERATORS:
             try:
@@ -31,6 +33,7 @@ class JaxAdapter(Adapter):
 
     def devices(self):
         import jax
+
         out = ["cpu"]
         for backend, harness_name in ACCELERATORS:
             try:
@@ -44,15 +47,21 @@ class JaxAdapter(Adapter):
         # needed instead of XLA's default of 75 % up front. Read when the GPU backend starts.
         os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
         import jax
+
         # XLA's CPU client has no thread-count option here: its pools are sized from the
         # CPU affinity (and NPROC), which harness.threads.pin set before jax was imported.
         cpus = len(os.sched_getaffinity(0))
         jax.devices("cpu")  # start the CPU client now, under that affinity
-        return {"xla_cpu_threads_from": "cpu affinity", "cpus_allowed": cpus,
-                "NPROC": os.environ.get("NPROC"), "matches_request": cpus == threads}
+        return {
+            "xla_cpu_threads_from": "cpu affinity",
+            "cpus_allowed": cpus,
+            "NPROC": os.environ.get("NPROC"),
+            "matches_request": cpus == threads,
+        }
 
     def build(self, spec, cell, weights):
         from xfbench.adapters.jax.workload import JaxWorkload
+
         return JaxWorkload(spec, cell, weights)
 
 

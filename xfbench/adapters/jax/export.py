@@ -13,6 +13,7 @@ therefore traces pooling written as k*k strided slices combined by maximum (exac
 or by sum (the same up to the order of additions); the check that ONNX Runtime
 reproduces the JAX network's own logits covers this.
 """
+
 from __future__ import annotations
 
 import jax
@@ -27,8 +28,11 @@ def _windows(x, k: int, s: int):
     """The k*k strided slices of NHWC x that a k x k window with stride s visits."""
     _, h, w, _ = x.shape
     oh, ow = (h - k) // s + 1, (w - k) // s + 1
-    return [x[:, i:i + s * (oh - 1) + 1:s, j:j + s * (ow - 1) + 1:s, :]
-            for i in range(k) for j in range(k)]
+    return [
+        x[:, i : i + s * (oh - 1) + 1 : s, j : j + s * (ow - 1) + 1 : s, :]
+        for i in range(k)
+        for j in range(k)
+    ]
 
 
 def _max_pool(x, k: int, s: int, p: int = 0):
@@ -47,6 +51,7 @@ def _avg_pool(x, k: int, s: int):
 
 def export_onnx(work, path: str) -> None:
     from jax2onnx import to_onnx
+
     spec = work.spec
     state = jax.device_get(work.state)
     params = {k: np.asarray(v) for k, v in state["params"].items()}
@@ -66,7 +71,14 @@ def export_onnx(work, path: str) -> None:
     pools = networks.max_pool, networks.avg_pool
     networks.max_pool, networks.avg_pool = _max_pool, _avg_pool
     try:
-        to_onnx(forward, [example], opset=OPSET, input_names=[INPUT], output_names=[OUTPUT],
-                return_mode="file", output_path=str(path))
+        to_onnx(
+            forward,
+            [example],
+            opset=OPSET,
+            input_names=[INPUT],
+            output_names=[OUTPUT],
+            return_mode="file",
+            output_path=str(path),
+        )
     finally:
         networks.max_pool, networks.avg_pool = pools

@@ -4,6 +4,7 @@ Mixed precision: each weight is cast to the dtype of the activation it meets, so
 parameters stay float32 while the arithmetic runs in the compute dtype.
 BatchNorm statistics are reduced in float32.
 """
+
 from __future__ import annotations
 
 import math
@@ -18,8 +19,9 @@ NHWC = ("NHWC", "HWIO", "NHWC")
 
 
 def conv(x, w, stride: int, pad: int, b=None):
-    y = lax.conv_general_dilated(x, w.astype(x.dtype), (stride, stride), ((pad, pad), (pad, pad)),
-                                 dimension_numbers=NHWC)
+    y = lax.conv_general_dilated(
+        x, w.astype(x.dtype), (stride, stride), ((pad, pad), (pad, pad)), dimension_numbers=NHWC
+    )
     return y if b is None else y + b.astype(y.dtype)
 
 
@@ -80,8 +82,10 @@ def conv_init(key, cin: int, cout: int, k: int, bias: bool, name: str) -> dict:
 
 def bn_init(channels: int, name: str) -> tuple[dict, dict]:
     params = {f"{name}.weight": jnp.ones((channels,)), f"{name}.bias": jnp.zeros((channels,))}
-    stats = {f"{name}.running_mean": jnp.zeros((channels,)),
-             f"{name}.running_var": jnp.ones((channels,))}
+    stats = {
+        f"{name}.running_mean": jnp.zeros((channels,)),
+        f"{name}.running_var": jnp.ones((channels,)),
+    }
     return params, stats
 
 

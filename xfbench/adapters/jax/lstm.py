@@ -10,6 +10,7 @@ Weights keep the canonical gate order i, o, f, c (ONNX's) and both bias vectors,
 W as (in, 4H), R as (H, 4H), B as the canonical (8H,) = [input bias, recurrent bias];
 both biases are added, so each gets its own gradient and update as in PyTorch and cuDNN.
 """
+
 from __future__ import annotations
 
 import math
@@ -53,7 +54,7 @@ def init(spec: Spec, key) -> dict:
 def lstm_layer(x, W, R, B, dtype):
     """One LSTM layer over (T, N, in) -> (T, N, H), zero initial state."""
     h_size = R.shape[0]
-    bias = (B[:4 * h_size] + B[4 * h_size:]).astype(dtype)
+    bias = (B[: 4 * h_size] + B[4 * h_size :]).astype(dtype)
     xw = jnp.matmul(x, W.astype(dtype)) + bias  # every time step at once
     R = R.astype(dtype)
 
@@ -69,7 +70,10 @@ def lstm_layer(x, W, R, B, dtype):
     # The cell state stays float32 under mixed precision; h is fed back in the compute dtype.
     # Zeros made like xw: per device under jax.shard_map (the data-parallel worker) they then
     # vary over devices as the scan's new state does, which lax.scan requires of its carry.
-    carry = (lax.full_like(xw, 0, dtype, (n, h_size)), lax.full_like(xw, 0, jnp.float32, (n, h_size)))
+    carry = (
+        lax.full_like(xw, 0, dtype, (n, h_size)),
+        lax.full_like(xw, 0, jnp.float32, (n, h_size)),
+    )
     _, hs = lax.scan(cell, carry, xw)
     return hs
 
@@ -81,5 +85,6 @@ def apply(spec: Spec, params: dict, tokens, dtype):
     for i in range(rnn.layers):
         n = f"{rnn.name}.l{i}"
         x = lstm_layer(x, params[f"{n}.W"], params[f"{n}.R"], params[f"{n}.B"], dtype)
-    return jnp.matmul(x, params[f"{fc.name}.weight"].astype(dtype)) + \
-        params[f"{fc.name}.bias"].astype(dtype)
+    return jnp.matmul(x, params[f"{fc.name}.weight"].astype(dtype)) + params[
+        f"{fc.name}.bias"
+    ].astype(dtype)

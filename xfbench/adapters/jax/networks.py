@@ -13,6 +13,7 @@ parameters themselves stay float32; logits come back as float32.
 Layer functions are in layers.py, ResNet blocks in resnet.py and the LSTM
 language model in lstm.py.
 """
+
 from __future__ import annotations
 
 import math
@@ -39,8 +40,13 @@ def apply_layer(layer: L.Layer, params, stats, x, train: bool, new_stats: dict):
     if isinstance(layer, L.Dense):
         return dense(x, params[f"{layer.name}.weight"], params.get(f"{layer.name}.bias"))
     if isinstance(layer, L.Conv):
-        return conv(x, params[f"{layer.name}.weight"], layer.stride, layer.pad,
-                    params.get(f"{layer.name}.bias"))
+        return conv(
+            x,
+            params[f"{layer.name}.weight"],
+            layer.stride,
+            layer.pad,
+            params.get(f"{layer.name}.bias"),
+        )
     if isinstance(layer, L.BatchNorm):
         return batch_norm(x, params, stats, layer.name, layer, train, new_stats)
     if isinstance(layer, L.ReLU):

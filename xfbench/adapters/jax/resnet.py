@@ -2,6 +2,7 @@
 
 Parameter names are the canonical ones ("<block>.conv1.weight", "<block>.bn1.weight", ...).
 """
+
 from __future__ import annotations
 
 import jax
@@ -17,14 +18,15 @@ def basic_block(layer: L.BasicBlock, params, stats, x, train: bool, new_stats: d
     (the extra one after, when the count is odd), no weights."""
     n = layer.name
     out = conv(x, params[f"{n}.conv1.weight"], layer.stride, 1)
-    out = jax.nn.relu(batch_norm(out, params, stats, f"{n}.bn1", L.BatchNorm(f"{n}.bn1"), train,
-                                   new_stats))
+    out = jax.nn.relu(
+        batch_norm(out, params, stats, f"{n}.bn1", L.BatchNorm(f"{n}.bn1"), train, new_stats)
+    )
     out = conv(out, params[f"{n}.conv2.weight"], 1, 1)
     out = batch_norm(out, params, stats, f"{n}.bn2", L.BatchNorm(f"{n}.bn2"), train, new_stats)
     identity = x
     extra = layer.filters - x.shape[-1]
     if layer.stride != 1 or extra:
-        identity = x[:, ::layer.stride, ::layer.stride, :]
+        identity = x[:, :: layer.stride, :: layer.stride, :]
         identity = jnp.pad(identity, ((0, 0), (0, 0), (0, 0), (extra // 2, extra - extra // 2)))
     return jax.nn.relu(out + identity)
 
@@ -42,8 +44,9 @@ def bottleneck(layer: L.Bottleneck, params, stats, x, train: bool, new_stats: di
     out = bn(conv(out, params[f"{n}.conv3.weight"], 1, 0), f"{n}.bn3")
     identity = x
     if f"{n}.downsample.conv.weight" in params:
-        identity = bn(conv(x, params[f"{n}.downsample.conv.weight"], layer.stride, 0),
-                      f"{n}.downsample.bn")
+        identity = bn(
+            conv(x, params[f"{n}.downsample.conv.weight"], layer.stride, 0), f"{n}.downsample.bn"
+        )
     return jax.nn.relu(out + identity)
 
 
@@ -64,9 +67,11 @@ def bottleneck_init(layer: L.Bottleneck, x: tuple[int, ...], key) -> tuple[dict,
     n, w = layer.name, layer.width
     cout = w * layer.expansion
     k1, k2, k3, k4 = jax.random.split(key, 4)
-    params = {**conv_init(k1, x[0], w, 1, False, f"{n}.conv1"),
-              **conv_init(k2, w, w, 3, False, f"{n}.conv2"),
-              **conv_init(k3, w, cout, 1, False, f"{n}.conv3")}
+    params = {
+        **conv_init(k1, x[0], w, 1, False, f"{n}.conv1"),
+        **conv_init(k2, w, w, 3, False, f"{n}.conv2"),
+        **conv_init(k3, w, cout, 1, False, f"{n}.conv3"),
+    }
     norms = [(f"{n}.bn1", w), (f"{n}.bn2", w), (f"{n}.bn3", cout)]
     if layer.projected(x):
         params.update(conv_init(k4, x[0], cout, 1, False, f"{n}.downsample.conv"))

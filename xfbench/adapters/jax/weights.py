@@ -10,6 +10,7 @@ Names are the same on both sides; only layouts change:
   canonical order i, o, f, c; B (8H,) is used as it is (both biases kept);
 - biases, BatchNorm scale and shift, and the embedding table: unchanged.
 """
+
 from __future__ import annotations
 
 import numpy as np

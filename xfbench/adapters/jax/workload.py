@@ -13,6 +13,7 @@ compute in the half type, fp16 with dynamic loss scaling (PyTorch GradScaler's
 rules: start at 2**16, halve and skip the update on inf/nan, double after 2000
 good steps).
 """
+
 from __future__ import annotations
 
 import jax
@@ -25,13 +26,21 @@ from xfbench.adapters.jax import weights as W
 from xfbench.adapters.jax.layers import cross_entropy
 from xfbench.models import Spec, synthetic_batch
 
-COMPUTE_DTYPES = {"fp32": jnp.float32, "tf32": jnp.float32, "bf16": jnp.bfloat16,
-                  "fp16": jnp.float16}
+COMPUTE_DTYPES = {
+    "fp32": jnp.float32,
+    "tf32": jnp.float32,
+    "bf16": jnp.bfloat16,
+    "fp16": jnp.float16,
+}
 # jax_default_matmul_precision while tracing; half inputs run at the half type anyway.
-MATMUL_PRECISION = {"fp32": "highest", "tf32": "tensorfloat32", "bf16": "default",
-                    "fp16": "default"}
+MATMUL_PRECISION = {
+    "fp32": "highest",
+    "tf32": "tensorfloat32",
+    "bf16": "default",
+    "fp16": "default",
+}
 # Dynamic loss scaling for fp16, with torch.amp.GradScaler's defaults.
-SCALE_INIT, SCALE_GROWTH, SCALE_BACKOFF, SCALE_INTERVAL = 2.0 ** 16, 2.0, 0.5, 2000
+SCALE_INIT, SCALE_GROWTH, SCALE_BACKOFF, SCALE_INTERVAL = 2.0**16, 2.0, 0.5, 2000
 
 
 def resolve_device(name: str):
@@ -57,8 +66,13 @@ def clip_by_global_norm(grads: dict, max_norm: float) -> dict:
     return jax.tree.map(lambda g: g * factor, grads)
 
 
-def make_train_step(spec: Spec, dtype, loss_scaling: bool, data_axis: str | None = None,
-                    average_gradients: bool = True):
+def make_train_step(
+    spec: Spec,
+    dtype,
+    loss_scaling: bool,
+    data_axis: str | None = None,
+    average_gradients: bool = True,
+):
     """state, x, y -> (new state, loss). state = {params, momentum, stats[, scaler]}.
 
     data_axis: None for one device. Under jax.shard_map (the data-parallel worker,
@@ -109,8 +123,9 @@ def make_train_step(spec: Spec, dtype, loss_scaling: bool, data_axis: str | None
             good = jnp.where(finite, state["scaler"]["good_steps"] + 1, 0)
             grow = good >= SCALE_INTERVAL
             new["scaler"] = {
-                "scale": jnp.where(finite, jnp.where(grow, scale * SCALE_GROWTH, scale),
-                                   scale * SCALE_BACKOFF),
+                "scale": jnp.where(
+                    finite, jnp.where(grow, scale * SCALE_GROWTH, scale), scale * SCALE_BACKOFF
+                ),
                 "good_steps": jnp.where(grow, 0, good),
             }
         return new, loss
@@ -122,6 +137,7 @@ def make_infer_step(spec: Spec, dtype):
     def infer_step(state, x):
         logits, _ = networks.apply(spec, state["params"], state["stats"], x, False, dtype)
         return logits
+
     return infer_step
 
 
@@ -142,11 +158,16 @@ class JaxWorkload(Workload):
         params = W.to_jax(spec, weights)
         shapes, stat_shapes = jax.eval_shape(lambda: networks.init(spec, jax.random.key(seed)))
         if set(params) != set(shapes) or any(params[k].shape != shapes[k].shape for k in shapes):
-            bad = sorted(k for k in set(params) | set(shapes) if k not in params or k not in shapes
-                         or params[k].shape != shapes[k].shape)
+            bad = sorted(
+                k
+                for k in set(params) | set(shapes)
+                if k not in params or k not in shapes or params[k].shape != shapes[k].shape
+            )
             raise ValueError(f"{spec.id}: canonical weights do not fit the JAX network: {bad[:5]}")
-        stats = {k: (np.zeros if k.endswith("mean") else np.ones)(s.shape, np.float32)
-                 for k, s in stat_shapes.items()}
+        stats = {
+            k: (np.zeros if k.endswith("mean") else np.ones)(s.shape, np.float32)
+            for k, s in stat_shapes.items()
+        }
         state = {"params": params, "stats": stats}
         if self.train:
             state["momentum"] = {k: np.zeros_like(v) for k, v in params.items()}
@@ -167,8 +188,9 @@ class JaxWorkload(Workload):
         self._check_placement(self.state, self.x, self.y)
 
         if self.train:
-            self._jit = jax.jit(make_train_step(spec, self.dtype, self.loss_scaling),
-                                donate_argnums=0)
+            self._jit = jax.jit(
+                make_train_step(spec, self.dtype, self.loss_scaling), donate_argnums=0
+            )
             self.step = self._train_step
         else:
             self._jit = jax.jit(make_infer_step(spec, self.dtype))
@@ -206,8 +228,7 @@ class JaxWorkload(Workload):
         with jax.default_matmul_precision(self.matmul_precision):
             self.lowered = self._jit.lower(*args)
         self._compiled = self.lowered.compile()
-        devices = {d for s in jax.tree.leaves(self._compiled.input_shardings)
-                   for d in s.device_set}
+        devices = {d for s in jax.tree.leaves(self._compiled.input_shardings) for d in s.device_set}
         if devices != {self.device}:
             raise RuntimeError(f"compiled for {devices}, asked for {self.device}")
 
@@ -237,6 +258,7 @@ class JaxWorkload(Workload):
     def export_onnx(self, path: str) -> None:
         """The network in evaluation mode, with its current weights, through jax2onnx (see export.py)."""
         from xfbench.adapters.jax.export import export_onnx
+
         export_onnx(self, path)
 
     def weights(self) -> dict[str, np.ndarray]:

@@ -1,5 +1,6 @@
 """The null adapter: steps that do nothing, so the harness's own cost per step is a
 measured number rather than an assumption."""
+
 from __future__ import annotations
 
 import sys

@@ -15,19 +15,29 @@ kernels for fp32 layers on its own and ONNX Runtime has no switch to forbid it,
 so its fp32 cell is skipped rather than mislabelled. fp16/bf16 would need a
 converted model and are not offered.
 """
+
 from __future__ import annotations
 
 from xfbench.adapters.base import Adapter
 
-TRAIN_REASON = ("ONNX Runtime here runs inference only: training needs onnxruntime-training's "
-                "separate runtime and artifacts, which this suite does not measure")
-HALF_REASON = ("ONNX Runtime runs fp32 (and tf32 on CUDA) here: fp16/bf16 would need a converted "
-               "model, which this suite does not make")
-TRT_FP32_REASON = ("TensorRT may run fp32 layers with TF32 kernels and ONNX Runtime's TensorRT "
-                   "provider cannot forbid it: run the tensorrt mode with --precision tf32")
+TRAIN_REASON = (
+    "ONNX Runtime here runs inference only: training needs onnxruntime-training's "
+    "separate runtime and artifacts, which this suite does not measure"
+)
+HALF_REASON = (
+    "ONNX Runtime runs fp32 (and tf32 on CUDA) here: fp16/bf16 would need a converted "
+    "model, which this suite does not make"
+)
+TRT_FP32_REASON = (
+    "TensorRT may run fp32 layers with TF32 kernels and ONNX Runtime's TensorRT "
+    "provider cannot forbid it: run the tensorrt mode with --precision tf32"
+)
 
-PROVIDERS = {"cpu": "CPUExecutionProvider", "cuda": "CUDAExecutionProvider",
-             "tensorrt": "TensorrtExecutionProvider"}
+PROVIDERS = {
+    "cpu": "CPUExecutionProvider",
+    "cuda": "CUDAExecutionProvider",
+    "tensorrt": "TensorrtExecutionProvider",
+}
 
 
 class OnnxRuntimeAdapter(Adapter):
@@ -37,13 +47,18 @@ class OnnxRuntimeAdapter(Adapter):
     def versions(self):
         import onnx
         import onnxruntime as ort
-        return {"onnxruntime": ort.__version__, "onnx": onnx.__version__,
-                "providers": ",".join(ort.get_available_providers())}
+
+        return {
+            "onnxruntime": ort.__version__,
+            "onnx": onnx.__version__,
+            "providers": ",".join(ort.get_available_providers()),
+        }
 
     def devices(self):
         import onnxruntime as ort
 
         from xfbench import machine
+
         if "CUDAExecutionProvider" not in ort.get_available_providers():
             return ["cpu"]
         return ["cpu"] + [f"cuda:{i}" for i in range(machine.gpu_count())]
@@ -65,20 +80,27 @@ class OnnxRuntimeAdapter(Adapter):
         if cell.mode in self.modes and self.mode_reason(cell.mode, cell.device):
             return self.mode_reason(cell.mode, cell.device)
         import onnxruntime as ort
+
         provider = PROVIDERS.get(cell.mode)
         if provider and provider not in ort.get_available_providers():
-            return (f"{provider} is not in this onnxruntime build "
-                    f"({', '.join(ort.get_available_providers())}); install onnxruntime-gpu")
+            return (
+                f"{provider} is not in this onnxruntime build "
+                f"({', '.join(ort.get_available_providers())}); install onnxruntime-gpu"
+            )
         return super().check(cell)
 
     def configure_threads(self, threads):
         # ONNX Runtime ignores the CPU affinity mask and the OpenMP variables: each
         # session gets its thread counts from SessionOptions (see workload.py).
-        return {"intra_op_num_threads": threads, "inter_op_num_threads": 1,
-                "execution_mode": "ORT_SEQUENTIAL"}
+        return {
+            "intra_op_num_threads": threads,
+            "inter_op_num_threads": 1,
+            "execution_mode": "ORT_SEQUENTIAL",
+        }
 
     def build(self, spec, cell, weights):
         from xfbench.adapters.onnxruntime.workload import OrtWorkload
+
         return OrtWorkload(spec, cell, weights)
 
 

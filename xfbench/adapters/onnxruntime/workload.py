@@ -8,6 +8,7 @@ IO binding keeps the batch and the output buffer on the device across steps;
 a step is one run_with_iobinding, which returns once the device has finished
 (ONNX Runtime synchronises the provider's stream at the end of a run).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -24,17 +25,22 @@ def provider_list(cell: Cell) -> list[tuple[str, dict]]:
     if cell.mode == "cpu":
         return [("CPUExecutionProvider", {})]
     device_id = int(cell.device.split(":")[1])
-    cuda = ("CUDAExecutionProvider", {
-        "device_id": device_id,
-        # fp32 means IEEE fp32: the CUDA provider's TF32 default is switched off.
-        "use_tf32": 1 if cell.precision == "tf32" else 0,
-        "cudnn_conv_algo_search": "EXHAUSTIVE",
-        "do_copy_in_default_stream": 1,
-    })
+    cuda = (
+        "CUDAExecutionProvider",
+        {
+            "device_id": device_id,
+            # fp32 means IEEE fp32: the CUDA provider's TF32 default is switched off.
+            "use_tf32": 1 if cell.precision == "tf32" else 0,
+            "cudnn_conv_algo_search": "EXHAUSTIVE",
+            "do_copy_in_default_stream": 1,
+        },
+    )
     if cell.mode == "cuda":
         return [cuda]
-    trt = ("TensorrtExecutionProvider", {"device_id": device_id, "trt_fp16_enable": False,
-                                         "trt_int8_enable": False})
+    trt = (
+        "TensorrtExecutionProvider",
+        {"device_id": device_id, "trt_fp16_enable": False, "trt_int8_enable": False},
+    )
     return [trt, cuda]
 
 
@@ -51,13 +57,14 @@ class OrtWorkload(Workload):
         options.intra_op_num_threads = cell.threads
         options.inter_op_num_threads = 1
         providers = provider_list(cell)
-        self.session = ort.InferenceSession(model.SerializeToString(), options,
-                                            providers=providers)
+        self.session = ort.InferenceSession(model.SerializeToString(), options, providers=providers)
         del model
         used = self.session.get_providers()
         if not used or used[0] != providers[0][0]:
-            raise RuntimeError(f"asked ONNX Runtime for {providers[0][0]}, but the session runs "
-                               f"on {', '.join(used) or 'nothing'} (no silent fallback)")
+            raise RuntimeError(
+                f"asked ONNX Runtime for {providers[0][0]}, but the session runs "
+                f"on {', '.join(used) or 'nothing'} (no silent fallback)"
+            )
 
         gpu = cell.mode != "cpu"
         self.where = ("cuda", int(cell.device.split(":")[1])) if gpu else ("cpu", 0)
@@ -71,11 +78,13 @@ class OrtWorkload(Workload):
         self.binding.bind_ortvalue_output(OUTPUT, self.out)
 
         from xfbench import machine
+
         gpus = machine.gpus() if gpu else []
         index = self.where[1]
         self.info = {
             "device_name": (gpus[index].get("name", "cuda") if index < len(gpus) else "cuda")
-            if gpu else "cpu",
+            if gpu
+            else "cpu",
             "layout": "NCHW graph (the provider picks its internal layout)",
             "execution_provider": used[0],
             "session_providers": used,
@@ -108,4 +117,3 @@ class OrtWorkload(Workload):
 
     def close(self) -> None:
         self.binding = self.session = self.x = self.out = None
-

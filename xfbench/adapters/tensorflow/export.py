@@ -6,6 +6,7 @@ path is broken under Keras 3). The exported graph keeps the exchange interface:
 network computes channels-last) and "logits" in float32. tf2onnx 1.17 writes opsets
 up to 18, so the file is opset 18 (IR 8), which every runtime here reads.
 """
+
 from __future__ import annotations
 
 import tensorflow as tf
@@ -17,10 +18,14 @@ TF2ONNX_OPSET = 18
 
 def export_onnx(work, path: str) -> None:
     import tf2onnx
+
     spec = work.spec
     channels_last = len(spec.input_shape) == 3 and work.layout == "channels_last"
-    signature = [tf.TensorSpec((None,) + spec.input_shape,
-                               tf.int64 if spec.sequence else tf.float32, name=INPUT)]
+    signature = [
+        tf.TensorSpec(
+            (None,) + spec.input_shape, tf.int64 if spec.sequence else tf.float32, name=INPUT
+        )
+    ]
 
     @tf.function(input_signature=signature)
     def forward(x):
@@ -29,5 +34,6 @@ def export_onnx(work, path: str) -> None:
         return tf.identity(tf.cast(work.net(x, training=False), tf.float32), name=OUTPUT)
 
     with tf.device(work.device):
-        tf2onnx.convert.from_function(forward, input_signature=signature, opset=TF2ONNX_OPSET,
-                                      output_path=str(path))
+        tf2onnx.convert.from_function(
+            forward, input_signature=signature, opset=TF2ONNX_OPSET, output_path=str(path)
+        )

@@ -13,6 +13,7 @@ Every layer takes (x, training). Variables are fp32 (the master weights); a
 layer computes in its input's dtype, so mixed precision is one cast of the
 input at the network's entry.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -37,6 +38,7 @@ class ShapeOnly:
 @dataclass
 class Entry:
     """One canonical parameter held by one TensorFlow variable."""
+
     name: str
     variable: Any
     converter: Converter
@@ -64,8 +66,10 @@ class Variables:
                 raise ValueError(f"no canonical weight for {p.name}")
             value = converter.to_tf(self.weights[p.name])
             if value.shape != shape:
-                raise ValueError(f"{p.name}: canonical {self.weights[p.name].shape} gives "
-                                 f"{value.shape}, expected {shape}")
+                raise ValueError(
+                    f"{p.name}: canonical {self.weights[p.name].shape} gives "
+                    f"{value.shape}, expected {shape}"
+                )
             v = tf.Variable(value, name=p.name)
         self.entries.append(Entry(p.name, v, converter))
         return v
@@ -112,14 +116,18 @@ class Conv(tf.Module):
             self.padding = "SAME"
         else:
             self.padding = "VALID"
-            self.pad = ([[0, 0], [p, p], [p, p], [0, 0]] if fmt == "NHWC" else
-                        [[0, 0], [0, 0], [p, p], [p, p]])
+            self.pad = (
+                [[0, 0], [p, p], [p, p], [0, 0]]
+                if fmt == "NHWC"
+                else [[0, 0], [0, 0], [p, p], [p, p]]
+            )
 
     def __call__(self, x, training=False):
         if self.pad is not None:
             x = tf.pad(x, self.pad)
-        y = tf.nn.conv2d(x, tf.cast(self.kernel, x.dtype), self.strides, self.padding,
-                         data_format=self.fmt)
+        y = tf.nn.conv2d(
+            x, tf.cast(self.kernel, x.dtype), self.strides, self.padding, data_format=self.fmt
+        )
         if self.bias is not None:
             y = tf.nn.bias_add(y, tf.cast(self.bias, x.dtype), data_format=self.fmt)
         return y
@@ -140,9 +148,16 @@ class BatchNorm(tf.Module):
 
     def __call__(self, x, training=False):
         y, mean, var = tf.compat.v1.nn.fused_batch_norm(
-            x, self.gamma, self.beta, mean=self.mean, variance=self.var, epsilon=self.eps,
-            data_format=self.fmt, is_training=training,
-            exponential_avg_factor=self.factor if training else 1.0)
+            x,
+            self.gamma,
+            self.beta,
+            mean=self.mean,
+            variance=self.var,
+            epsilon=self.eps,
+            data_format=self.fmt,
+            is_training=training,
+            exponential_avg_factor=self.factor if training else 1.0,
+        )
         if training:
             self.mean.assign(mean)
             self.var.assign(var)
@@ -163,8 +178,10 @@ class Dense(tf.Module):
         if x.shape.rank == 2:
             y = tf.matmul(x, k)
         else:
-            y = tf.reshape(tf.matmul(tf.reshape(x, [-1, x.shape[-1]]), k),
-                           tf.concat([tf.shape(x)[:-1], [k.shape[-1]]], 0))
+            y = tf.reshape(
+                tf.matmul(tf.reshape(x, [-1, x.shape[-1]]), k),
+                tf.concat([tf.shape(x)[:-1], [k.shape[-1]]], 0),
+            )
         if self.bias is not None:
             y = tf.nn.bias_add(y, tf.cast(self.bias, x.dtype))
         return y
@@ -186,8 +203,13 @@ class MaxPool(tf.Module):
         self.window = _spatial(fmt, (layer.kernel, layer.kernel))
         self.strides = _spatial(fmt, (layer.stride, layer.stride))
         p = layer.pad
-        self.pad = None if p == 0 else [[0, 0], [p, p], [p, p], [0, 0]] if fmt == "NHWC" \
+        self.pad = (
+            None
+            if p == 0
+            else [[0, 0], [p, p], [p, p], [0, 0]]
+            if fmt == "NHWC"
             else [[0, 0], [0, 0], [p, p], [p, p]]
+        )
 
     def __call__(self, x, training=False):
         if self.pad is not None:

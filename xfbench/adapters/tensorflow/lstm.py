@@ -14,6 +14,7 @@ Training stays the spec's: each of the two biases would get the gradient g, so
 their sum moves by twice one bias's step; the workload gives the Keras bias 2g,
 and counts it twice in the global norm that is clipped.
 """
+
 from __future__ import annotations
 
 import keras
@@ -40,8 +41,7 @@ def cudnn_conditions(layer: keras.layers.LSTM) -> dict[str, bool]:
 
 
 class LSTMLanguageModel(tf.Module):
-    def __init__(self, spec: Spec, variables: Variables, use_cudnn: bool,
-                 compute_dtype=tf.float32):
+    def __init__(self, spec: Spec, variables: Variables, use_cudnn: bool, compute_dtype=tf.float32):
         super().__init__()
         embed, lstm, fc = spec.layers
         assert isinstance(embed, L.Embedding) and isinstance(lstm, L.LSTM)
@@ -50,20 +50,26 @@ class LSTMLanguageModel(tf.Module):
         self.embed = Embedding(embed, shapes[0], variables)
         self.lstms = []
         fin = embed.dim
-        for i in range(lstm.layers):
+        for _i in range(lstm.layers):
             layer = keras.layers.LSTM(
-                lstm.hidden, return_sequences=True, use_cudnn=use_cudnn,
+                lstm.hidden,
+                return_sequences=True,
+                use_cudnn=use_cudnn,
                 # Values come from the canonical weights; zeros avoid drawing
                 # (and, for the orthogonal default, factorising) throw-away ones.
-                kernel_initializer="zeros", recurrent_initializer="zeros",
-                bias_initializer="zeros", unit_forget_bias=False,
-                dtype=POLICIES[compute_dtype])
+                kernel_initializer="zeros",
+                recurrent_initializer="zeros",
+                bias_initializer="zeros",
+                unit_forget_bias=False,
+                dtype=POLICIES[compute_dtype],
+            )
             layer.build((None, spec.input_shape[0], fin))
             self.lstms.append(layer)
             fin = lstm.hidden
         if use_cudnn:
-            failed = [k for layer in self.lstms for k, ok in cudnn_conditions(layer).items()
-                      if not ok]
+            failed = [
+                k for layer in self.lstms for k, ok in cudnn_conditions(layer).items() if not ok
+            ]
             if failed:
                 raise ValueError(f"keras.layers.LSTM cannot use cuDNN: {', '.join(failed)}")
         if not variables.shape_only:
@@ -85,17 +91,26 @@ class LSTMLanguageModel(tf.Module):
     def export(self) -> dict:
         out = {}
         for i, layer in enumerate(self.lstms):
-            values = lstm_from_keras(layer.cell.kernel.numpy(), layer.cell.recurrent_kernel.numpy(),
-                                     layer.cell.bias.numpy())
+            values = lstm_from_keras(
+                layer.cell.kernel.numpy(),
+                layer.cell.recurrent_kernel.numpy(),
+                layer.cell.bias.numpy(),
+            )
             out.update(zip(self._names(i), values))
         return out
 
     def keras_variables(self) -> list:
         """The LSTM layers' tf.Variables (under Keras's variable wrappers), each with the
         number of canonical tensors it stands for (the bias: two)."""
-        return [(v.value, n) for layer in self.lstms
-                for v, n in ((layer.cell.kernel, 1), (layer.cell.recurrent_kernel, 1),
-                             (layer.cell.bias, 2))]
+        return [
+            (v.value, n)
+            for layer in self.lstms
+            for v, n in (
+                (layer.cell.kernel, 1),
+                (layer.cell.recurrent_kernel, 1),
+                (layer.cell.bias, 2),
+            )
+        ]
 
     def __call__(self, tokens, training=False):
         x = tf.cast(self.embed(tokens), self.compute_dtype)

@@ -5,6 +5,7 @@ describes; ResNet blocks are in resnet.py, the LSTM language model in lstm.py
 and the primitives in layers.py. Images are NHWC ("channels_last") or NCHW
 ("channels_first"), chosen per device by the workload.
 """
+
 from __future__ import annotations
 
 from math import prod
@@ -52,8 +53,7 @@ def _module(layer: L.Layer, x, fmt: str, variables: T.Variables, flattened) -> t
 class SpecNet(tf.Module):
     """A feed-forward network: one module per spec layer, applied in order."""
 
-    def __init__(self, spec: Spec, layout: str, variables: T.Variables,
-                 compute_dtype=tf.float32):
+    def __init__(self, spec: Spec, layout: str, variables: T.Variables, compute_dtype=tf.float32):
         super().__init__()
         fmt = FORMATS[layout]
         self.compute_dtype = compute_dtype
@@ -61,8 +61,9 @@ class SpecNet(tf.Module):
         flattened = None
         for layer, x in spec.shapes:
             self.layers.append(_module(layer, x, fmt, variables, flattened))
-            flattened = (x if isinstance(layer, L.Flatten) and len(x) == 3 and fmt == "NHWC"
-                         else None)
+            flattened = (
+                x if isinstance(layer, L.Flatten) and len(x) == 3 and fmt == "NHWC" else None
+            )
 
     def __call__(self, x, training=False):
         x = tf.cast(x, self.compute_dtype)
@@ -75,8 +76,9 @@ class Network:
     """A built network: the module, its trainable variables (in a fixed order) and
     the canonical names they hold."""
 
-    def __init__(self, spec: Spec, layout: str, weights, use_cudnn: bool = False,
-                 compute_dtype=tf.float32):
+    def __init__(
+        self, spec: Spec, layout: str, weights, use_cudnn: bool = False, compute_dtype=tf.float32
+    ):
         self.spec, self.layout = spec, layout
         self.variables = T.Variables(weights)
         if spec.sequence:

@@ -1,4 +1,5 @@
 """ResNet blocks in TensorFlow: the ImageNet bottleneck (v1.5) and the CIFAR basic block."""
+
 from __future__ import annotations
 
 import tensorflow as tf

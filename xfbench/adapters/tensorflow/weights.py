@@ -10,6 +10,7 @@ dense kernels as (in, out). Two conversions need care:
   The two halves of B are summed on import; on export B is [sum, zeros].
 Numpy only: the network modules create the variables from these arrays.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -22,8 +23,9 @@ Shape = tuple[int, ...]
 @dataclass(frozen=True)
 class Converter:
     """One canonical parameter's TensorFlow layout."""
-    kind: str                       # "same", "conv", "dense" or "flat_dense"
-    chw: Shape | None = None        # flat_dense: the (C, H, W) map that was flattened
+
+    kind: str  # "same", "conv", "dense" or "flat_dense"
+    chw: Shape | None = None  # flat_dense: the (C, H, W) map that was flattened
 
     def tf_shape(self, shape: Shape) -> Shape:
         if self.kind == "conv":
@@ -35,17 +37,17 @@ class Converter:
 
     def to_tf(self, w: np.ndarray) -> np.ndarray:
         if self.kind == "conv":
-            w = w.transpose(2, 3, 1, 0)                     # OIHW -> HWIO
+            w = w.transpose(2, 3, 1, 0)  # OIHW -> HWIO
         elif self.kind == "dense":
-            w = w.T                                         # (out, in) -> (in, out)
+            w = w.T  # (out, in) -> (in, out)
         elif self.kind == "flat_dense":
-            c, h, ww = self.chw                             # rows in (H, W, C) order
+            c, h, ww = self.chw  # rows in (H, W, C) order
             w = w.reshape(-1, c, h, ww).transpose(2, 3, 1, 0).reshape(h * ww * c, -1)
         return np.ascontiguousarray(w, dtype=np.float32)
 
     def from_tf(self, w: np.ndarray) -> np.ndarray:
         if self.kind == "conv":
-            w = w.transpose(3, 2, 0, 1)                     # HWIO -> OIHW
+            w = w.transpose(3, 2, 0, 1)  # HWIO -> OIHW
         elif self.kind == "dense":
             w = w.T
         elif self.kind == "flat_dense":
@@ -76,7 +78,7 @@ def lstm_to_keras(W: np.ndarray, R: np.ndarray, B: np.ndarray):
     h = R.shape[1]
     kernel = _reorder(W, ONNX_TO_KERAS_GATES).T
     recurrent = _reorder(R, ONNX_TO_KERAS_GATES).T
-    bias = _reorder(B[:4 * h] + B[4 * h:], ONNX_TO_KERAS_GATES)
+    bias = _reorder(B[: 4 * h] + B[4 * h :], ONNX_TO_KERAS_GATES)
     return tuple(np.ascontiguousarray(a, dtype=np.float32) for a in (kernel, recurrent, bias))
 
 

@@ -10,6 +10,7 @@ The update is TensorFlow's fused ResourceApplyMomentum, whose rule is PyTorch's
 v = momentum * v - lr * grad instead: the same for a constant rate, but not the
 same numbers, so it is not used.
 """
+
 from __future__ import annotations
 
 import os
@@ -22,12 +23,11 @@ from xfbench.adapters.tensorflow.networks import Network
 from xfbench.models import Spec, synthetic_batch
 from xfbench.models import layers as L
 
-COMPUTE_DTYPES = {"fp32": tf.float32, "tf32": tf.float32, "bf16": tf.bfloat16,
-                  "fp16": tf.float16}
+COMPUTE_DTYPES = {"fp32": tf.float32, "tf32": tf.float32, "bf16": tf.bfloat16, "fp16": tf.float16}
 MODES = ("eager", "function", "xla")
 
 # Dynamic loss scaling for fp16 (Keras LossScaleOptimizer's defaults).
-INITIAL_LOSS_SCALE = 2.0 ** 15
+INITIAL_LOSS_SCALE = 2.0**15
 GROWTH_INTERVAL = 2000
 
 
@@ -60,7 +60,8 @@ def preferred_layout(spec: Spec, device: str, precision: str) -> str:
 def _same_device(actual: str, wanted: str) -> bool:
     a, w = tf.DeviceSpec.from_string(actual), tf.DeviceSpec.from_string(wanted)
     return (a.device_type or "").upper() == w.device_type.upper() and (a.device_index or 0) == (
-        w.device_index or 0)
+        w.device_index or 0
+    )
 
 
 class TensorFlowWorkload(Workload):
@@ -68,8 +69,9 @@ class TensorFlowWorkload(Workload):
         if cell.mode not in MODES:
             raise Unsupported(f"unknown TensorFlow mode {cell.mode!r}")
         if cell.device.startswith("tpu"):
-            raise Unsupported("TPU cells need TPUStrategy on a TPU host; this adapter runs "
-                              "CPU and GPU cells only")
+            raise Unsupported(
+                "TPU cells need TPUStrategy on a TPU host; this adapter runs CPU and GPU cells only"
+            )
         self.spec, self.cell = spec, cell
         self.device = tf_device(cell.device)
         self.gpu = cell.device.startswith("cuda")
@@ -81,7 +83,7 @@ class TensorFlowWorkload(Workload):
 
         x, y = synthetic_batch(spec, cell.batch_size, seed)
         if x.ndim == 4 and self.layout == "channels_last":
-            x = np.ascontiguousarray(x.transpose(0, 2, 3, 1))   # once, outside the timer
+            x = np.ascontiguousarray(x.transpose(0, 2, 3, 1))  # once, outside the timer
         self.x_host, self.y_host = x, y
 
         with tf.device(self.device):
@@ -89,8 +91,9 @@ class TensorFlowWorkload(Workload):
             self.x, self.y = self._to_device()
             self.trainable = self.net.trainable
             if cell.task == "train":
-                self.slots = [tf.Variable(tf.zeros_like(v), trainable=False)
-                              for v in self.trainable]
+                self.slots = [
+                    tf.Variable(tf.zeros_like(v), trainable=False) for v in self.trainable
+                ]
                 self.lr = tf.constant(spec.lr, tf.float32)
                 self.momentum = tf.constant(spec.momentum, tf.float32)
                 self.loss_scale = self.good_steps = None
@@ -111,18 +114,23 @@ class TensorFlowWorkload(Workload):
             "layout": self.layout,
             "tf32": tf32,
             "compute_dtype": self.compute_dtype.name,
-            "lstm_kernel": ("n/a" if not spec.sequence else
-                            "cudnn (CudnnRNNV3 via keras.layers.LSTM)" if use_cudnn else
-                            "keras.layers.LSTM generic loop" + (" under XLA" if cell.mode == "xla"
-                                                                else "")),
+            "lstm_kernel": (
+                "n/a"
+                if not spec.sequence
+                else "cudnn (CudnnRNNV3 via keras.layers.LSTM)"
+                if use_cudnn
+                else "keras.layers.LSTM generic loop" + (" under XLA" if cell.mode == "xla" else "")
+            ),
             "batchnorm_kernel": "FusedBatchNormV3" if self._has_batchnorm() else "n/a",
             "optimizer": "ResourceApplyMomentum (v = 0.9 v + g; w -= lr v)",
             "tensorflow_param_count": self.net.native_param_count(),
             "onednn": os.environ.get("TF_ENABLE_ONEDNN_OPTS", "default (on)"),
         }
         if spec.sequence:
-            self.info["lstm_bias"] = ("one bias per layer (Keras): canonical B halves summed on "
-                                      "import; weights() returns B = [sum, zeros]")
+            self.info["lstm_bias"] = (
+                "one bias per layer (Keras): canonical B halves summed on "
+                "import; weights() returns B = [sum, zeros]"
+            )
 
     # -- placement ----------------------------------------------------------------
     def _to_device(self):
@@ -134,8 +142,10 @@ class TensorFlowWorkload(Workload):
         tensors = list(self.trainable) + [self.x, self.y] + list(getattr(self, "slots", []))
         wrong = sorted({t.device for t in tensors if not _same_device(t.device, self.device)})
         if wrong:
-            raise RuntimeError(f"asked for {self.cell.device} ({self.device}), but tensors "
-                               f"are on {', '.join(wrong)}")
+            raise RuntimeError(
+                f"asked for {self.cell.device} ({self.device}), but tensors "
+                f"are on {', '.join(wrong)}"
+            )
 
     def _device_name(self) -> str:
         if not self.gpu:
@@ -146,14 +156,16 @@ class TensorFlowWorkload(Workload):
         return details.get("device_name", gpus[index].name)
 
     def _has_batchnorm(self) -> bool:
-        return any(isinstance(layer, (L.BatchNorm, L.Bottleneck, L.BasicBlock))
-                   for layer in self.spec.layers)
+        return any(
+            isinstance(layer, (L.BatchNorm, L.Bottleneck, L.BasicBlock))
+            for layer in self.spec.layers
+        )
 
     # -- the step's body (eager as is, or traced by tf.function) --------------------
     def _loss_of(self, logits, labels):
         logits = tf.cast(logits, tf.float32)
         losses = tf.nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=logits)
-        return tf.reduce_mean(losses)   # mean over samples (and over all tokens)
+        return tf.reduce_mean(losses)  # mean over samples (and over all tokens)
 
     def _clip(self, grads):
         """Global-norm clipping where the spec asks for it, over the canonical tensors:
@@ -167,9 +179,15 @@ class TensorFlowWorkload(Workload):
 
     def _apply(self, grads) -> None:
         for v, m, g in zip(self.trainable, self.slots, grads):
-            tf.raw_ops.ResourceApplyMomentum(var=v.handle, accum=m.handle, lr=self.lr, grad=g,
-                                             momentum=self.momentum, use_locking=False,
-                                             use_nesterov=False)
+            tf.raw_ops.ResourceApplyMomentum(
+                var=v.handle,
+                accum=m.handle,
+                lr=self.lr,
+                grad=g,
+                momentum=self.momentum,
+                use_locking=False,
+                use_nesterov=False,
+            )
 
     def _train_fn(self, x, y):
         with tf.GradientTape() as tape:
@@ -207,7 +225,7 @@ class TensorFlowWorkload(Workload):
         return self._to_device() if self.cell.data == "copied" else (self.x, self.y)
 
     def prepare(self) -> None:
-        if self.cell.mode != "eager":   # trace now; XLA compiles on the first call
+        if self.cell.mode != "eager":  # trace now; XLA compiles on the first call
             x, y = self.x, self.y
             if self.cell.task == "train":
                 self.fn.get_concrete_function(x, y)
@@ -239,6 +257,7 @@ class TensorFlowWorkload(Workload):
     def export_onnx(self, path: str) -> None:
         """The network in evaluation mode, with its current weights, through tf2onnx (see export.py)."""
         from xfbench.adapters.tensorflow.export import export_onnx
+
         export_onnx(self, path)
 
     def weights(self) -> dict[str, np.ndarray]:

@@ -1,4 +1,5 @@
 """The PyTorch adapter. torch is imported only when a method needs it."""
+
 from __future__ import annotations
 
 from xfbench.adapters.base import Adapter
@@ -9,6 +10,7 @@ class TorchAdapter(Adapter):
 
     def versions(self):
         import torch
+
         out = {"torch": torch.__version__}
         if torch.cuda.is_available():
             out["cuda"] = torch.version.cuda
@@ -17,6 +19,7 @@ class TorchAdapter(Adapter):
 
     def devices(self):
         import torch
+
         return ["cpu"] + [f"cuda:{i}" for i in range(torch.cuda.device_count())]
 
     def mode_reason(self, mode, device):
@@ -26,6 +29,7 @@ class TorchAdapter(Adapter):
 
     def configure_threads(self, threads):
         import torch
+
         torch.set_num_threads(threads)
         try:
             # One inter-op thread: N threads means N busy threads, all inside operators.
@@ -36,6 +40,7 @@ class TorchAdapter(Adapter):
 
     def build(self, spec, cell, weights):
         from xfbench.adapters.torch.workload import TorchWorkload
+
         return TorchWorkload(spec, cell, weights)
 
 

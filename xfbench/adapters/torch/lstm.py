@@ -1,6 +1,7 @@
 """The PTB word model in PyTorch: embedding -> nn.LSTM (cuDNN's fused kernel on CUDA)
 -> dense at every step. Time-major inside, as cuDNN prefers, so no activation is
 transposed: the token ids are transposed once, when the batch is made resident."""
+
 from __future__ import annotations
 
 import torch

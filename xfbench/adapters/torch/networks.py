@@ -4,6 +4,7 @@ Each spec layer becomes one child module, so the network is exactly the one
 MODELS.md describes; ResNet blocks are in resnet.py and the LSTM language model
 in lstm.py.
 """
+
 from __future__ import annotations
 
 import torch
@@ -19,8 +20,9 @@ def _module(layer: L.Layer, x: tuple[int, ...]) -> nn.Module:
     if isinstance(layer, L.Dense):
         return nn.Linear(x[-1], layer.units, bias=layer.bias)
     if isinstance(layer, L.Conv):
-        return nn.Conv2d(x[0], layer.filters, layer.kernel, layer.stride, layer.pad,
-                         bias=layer.bias)
+        return nn.Conv2d(
+            x[0], layer.filters, layer.kernel, layer.stride, layer.pad, bias=layer.bias
+        )
     if isinstance(layer, L.BatchNorm):
         return nn.BatchNorm2d(x[0], eps=layer.eps, momentum=layer.momentum)
     if isinstance(layer, L.ReLU):
@@ -49,8 +51,10 @@ class SpecNet(nn.Sequential):
     def __init__(self, spec: Spec):
         super().__init__()
         for i, (layer, x) in enumerate(spec.shapes):
-            self.add_module(f"{i}_{getattr(layer, 'name', type(layer).__name__)}".replace(".", "_"),
-                            _module(layer, x))
+            self.add_module(
+                f"{i}_{getattr(layer, 'name', type(layer).__name__)}".replace(".", "_"),
+                _module(layer, x),
+            )
 
 
 def build_network(spec: Spec) -> nn.Module:
@@ -67,7 +71,7 @@ def canonical_keys(spec: Spec, net: nn.Module) -> dict[str, str]:
     children = list(net.named_children())
     for (layer, x), (child, _) in zip(spec.shapes, children):
         for p in layer.params(x):
-            suffix = p.name[len(layer.name) + 1:]
+            suffix = p.name[len(layer.name) + 1 :]
             out[p.name] = f"{child}.{suffix}"
     return out
 

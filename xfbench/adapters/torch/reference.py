@@ -11,6 +11,7 @@ ReLU decisions can be flipped: a flipped unit passes its input (and its gradient
 where the plain ReLU would block it, and blocks it where the ReLU would pass it. That
 is how exchange.verify measures what a decision taken the other way near a tie does.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -41,13 +42,19 @@ def _relu_hooks(net: torch.nn.Module, record: list | None, flips: list | None) -
 
     for module in net.modules():
         if isinstance(module, torch.nn.ReLU):
-            module.inplace = False          # the hook reads the input after the call
+            module.inplace = False  # the hook reads the input after the call
             module.register_forward_hook(hook)
 
 
-def train_step(spec: Spec, weights: dict[str, np.ndarray], batch: int, dtype: str = "float64",
-               seed: int = 0, relu_inputs: list | None = None,
-               relu_flips: list | None = None) -> tuple[float, dict[str, np.ndarray]]:
+def train_step(
+    spec: Spec,
+    weights: dict[str, np.ndarray],
+    batch: int,
+    dtype: str = "float64",
+    seed: int = 0,
+    relu_inputs: list | None = None,
+    relu_flips: list | None = None,
+) -> tuple[float, dict[str, np.ndarray]]:
     """The loss of one SGD step from weights on the synthetic batch, and the updated
     canonical weights (as float64 numpy arrays). relu_inputs, when given, receives every
     ReLU call's input; relu_flips (one boolean array or None per call) flips decisions."""

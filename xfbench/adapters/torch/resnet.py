@@ -1,4 +1,5 @@
 """ResNet blocks in PyTorch: the ImageNet bottleneck (v1.5) and the CIFAR basic block."""
+
 from __future__ import annotations
 
 import torch
@@ -47,12 +48,12 @@ class BasicBlock(nn.Module):
         self.stride = stride
         extra = cout - cin
         self.pad = (extra // 2, extra - extra // 2)
-        self.relu = nn.ReLU(inplace=True)   # a module, so the float64 reference can hook it
+        self.relu = nn.ReLU(inplace=True)  # a module, so the float64 reference can hook it
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         identity = x
         if self.stride != 1 or self.pad != (0, 0):
-            identity = x[:, :, ::self.stride, ::self.stride]
+            identity = x[:, :, :: self.stride, :: self.stride]
             identity = F.pad(identity, (0, 0, 0, 0) + self.pad)
         out = self.relu(self.bn1(self.conv1(x)))
         out = self.bn2(self.conv2(out))

@@ -8,6 +8,7 @@ RNNs use TF32 by default, so it is switched off explicitly); tf32 switches it on
 for matmuls, convolutions and RNNs; bf16 and fp16 are autocast over fp32
 master weights, fp16 with a gradient scaler.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -33,10 +34,12 @@ def set_fp32_precision(precision: str) -> dict[str, str]:
     # oneDNN on the CPU may otherwise run fp32 matmuls in bf16 when told to; never here.
     torch.backends.mkldnn.matmul.fp32_precision = "ieee"
     torch.backends.mkldnn.conv.fp32_precision = "ieee"
-    return {"cuda.matmul": torch.backends.cuda.matmul.fp32_precision,
-            "cudnn.conv": torch.backends.cudnn.conv.fp32_precision,
-            "cudnn.rnn": torch.backends.cudnn.rnn.fp32_precision,
-            "mkldnn.matmul": torch.backends.mkldnn.matmul.fp32_precision}
+    return {
+        "cuda.matmul": torch.backends.cuda.matmul.fp32_precision,
+        "cudnn.conv": torch.backends.cudnn.conv.fp32_precision,
+        "cudnn.rnn": torch.backends.cudnn.rnn.fp32_precision,
+        "mkldnn.matmul": torch.backends.mkldnn.matmul.fp32_precision,
+    }
 
 
 def preferred_layout(spec: Spec, device: torch.device, precision: str) -> str:
@@ -59,8 +62,9 @@ class TorchWorkload(Workload):
         net = build_network(spec)
         W.load(spec, net, weights)
         self.layout = preferred_layout(spec, self.device, cell.precision)
-        memory_format = (torch.channels_last if self.layout == "channels_last"
-                         else torch.contiguous_format)
+        memory_format = (
+            torch.channels_last if self.layout == "channels_last" else torch.contiguous_format
+        )
         self.net = net.to(self.device, memory_format=memory_format)
 
         x, y = synthetic_batch(spec, cell.batch_size, seed)
@@ -76,8 +80,11 @@ class TorchWorkload(Workload):
             self.autocast = lambda: torch.autocast(self.device.type, AMP_DTYPES[cell.precision])
         else:
             self.autocast = contextlib.nullcontext
-        self.scaler = (torch.amp.GradScaler(self.device.type) if cell.precision == "fp16"
-                       and cell.task == "train" else None)
+        self.scaler = (
+            torch.amp.GradScaler(self.device.type)
+            if cell.precision == "fp16" and cell.task == "train"
+            else None
+        )
 
         compile_mode = {"eager": None, "compile": "default", "cudagraph": "reduce-overhead"}
         if cell.mode not in compile_mode:
@@ -108,12 +115,14 @@ class TorchWorkload(Workload):
         if params.device != self.device or self.x.device != self.device:
             raise RuntimeError(f"asked for {self.device}, but tensors are on {params.device}")
         self.info = {
-            "device_name": (torch.cuda.get_device_name(self.device) if self.device.type == "cuda"
-                            else "cpu"),
+            "device_name": (
+                torch.cuda.get_device_name(self.device) if self.device.type == "cuda" else "cpu"
+            ),
             "layout": self.layout,
             "fp32_precision": precision_flags,
             "lstm_kernel": ("cudnn" if self.device.type == "cuda" else "aten/onednn")
-            if spec.sequence else "n/a",
+            if spec.sequence
+            else "n/a",
         }
 
     # -- the batch ----------------------------------------------------------------
@@ -179,6 +188,7 @@ class TorchWorkload(Workload):
         """torch.onnx.export with the dynamo exporter (torch 2.13's default; it writes
         through onnxscript), at the suite's opset, weights as external data."""
         from xfbench.exchange.graph import INPUT, OPSET, OUTPUT
+
         net = _BatchFirst(self.net) if self.spec.sequence else self.net
         x = self.x.T if self.spec.sequence else self.x  # back to (N, T) for the sequence model
         was_training = self.net.training
@@ -191,11 +201,21 @@ class TorchWorkload(Workload):
             torch.backends.cudnn.conv.fp32_precision = "tf32"
             torch.backends.cudnn.rnn.fp32_precision = "tf32"
             with torch.no_grad():
-                torch.onnx.export(net, (x,), str(path), input_names=[INPUT], output_names=[OUTPUT],
-                                  opset_version=OPSET, dynamo=True, external_data=True,
-                                  verbose=False)
+                torch.onnx.export(
+                    net,
+                    (x,),
+                    str(path),
+                    input_names=[INPUT],
+                    output_names=[OUTPUT],
+                    opset_version=OPSET,
+                    dynamo=True,
+                    external_data=True,
+                    verbose=False,
+                )
         finally:
-            torch.backends.cudnn.conv.fp32_precision, torch.backends.cudnn.rnn.fp32_precision = saved
+            torch.backends.cudnn.conv.fp32_precision, torch.backends.cudnn.rnn.fp32_precision = (
+                saved
+            )
             self.net.train(was_training)
 
     def reset_peak_memory(self) -> None:

@@ -9,10 +9,12 @@ The measurement (gemm/measure.py) drives an implementation like this:
   fetch(c, rows, cols) -> that block of the product on the host, as float64;
   timer(device) -> a Timer whose start()/stop() bracket a batch of matmul calls.
 """
+
 from __future__ import annotations
 
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -58,9 +60,9 @@ class WallTimer(Timer):
 
 
 class GemmImpl:
-    name = ""        # the --gemm-impl value
-    package = ""     # the module that must be importable
-    call = ""        # what is timed, for the record
+    name = ""  # the --gemm-impl value
+    package = ""  # the module that must be importable
+    call = ""  # what is timed, for the record
     install_hint = "pip install -r requirements.lock"
 
     def import_error(self) -> str | None:
@@ -81,8 +83,10 @@ class GemmImpl:
         if dtype == "tf32" and not device.startswith("cuda"):
             return f"tf32 is a mode of NVIDIA tensor cores; it has no meaning on {device}"
         if dtype == "fp8":
-            return ("fp8 GEMMs are measured through PyTorch only (torch._scaled_mm); "
-                    f"{self.name} is not timed at fp8")
+            return (
+                "fp8 GEMMs are measured through PyTorch only (torch._scaled_mm); "
+                f"{self.name} is not timed at fp8"
+            )
         seen = self.devices()
         if device not in seen:
             return f"{device} is not present to {self.name} (it sees: {', '.join(seen)})"
@@ -102,6 +106,7 @@ class GemmImpl:
             return None
         try:
             import pynvml
+
             pynvml.nvmlInit()
             handle = pynvml.nvmlDeviceGetHandleByIndex(gpu_index(device))
             return pynvml.nvmlDeviceGetMemoryInfo(handle).free
@@ -113,6 +118,7 @@ class GemmImpl:
 
     def quantize(self, x: np.ndarray, dtype: str) -> np.ndarray:
         from xfbench.gemm.check import quantize
+
         return quantize(x, dtype)
 
     def load(self, x: np.ndarray, role: str, dtype: str, device: str):

@@ -10,6 +10,7 @@ bf16 needs CuPy 14 or later with ml_dtypes (earlier CuPy has no bfloat16).
 CuPy has no fp8 GEMM. The timer is a pair of CUDA events around a batch of calls
 queued behind a spin kernel, so it measures the device's time, not launch overhead.
 """
+
 from __future__ import annotations
 
 import os
@@ -21,12 +22,12 @@ from xfbench.gemm.impls.base import GemmImpl, Timer, Unsupported, gpu_index
 LAUNCH_S = 50e-6
 MAX_SLEEP_S = 0.05
 
-_SPIN = r'''
+_SPIN = r"""
 extern "C" __global__ void xfbench_spin(long long cycles) {
     long long start = clock64();
     while (clock64() - start < cycles) { }
 }
-'''
+"""
 
 
 class CupyEventTimer(Timer):
@@ -34,6 +35,7 @@ class CupyEventTimer(Timer):
 
     def __init__(self, device):
         import cupy
+
         self.cupy, self.index = cupy, gpu_index(device)
         with cupy.cuda.Device(self.index):
             self.spin = cupy.RawKernel(_SPIN, "xfbench_spin")
@@ -73,6 +75,7 @@ class CupyMatmul(GemmImpl):
 
     def versions(self):
         import cupy
+
         out = {"cupy": cupy.__version__}
         try:
             out["cuda_runtime"] = str(cupy.cuda.runtime.runtimeGetVersion())
@@ -82,6 +85,7 @@ class CupyMatmul(GemmImpl):
 
     def devices(self):
         import cupy
+
         try:
             return [f"cuda:{i}" for i in range(cupy.cuda.runtime.getDeviceCount())]
         except Exception:  # installed, but no driver or no GPU
@@ -97,8 +101,11 @@ class CupyMatmul(GemmImpl):
     def dtype_reason(self, dtype, device):
         if dtype == "bf16" and self._bfloat16() is None:
             import cupy
-            return (f"CuPy {cupy.__version__} has no bfloat16 (it arrived with ml_dtypes support "
-                    "in CuPy 14)")
+
+            return (
+                f"CuPy {cupy.__version__} has no bfloat16 (it arrived with ml_dtypes support "
+                "in CuPy 14)"
+            )
         return None
 
     @staticmethod
@@ -106,6 +113,7 @@ class CupyMatmul(GemmImpl):
         try:
             import cupy
             import ml_dtypes
+
             cupy.empty(1, dtype=ml_dtypes.bfloat16)
             return np.dtype(ml_dtypes.bfloat16)
         except Exception:
@@ -113,16 +121,19 @@ class CupyMatmul(GemmImpl):
 
     def device_name(self, device):
         import cupy
+
         return cupy.cuda.runtime.getDeviceProperties(gpu_index(device))["name"].decode()
 
     def free_bytes(self, device):
         import cupy
+
         with cupy.cuda.Device(gpu_index(device)):
             free, _ = cupy.cuda.runtime.memGetInfo()
             return free + cupy.get_default_memory_pool().free_bytes()
 
     def prepare(self, dtype, device):
         from cupy._core import _routines_linalg as linalg
+
         self.index = gpu_index(device)
         if dtype not in ("fp32", "tf32"):
             return {"tf32_mode": "n/a"}
@@ -139,25 +150,35 @@ class CupyMatmul(GemmImpl):
             raise Unsupported(
                 f"CuPy reads CUPY_TF32 once per process and this one runs fp32 products as "
                 f"{linalg.compute_type_to_str(got)}; run {dtype} CuPy cells in a process of "
-                f"their own (--gemm-impl cupy --precision {dtype})")
-        return {"tf32_mode": f"cupy compute type {linalg.compute_type_to_str(got)}",
-                "CUPY_TF32": os.environ["CUPY_TF32"]}
+                f"their own (--gemm-impl cupy --precision {dtype})"
+            )
+        return {
+            "tf32_mode": f"cupy compute type {linalg.compute_type_to_str(got)}",
+            "CUPY_TF32": os.environ["CUPY_TF32"],
+        }
 
     def load(self, x, role, dtype, device):
         import cupy
-        storage = {"fp32": np.float32, "tf32": np.float32, "fp16": np.float16,
-                   "bf16": self._bfloat16()}[dtype]
+
+        storage = {
+            "fp32": np.float32,
+            "tf32": np.float32,
+            "fp16": np.float16,
+            "bf16": self._bfloat16(),
+        }[dtype]
         # Converted on the host (exactly: x holds values of the type), then copied.
         with cupy.cuda.Device(gpu_index(device)):
             return cupy.asarray(np.ascontiguousarray(x).astype(storage))
 
     def matmul(self, a, b):
         import cupy
+
         with cupy.cuda.Device(self.index):
             return cupy.matmul(a, b)
 
     def fetch(self, c, rows, cols):
         import cupy
+
         # The whole product to the host, then NumPy (ml_dtypes) picks the block: no
         # gather kernels needed for bfloat16.
         with cupy.cuda.Device(self.index):
@@ -172,6 +193,7 @@ class CupyMatmul(GemmImpl):
 
     def release(self):
         import cupy
+
         cupy.get_default_memory_pool().free_all_blocks()
 
 

@@ -7,6 +7,7 @@ is turned off unless the user has set XLA_PYTHON_CLIENT_PREALLOCATE. The timer i
 the wall clock around a batch of asynchronously dispatched calls, stopped when
 the last result is ready.
 """
+
 from __future__ import annotations
 
 import os
@@ -21,6 +22,7 @@ PRECISION = {"fp32": "highest", "tf32": "tensorfloat32", "bf16": None, "fp16": N
 def _jax():
     os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
     import jax
+
     return jax
 
 
@@ -39,11 +41,15 @@ class JaxMatmul(GemmImpl):
     def versions(self):
         jax = _jax()
         import jaxlib
+
         return {"jax": jax.__version__, "jaxlib": jaxlib.__version__}
 
     def devices(self):
-        return (["cpu"] + [f"cuda:{i}" for i in range(len(_platform_devices("gpu")))]
-                + [f"tpu:{i}" for i in range(len(_platform_devices("tpu")))])
+        return (
+            ["cpu"]
+            + [f"cuda:{i}" for i in range(len(_platform_devices("gpu")))]
+            + [f"tpu:{i}" for i in range(len(_platform_devices("tpu")))]
+        )
 
     def _device(self, device: str):
         if device == "cpu":
@@ -55,9 +61,14 @@ class JaxMatmul(GemmImpl):
         # XLA's CPU thread pool is sized from the CPU affinity (set by harness.threads.pin);
         # one thread also turns off Eigen's multithreading, which affinity alone leaves on.
         if threads == 1 and "xla_cpu_multi_thread_eigen" not in os.environ.get("XLA_FLAGS", ""):
-            os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " --xla_cpu_multi_thread_"
-                                       "eigen=false intra_op_parallelism_threads=1").strip()
-        return {"cpus_allowed": len(os.sched_getaffinity(0)), "XLA_FLAGS": os.environ.get("XLA_FLAGS")}
+            os.environ["XLA_FLAGS"] = (
+                os.environ.get("XLA_FLAGS", "") + " --xla_cpu_multi_thread_"
+                "eigen=false intra_op_parallelism_threads=1"
+            ).strip()
+        return {
+            "cpus_allowed": len(os.sched_getaffinity(0)),
+            "XLA_FLAGS": os.environ.get("XLA_FLAGS"),
+        }
 
     def device_name(self, device):
         if device == "cpu":
@@ -75,6 +86,7 @@ class JaxMatmul(GemmImpl):
     def prepare(self, dtype, device):
         jax = _jax()
         import jax.numpy as jnp
+
         self.dev = self._device(device)
         precision = PRECISION[dtype]
         self.fn = jax.jit(lambda a, b: jnp.matmul(a, b, precision=precision))
@@ -83,8 +95,13 @@ class JaxMatmul(GemmImpl):
     def load(self, x, role, dtype, device):
         jax = _jax()
         import jax.numpy as jnp
-        storage = {"fp32": jnp.float32, "tf32": jnp.float32, "bf16": jnp.bfloat16,
-                   "fp16": jnp.float16}[dtype]
+
+        storage = {
+            "fp32": jnp.float32,
+            "tf32": jnp.float32,
+            "bf16": jnp.bfloat16,
+            "fp16": jnp.float16,
+        }[dtype]
         return jax.device_put(np.ascontiguousarray(x), self.dev).astype(storage)
 
     def matmul(self, a, b):

@@ -3,6 +3,7 @@
 Its thread count comes from OPENBLAS_NUM_THREADS / MKL_NUM_THREADS and the CPU
 affinity, both set by harness.threads.pin before NumPy's BLAS starts.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -27,13 +28,18 @@ class NumpyMatmul(GemmImpl):
 
     def configure_threads(self, threads):
         import os
-        return {var: os.environ.get(var) for var in ("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
-                                                     "OMP_NUM_THREADS")}
+
+        return {
+            var: os.environ.get(var)
+            for var in ("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "OMP_NUM_THREADS")
+        }
 
     def dtype_reason(self, dtype, device):
         if dtype == "fp16":
-            return ("NumPy has no BLAS half-precision GEMM: its float16 matmul is a plain loop, "
-                    "not the CPU's BLAS")
+            return (
+                "NumPy has no BLAS half-precision GEMM: its float16 matmul is a plain loop, "
+                "not the CPU's BLAS"
+            )
         if dtype == "bf16":
             return "NumPy has no bfloat16 type"
         return None
@@ -42,7 +48,7 @@ class NumpyMatmul(GemmImpl):
         return {"tf32_mode": "n/a (cpu)"}
 
     def load(self, x, role, dtype, device):
-        return np.array(x, dtype=np.float32, copy=True)   # its own, aligned buffer
+        return np.array(x, dtype=np.float32, copy=True)  # its own, aligned buffer
 
     def matmul(self, a, b):
         return np.matmul(a, b)

@@ -11,6 +11,7 @@ and on a GPU the CPU fallback is disabled. Inputs and output stay on the device
 (I/O binding); each run returns when the device has finished, so the timer is
 the wall clock.
 """
+
 from __future__ import annotations
 
 import os
@@ -29,13 +30,22 @@ ELEM = {"fp32": 1, "tf32": 1, "fp16": 10, "bf16": 16}
 
 def matmul_model(m: int, n: int, k: int, elem_type: int) -> bytes:
     from onnx import helper
+
     graph = helper.make_graph(
-        [helper.make_node("MatMul", ["A", "B"], ["C"])], "gemm",
-        [helper.make_tensor_value_info("A", elem_type, [m, k]),
-         helper.make_tensor_value_info("B", elem_type, [k, n])],
-        [helper.make_tensor_value_info("C", elem_type, [m, n])])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)],
-                              ir_version=IR_VERSION, producer_name="xfbench")
+        [helper.make_node("MatMul", ["A", "B"], ["C"])],
+        "gemm",
+        [
+            helper.make_tensor_value_info("A", elem_type, [m, k]),
+            helper.make_tensor_value_info("B", elem_type, [k, n]),
+        ],
+        [helper.make_tensor_value_info("C", elem_type, [m, n])],
+    )
+    model = helper.make_model(
+        graph,
+        opset_imports=[helper.make_opsetid("", OPSET)],
+        ir_version=IR_VERSION,
+        producer_name="xfbench",
+    )
     return model.SerializeToString()
 
 
@@ -58,14 +68,20 @@ class OrtMatmul(GemmImpl):
     def versions(self):
         import onnx
         import onnxruntime as ort
-        return {"onnxruntime": ort.__version__, "onnx": onnx.__version__,
-                "model": f"ir{IR_VERSION}-opset{OPSET}"}
+
+        return {
+            "onnxruntime": ort.__version__,
+            "onnx": onnx.__version__,
+            "model": f"ir{IR_VERSION}-opset{OPSET}",
+        }
 
     def devices(self):
         import onnxruntime as ort
+
         if "CUDAExecutionProvider" not in ort.get_available_providers():
             return ["cpu"]
         from xfbench.machine import gpu_count
+
         return ["cpu"] + [f"cuda:{i}" for i in range(gpu_count())]
 
     def configure_threads(self, threads):
@@ -76,17 +92,24 @@ class OrtMatmul(GemmImpl):
         if device == "cpu":
             return "cpu"
         from xfbench.machine import gpus
+
         return gpus()[gpu_index(device)]["name"]
 
     def prepare(self, dtype, device):
         self.dtype, self.device = dtype, device
-        self.session = None   # built at the first load, when the shape is known
-        return {"tf32_mode": (f"CUDAExecutionProvider use_tf32={int(dtype == 'tf32')}"
-                              if device.startswith("cuda") else "n/a (cpu)")}
+        self.session = None  # built at the first load, when the shape is known
+        return {
+            "tf32_mode": (
+                f"CUDAExecutionProvider use_tf32={int(dtype == 'tf32')}"
+                if device.startswith("cuda")
+                else "n/a (cpu)"
+            )
+        }
 
     def _session(self, m, n, k):
         import onnx
         import onnxruntime as ort
+
         so = ort.SessionOptions()
         so.log_severity_level = 3
         if self.threads:
@@ -97,25 +120,39 @@ class OrtMatmul(GemmImpl):
             providers = ["CPUExecutionProvider"]
         else:
             so.add_session_config_entry("session.disable_cpu_ep_fallback", "1")
-            providers = [("CUDAExecutionProvider", {"device_id": str(gpu_index(self.device)),
-                                                    "use_tf32": str(int(self.dtype == "tf32"))})]
+            providers = [
+                (
+                    "CUDAExecutionProvider",
+                    {
+                        "device_id": str(gpu_index(self.device)),
+                        "use_tf32": str(int(self.dtype == "tf32")),
+                    },
+                )
+            ]
         with tempfile.TemporaryDirectory() as tmp:
             so.optimized_model_filepath = os.path.join(tmp, "optimized.onnx")
             try:
-                session = ort.InferenceSession(matmul_model(m, n, k, ELEM[self.dtype]), so, providers=providers)
+                session = ort.InferenceSession(
+                    matmul_model(m, n, k, ELEM[self.dtype]), so, providers=providers
+                )
             except Exception as e:
-                raise Unsupported(f"ONNX Runtime cannot run a {self.dtype} MatMul on {self.device}: "
-                                  f"{str(e).splitlines()[0][:200]}") from e
+                raise Unsupported(
+                    f"ONNX Runtime cannot run a {self.dtype} MatMul on {self.device}: "
+                    f"{str(e).splitlines()[0][:200]}"
+                ) from e
             ops = [node.op_type for node in onnx.load(so.optimized_model_filepath).graph.node]
         if ops != ["MatMul"]:
-            raise Unsupported(f"ONNX Runtime has no {self.dtype} MatMul kernel on {self.device}: "
-                              f"it would run {' + '.join(ops)} instead")
+            raise Unsupported(
+                f"ONNX Runtime has no {self.dtype} MatMul kernel on {self.device}: "
+                f"it would run {' + '.join(ops)} instead"
+            )
         if self.device != "cpu" and session.get_providers()[0] != "CUDAExecutionProvider":
             raise Unsupported(f"ONNX Runtime did not put the MatMul on {self.device}")
         return session
 
     def load(self, x, role, dtype, device):
         import onnxruntime as ort
+
         if role == "a":
             self._a_shape = x.shape
         elif self.session is None:
@@ -128,9 +165,10 @@ class OrtMatmul(GemmImpl):
             value = ort.OrtValue.ortvalue_from_numpy(host)
         if device == "cpu":
             return value
-        on_gpu = ort.OrtValue.ortvalue_from_shape_and_type(list(x.shape), ELEM[dtype], "cuda",
-                                                           gpu_index(device))
-        on_gpu.update_inplace(value)   # host -> device, once, outside the timer
+        on_gpu = ort.OrtValue.ortvalue_from_shape_and_type(
+            list(x.shape), ELEM[dtype], "cuda", gpu_index(device)
+        )
+        on_gpu.update_inplace(value)  # host -> device, once, outside the timer
         return on_gpu
 
     def matmul(self, a, b):
@@ -151,7 +189,7 @@ class OrtMatmul(GemmImpl):
 
     def fetch(self, c, rows, cols):
         out = c.numpy() if self.device == "cpu" else self.last_io.copy_outputs_to_cpu()[0]
-        if out.dtype == np.uint16:   # bfloat16 bit patterns
+        if out.dtype == np.uint16:  # bfloat16 bit patterns
             out = (out.astype(np.uint32) << 16).view(np.float32)
         return out[np.ix_(rows, cols)].astype(np.float64)
 

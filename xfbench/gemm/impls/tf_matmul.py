@@ -7,6 +7,7 @@ growth (TensorFlow otherwise takes a whole GPU when it starts) must be set befor
 the runtime starts, so configure_threads does both. The timer is the wall clock
 around a batch of calls, stopped after tf.test.experimental.sync_devices().
 """
+
 from __future__ import annotations
 
 import os
@@ -19,6 +20,7 @@ from xfbench.gemm.impls.base import GemmImpl, WallTimer, gpu_index
 def _tf():
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     import tensorflow as tf
+
     return tf
 
 
@@ -49,8 +51,10 @@ class TfMatmul(GemmImpl):
                 tf.config.experimental.set_memory_growth(gpu, True)
         except RuntimeError:
             pass  # the runtime already started in this process; what holds is reported below
-        return {"intra_op": tf.config.threading.get_intra_op_parallelism_threads(),
-                "inter_op": tf.config.threading.get_inter_op_parallelism_threads()}
+        return {
+            "intra_op": tf.config.threading.get_intra_op_parallelism_threads(),
+            "inter_op": tf.config.threading.get_inter_op_parallelism_threads(),
+        }
 
     def _name(self, device):
         return "/CPU:0" if device == "cpu" else f"/GPU:{gpu_index(device)}"
@@ -66,13 +70,16 @@ class TfMatmul(GemmImpl):
         tf = _tf()
         self.device = self._name(device)
         tf.config.experimental.enable_tensor_float_32_execution(dtype == "tf32")
-        return {"tf32_mode": "enable_tensor_float_32_execution="
-                             f"{tf.config.experimental.tensor_float_32_execution_enabled()}"}
+        return {
+            "tf32_mode": "enable_tensor_float_32_execution="
+            f"{tf.config.experimental.tensor_float_32_execution_enabled()}"
+        }
 
     def load(self, x, role, dtype, device):
         tf = _tf()
-        storage = {"fp32": tf.float32, "tf32": tf.float32, "bf16": tf.bfloat16,
-                   "fp16": tf.float16}[dtype]
+        storage = {"fp32": tf.float32, "tf32": tf.float32, "bf16": tf.bfloat16, "fp16": tf.float16}[
+            dtype
+        ]
         with tf.device(self.device):
             return tf.identity(tf.cast(tf.constant(np.ascontiguousarray(x)), storage))
 
@@ -95,7 +102,7 @@ class TfMatmul(GemmImpl):
     def timer(self, device):
         tf = _tf()
         if device == "cpu":
-            return WallTimer()   # eager CPU ops return when done
+            return WallTimer()  # eager CPU ops return when done
         return WallTimer(lambda last: tf.test.experimental.sync_devices())
 
 

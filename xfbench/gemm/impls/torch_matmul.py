@@ -8,6 +8,7 @@ capability 8.9 or more (Ada, Hopper). On a GPU the timer is a pair of CUDA event
 around a batch of calls queued behind a sleep kernel, so the events measure the
 device's time, not Python's launch overhead.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -15,7 +16,7 @@ import numpy as np
 from xfbench.adapters.torch import ADAPTER as TORCH
 from xfbench.gemm.impls.base import GemmImpl, Timer, WallTimer, gpu_index
 
-LAUNCH_S = 50e-6   # generous CPU time to queue one call; the sleep kernel covers the batch
+LAUNCH_S = 50e-6  # generous CPU time to queue one call; the sleep kernel covers the batch
 MAX_SLEEP_S = 0.05
 
 
@@ -24,6 +25,7 @@ class TorchEventTimer(Timer):
 
     def __init__(self, device):
         import torch
+
         self.torch, self.device = torch, torch.device(device)
         self.e0 = torch.cuda.Event(enable_timing=True)
         self.e1 = torch.cuda.Event(enable_timing=True)
@@ -66,6 +68,7 @@ class TorchMatmul(GemmImpl):
 
     def versions(self):
         import torch
+
         out = {"torch": torch.__version__}
         if torch.cuda.is_available():
             out["cuda"] = str(torch.version.cuda)
@@ -79,6 +82,7 @@ class TorchMatmul(GemmImpl):
 
     def dtype_reason(self, dtype, device):
         import torch
+
         if dtype != "fp8":
             return None
         if not device.startswith("cuda"):
@@ -89,7 +93,7 @@ class TorchMatmul(GemmImpl):
         return None
 
     def reason(self, dtype, device):
-        if dtype == "fp8":   # the one implementation that runs fp8
+        if dtype == "fp8":  # the one implementation that runs fp8
             seen = self.devices()
             if device not in seen:
                 return f"{device} is not present to torch (it sees: {', '.join(seen)})"
@@ -98,28 +102,32 @@ class TorchMatmul(GemmImpl):
 
     def device_name(self, device):
         import torch
+
         return torch.cuda.get_device_name(gpu_index(device)) if device.startswith("cuda") else "cpu"
 
     def free_bytes(self, device):
         import torch
+
         if not device.startswith("cuda"):
             return None
         free, _ = torch.cuda.mem_get_info(gpu_index(device))
-        cached = (torch.cuda.memory_reserved(gpu_index(device))
-                  - torch.cuda.memory_allocated(gpu_index(device)))
+        cached = torch.cuda.memory_reserved(gpu_index(device)) - torch.cuda.memory_allocated(
+            gpu_index(device)
+        )
         return free + cached
 
     def prepare(self, dtype, device):
         import torch
+
         torch.backends.cuda.matmul.fp32_precision = "tf32" if dtype == "tf32" else "ieee"
-        torch.backends.mkldnn.matmul.fp32_precision = "ieee"   # never bf16 behind an fp32 name
+        torch.backends.mkldnn.matmul.fp32_precision = "ieee"  # never bf16 behind an fp32 name
         self.fp8 = dtype == "fp8"
-        info = {"tf32_mode": f"torch.backends.cuda.matmul.fp32_precision="
-                             f"{torch.backends.cuda.matmul.fp32_precision}",
-                "fp16_reduced_precision_reduction":
-                    torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction,
-                "bf16_reduced_precision_reduction":
-                    torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction}
+        info = {
+            "tf32_mode": f"torch.backends.cuda.matmul.fp32_precision="
+            f"{torch.backends.cuda.matmul.fp32_precision}",
+            "fp16_reduced_precision_reduction": torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction,
+            "bf16_reduced_precision_reduction": torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction,
+        }
         if self.fp8:
             self.scale = torch.ones((), dtype=torch.float32, device=device)
             info["fp8"] = "e4m3fn x e4m3fn -> bf16, tensor-wise scales 1, use_fast_accum"
@@ -130,29 +138,38 @@ class TorchMatmul(GemmImpl):
         if dtype != "fp8":
             return super().quantize(x, dtype)
         import torch
+
         return torch.from_numpy(x).to(torch.float8_e4m3fn).float().numpy()
 
     def load(self, x, role, dtype, device):
         import torch
+
         t = torch.from_numpy(np.ascontiguousarray(x))
         if dtype == "fp8":
             t = t.to(device)
-            if role == "b":   # _scaled_mm wants B column-major
+            if role == "b":  # _scaled_mm wants B column-major
                 return t.t().contiguous().to(torch.float8_e4m3fn).t()
             return t.to(torch.float8_e4m3fn)
-        storage = {"fp32": torch.float32, "tf32": torch.float32,
-                   "bf16": torch.bfloat16, "fp16": torch.float16}[dtype]
+        storage = {
+            "fp32": torch.float32,
+            "tf32": torch.float32,
+            "bf16": torch.bfloat16,
+            "fp16": torch.float16,
+        }[dtype]
         return t.to(device=device, dtype=storage).contiguous()
 
     def matmul(self, a, b):
         import torch
+
         if self.fp8:
-            return torch._scaled_mm(a, b, self.scale, self.scale, out_dtype=torch.bfloat16,
-                                    use_fast_accum=True)
+            return torch._scaled_mm(
+                a, b, self.scale, self.scale, out_dtype=torch.bfloat16, use_fast_accum=True
+            )
         return torch.matmul(a, b)
 
     def fetch(self, c, rows, cols):
         import torch
+
         r = torch.as_tensor(rows, device=c.device)
         k = torch.as_tensor(cols, device=c.device)
         return c.index_select(0, r).index_select(1, k).double().cpu().numpy()
@@ -167,6 +184,7 @@ class TorchMatmul(GemmImpl):
 
     def release(self):
         import torch
+
         if torch.cuda.is_available():
             torch.cuda.empty_cache()
 
