@@ -13,7 +13,10 @@ in force when a framework's thread pool starts.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -55,18 +58,46 @@ OPTIONS = {
 }
 
 
-def pytest_addoption(parser):
+OPTIONS["weights"] = (
+    "initial weights: 'seed' (drawn in memory) or 'onnx' (read from the canonical ONNX "
+    "file, written to $XFBENCH_CACHE first when missing); the same numbers either way"
+)
+
+
+# -- the skeleton every suite declares itself to ------------------------------------------
+@dataclass
+class Suite:
+    """A suite's options and how they become its selection. The root plugin registers the
+    options, and in a session that runs the suites validates every suite's selection in one
+    place: a bad value (SelectionError, ValueError or pytest.UsageError with a one-line
+    message) is one line and pytest's usage-error exit, before anything runs."""
+
+    name: str
+    options: dict[str, str]  # option name (without --) -> help
+    select: Callable[[pytest.Config], Any] | None = None  # after threads are pinned
+    before_pin: Callable[[pytest.Config], None] | None = None  # before they are
+    key: pytest.StashKey = field(default_factory=pytest.StashKey)
+
+    def selection(self, config: pytest.Config):
+        return config.stash[self.key]
+
+
+SUITES: list[Suite] = []
+
+
+def declare(suite: Suite) -> Suite:
+    SUITES.append(suite)
+    return suite
+
+
+def add_options(parser, options: dict[str, str]) -> None:
     group = parser.getgroup("xfbench", "xfbench cell selection")
-    for name, text in OPTIONS.items():
+    for name, text in options.items():
         group.addoption(f"--{name}", action="store", default=None, help=text)
-    group.addoption(
-        "--weights",
-        action="store",
-        default=None,
-        help="initial weights: 'seed' (drawn in memory) or 'onnx' (read from the "
-        "canonical ONNX file, written to $XFBENCH_CACHE first when missing); "
-        "the same numbers either way",
-    )
+
+
+def pytest_addoption(parser):
+    add_options(parser, OPTIONS)
 
 
 SUITES_DIR = Path(__file__).resolve().parent / "suites"
@@ -113,6 +144,7 @@ def selection(config):
                 **{
                     name.replace("-", "_"): config.getoption(name.replace("-", "_"))
                     for name in OPTIONS
+                    if name != "weights"
                 }
             )
         except SelectionError as e:
@@ -125,21 +157,32 @@ def pytest_configure(config):
     config.stash[CONFIGURED] = {}
     if not active(config):
         return
+    for suite in SUITES:
+        if suite.before_pin:
+            suite.before_pin(config)
     try:
         sel = parse(
-            **{name.replace("-", "_"): config.getoption(name.replace("-", "_")) for name in OPTIONS}
+            **{
+                name.replace("-", "_"): config.getoption(name.replace("-", "_"))
+                for name in OPTIONS
+                if name != "weights"
+            }
         )
-    except SelectionError as e:
-        raise pytest.UsageError(str(e)) from None
-    if (config.getoption("weights") or "seed") not in WEIGHT_SOURCES:
-        raise pytest.UsageError(
-            f"unknown weights {config.getoption('weights')!r}; valid: {', '.join(WEIGHT_SOURCES)}"
-        )
-    # Before any framework is imported: OpenMP/MKL read these once, at start, and the
-    # allocator settings then hold for every allocation the frameworks make.
-    threads.pin(sel.threads)
-    memory.keep_freed_memory()
-    config.stash[SELECTION] = sel
+        if (config.getoption("weights") or "seed") not in WEIGHT_SOURCES:
+            raise SelectionError(
+                f"unknown weights {config.getoption('weights')!r}; "
+                f"valid: {', '.join(WEIGHT_SOURCES)}"
+            )
+        # Before any framework is imported: OpenMP/MKL read these once, at start, and the
+        # allocator settings then hold for every allocation the frameworks make.
+        threads.pin(sel.threads)
+        memory.keep_freed_memory()
+        config.stash[SELECTION] = sel
+        for suite in SUITES:
+            if suite.select:
+                config.stash[suite.key] = suite.select(config)
+    except (SelectionError, ValueError, pytest.UsageError) as e:
+        raise pytest.UsageError((str(e).strip().splitlines() or ["bad option"])[0]) from None
 
 
 def pytest_generate_tests(metafunc):

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import importlib.util
 import os
-import sys
 from dataclasses import dataclass
 
 import pytest
@@ -25,9 +24,8 @@ from xfbench.allreduce import sizes as sizes_mod
 from xfbench.allreduce.table import sweep_tables
 from xfbench.allreduce.timing import TIMINGS
 from xfbench.harness.selection import comma_list
-from xfbench.plugin import failed_row, named
+from xfbench.plugin import Suite, add_options, declare, failed_row, named
 
-SELECTION = pytest.StashKey()
 RECORDS = pytest.StashKey()
 SUITE_FILE = "test_allreduce.py"
 # The CPUs of this process before the common --threads option narrows them: the ranks
@@ -152,25 +150,8 @@ def select(
     )
 
 
-def pytest_addoption(parser):
-    group = parser.getgroup("xfbench", "xfbench cell selection")
-    group.addoption(
-        "--world-sizes",
-        action="store",
-        default=None,
-        help="all-reduce suite: ranks per sweep, comma-separated (default: 1,2 on CPU; "
-        "1, 2, 4, ... up to the GPUs present on cuda)",
-    )
-    group.addoption(
-        "--allreduce-sizes",
-        action="store",
-        default=None,
-        help="all-reduce suite: message sizes, 1KB,4MB,1GB or a doubling range 1KB:1GB "
-        "(default: 1KB:1GB, smoke preset 1KB:1MB; capped by memory)",
-    )
-
-
 def _select(config) -> AllreduceSelection:
+    config.stash[RECORDS] = []
     return select(
         **{
             name: config.getoption(name)
@@ -187,31 +168,28 @@ def _select(config) -> AllreduceSelection:
     )
 
 
-def pytest_cmdline_main(config):
-    """Bad all-reduce options: one line and exit status 2, before anything runs."""
-    from xfbench.harness.selection import SelectionError
+SUITE = declare(
+    Suite(
+        "allreduce",
+        {
+            "world-sizes": "all-reduce suite: ranks per sweep, comma-separated (default: 1,2 on "
+            "CPU; 1, 2, 4, ... up to the GPUs present on cuda)",
+            "allreduce-sizes": "all-reduce suite: message sizes, 1KB,4MB,1GB or a doubling range "
+            "1KB:1GB (default: 1KB:1GB, smoke preset 1KB:1MB; capped by memory)",
+        },
+        select=_select,
+    )
+)
 
-    try:
-        config.stash[SELECTION] = _select(config)
-    except OptionError as e:
-        sys.stderr.write(f"ERROR: {str(e).splitlines()[0]}\n")
-        return 2
-    except SelectionError:
-        pass  # a bad common option: the root conftest reports it
-    return None
 
-
-@pytest.hookimpl(trylast=True)  # after the root conftest has validated the common options
-def pytest_configure(config):
-    if SELECTION not in config.stash:
-        config.stash[SELECTION] = _select(config)
-    config.stash[RECORDS] = []
+def pytest_addoption(parser):
+    add_options(parser, SUITE.options)
 
 
 def pytest_generate_tests(metafunc):
     if "allreduce_case" not in metafunc.fixturenames:
         return
-    sel = metafunc.config.stash[SELECTION]
+    sel = SUITE.selection(metafunc.config)
     reason = (
         None
         if named(metafunc.config, SUITE_FILE)
@@ -260,7 +238,7 @@ def run_allreduce(request, benchmark):
     from xfbench.harness.presets import PRESETS
 
     config = request.config
-    sel = config.stash[SELECTION]
+    sel = SUITE.selection(config)
 
     def go(case: Case) -> dict:
         reason = _skip_reason(case)

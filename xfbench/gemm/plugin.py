@@ -25,9 +25,8 @@ from xfbench.gemm.shapes import Shape, ShapeError, parse_sizes, preset_shapes
 from xfbench.gemm.table import gemm_table
 from xfbench.harness.presets import Preset
 from xfbench.harness.selection import SelectionError, comma_list, parse
-from xfbench.plugin import active, failed_row
+from xfbench.plugin import Suite, add_options, declare, failed_row
 
-GEMM = pytest.StashKey()
 RECORDS = pytest.StashKey()
 CONFIGURED = pytest.StashKey()
 
@@ -89,54 +88,44 @@ def select(
     )
 
 
-def pytest_addoption(parser):
-    group = parser.getgroup("xfbench", "xfbench cell selection")
-    group.addoption(
-        "--gemm-impl",
-        action="store",
-        default=None,
-        help="GEMM suite: implementations, comma-separated: "
-        + ", ".join(IMPLS)
-        + " (default: those of --framework, else all)",
-    )
-    group.addoption(
-        "--gemm-sizes",
-        action="store",
-        default=None,
-        help="GEMM suite: N (square), MxNxK (C is MxN), layers[:BATCH]; "
-        "comma-separated (default: the preset's sizes)",
-    )
-
-
-@pytest.hookimpl(trylast=True)  # after the root conftest has validated and pinned threads
-def pytest_configure(config):
+def _select(config) -> GemmSelection:
     config.stash[RECORDS] = []
     config.stash[CONFIGURED] = {}
-    if not active(config):
-        return
-    try:
-        config.stash[GEMM] = select(
-            **{
-                name: config.getoption(name)
-                for name in (
-                    "gemm_impl",
-                    "gemm_sizes",
-                    "framework",
-                    "precision",
-                    "device",
-                    "threads",
-                    "preset",
-                    "model",
-                )
-            }
-        )
-    except SelectionError as e:
-        raise pytest.UsageError(str(e)) from None
+    names = (
+        "gemm_impl",
+        "gemm_sizes",
+        "framework",
+        "precision",
+        "device",
+        "threads",
+        "preset",
+        "model",
+    )
+    return select(**{name: config.getoption(name) for name in names})
+
+
+SUITE = declare(
+    Suite(
+        "gemm",
+        {
+            "gemm-impl": "GEMM suite: implementations, comma-separated: "
+            + ", ".join(IMPLS)
+            + " (default: those of --framework, else all)",
+            "gemm-sizes": "GEMM suite: N (square), MxNxK (C is MxN), layers[:BATCH]; "
+            "comma-separated (default: the preset's sizes)",
+        },
+        select=_select,
+    )
+)
+
+
+def pytest_addoption(parser):
+    add_options(parser, SUITE.options)
 
 
 def pytest_generate_tests(metafunc):
     if "gemm_cell" in metafunc.fixturenames:
-        cells = metafunc.config.stash[GEMM].cells()
+        cells = SUITE.selection(metafunc.config).cells()
         metafunc.parametrize("gemm_cell", cells, ids=[c.id for c in cells])
 
 
@@ -144,7 +133,7 @@ def pytest_generate_tests(metafunc):
 def run_gemm(request, benchmark):
     """Measure one GEMM cell: skip with the reason when it cannot run here."""
     config = request.config
-    sel = config.stash[GEMM]
+    sel = SUITE.selection(config)
 
     def run(cell: GemmCell) -> dict:
         impl = get_impl(cell.impl)

@@ -27,35 +27,16 @@ import pytest
 from xfbench import records
 from xfbench.harness.selection import comma_list
 from xfbench.plugin import SUITE_FAILURE as PENDING
-from xfbench.plugin import named
+from xfbench.plugin import Suite, add_options, declare, named
 from xfbench.scaling import result as R
 from xfbench.scaling.cell import FRAMEWORKS, CellError, ScalingCell
 from xfbench.scaling.cell import default_batch as cell_default_batch
 from xfbench.scaling.speedup import fill_speedup, scaling_table
 
-SCALING = pytest.StashKey()
 RECORDS = pytest.StashKey()
 # PENDING (item): the failure record a cell's run left; the runner's plugin records it
 # (status "timeout" and the workers' output tail, rather than a bare exception).
-SUITE = "test_scaling.py"
-
-
-def pytest_addoption(parser):
-    group = parser.getgroup("xfbench", "xfbench cell selection")
-    group.addoption(
-        "--workers",
-        action="store",
-        default=None,
-        help="scaling suite: worker counts, comma-separated (default: 1,2 on the "
-        "CPU; 1 and powers of two up to the GPUs present on cuda)",
-    )
-    group.addoption(
-        "--scaling",
-        action="store",
-        default=None,
-        help="scaling suite: strong (global batch split over the workers), weak "
-        "(per-worker batch fixed), or strong,weak (default: strong)",
-    )
+SUITE_FILE = "test_scaling.py"
 
 
 def parse_workers(value: str | None) -> tuple[int, ...] | None:
@@ -75,15 +56,33 @@ def parse_scaling(value: str | None) -> tuple[str, ...]:
     return tuple(dict.fromkeys(kinds))
 
 
-@pytest.hookimpl(tryfirst=True)  # before the root conftest pins this process to --threads CPUs
-def pytest_configure(config):
-    # The workers spread over the CPUs this session could use before that pinning.
+def _before_pin(config) -> None:
+    # The workers spread over the CPUs this session could use before --threads pins it.
     os.environ.setdefault(R.CPUS_ENV, ",".join(map(str, R.available_cpus())))
-    config.stash[SCALING] = (
-        parse_workers(config.getoption("workers")),
-        parse_scaling(config.getoption("scaling")),
-    )
+
+
+def _select(config):
     config.stash[RECORDS] = []
+    return parse_workers(config.getoption("workers")), parse_scaling(config.getoption("scaling"))
+
+
+SUITE = declare(
+    Suite(
+        "scaling",
+        {
+            "workers": "scaling suite: worker counts, comma-separated (default: 1,2 on the "
+            "CPU; 1 and powers of two up to the GPUs present on cuda)",
+            "scaling": "scaling suite: strong (global batch split over the workers), weak "
+            "(per-worker batch fixed), or strong,weak (default: strong)",
+        },
+        select=_select,
+        before_pin=_before_pin,
+    )
+)
+
+
+def pytest_addoption(parser):
+    add_options(parser, SUITE.options)
 
 
 def gpu_worker_counts(gpus: int) -> tuple[int, ...]:
@@ -101,7 +100,7 @@ def scaling_cells(config) -> list[ScalingCell]:
     from xfbench.scaling.cell import default_threads_per_worker
 
     sel = selection(config)
-    counts_asked, kinds = config.stash[SCALING]
+    counts_asked, kinds = SUITE.selection(config)
     frameworks = [f for f in sel.frameworks if f in FRAMEWORKS]
     devices = dict.fromkeys(d.split(":")[0] for d in sel.devices)
     out = []
@@ -137,14 +136,14 @@ def scaling_cells(config) -> list[ScalingCell]:
 def pytest_generate_tests(metafunc):
     if "scaling_cell" not in metafunc.fixturenames:
         return
-    if not named(metafunc.config, SUITE):
+    if not named(metafunc.config, SUITE_FILE):
         metafunc.parametrize(
             "scaling_cell",
             [
                 pytest.param(
                     None,
                     marks=pytest.mark.skip(
-                        reason=f"the scaling suite runs when named: pytest xfbench/suites/{SUITE}"
+                        reason=f"the scaling suite runs when named: pytest xfbench/suites/{SUITE_FILE}"
                     ),
                 )
             ],
