@@ -71,6 +71,17 @@ def test_unwritable_results_folder_is_one_line(tmp_path, capsys):
 
 
 @pytest.mark.skipif(CPUS < 2, reason="a thread sweep needs 2 CPUs")
+def test_a_finished_sweep_writes_its_report(tmp_path, capsys):
+    """Command 1's promise: the table, then report.md, .html and .csv in the run folder."""
+    folder = RunFolder(tmp_path / "r")
+    assert (
+        cli.main(NULL + ["--model", "fcn_r", "--threads", "1", "--results", str(folder.root)]) == 0
+    )
+    out = capsys.readouterr().out
+    for name in ("report.md", "report.html", "report.csv"):
+        assert (folder.root / name).is_file() and str(folder.root / name) in out
+
+
 def test_each_thread_count_runs_in_its_own_pinned_process(tmp_path):
     folder = RunFolder(tmp_path / "r")
     assert (

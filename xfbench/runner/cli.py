@@ -11,7 +11,6 @@ any cell failed (crash, kill, out of memory, time-out, exception), 130 when inte
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import os
 import signal
 import sys
@@ -302,8 +301,8 @@ def sweep(args, plan: Plan, folder: RunFolder) -> int:
 
 
 def _report(folder: RunFolder) -> None:
-    """Render the run folder with `xfbench report` when that command is present; the
-    results are safe on disk whatever happens here."""
+    """Render the run folder with `xfbench report`; the results are safe on disk whatever
+    happens here."""
     from xfbench.report.cli import main as report_main
 
     try:
@@ -346,7 +345,7 @@ def _summary(args, plan: Plan, folder: RunFolder, merged: Path, interrupted: boo
         print(line)
         if interrupted:
             print("interrupted: run the same command again to resume", file=sys.stderr)
-        elif importlib.util.find_spec("report") and importlib.util.find_spec("xfbench.report.cli"):
+        else:
             _report(folder)
     if interrupted:
         return 130
