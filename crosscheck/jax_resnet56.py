@@ -1,6 +1,6 @@
 """A plain, hand-written JAX training loop for ResNet-56 on CIFAR-sized input, to hold the
 suite's JAX number against. It shares no code with xfbench: its own network in
-jax.numpy/lax, NHWC, the same geometry (MODELS.md), one jitted step with the state
+jax.numpy/lax, NHWC, the same geometry (docs/models.md), one jitted step with the state
 donated, true fp32 (matmul precision "highest").
 
     python crosscheck/jax_resnet56.py --threads 1 --batch 128 --steps 20

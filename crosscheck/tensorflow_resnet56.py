@@ -2,7 +2,7 @@
 
 The yardstick for the suite's TensorFlow numbers: what a TensorFlow user would
 write by hand (Keras layers, channels-last, TensorFlow's fused batch norm, a
-tf.function step with tf.GradientTape and Keras SGD), with the geometry of MODELS.md (3x3 convs padded
+tf.function step with tf.GradientTape and Keras SGD), with the geometry of docs/models.md (3x3 convs padded
 by 1, option-A shortcuts, global average pool, fc 64 -> 10). It prints the median
 seconds per training step after warm-up. Compare with
 

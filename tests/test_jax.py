@@ -27,7 +27,7 @@ from xfbench.models.layers import (  # noqa: E402
 )
 from xfbench.models.spec import Spec  # noqa: E402
 
-# MODELS.md's table.
+# The table of docs/models.md.
 PARAMETERS = {
     "fcn5": 117_997_696,
     "fcn8": 130_586_752,

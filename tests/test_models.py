@@ -1,11 +1,11 @@
-"""The specs: counts computed from the layer lists equal MODELS.md."""
+"""The specs: counts computed from the layer lists equal docs/models.md."""
 
 import numpy as np
 import pytest
 
 from xfbench.models import NETWORKS, get_spec, initial_weights, synthetic_batch
 
-# MODELS.md: parameters and forward MACs per sample (MACs in millions, as printed there).
+# docs/models.md: parameters and forward MACs per sample (MACs in millions, as printed there).
 EXPECTED = {
     "fcn5": (117_997_696, 117.96),
     "fcn8": (130_586_752, 130.55),

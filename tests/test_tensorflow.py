@@ -31,8 +31,8 @@ ROOT = Path(__file__).resolve().parents[1]
 TF = get_adapter("tensorflow")
 MODES = ("eager", "function", "xla")
 
-# MODELS.md's table (two LSTM biases per layer).
-MODELS_MD_PARAMS = {
+# The table of docs/models.md (two LSTM biases per layer).
+MODELS_DOC_PARAMS = {
     "fcn5": 117_997_696,
     "fcn8": 130_586_752,
     "fcn_r": 14_205_962,
@@ -79,9 +79,9 @@ def test_full_size_parameter_counts_match_models_md(network):
     if spec.sequence:
         # Keras keeps one bias (4H) per LSTM layer where the spec counts two.
         lstm = spec.layers[1]
-        assert native == MODELS_MD_PARAMS[network] - lstm.layers * 4 * lstm.hidden == 6_180_624
+        assert native == MODELS_DOC_PARAMS[network] - lstm.layers * 4 * lstm.hidden == 6_180_624
         native += lstm.layers * 4 * lstm.hidden
-    assert native == MODELS_MD_PARAMS[network] == spec.param_count
+    assert native == MODELS_DOC_PARAMS[network] == spec.param_count
 
 
 # -- weights ----------------------------------------------------------------------

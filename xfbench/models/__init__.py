@@ -1,4 +1,4 @@
-"""What is measured: one framework-neutral spec per network (see MODELS.md)."""
+"""What is measured: one framework-neutral spec per network (see docs/models.md)."""
 
 from xfbench.models.networks import NETWORKS, SMOKE, SMOKE_BATCH, get_spec
 from xfbench.models.spec import Spec, describe, initial_weights, synthetic_batch

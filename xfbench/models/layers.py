@@ -6,7 +6,7 @@ Every layer derives its output shape, its parameters (name, shape) and its
 forward MACs from its input shape, so counts are computed, never typed in.
 
 Only matrix products are counted as MACs (convolutions, dense layers, LSTM gate
-products): the usual convention, and the one MODELS.md's table follows.
+products): the usual convention, and the one the table of docs/models.md follows.
 Activations, pooling, normalisation and additions are not counted.
 
 Parameter names and layouts are the canonical ones of the ONNX exchange:

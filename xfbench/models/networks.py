@@ -1,4 +1,4 @@
-"""The nine networks of MODELS.md, each as a function of a width multiplier.
+"""The nine networks of docs/models.md, each as a function of a width multiplier.
 
 width=1 is the exact network of the paper; tests use the smoke sizes below,
 which keep every code path (same layer kinds, depth, strides, padding, flatten

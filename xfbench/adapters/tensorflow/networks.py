@@ -1,6 +1,6 @@
 """The nine networks as tf.Modules, built layer by layer from the spec.
 
-Each spec layer becomes one module, so the network is exactly the one MODELS.md
+Each spec layer becomes one module, so the network is exactly the one docs/models.md
 describes; ResNet blocks are in resnet.py, the LSTM language model in lstm.py
 and the primitives in layers.py. Images are NHWC ("channels_last") or NCHW
 ("channels_first"), chosen per device by the workload.

@@ -1,7 +1,7 @@
 """The nine networks as PyTorch modules, built layer by layer from the spec.
 
 Each spec layer becomes one child module, so the network is exactly the one
-MODELS.md describes; ResNet blocks are in resnet.py and the LSTM language model
+docs/models.md describes; ResNet blocks are in resnet.py and the LSTM language model
 in lstm.py.
 """
 
