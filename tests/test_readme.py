@@ -18,3 +18,15 @@ def test_readme_opens_with_two_commands():
 def test_ci_runs_the_readme_test_command():
     ci = (ROOT / ".ci" / "run").read_text()
     assert readme_commands()[1] in ci.splitlines()
+
+
+def test_readme_is_short_and_its_links_and_the_docs_links_resolve():
+    readme = (ROOT / "README.md").read_text()
+    assert len(readme.splitlines()) <= 250
+    pages = [ROOT / "README.md"] + sorted((ROOT / "docs").glob("*.md"))
+    missing = []
+    for page in pages:
+        for target in re.findall(r"\]\(([^)#\s]+\.md)(?:#[^)]*)?\)", page.read_text()):
+            if not (page.parent / target).is_file():
+                missing.append(f"{page.relative_to(ROOT)} -> {target}")
+    assert not missing, missing
