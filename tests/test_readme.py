@@ -30,3 +30,22 @@ def test_readme_is_short_and_its_links_and_the_docs_links_resolve():
             if "://" not in target and not (page.parent / target).is_file():
                 missing.append(f"{page.relative_to(ROOT)} -> {target}")
     assert not missing, missing
+
+
+def heading_anchor(heading: str) -> str:
+    """The anchor GitHub gives a heading: lower case, punctuation dropped, spaces as '-'."""
+    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+
+
+def test_links_to_a_heading_name_one_that_exists():
+    pages = [ROOT / "README.md"] + sorted((ROOT / "docs").glob("*.md"))
+    broken = []
+    for page in pages:
+        for target, anchor in re.findall(r"\]\(([^)#\s]*\.md)?#([^)\s]+)\)", page.read_text()):
+            linked = page.parent / target if target else page
+            if not linked.is_file():
+                continue  # a missing file is the test above's to report
+            headings = re.findall(r"^#+ (.*)$", linked.read_text(), re.M)
+            if anchor not in {heading_anchor(h) for h in headings}:
+                broken.append(f"{page.relative_to(ROOT)} -> {target}#{anchor}")
+    assert not broken, broken
