@@ -260,3 +260,36 @@ def test_weights_tolerance_follows_the_fp32_floor():
     ref = ReferenceStep.compute(spec, initial_weights(spec), 4)
     assert 0 < ref.fp32_floor < TOL / FLOOR_FACTOR and ref.tolerance == TOL
     assert all(w.dtype == np.float64 for w in ref.weights.values())
+
+
+def test_reference_step_records_and_flips_relu_and_maxpool_decisions():
+    """The float64 step records each ReLU and max-pool call's decisions with their margin
+    from the tie, and takes the marked ones the other way (harness.equivalence's near ties)."""
+    import torch
+
+    from xfbench.adapters.torch.reference import _window_top2, train_step
+
+    z = torch.randn(2, 3, 9, 9, dtype=torch.float64)
+    pool = torch.nn.MaxPool2d(3, 2, 1)
+    first, second = _window_top2(pool, z)
+    assert torch.equal(first, pool(z)) and bool((second <= first).all())
+
+    spec = get_spec("alexnet", "smoke")
+    weights = initial_weights(spec)
+    calls = []
+    loss, _ = train_step(spec, weights, 4, "float64", decisions=calls)
+    kinds = [c.kind for c in calls]
+    assert "relu" in kinds and "maxpool" in kinds
+    for c in calls:
+        if c.kind == "relu":
+            assert c.margin is c.inputs
+        else:
+            assert (c.margin >= 0).all() and c.margin.shape[:2] == c.inputs.shape[:2]
+    none = [np.zeros(c.margin.shape, bool) for c in calls]
+    assert train_step(spec, weights, 4, "float64", flips=none)[0] == loss
+    for kind in ("relu", "maxpool"):  # one decision taken the other way changes the step
+        k = kinds.index(kind)
+        flips = [None] * len(calls)
+        flips[k] = np.zeros(calls[k].margin.shape, bool)
+        flips[k].flat[np.argmax(calls[k].margin)] = True  # the clearest decision
+        assert train_step(spec, weights, 4, "float64", flips=flips)[0] != loss, kind

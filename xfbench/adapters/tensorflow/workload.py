@@ -13,7 +13,7 @@ same numbers, so it is not used.
 
 from __future__ import annotations
 
-import os
+import functools
 
 import numpy as np
 import tensorflow as tf
@@ -46,15 +46,50 @@ def set_fp32_precision(precision: str) -> bool:
     return tf.config.experimental.tensor_float_32_execution_enabled()
 
 
+def onednn_in_use() -> bool:
+    """Whether TensorFlow runs its CPU kernels through oneDNN in this process. It decides
+    once, at start-up: TF_ENABLE_ONEDNN_OPTS when set, else on only for some Intel CPUs
+    (on an AMD EPYC, for one, it runs its own Eigen kernels)."""
+    from tensorflow.python.util import _pywrap_util_port
+
+    return bool(_pywrap_util_port.IsMklEnabled())
+
+
+@functools.cache
+def cpu_runs_channels_first() -> bool:
+    """Whether TensorFlow's CPU convolution takes NCHW in this process, asked of
+    TensorFlow itself with one tiny convolution: oneDNN's does, Eigen's does not."""
+    with tf.device("/CPU:0"):
+        try:
+            tf.nn.conv2d(tf.zeros((1, 1, 2, 2)), tf.zeros((1, 1, 1, 1)), 1, "VALID", "NCHW")
+        except tf.errors.UnimplementedError:
+            return False
+    return True
+
+
+def layout_reason(layout: str, device: str) -> str | None:
+    """Why TensorFlow cannot compute layout on device in this process, or None.
+    cuDNN and oneDNN run both layouts; Eigen's CPU kernels only channels_last."""
+    if layout != "channels_first" or device.startswith("cuda") or cpu_runs_channels_first():
+        return None
+    return (
+        "TensorFlow's CPU convolutions here are Eigen's, which run channels_last (NHWC) "
+        "only: oneDNN is off (TF_ENABLE_ONEDNN_OPTS=0, or TensorFlow's default on this CPU)"
+    )
+
+
 def preferred_layout(spec: Spec, device: str, precision: str) -> str:
     """channels_last on the CPU (TensorFlow's CPU convolutions and pools want NHWC)
     and for tensor-core precisions on a GPU; channels_first for fp32 on a GPU,
-    where cuDNN's fp32 kernels are fastest in NCHW."""
+    where cuDNN's fp32 kernels are fastest in NCHW. Never a layout the device's
+    kernels cannot run here (layout_reason): then channels_last, which all run."""
     if spec.sequence or not any(len(s) == 3 for _, s in spec.shapes):
         return "n/a"
     if device.startswith("cuda") and precision == "fp32":
-        return "channels_first"
-    return "channels_last"
+        wanted = "channels_first"
+    else:
+        wanted = "channels_last"
+    return "channels_last" if layout_reason(wanted, device) else wanted
 
 
 def _same_device(actual: str, wanted: str) -> bool:
@@ -124,7 +159,7 @@ class TensorFlowWorkload(Workload):
             "batchnorm_kernel": "FusedBatchNormV3" if self._has_batchnorm() else "n/a",
             "optimizer": "ResourceApplyMomentum (v = 0.9 v + g; w -= lr v)",
             "tensorflow_param_count": self.net.native_param_count(),
-            "onednn": os.environ.get("TF_ENABLE_ONEDNN_OPTS", "default (on)"),
+            "onednn": onednn_in_use(),
         }
         if spec.sequence:
             self.info["lstm_bias"] = (

@@ -6,13 +6,19 @@ fp32's. The same plain step in float32 measures how far fp32 itself can get from
 it for this network and batch (the "fp32 floor"). Plain on purpose: eager,
 channels-first, no fused or compiled paths, so it is the function as written.
 
-Every ReLU's input can be recorded (one array per call, in call order), and chosen
-ReLU decisions can be flipped: a flipped unit passes its input (and its gradient)
-where the plain ReLU would block it, and blocks it where the ReLU would pass it. That
-is how exchange.verify measures what a decision taken the other way near a tie does.
+Every decision the network takes between two branches can be recorded, and chosen
+ones taken the other way: a ReLU passes or blocks its input (the tie is an input of
+zero); a max-pool window passes its largest input (the tie is its two largest being
+equal). Each call of a ReLU or max-pool module records a Decisions: its input, and per
+decision the float64 (or float32) margin from the tie. A flipped ReLU unit passes its
+input (and its gradient) where the plain ReLU would block it, and blocks it where the
+ReLU would pass it; a flipped max-pool window passes its second largest input instead.
+That is how harness.equivalence measures what decisions taken the other way near a tie do.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import numpy as np
 import torch
@@ -25,25 +31,71 @@ from xfbench.models import Spec, synthetic_batch
 DTYPES = {"float64": torch.float64, "float32": torch.float32}
 
 
-def _relu_hooks(net: torch.nn.Module, record: list | None, flips: list | None) -> None:
-    """Record each ReLU call's input into record, and flip the decisions marked True in
-    flips[k] (a boolean array shaped like the k-th call's input)."""
+@dataclass
+class Decisions:
+    """One ReLU or max-pool call: its input (N, C, ...) and each decision's margin from
+    its tie (ReLU: the input itself; max-pool: each window's largest input minus its
+    second largest, shaped like the output)."""
+
+    kind: str  # "relu" or "maxpool"
+    inputs: np.ndarray
+    margin: np.ndarray
+
+
+def _window_top2(pool: torch.nn.MaxPool2d, z: torch.Tensor):
+    """Each window's largest and second largest input, shaped like the pool's output.
+    Padding is the lowest value, as the pool pads."""
+    k, s, p = (pool.kernel_size, pool.stride, pool.padding)
+    k, s, p = (v if isinstance(v, tuple) else (v, v) for v in (k, s, p))
+    n, c, h, w = z.shape
+    padded = F.pad(z, (p[1], p[1], p[0], p[0]), value=float("-inf"))
+    cols = F.unfold(padded, k, stride=s)  # (N, C*kh*kw, L)
+    cols = cols.reshape(n, c, k[0] * k[1], -1)
+    top = cols.topk(2, dim=2).values  # (N, C, 2, L)
+    out_h = (h + 2 * p[0] - k[0]) // s[0] + 1
+    out_w = (w + 2 * p[1] - k[1]) // s[1] + 1
+    return (
+        top[:, :, 0].reshape(n, c, out_h, out_w),
+        top[:, :, 1].reshape(n, c, out_h, out_w),
+    )
+
+
+def _decision_hooks(net: torch.nn.Module, record: list | None, flips: list | None) -> None:
+    """Record each ReLU and max-pool call's Decisions into record, and take the
+    decisions marked True in flips[k] (a boolean array shaped like the k-th call's
+    margin) the other way."""
     calls = iter(range(1 << 30))
 
-    def hook(module, inputs, output):
+    def relu_hook(module, inputs, output):
         k = next(calls)
         z = inputs[0]
         if record is not None:
-            record.append(z.detach().cpu().numpy().copy())
+            z_np = z.detach().cpu().numpy().copy()
+            record.append(Decisions("relu", z_np, z_np))
         if flips is not None and flips[k] is not None and flips[k].any():
             keep = (z > 0) ^ torch.from_numpy(flips[k]).to(z.device)
             return z * keep.to(z.dtype)
         return None
 
+    def pool_hook(module, inputs, output):
+        k = next(calls)
+        z = inputs[0]
+        if record is None and (flips is None or flips[k] is None or not flips[k].any()):
+            return None
+        first, second = _window_top2(module, z)
+        if record is not None:
+            margin = (first - second).detach().cpu().numpy()
+            record.append(Decisions("maxpool", z.detach().cpu().numpy().copy(), margin))
+        if flips is not None and flips[k] is not None and flips[k].any():
+            return torch.where(torch.from_numpy(flips[k]).to(z.device), second, output)
+        return None
+
     for module in net.modules():
         if isinstance(module, torch.nn.ReLU):
             module.inplace = False  # the hook reads the input after the call
-            module.register_forward_hook(hook)
+            module.register_forward_hook(relu_hook)
+        elif isinstance(module, torch.nn.MaxPool2d):
+            module.register_forward_hook(pool_hook)
 
 
 def train_step(
@@ -52,19 +104,20 @@ def train_step(
     batch: int,
     dtype: str = "float64",
     seed: int = 0,
-    relu_inputs: list | None = None,
-    relu_flips: list | None = None,
+    decisions: list | None = None,
+    flips: list | None = None,
 ) -> tuple[float, dict[str, np.ndarray]]:
     """The loss of one SGD step from weights on the synthetic batch, and the updated
-    canonical weights (as float64 numpy arrays). relu_inputs, when given, receives every
-    ReLU call's input; relu_flips (one boolean array or None per call) flips decisions."""
+    canonical weights (as float64 numpy arrays). decisions, when given, receives every
+    ReLU and max-pool call's Decisions; flips (one boolean array or None per call, shaped
+    like that call's margin) takes the marked decisions the other way."""
     torch_dtype = DTYPES[dtype]
     torch.manual_seed(seed)
     net = build_network(spec)
     W.load(spec, net, weights)
     net = net.to(torch_dtype).train()
-    if relu_inputs is not None or relu_flips is not None:
-        _relu_hooks(net, relu_inputs, relu_flips)
+    if decisions is not None or flips is not None:
+        _decision_hooks(net, decisions, flips)
     x, y = synthetic_batch(spec, batch, seed)
     if spec.sequence:  # the model is time-major: (T, N)
         x, y = np.ascontiguousarray(x.T), np.ascontiguousarray(y.T)
