@@ -102,8 +102,14 @@ def test_json_carries_the_record_and_the_machine(tmp_path):
             "device",
             "task",
             "layout",
+            "cpu_model",
+            "cpu_isa",
+            "backend",
         ):
             assert key in info, key
+        # What ran, as PyTorch reports it, beside what the CPU offers.
+        assert info["backend"].startswith(f"ATen {info['aten_cpu_capability']}")
+        assert isinstance(info["cpu_isa"], list)
         assert info["threads_requested"] == 1
         # Pinned to one CPU, the process cannot keep more than one busy.
         assert 0.3 < info["threads_used"] <= 1.2
@@ -120,8 +126,10 @@ def test_json_carries_the_record_and_the_machine(tmp_path):
         "os",
         "python",
         "packages",
+        "cpu",
     ):
         assert key in machine
+    assert {"vendor", "model", "isa"} <= set(machine["cpu"])
     assert "torch" in machine["packages"]
     assert "torch" in machine["runtimes"]["torch"]
 

@@ -287,6 +287,18 @@ def test_layouts_are_what_the_cpu_kernels_run():
     assert layout_reason("channels_first", "cuda:0") is None
 
 
+def test_onednn_runs_unless_the_user_turned_it_off():
+    """xfbench starts TensorFlow with oneDNN on every CPU (TensorFlow itself only does on
+    some Intel ones); TF_ENABLE_ONEDNN_OPTS=0 measures Eigen. The record says which ran,
+    as TensorFlow reports it."""
+    import os
+
+    work = build(get_spec("fcn5", "smoke"))
+    asked_off = os.environ.get("TF_ENABLE_ONEDNN_OPTS") == "0"
+    assert work.info["onednn"] is (not asked_off)
+    assert work.info["backend"].startswith("Eigen" if asked_off else "oneDNN")
+
+
 # -- devices, layout, threads -----------------------------------------------------
 
 

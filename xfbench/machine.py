@@ -6,6 +6,7 @@ metadata and GPUs from NVML, so describing the machine never starts a runtime.
 
 from __future__ import annotations
 
+import functools
 import importlib.metadata
 import os
 import platform
@@ -79,20 +80,73 @@ def gpus() -> list[dict]:
     return out
 
 
-def cpu_model() -> str:
+# The instruction-set extensions that decide which kernels oneDNN, XLA, ATen and MLAS
+# pick, under the names the CPU reports (Linux's /proc/cpuinfo spelling; cpuinfo reads
+# the same bits elsewhere). Listed in this order when present.
+ISA_FLAGS = (
+    "sse4_2",
+    "avx",
+    "avx2",
+    "fma",
+    "f16c",
+    "avx_vnni",
+    "avx512f",
+    "avx512bw",
+    "avx512vl",
+    "avx512_vnni",
+    "avx512_bf16",
+    "avx512_fp16",
+    "amx_tile",
+    "amx_bf16",
+    "amx_int8",
+    "amx_fp16",
+    "asimd",
+    "sve",
+    "sve2",
+)
+# cpuinfo's CPUID reader spells a few without the underscore.
+_FLAG_ALIASES = {"avx512vnni": "avx512_vnni", "avx512bf16": "avx512_bf16", "avxvnni": "avx_vnni"}
+
+
+@functools.cache
+def _cpuinfo() -> dict:
     try:
-        for line in open("/proc/cpuinfo"):
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
+        import cpuinfo  # py-cpuinfo, which pytest-benchmark uses for its own machine_info
+
+        return cpuinfo.get_cpu_info()
+    except Exception:  # an unknown platform: describe what platform knows
+        return {}
+
+
+def isa(flags) -> list[str]:
+    """The ISA_FLAGS among flags, in ISA_FLAGS order."""
+    have = {_FLAG_ALIASES.get(f, f) for f in flags}
+    return [f for f in ISA_FLAGS if f in have]
+
+
+def cpu() -> dict:
+    """Vendor, model and the instruction-set extensions the kernels choose by."""
+    info = _cpuinfo()
+    return {
+        "vendor": info.get("vendor_id_raw") or platform.machine(),
+        "model": cpu_model(),
+        "family": info.get("family"),
+        "model_number": info.get("model"),
+        "stepping": info.get("stepping"),
+        "arch": info.get("arch_string_raw") or platform.machine(),
+        "isa": isa(info.get("flags") or ()),
+    }
+
+
+def cpu_model() -> str:
+    return _cpuinfo().get("brand_raw") or platform.processor() or platform.machine()
 
 
 def describe() -> dict:
     """The machine, for pytest-benchmark's machine_info and the runner's merged file."""
     return {
         "cpu_model": cpu_model(),
+        "cpu": cpu(),
         "cores_physical": psutil.cpu_count(logical=False),
         "cores_logical": psutil.cpu_count(logical=True),
         "cpus_allowed": len(os.sched_getaffinity(0)),

@@ -111,6 +111,20 @@ NETWORK_CELL = CELL + (
     Field("threads_used", "float", "process CPU time over wall time during the timed rounds"),
     Field("threads_config", "object", "CPUs allowed and what the framework reports it uses"),
     Field("versions", "object", "library and runtime versions"),
+    Field("cpu_model", "str", "the CPU's model name, as the CPU reports it"),
+    Field(
+        "cpu_isa",
+        "list",
+        "the CPU's vector extensions that kernels choose by (avx2, avx512f, avx512_bf16, "
+        "amx_tile, ...)",
+    ),
+    Field(
+        "backend",
+        "str",
+        "the kernels that ran, as the framework reports them: ATen's CPU capability and "
+        "oneDNN (PyTorch), oneDNN or Eigen (TensorFlow), XLA's CPU target (JAX), the "
+        "execution provider (ONNX Runtime)",
+    ),
     Field("weights_source", "str", "seed or onnx: where the initial weights came from"),
     Field(
         "...",

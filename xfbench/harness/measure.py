@@ -11,7 +11,7 @@ import math
 import time
 from typing import Any
 
-from xfbench import records
+from xfbench import machine, records
 from xfbench.adapters import Cell, Unsupported, get_adapter
 from xfbench.harness import memory
 from xfbench.harness.memory import peak_rss_bytes, reset_peak_rss
@@ -140,6 +140,8 @@ def _record(
         "threads_used": round(meter.threads_used, 2),
         "threads_config": {"cpus_allowed": len(allowed_cpus()), **threads_config},
         "versions": adapter.versions(),
+        "cpu_model": machine.cpu_model(),
+        "cpu_isa": machine.cpu()["isa"],
     }
     record.update(work.info)
     return record

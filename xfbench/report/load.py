@@ -168,7 +168,20 @@ def machine_of(doc: dict) -> dict[str, Any]:
         "memory_bytes": desc.get("memory_bytes"),
         "os": desc.get("os"),
         "packages": desc.get("packages") or {},
+        "isa": _isa_of(desc, cpu),
     }
+
+
+def _isa_of(desc: dict, cpu: dict) -> list[str]:
+    """The CPU's vector extensions: xfbench's own description, else pytest-benchmark's
+    cpuinfo flags (files written before xfbench recorded them)."""
+    own = desc.get("cpu") if isinstance(desc.get("cpu"), dict) else {}
+    if isinstance(own.get("isa"), list):
+        return [str(f) for f in own["isa"]]
+    from xfbench.machine import isa
+
+    flags = cpu.get("flags")
+    return isa(flags) if isinstance(flags, list) else []
 
 
 def _int(value, default=0) -> int:

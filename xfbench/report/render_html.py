@@ -27,6 +27,7 @@ def _png(path: Path) -> str:
 def render(report: Report, plots: dict, generated: str) -> str:
     sections = {
         "machines": tables.machines_table(report),
+        "backends": tables.backends_table(report),
         "summary": tables.summary_table(report),
         "table7": [
             tables.table7(b, [m.label for m in report.machines], [m.tag for m in report.machines])

@@ -93,6 +93,9 @@ def render(report: Report, plots: dict, out: Path, generated: str) -> str:
         table(tables.machines_table(report), 2),
         "",
     ]
+    backends = tables.backends_table(report)
+    if backends:
+        lines += [table(backends, 2), ""]
     summary = tables.summary_table(report)
     if summary:
         lines += [table(summary, 2), ""]

@@ -69,6 +69,7 @@ def machines_table(report: Report) -> Table:
                 _t(m.label),
                 _t(cores),
                 _t(f"{mem / 2**30:.0f}" if mem else "?"),
+                _t(" ".join(first.get("isa") or []) or "?"),
                 _t(", ".join(first["gpus"]) or "none"),
                 _t(
                     ", ".join(
@@ -81,11 +82,39 @@ def machines_table(report: Report) -> Table:
     return Table(
         "Machines",
         (["tag"] if several else [])
-        + ["machine", "cores (phys / logical)", "memory GiB", "GPUs", "runs", "role"],
+        + ["machine", "cores (phys / logical)", "memory GiB", "CPU ISA", "GPUs", "runs", "role"],
         rows,
         anchor="machines",
-        text_cols=7 if several else 6,
+        text_cols=8 if several else 7,
         caption="Table 7's column headers start with the machine's tag." if several else "",
+    )
+
+
+def backends_table(report: Report) -> Table | None:
+    """Per machine and framework, the kernels its cells ran, as each framework reported
+    them (a record's "backend"): what two machines' numbers actually compare."""
+    several = len(report.machines) > 1
+    rows = []
+    for m in report.machines:
+        seen: dict[str, dict[str, int]] = {}
+        for run in m.runs:
+            for r in run.results:
+                if r.ok and r.info.get("backend"):
+                    per = seen.setdefault(r.framework, {})
+                    per[str(r.info["backend"])] = per.get(str(r.info["backend"]), 0) + 1
+        for framework, backends in sorted(seen.items()):
+            text = "; ".join(
+                f"{b} ({n} cell{'s' if n != 1 else ''})" for b, n in sorted(backends.items())
+            )
+            rows.append(([_t(m.tag)] if several else []) + [_t(framework), _t(text)])
+    if not rows:
+        return None
+    return Table(
+        "Backends",
+        (["tag"] if several else []) + ["framework", "kernels that ran (cells)"],
+        rows,
+        anchor="backends",
+        text_cols=3 if several else 2,
     )
 
 

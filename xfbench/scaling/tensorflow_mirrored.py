@@ -126,9 +126,9 @@ def start_runtime(device: str, local: int, threads: int, rank: int | None = None
     """Set TensorFlow's threads and devices, then start it (the process is pinned
     already). rank: this process's place in a cluster, None for one process.
     Returns (tf, local device names, threads_config)."""
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
-    import tensorflow as tf
+    from xfbench.adapters.tensorflow import import_tensorflow
 
+    tf = import_tensorflow()
     if device == "cpu":
         tf.config.threading.set_intra_op_parallelism_threads(local * threads)
         tf.config.threading.set_inter_op_parallelism_threads(local)

@@ -16,6 +16,9 @@ good steps).
 
 from __future__ import annotations
 
+import functools
+import re
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -41,6 +44,56 @@ MATMUL_PRECISION = {
 }
 # Dynamic loss scaling for fp16, with torch.amp.GradScaler's defaults.
 SCALE_INIT, SCALE_GROWTH, SCALE_BACKOFF, SCALE_INTERVAL = 2.0**16, 2.0, 0.5, 2000
+
+
+# LLVM's names of the features that decide XLA:CPU's vector code, in this order.
+XLA_ISA_FEATURES = (
+    "sse4.2",
+    "avx",
+    "avx2",
+    "fma",
+    "avxvnni",
+    "avx512f",
+    "avx512vnni",
+    "avx512bf16",
+    "avx512fp16",
+    "amx-tile",
+    "amx-bf16",
+    "neon",
+    "sve",
+)
+
+
+@functools.cache
+def xla_cpu_target() -> dict:
+    """The CPU XLA compiles for in this process (after XLA_FLAGS' --xla_cpu_max_isa and
+    any other limit): its LLVM CPU name and the features it turned on. XLA writes them into
+    every CPU executable it serialises (its target machine options), so a tiny one is
+    compiled and read; none of it is taken from flags or variables."""
+    try:
+        probe = jax.jit(lambda a: a + 1).lower(jnp.ones(2, jnp.float32)).compile()
+        blob = probe.runtime_executable().serialize()
+    except Exception as e:  # a jaxlib that cannot serialise: say so rather than guess
+        return {"cpu": "unknown", "isa": [], "error": f"{type(e).__name__}: {e}"[:200]}
+    # triple, then (length-prefixed) the CPU name, then "+feat,-feat,...".
+    found = re.search(
+        rb"(?:x86_64|aarch64|arm64)[\w.-]*\x12.([\w.-]+)\x1a..?([+-][\x20-\x7e]+)", blob, re.S
+    )
+    if not found:
+        return {"cpu": "unknown", "isa": [], "error": "no target options in XLA's executable"}
+    on = {f[1:] for f in found.group(2).decode().split(",") if f.startswith("+")}
+    return {"cpu": found.group(1).decode(), "isa": [f for f in XLA_ISA_FEATURES if f in on]}
+
+
+def backend(device) -> dict:
+    """What XLA compiles for: on the CPU its target (xla_cpu_target), elsewhere the device."""
+    if device.platform != "cpu":
+        return {"backend": f"XLA:{device.platform.upper()} {device.device_kind}"}
+    target = xla_cpu_target()
+    return {
+        "xla_cpu_target": target,
+        "backend": f"XLA:CPU {target['cpu']} ({', '.join(target['isa']) or 'no vector ISA'})",
+    }
 
 
 def resolve_device(name: str):
@@ -205,6 +258,7 @@ class JaxWorkload(Workload):
             "matmul_precision": self.matmul_precision,
             "loss_scale": "dynamic, from 2**16" if self.loss_scaling else "none",
             "lstm_kernel": "lax.scan" if spec.sequence else "n/a",
+            **backend(self.device),
         }
 
     # -- the batch ----------------------------------------------------------------

@@ -87,6 +87,7 @@ class OrtWorkload(Workload):
             else "cpu",
             "layout": "NCHW graph (the provider picks its internal layout)",
             "execution_provider": used[0],
+            "backend": f"ONNX Runtime {used[0]}",
             "session_providers": used,
             "graph_optimization_level": "ORT_ENABLE_ALL",
             "intra_op_num_threads": cell.threads,

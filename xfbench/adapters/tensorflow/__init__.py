@@ -7,9 +7,25 @@ import os
 from xfbench.adapters.base import Adapter
 
 
-def _tf():
+def _startup_settings() -> None:
+    """Settings TensorFlow reads once, when it starts; a value the user set is kept, and
+    records say what ran (workload.onednn_in_use asks TensorFlow).
+
+    oneDNN on: TensorFlow enables its oneDNN CPU kernels by itself only on some Intel
+    CPUs and runs Eigen's elsewhere (on an AMD EPYC, 1.7-2.5x slower, docs/frameworks.md).
+    On, every machine runs the same backend, TensorFlow's fastest on the CPU;
+    TF_ENABLE_ONEDNN_OPTS=0 measures Eigen."""
+    os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "1")
     # TensorFlow's C++ start-up notices (oneDNN, CPU features) are noise in a benchmark log.
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
+
+
+# Here, before any module of this package runs `import tensorflow`.
+_startup_settings()
+
+
+def import_tensorflow():
+    """tensorflow, started with xfbench's settings (for code outside this package)."""
     import tensorflow as tf
 
     return tf
@@ -19,7 +35,7 @@ class TensorFlowAdapter(Adapter):
     name = "tensorflow"
 
     def versions(self):
-        tf = _tf()
+        tf = import_tensorflow()
         import keras
 
         info = tf.sysconfig.get_build_info()
@@ -30,7 +46,7 @@ class TensorFlowAdapter(Adapter):
         return out
 
     def devices(self):
-        tf = _tf()
+        tf = import_tensorflow()
         gpus = tf.config.list_physical_devices("GPU")
         tpus = tf.config.list_physical_devices("TPU")
         return (
@@ -47,7 +63,7 @@ class TensorFlowAdapter(Adapter):
     def configure_threads(self, threads):
         """Intra-op = threads, inter-op = 1 (N threads means N busy threads, all inside
         operators). TensorFlow fixes both when its runtime starts: later calls fail."""
-        tf = _tf()
+        tf = import_tensorflow()
         threading = tf.config.threading
         try:
             threading.set_intra_op_parallelism_threads(threads)
@@ -71,7 +87,7 @@ class TensorFlowAdapter(Adapter):
         }
 
     def build(self, spec, cell, weights):
-        _tf()
+        import_tensorflow()
         from xfbench.adapters.tensorflow.workload import TensorFlowWorkload
 
         return TensorFlowWorkload(spec, cell, weights)

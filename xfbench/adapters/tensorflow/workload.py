@@ -55,6 +55,15 @@ def onednn_in_use() -> bool:
     return bool(_pywrap_util_port.IsMklEnabled())
 
 
+def backend(device: str, mode: str) -> str:
+    """The kernels TensorFlow runs, as TensorFlow reports them."""
+    if device.startswith("cuda"):
+        kernels = "cuDNN"
+    else:
+        kernels = "oneDNN" if onednn_in_use() else "Eigen (oneDNN off)"
+    return kernels + (", XLA-compiled" if mode == "xla" else "")
+
+
 @functools.cache
 def cpu_runs_channels_first() -> bool:
     """Whether TensorFlow's CPU convolution takes NCHW in this process, asked of
@@ -160,6 +169,7 @@ class TensorFlowWorkload(Workload):
             "optimizer": "ResourceApplyMomentum (v = 0.9 v + g; w -= lr v)",
             "tensorflow_param_count": self.net.native_param_count(),
             "onednn": onednn_in_use(),
+            "backend": backend(cell.device, cell.mode),
         }
         if spec.sequence:
             self.info["lstm_bias"] = (

@@ -52,6 +52,28 @@ def preferred_layout(spec: Spec, device: torch.device, precision: str) -> str:
     return "channels_first"
 
 
+def backend(device_type: str, compiled: bool = False) -> dict:
+    """What PyTorch runs on, as PyTorch reports it: on the CPU, the ISA ATen's kernels were
+    dispatched for (ATEN_CPU_CAPABILITY can only lower it), whether oneDNN (mkldnn)
+    takes the convolutions, and for compiled cells the vector ISA Inductor's C++ code is
+    built for; on a GPU, cuDNN's version."""
+    if device_type == "cuda":
+        return {"backend": f"CUDA {torch.version.cuda}, cuDNN {torch.backends.cudnn.version()}"}
+    capability = torch.backends.cpu.get_cpu_capability()
+    onednn = torch.backends.mkldnn.is_available() and torch.backends.mkldnn.enabled
+    out = {
+        "aten_cpu_capability": capability,
+        "onednn": onednn,
+        "backend": f"ATen {capability}" + (", oneDNN" if onednn else ", no oneDNN"),
+    }
+    if compiled:
+        from torch._inductor import cpu_vec_isa
+
+        out["inductor_vec_isa"] = str(cpu_vec_isa.pick_vec_isa()) or "none"
+        out["backend"] += f", Inductor C++ {out['inductor_vec_isa']}"
+    return out
+
+
 class TorchWorkload(Workload):
     def __init__(self, spec: Spec, cell: Cell, weights: dict[str, np.ndarray], seed: int = 0):
         self.spec, self.cell = spec, cell
@@ -123,6 +145,7 @@ class TorchWorkload(Workload):
             "lstm_kernel": ("cudnn" if self.device.type == "cuda" else "aten/onednn")
             if spec.sequence
             else "n/a",
+            **backend(self.device.type, compiled=bool(mode)),
         }
 
     # -- the batch ----------------------------------------------------------------

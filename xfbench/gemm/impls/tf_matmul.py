@@ -10,18 +10,15 @@ around a batch of calls, stopped after tf.test.experimental.sync_devices().
 
 from __future__ import annotations
 
-import os
-
 import numpy as np
 
 from xfbench.gemm.impls.base import GemmImpl, WallTimer, gpu_index
 
 
 def _tf():
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    import tensorflow as tf
+    from xfbench.adapters.tensorflow import import_tensorflow
 
-    return tf
+    return import_tensorflow()
 
 
 class TfMatmul(GemmImpl):
