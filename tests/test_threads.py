@@ -136,3 +136,11 @@ def test_a_busy_process_on_our_cpus_marks_the_window_contended():
     assert meter.other_cpu_share > threads.CONTENDED_SHARE
     fields = contention_fields(meter, threads_requested=1, on_cpu=True)
     assert fields["contended"] is True and 0 < fields["other_cpu_share"] <= 1
+
+
+def test_the_records_describe_the_thresholds_in_force():
+    from xfbench import records
+
+    text = {f.name: f.meaning for f in records.CONTENTION}
+    assert f"{threads.CONTENDED_SHARE * 100:g} %" in text["contended"]
+    assert f"{threads.SHORTFALL_RATIO:g} x" in text["thread_shortfall"]
