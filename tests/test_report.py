@@ -590,3 +590,99 @@ def test_the_gemm_and_equivalence_suites_own_records_are_read(tmp_path):
         and r["device"] == "cpu"
     )
     assert train["verified"] == "False"
+
+
+def test_contended_and_thread_shortfall_cells_are_marked_with_a_legend(tmp_path):
+    from xfbench.harness.threads import CONTENDED_MARK, SHORTFALL_MARK
+
+    bench = standard()
+    for b in bench:
+        e = b["extra_info"]
+        if e["network"] == "resnet56" and e["framework"] == "torch" and e["device"] == "cpu":
+            # 1 thread: contended; 2 threads: one thread busy, a shortfall too
+            e.update(other_cpu_share=0.4, steal_share=0.0, contended=True)
+            e["thread_shortfall"] = e["threads"] == 2
+    gemm = {
+        "group": "gemm",
+        "name": "gemm",
+        "stats": {"median": 1.0},
+        "extra_info": {
+            "suite": "gemm",
+            "impl": "numpy",
+            "dtype": "fp32",
+            "tflops": 0.1,
+            "device": "cpu",
+            "threads": 1,
+            "n": 1024,
+            "contended": True,
+        },
+    }
+    folder = runner_folder(tmp_path, "run", bench + [gemm], gpus=[H100])
+    render([folder], folder, ["csv", "md", "html"])
+    md = (folder / "report.md").read_text()
+    table7, details = md.split("### ResNet-56")[1:3]
+    torch_row = next(line for line in table7.splitlines() if line.startswith("| PyTorch eager"))
+    assert f"**2{CONTENDED_MARK}**" in torch_row  # the mark beside the number
+    assert f"**1{CONTENDED_MARK}{SHORTFALL_MARK}**" in torch_row
+    tf_row = next(line for line in table7.splitlines() if line.startswith("| TensorFlow eager"))
+    assert CONTENDED_MARK not in tf_row and SHORTFALL_MARK not in tf_row
+    for text in (table7, details):  # the legend under the table, one sentence per mark
+        assert f"{CONTENDED_MARK} contended: other processes took more than 10%" in text
+        assert f"{SHORTFALL_MARK} thread shortfall" in text
+    # a block without marks has no legend
+    assert "contended:" not in md.split("### FCN-5")[1].split("###")[0]
+    gemm_part = md.split("## Measured GEMM peak")[1]
+    assert f"0.1{CONTENDED_MARK}" in gemm_part and "contended:" in gemm_part
+    html = (folder / "report.html").read_text()
+    assert f"2{CONTENDED_MARK}" in html and f"{SHORTFALL_MARK} thread shortfall" in html
+    rows = read_csv(folder / "report.csv")
+    marked = [r for r in rows if r["contended"] == "True"]
+    assert len(marked) == 2 and {r["other_cpu_share"] for r in marked} == {"0.4"}
+    assert sum(r["thread_shortfall"] == "True" for r in rows) == 1
+
+
+def test_console_tables_mark_contended_and_short_cells():
+    from xfbench.gemm.table import gemm_table
+    from xfbench.harness.table import cell_table
+    from xfbench.harness.threads import CONTENDED_MARK, SHORTFALL_MARK
+
+    base = {
+        "task": "train",
+        "network": "fcn5",
+        "framework": "torch",
+        "mode": "eager",
+        "precision": "fp32",
+        "device": "cpu",
+        "threads": 2,
+        "batch_size": 8,
+        "status": "ok",
+        "seconds_per_batch": 0.5,
+        "samples_per_s": 16.0,
+        "achieved_tflops": 0.001,
+        "compile_s": 1.0,
+        "threads_used": 1.0,
+        "peak_host_rss_bytes": 2**20,
+    }
+    quiet = cell_table([dict(base, contended=False, thread_shortfall=False)])
+    assert CONTENDED_MARK not in quiet and SHORTFALL_MARK not in quiet
+    text = cell_table([dict(base, contended=True, thread_shortfall=True)])
+    assert f"0.5{CONTENDED_MARK}{SHORTFALL_MARK}" in text
+    assert text.splitlines()[-2].startswith(CONTENDED_MARK)
+    assert text.splitlines()[-1].startswith(SHORTFALL_MARK)
+    g = {
+        "impl": "numpy",
+        "m": 8,
+        "n": 8,
+        "k": 8,
+        "dtype": "fp32",
+        "device": "cpu",
+        "threads": 1,
+        "status": "ok",
+        "tflops": 0.25,
+        "threads_used": 1.0,
+        "check_error": 1e-7,
+        "timer": "perf_counter",
+        "contended": True,
+    }
+    text = gemm_table([g])
+    assert f"0.25{CONTENDED_MARK}" in text and text.splitlines()[-1].startswith(CONTENDED_MARK)

@@ -219,3 +219,61 @@ def test_the_weights_source_reaches_the_children():
 
     with pytest.raises(SelectionError, match="unknown weights 'disk'"):
         make_plan(framework="null", threads="1", preset="smoke", weights="disk")
+
+
+def _mark_contended(folder: RunFolder, key: str) -> None:
+    path = folder.cells / f"{key}.json"
+    data = json.loads(path.read_text())
+    for b in data["benchmarks"]:
+        b["extra_info"].update(contended=True, other_cpu_share=0.5, old_record=True)
+    path.write_text(json.dumps(data))
+
+
+def test_a_contended_result_is_finished_unless_retry_contended(tmp_path):
+    folder = RunFolder(tmp_path / "r")
+    folder.write_result("train-a", {"benchmarks": [{"extra_info": {"contended": False}}]})
+    folder.write_result("train-b", {"benchmarks": [{"extra_info": {"contended": True}}]})
+    folder.write_result("train-c", {"benchmarks": [{"extra_info": {}}]})  # older: no field
+    for k in ("train-a", "train-b", "train-c"):
+        assert folder.is_finished(k)
+    assert folder.is_finished("train-a", retry_contended=True)
+    assert not folder.is_finished("train-b", retry_contended=True)
+    assert folder.is_finished("train-c", retry_contended=True)
+    # a failure written later replaces the result: one record per cell
+    folder.write_failure("train-b", {"network": "fcn5"}, "timeout", "ran past 3 s")
+    assert not folder.has_result("train-b") and folder.failure("train-b")["status"] == "timeout"
+
+
+def test_retry_contended_measures_those_cells_again_and_replaces_their_records(
+    tmp_path, monkeypatch
+):
+    folder = RunFolder(tmp_path / "r")
+    argv = NULL + ["--model", "fcn5,fcn8", "--threads", "1", "--results", str(folder.root)]
+    k5, k8 = (f"train-null-{n}-none-fp32-cpu-t1-b8" for n in ("fcn5", "fcn8"))
+    assert run(argv, monkeypatch) == 0
+    log = folder.logs / "null-cpu-t1.log"
+    for k in (k5, k8):  # every record says whether it was contended
+        [entry] = json.loads((folder.cells / f"{k}.json").read_text())["benchmarks"]
+        assert isinstance(entry["extra_info"]["contended"], bool)
+    _mark_contended(folder, k5)
+    untouched = folder.stamps(k8)
+
+    # without the flag a contended cell is finished: nothing runs
+    size = len(log.read_text())
+    assert run(argv, monkeypatch) == 0
+    assert len(log.read_text()) == size
+
+    # with it, only the contended cell runs again, and its new record replaces the old
+    assert run(argv + ["--retry-contended"], monkeypatch) == 0
+    [command] = [line for line in log.read_text()[size:].splitlines() if line.startswith("$ ")]
+    assert "[null-fcn5-" in command and "[null-fcn8-" not in command
+    [entry] = json.loads((folder.cells / f"{k5}.json").read_text())["benchmarks"]
+    assert "old_record" not in entry["extra_info"]
+    assert folder.stamps(k8) == untouched
+    assert len(json.loads(folder.merged.read_text())["benchmarks"]) == 2
+
+    # a retry that fails: the failure replaces the contended record (one record per cell)
+    _mark_contended(folder, k5)
+    assert run(argv + ["--retry-contended"], monkeypatch, f"{k5}:raise") == 1
+    assert not folder.has_result(k5) and folder.failure(k5)["status"] == "failed"
+    assert folder.has_result(k8)

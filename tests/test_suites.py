@@ -92,6 +92,10 @@ def test_json_carries_the_record_and_the_machine(tmp_path):
             "peak_device_bytes",
             "threads_requested",
             "threads_used",
+            "other_cpu_share",
+            "steal_share",
+            "contended",
+            "thread_shortfall",
             "device_name",
             "data",
             "versions",
@@ -113,6 +117,8 @@ def test_json_carries_the_record_and_the_machine(tmp_path):
         assert info["threads_requested"] == 1
         # Pinned to one CPU, the process cannot keep more than one busy.
         assert 0.3 < info["threads_used"] <= 1.2
+        # measured, whatever else runs on the machine: a share and a verdict
+        assert 0 <= info["other_cpu_share"] <= 1 and isinstance(info["contended"], bool)
         assert info["seconds_per_batch"] == bench["stats"]["median"]
         assert info["samples_per_s"] == pytest.approx(info["batch_size"] / bench["stats"]["median"])
         assert len(bench["stats"]["data"]) == info["rounds"]  # every round is kept

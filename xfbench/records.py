@@ -91,6 +91,28 @@ CELL = (
     ),
     Field("scale", "str", "full (the paper's network) or smoke (the tests' smaller one)"),
 )
+# Contention during the timed rounds (harness/threads.py CpuMeter), in network and GEMM records.
+CONTENTION = (
+    Field(
+        "other_cpu_share",
+        "float | null",
+        "share of the allowed CPUs' time that other processes, interrupts and steal took "
+        "during the timed rounds (/proc/stat busy time less this process's CPU time, over "
+        "wall x CPUs); null when /proc/stat could not be read",
+    ),
+    Field("steal_share", "float | null", "the part of that taken by the hypervisor (steal)"),
+    Field(
+        "contended",
+        "bool | null",
+        "other_cpu_share above 10 % beyond the ticks' resolution (docs/measurement.md)",
+    ),
+    Field("contention_unknown", "str | null", "why other_cpu_share is null"),
+    Field(
+        "thread_shortfall",
+        "bool | null",
+        "threads_used below 0.8 x threads_requested; null on an accelerator",
+    ),
+)
 NETWORK_CELL = CELL + (
     Field("preset", "str", "the preset that chose warm-up and rounds"),
     Field("status", "str", "ok"),
@@ -109,6 +131,7 @@ NETWORK_CELL = CELL + (
     Field("peak_device_bytes", "int | null", "peak device memory of the cell; null on the host"),
     Field("threads_requested", "int", "threads asked for"),
     Field("threads_used", "float", "process CPU time over wall time during the timed rounds"),
+    *CONTENTION,
     Field("threads_config", "object", "CPUs allowed and what the framework reports it uses"),
     Field("versions", "object", "library and runtime versions"),
     Field("cpu_model", "str", "the CPU's model name, as the CPU reports it"),
@@ -161,6 +184,7 @@ FIELDS: dict[str, tuple[Field, ...]] = {
         Field("share_of_best", "float | null", "tflops over the best implementation's"),
         Field("check_error", "float", "error of a checked block against float64"),
         Field("check_tolerance", "float", "the bound for dtype"),
+        *CONTENTION,
         Field("...", "", "and the timer, rounds, compile time, threads and versions"),
     ),
     "scaling": (

@@ -36,7 +36,7 @@ from xfbench.gemm.impls.base import Unsupported
 from xfbench.gemm.peaks import peak_share, peak_tflops
 from xfbench.gemm.shapes import Shape
 from xfbench.harness.presets import Preset
-from xfbench.harness.threads import CpuMeter, allowed_cpus
+from xfbench.harness.threads import CpuMeter, allowed_cpus, contention_fields
 
 ROUND_S = 0.01  # GPU: device time of one round of queued products
 MAX_CALLS = 200  # well below CUDA's queue of pending launches (about 1000)
@@ -242,6 +242,7 @@ def measure(
                 "rounds": rounds,
                 "warmup_rounds": preset.warmup,
                 "threads_used": round(meter.threads_used, 2),
+                **contention_fields(meter, cell.threads, on_cpu=device == "cpu"),
             }
         )
         benchmark.extra_info.update(record)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from tabulate import tabulate
 
+from xfbench.harness.threads import legend, marks
+
 COLUMNS = (
     "impl",
     "shape (m x n x k)",
@@ -28,7 +30,7 @@ def _row(r: dict) -> list:
     if r.get("status") != "ok":
         return base + [f"failed: {r.get('reason', '')}"[:60]] + [""] * 5
     return base + [
-        f"{r['tflops']:.4g}",
+        f"{r['tflops']:.4g}{marks(r)}",
         _pct(r.get("peak_share")),
         _pct(r.get("share_of_best")),
         f"{r['threads_used']:.2f}",
@@ -39,4 +41,5 @@ def _row(r: dict) -> list:
 
 def gemm_table(records: list[dict]) -> str:
     rows = [_row(r) for r in records]
-    return tabulate(rows, headers=COLUMNS, tablefmt="github", disable_numparse=True)
+    table = tabulate(rows, headers=COLUMNS, tablefmt="github", disable_numparse=True)
+    return "\n".join([table] + legend(records))

@@ -16,7 +16,7 @@ from xfbench.adapters import Cell, Unsupported, get_adapter
 from xfbench.harness import memory
 from xfbench.harness.memory import peak_rss_bytes, reset_peak_rss
 from xfbench.harness.presets import Preset
-from xfbench.harness.threads import CpuMeter, allowed_cpus
+from xfbench.harness.threads import CpuMeter, allowed_cpus, contention_fields
 from xfbench.models import Spec, get_spec, initial_weights
 
 # Where a cell's initial weights come from: drawn from the seed in memory, or read
@@ -138,6 +138,7 @@ def _record(
         "peak_device_bytes": device_peak,
         "threads_requested": cell.threads,
         "threads_used": round(meter.threads_used, 2),
+        **contention_fields(meter, cell.threads, on_cpu=cell.device == "cpu"),
         "threads_config": {"cpus_allowed": len(allowed_cpus()), **threads_config},
         "versions": adapter.versions(),
         "cpu_model": machine.cpu_model(),

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from tabulate import tabulate
 
+from xfbench.harness.threads import legend, marks
+
 COLUMNS = (
     "task",
     "network",
@@ -36,7 +38,7 @@ def _row(r: dict) -> list:
     if r.get("status") != "ok":
         return base + [f"{r.get('status') or 'failed'}: {r.get('reason', '')}"[:60]] + [""] * 5
     return base + [
-        f"{r['seconds_per_batch']:.4g}",
+        f"{r['seconds_per_batch']:.4g}{marks(r)}",
         f"{r['samples_per_s']:.4g}",
         f"{r['achieved_tflops'] * 1e3:.4g}",
         f"{r['compile_s']:.3g}",
@@ -47,4 +49,5 @@ def _row(r: dict) -> list:
 
 def cell_table(records: list[dict]) -> str:
     rows = [_row(r) for r in records]
-    return tabulate(rows, headers=COLUMNS, tablefmt="github", disable_numparse=True)
+    table = tabulate(rows, headers=COLUMNS, tablefmt="github", disable_numparse=True)
+    return "\n".join([table] + legend(records))

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import os
 import time
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import threadpoolctl
@@ -73,23 +74,185 @@ def pin(n: int) -> list[int]:
     return cpus
 
 
+# -- contention: what other processes took of our CPUs while we were timed ------------
+#
+# /proc/stat counts, per CPU, the time spent in each state since boot, in USER_HZ ticks
+# (os.sysconf("SC_CLK_TCK"), 100 a second: 10 ms). The busy time of the CPUs we may run
+# on, less our own CPU time, is the time something else ran there (other processes,
+# interrupts, and steal: the hypervisor giving the CPU to another guest).
+#
+# Resolution. Each counter is whole ticks, and the kernel charges a whole tick to
+# whatever runs when the tick fires, so over a short window the busy time is off by
+# about a tick per CPU either way (more for a process that sleeps often, as a cell
+# waiting on a GPU does). The bar for "contended" therefore adds CONTENTION_SLACK_TICKS
+# per CPU to the share: a 0.1 s smoke cell on one CPU is flagged only when others took
+# more than 10 ms + 20 ms of its 100 ms; a 10 s cell at about 10 %.
+
+# Busy states of a /proc/stat cpu line, by position after the name: user nice system
+# idle iowait irq softirq steal guest guest_nice. guest time is already inside user.
+_BUSY = (0, 1, 2, 5, 6, 7)
+_STEAL = 7
+# Contended: other work took more than this share of the allowed CPUs' time. 10 % is
+# the run-to-run noise of a quiet machine (docs/measurement.md, "Noise"): beyond it,
+# what others took is as large as the differences the tables are read for.
+CONTENDED_SHARE = 0.10
+CONTENTION_SLACK_TICKS = 2  # per allowed CPU: the counters' resolution (see above)
+# Thread shortfall: a CPU cell kept fewer than this share of its requested threads busy
+# (a framework that ignored the setting, a serial section, or CPUs taken by others).
+SHORTFALL_RATIO = 0.8
+
+CONTENDED_MARK = "\u2020"  # dagger
+SHORTFALL_MARK = "\u2021"  # double dagger
+
+
+def read_proc_stat() -> str:
+    return Path("/proc/stat").read_text()
+
+
+def clocks() -> tuple[float, float]:
+    """(CPU time of this process, wall time), in seconds."""
+    return time.process_time(), time.perf_counter()
+
+
+def cpu_ticks(text: str, cpus: list[int]) -> tuple[int, int]:
+    """(busy ticks including steal, steal ticks) summed over cpus, from /proc/stat text.
+    ValueError when a CPU has no line or a line cannot be read."""
+    lines = {}
+    for line in text.splitlines():
+        name, _, rest = line.partition(" ")
+        if name.startswith("cpu") and name[3:].isdigit():
+            lines[int(name[3:])] = rest.split()
+    busy = steal = 0
+    for cpu in cpus:
+        if cpu not in lines:
+            raise ValueError(f"/proc/stat has no line for cpu{cpu}")
+        fields = [int(x) for x in lines[cpu]]
+        # Kernels before 2.6.11 have no steal field: count it as 0.
+        fields += [0] * (8 - len(fields))
+        busy += sum(fields[i] for i in _BUSY)
+        steal += fields[_STEAL]
+    return busy, steal
+
+
 @dataclass
 class CpuMeter:
-    """CPU time over wall time of this process: how many threads were really busy."""
+    """CPU time over wall time of this process (how many threads were really busy), and
+    the time other work took on the CPUs this process may use (see above).
 
+    read_stat returns the text of /proc/stat and clock (CPU time, wall time): tests pass
+    fakes. cpus defaults to the affinity mask at enter, hz to USER_HZ."""
+
+    read_stat: Callable[[], str] = read_proc_stat
+    clock: Callable[[], tuple[float, float]] = clocks
+    cpus: list[int] | None = None
+    hz: float | None = None
     cpu0: float = 0.0
     wall0: float = 0.0
     cpu: float = 0.0
     wall: float = 0.0
+    other_s: float | None = None  # seconds others took on our CPUs, steal included
+    steal_s: float | None = None
+    unknown: str | None = None  # why other_s is None
+    _ticks0: tuple[int, int] | None = field(default=None, repr=False)
+
+    def _ticks(self) -> tuple[int, int] | None:
+        try:
+            return cpu_ticks(self.read_stat(), self.cpus)
+        except (OSError, ValueError) as e:
+            self.unknown = f"/proc/stat unreadable: {e}"
+            return None
 
     def __enter__(self):
-        self.cpu0, self.wall0 = time.process_time(), time.perf_counter()
+        try:
+            if self.cpus is None:
+                self.cpus = allowed_cpus()
+            if self.hz is None:
+                self.hz = float(os.sysconf("SC_CLK_TCK"))
+        except (AttributeError, OSError, ValueError) as e:  # not Linux
+            self.unknown = f"no CPU affinity or clock ticks here: {e}"
+        self._ticks0 = None if self.unknown else self._ticks()
+        self.cpu0, self.wall0 = self.clock()
         return self
 
     def __exit__(self, *exc):
-        self.cpu = time.process_time() - self.cpu0
-        self.wall = time.perf_counter() - self.wall0
+        cpu1, wall1 = self.clock()
+        self.cpu, self.wall = cpu1 - self.cpu0, wall1 - self.wall0
+        if self._ticks0 is None:
+            return
+        ticks1 = self._ticks()
+        if ticks1 is None:
+            return
+        busy = (ticks1[0] - self._ticks0[0]) / self.hz
+        self.steal_s = max(0.0, (ticks1[1] - self._ticks0[1]) / self.hz)
+        self.other_s = max(0.0, busy - self.cpu)
 
     @property
     def threads_used(self) -> float:
         return self.cpu / self.wall if self.wall > 0 else 0.0
+
+    def _share(self, seconds: float | None) -> float | None:
+        if seconds is None or self.wall <= 0 or not self.cpus:
+            return None
+        return min(1.0, seconds / (self.wall * len(self.cpus)))
+
+    @property
+    def other_cpu_share(self) -> float | None:
+        """Share of the allowed CPUs' time that other work took, 0..1."""
+        return self._share(self.other_s)
+
+    @property
+    def steal_share(self) -> float | None:
+        return self._share(self.steal_s)
+
+    @property
+    def contended(self) -> bool | None:
+        """Others took more than CONTENDED_SHARE of our CPUs, beyond the counters'
+        resolution; None when not measured."""
+        if self.other_s is None or not self.cpus:
+            return None
+        n = len(self.cpus)
+        bar = CONTENDED_SHARE * self.wall * n + CONTENTION_SLACK_TICKS * n / self.hz
+        return self.other_s > bar
+
+
+def thread_shortfall(threads_used: float, threads_requested: int) -> bool:
+    return threads_used < SHORTFALL_RATIO * threads_requested
+
+
+def contention_fields(meter: CpuMeter, threads_requested: int, on_cpu: bool) -> dict:
+    """The record's contention fields. thread_shortfall is for CPU cells only: a GPU
+    cell's host threads mostly wait on the device, whatever was requested."""
+    other, steal = meter.other_cpu_share, meter.steal_share
+    return {
+        "other_cpu_share": None if other is None else round(other, 3),
+        "steal_share": None if steal is None else round(steal, 3),
+        "contended": meter.contended,
+        "contention_unknown": meter.unknown,
+        "thread_shortfall": (
+            thread_shortfall(meter.threads_used, threads_requested) if on_cpu else None
+        ),
+    }
+
+
+def marks(record: dict) -> str:
+    """The marks to put beside a record's number: contended, thread shortfall."""
+    return (CONTENDED_MARK if record.get("contended") else "") + (
+        SHORTFALL_MARK if record.get("thread_shortfall") else ""
+    )
+
+
+def legend(records) -> list[str]:
+    """One line per mark that appears among records, saying what it means."""
+    records = list(records)
+    lines = []
+    if any(r.get("contended") for r in records):
+        lines.append(
+            f"{CONTENDED_MARK} contended: other processes took more than "
+            f"{CONTENDED_SHARE:.0%} of the cell's CPUs while it was timed (other_cpu_share)"
+        )
+    if any(r.get("thread_shortfall") for r in records):
+        lines.append(
+            f"{SHORTFALL_MARK} thread shortfall: fewer than {SHORTFALL_RATIO:g} x the "
+            "requested threads were busy (threads_used)"
+        )
+    return lines

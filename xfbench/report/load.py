@@ -254,6 +254,9 @@ def gemm_record(extra: dict, source: str) -> dict | None:
         "device_name": str(extra.get("device_name") or device),
         "size": size,
         "threads": _int(threads, None) if device == "cpu" and threads is not None else None,
+        # the marks of the harness's CpuMeter (absent in older files: no mark)
+        "contended": extra.get("contended") is True,
+        "thread_shortfall": extra.get("thread_shortfall") is True,
         "source": source,
     }
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from xfbench.frameworks import display
+from xfbench.harness.threads import marks
 from xfbench.report import paper, procurement, scaling
 from xfbench.report.equivalence import mark
 from xfbench.report.load import Result, Run
@@ -494,7 +495,9 @@ def build(
                 m = machines[c.machine]
                 r = m.results.get((bk, rk, c.key))
                 if r is not None:
-                    cells.append(TableCell(format_seconds(r.median), r.median, result=r))
+                    # contended / thread-shortfall marks beside the number (legend: tables.py)
+                    text = format_seconds(r.median) + marks(r.info)
+                    cells.append(TableCell(text, r.median, result=r))
                     continue
                 failed = next(
                     (

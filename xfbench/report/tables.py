@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+from xfbench.harness.threads import legend, marks
 from xfbench.report import paper
 from xfbench.report.model import Block, Report, col_label, network_title, row_label
 
@@ -54,6 +55,11 @@ def _mb(value) -> str:
         if isinstance(value, (int, float)) and not isinstance(value, bool)
         else _num(value, "")
     )
+
+
+def _legend(infos) -> str:
+    """The caption under a table: what its marks mean, one sentence each."""
+    return " ".join(f"{line}." for line in legend(infos))
 
 
 def machines_table(report: Report) -> Table:
@@ -160,7 +166,14 @@ def table7(
         cells = [Text(c.text, best=c.best, note=c.footnote) for c in row.cells]
         rows.append([_t(row.label)] + ([_t(row.verified)] if verified else []) + cells)
     lead = 1 + verified
-    table = Table(block.title, headers, rows, anchor=f"t7-{block.slug}", text_cols=lead)
+    table = Table(
+        block.title,
+        headers,
+        rows,
+        anchor=f"t7-{block.slug}",
+        text_cols=lead,
+        caption=_legend(c.result.info for row in block.rows for c in row.cells if c.result),
+    )
     machines = [c.machine for c in block.columns]
     if group_names and len(group_names) > 1:  # several machines: a header over each group
         table.groups = [("", lead)] + [
@@ -216,7 +229,7 @@ def details_table(report: Report, block: Block) -> Table | None:
             + [
                 _t(row_label(d.row)),
                 _t(col_label(d.col)),
-                Text(_num(d.result.median, ".4g"), best=d.best_in_column),
+                Text(_num(d.result.median, ".4g") + marks(info), best=d.best_in_column),
                 _t(_num(d.samples_per_s, ".4g")),
                 _t(_num(d.tflops, ".3g")),
             ]
@@ -240,7 +253,12 @@ def details_table(report: Report, block: Block) -> Table | None:
             ]
         )
     return Table(
-        block.title, headers, rows, anchor=f"detail-{block.slug}", text_cols=3 if several else 2
+        block.title,
+        headers,
+        rows,
+        anchor=f"detail-{block.slug}",
+        text_cols=3 if several else 2,
+        caption=_legend(d.result.info for d in mine),
     )
 
 
@@ -299,7 +317,7 @@ def gemm_table(report: Report) -> Table | None:
             _t(k[2]),
             _t(g["implementation"]),
             _t(_num(g["size"], "g")),
-            _t(_num(g["tflops"], ".4g")),
+            _t(_num(g["tflops"], ".4g") + marks(g)),
         ]
         for k, g in sorted(best.items(), key=lambda kv: str(kv[0]))
     ]
@@ -308,8 +326,10 @@ def gemm_table(report: Report) -> Table | None:
         (["machine"] if several else [])
         + ["device", "dtype", "implementation", "size", "best TFLOP/s"],
         rows,
-        caption="The best GEMM TFLOP/s per device and dtype: the peak that achieved "
-        "TFLOP/s are compared with.",
+        caption=(
+            "The best GEMM TFLOP/s per device and dtype: the peak that achieved "
+            "TFLOP/s are compared with. " + _legend(best.values())
+        ).strip(),
         anchor="gemm",
         text_cols=(4 if several else 3),
     )

@@ -85,6 +85,12 @@ def parser() -> Parser:
     run.add_argument(
         "--retry-failed", action="store_true", help="run again the cells recorded in failed/"
     )
+    run.add_argument(
+        "--retry-contended",
+        action="store_true",
+        help="measure again the cells whose result is marked contended (other processes "
+        "took more than 10%% of their CPUs); the new record replaces the old",
+    )
     dp = p.add_argument_group("--suite scaling and --suite allreduce")
     dp.add_argument(
         "--workers",
@@ -130,7 +136,9 @@ def choose_folder(args, plan: Plan) -> RunFolder:
     base = Path("results")
 
     def complete(folder: RunFolder) -> bool:
-        return all(folder.is_finished(key(c), args.retry_failed) for c in plan.cells)
+        return all(
+            folder.is_finished(key(c), args.retry_failed, args.retry_contended) for c in plan.cells
+        )
 
     found = find_resumable(base, plan.selection, complete) if base.is_dir() else None
     return RunFolder(found or default_folder(base))
@@ -254,8 +262,12 @@ def sweep(args, plan: Plan, folder: RunFolder) -> int:
     machine_description = machine.describe()
     timeout = args.cell_timeout or default_timeout(plan.preset_name)
     folder.add_selection(plan.selection)
-    todo = [c for c in plan.cells if not folder.is_finished(key(c), args.retry_failed)]
-    stamps = {key(c): folder.failure_stamp(key(c)) for c in todo}
+    todo = [
+        c
+        for c in plan.cells
+        if not folder.is_finished(key(c), args.retry_failed, args.retry_contended)
+    ]
+    stamps = {key(c): folder.stamps(key(c)) for c in todo}
     if not quiet:
         print(
             f"{len(plan.cells)} cells in {len(plan.jobs)} process groups; "
@@ -268,9 +280,10 @@ def sweep(args, plan: Plan, folder: RunFolder) -> int:
         done = failed = 0
         for c in todo:
             k = key(c)
-            if folder.has_result(k):
+            result, failure = folder.stamps(k)
+            if result not in (None, stamps[k][0]):  # a record newer than the sweep's start
                 done += 1
-            elif folder.failure_stamp(k) not in (None, stamps[k]):
+            elif failure not in (None, stamps[k][1]):
                 done += 1
                 # a cell skipped with its reason is done, not failed (as the last line says)
                 failed += (folder.failure(k) or {}).get("status") in HARD_FAILURES

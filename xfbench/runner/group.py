@@ -149,13 +149,13 @@ def _why(end: ChildEnd, timeout_s: float) -> tuple[str, str]:
 def run_group(job: Job, folder: RunFolder, timeout_s: float, on_poll=None) -> None:
     """Run every cell of the job, restarting the child after a crash, until each cell
     has a result or a failure record in folder."""
-    before = {key(c): folder.failure_stamp(key(c)) for c in job.cells}
+    before = {key(c): folder.stamps(key(c)) for c in job.cells}
 
     def done(k: str) -> bool:
-        # A failure recorded before this call is one being retried (--retry-failed);
-        # a new record is a new file (written by os.replace), whatever the clock says.
-        stamp = folder.failure_stamp(k)
-        return folder.has_result(k) or (stamp is not None and stamp != before[k])
+        # A record there before this call is one being retried (--retry-failed,
+        # --retry-contended); a new record is a new file (written by os.replace),
+        # whatever the clock says.
+        return any(now is not None and now != old for now, old in zip(folder.stamps(k), before[k]))
 
     remaining = [c for c in job.cells if not done(key(c))]
     cells_by_key = {key(c): c for c in job.cells}

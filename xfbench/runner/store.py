@@ -9,6 +9,8 @@
 
 A cell is finished when it has a file in cells/ or in failed/; a sweep started
 again skips finished cells, so an interrupted sweep loses at most the cell in flight.
+--retry-failed runs the failed/ ones again, --retry-contended the cells/ ones whose
+record is marked contended; a cell's new record replaces its old one.
 """
 
 from __future__ import annotations
@@ -71,18 +73,38 @@ class RunFolder:
     def failure(self, key: str) -> dict | None:
         return read_json(self.failed / f"{key}.json")
 
-    def is_finished(self, key: str, retry_failed: bool = False) -> bool:
+    def is_contended(self, key: str) -> bool:
+        """The cell's result was measured while other processes took its CPUs
+        (the harness's `contended` mark on any of its entries)."""
+        result = read_json(self.cells / f"{key}.json") or {}
+        return any(
+            (b.get("extra_info") or {}).get("contended") is True
+            for b in result.get("benchmarks", [])
+        )
+
+    def is_finished(
+        self, key: str, retry_failed: bool = False, retry_contended: bool = False
+    ) -> bool:
         if self.has_result(key):
-            return True
+            return not (retry_contended and self.is_contended(key))
         return not retry_failed and (self.failed / f"{key}.json").exists()
 
-    def failure_stamp(self, key: str) -> tuple[int, int] | None:
-        """Identifies one version of a failure record (None: there is none)."""
+    @staticmethod
+    def _stamp(path: Path) -> tuple[int, int] | None:
         try:
-            st = (self.failed / f"{key}.json").stat()
+            st = path.stat()
         except OSError:
             return None
         return (st.st_ino, st.st_mtime_ns)
+
+    def failure_stamp(self, key: str) -> tuple[int, int] | None:
+        """Identifies one version of a failure record (None: there is none)."""
+        return self._stamp(self.failed / f"{key}.json")
+
+    def stamps(self, key: str) -> tuple[tuple[int, int] | None, tuple[int, int] | None]:
+        """(result, failure) stamps of a cell: a record written later is a new file
+        (write_json replaces), so a changed stamp means a new record, whatever the clock."""
+        return self._stamp(self.cells / f"{key}.json"), self.failure_stamp(key)
 
     def write_result(self, key: str, benchmark_json: dict) -> None:
         write_json(self.cells / f"{key}.json", benchmark_json)
@@ -101,6 +123,9 @@ class RunFolder:
             "output_tail": output_tail,
         }
         write_json(self.failed / f"{key}.json", record)
+        # One record per cell, the newest: a contended result measured again
+        # (--retry-contended) that now fails is replaced by the failure.
+        (self.cells / f"{key}.json").unlink(missing_ok=True)
         return record
 
     # -- the whole folder -------------------------------------------------------------
