@@ -686,3 +686,31 @@ def test_console_tables_mark_contended_and_short_cells():
     }
     text = gemm_table([g])
     assert f"0.25{CONTENDED_MARK}" in text and text.splitlines()[-1].startswith(CONTENDED_MARK)
+
+
+def test_machine_section_names_the_isa_and_the_backends_that_ran(tmp_path):
+    torch_cell = entry("resnet56", [1.0, 1.1, 0.9])
+    torch_cell["extra_info"]["backend"] = "ATen AVX512, oneDNN"
+    tf_cells = [entry(n, [2.0], framework="tensorflow", mode="function") for n in ("fcn5", "fcn8")]
+    for cell in tf_cells:
+        cell["extra_info"]["backend"] = "Eigen (oneDNN off)"
+    doc = document("box", [torch_cell, *tf_cells])
+    doc["machine_info"]["xfbench"]["cpu"] = {"isa": ["avx2", "avx512f", "amx_tile"]}
+    path = tmp_path / "run.json"
+    path.write_text(json.dumps(doc))
+    render([path], tmp_path / "out")
+    md = (tmp_path / "out" / "report.md").read_text()
+    assert "avx2 avx512f amx_tile" in md
+    backends = md.split("Backends")[1].split("\n\n#")[0]
+    assert "ATen AVX512, oneDNN (1 cell)" in backends
+    assert "Eigen (oneDNN off) (2 cells)" in backends
+    assert "Backends" in (tmp_path / "out" / "report.html").read_text()
+
+
+def test_isa_of_files_from_before_is_read_from_pytest_benchmarks_cpu_flags(tmp_path):
+    doc = document("old", [entry("fcn5", [1.0])])
+    doc["machine_info"]["cpu"]["flags"] = ["fpu", "sse4_2", "avx2", "avx512vnni"]
+    path = tmp_path / "old.json"
+    path.write_text(json.dumps(doc))
+    render([path], tmp_path / "out")
+    assert "sse4_2 avx2 avx512_vnni" in (tmp_path / "out" / "report.md").read_text()
