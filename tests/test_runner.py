@@ -49,7 +49,19 @@ def test_default_threads_are_powers_of_two_and_the_maximum():
         (["--threads", f"1,{CPUS + 1}"], f"--threads {CPUS + 1} is more than"),
         (["--threads", "two"], "--threads takes positive counts"),
         (["--task", "fly"], "unknown task 'fly'"),
-        (["--cell-timeout", "0"], "--cell-timeout must be a positive number"),
+        (["--cell-timeout", "0"], "--cell-timeout must be a positive, finite number"),
+        (["--cell-timeout", "nan"], "--cell-timeout must be a positive, finite number"),
+        (["--cell-timeout", "inf"], "--cell-timeout must be a positive, finite number"),
+        (["--cell-timeout", "-5"], "--cell-timeout must be a positive, finite number"),
+        (["--device", "tpu:0"], "tpu:0 is not present on this machine (present: cpu"),
+        (["--model", ""], "--model is empty"),
+        (["--framework", ""], "--framework is empty"),
+        (["--preset", ""], "--preset is empty"),
+        (["--threads", ""], "--threads is empty"),
+        (["--model", "fcn5,fcn5"], "--model names 'fcn5' more than once"),
+        (["--threads", "1,1"], "--threads names '1' more than once"),
+        (["--device", "cpu,cpu"], "--device names 'cpu' more than once"),
+        (["--weights", ""], "unknown weights ''"),
     ],
 )
 def test_bad_input_is_one_line_before_anything_runs(tmp_path, capsys, args, words):
@@ -60,6 +72,29 @@ def test_bad_input_is_one_line_before_anything_runs(tmp_path, capsys, args, word
     assert err.count("\n") == 1 and words in err, err
     assert "Traceback" not in err
     assert not results.exists()
+
+
+def test_an_empty_results_folder_name_is_refused(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    rc = cli.main(["--framework", "null", "--preset", "smoke", "--results", ""])
+    err = capsys.readouterr().err
+    assert rc == 2 and "--results is empty" in err
+    assert not (tmp_path / "results").exists()
+
+
+def test_missing_devices_skipped_on_request_still_fail_a_run_that_measured_nothing(
+    tmp_path, capsys
+):
+    """--skip-missing-devices records the absent device's cells as skipped; a run that
+    measured nothing exits non-zero, so a script never reads it as a success."""
+    results = tmp_path / "r"
+    rc = cli.main(
+        NULL + ["--device", "cuda:7", "--skip-missing-devices", "--results", str(results)]
+    )
+    out = capsys.readouterr()
+    assert rc == 1 and "no cell was measured" in out.err
+    failed = list((results / "failed").glob("*.json"))
+    assert failed and all(json.loads(f.read_text())["status"] == "skipped" for f in failed)
 
 
 def test_unwritable_results_folder_is_one_line(tmp_path, capsys):

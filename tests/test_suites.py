@@ -35,6 +35,16 @@ def pytest_run(*args, tmp_path=None):
         (["--batch-size", "-4"], "--batch-size must be a positive whole number"),
         (["--preset", "huge"], "unknown preset 'huge'; valid: paper, quick, smoke"),
         (["--data", "disk"], "unknown data mode 'disk'; valid: resident, copied"),
+        (["--model", ""], "--model is empty"),
+        (["--framework", ""], "--framework is empty"),
+        (["--preset", ""], "--preset is empty"),
+        (["--batch-size", ""], "--batch-size must be a positive whole number, not ''"),
+        (["--model", "fcn5,fcn_r,fcn5"], "--model names 'fcn5' more than once"),
+        (["--device", "gpu:0,cuda:0"], "names one device more than once"),
+        (["--device", "cuda:7"], "device cuda:7 is not present on this machine (present: cpu"),
+        (["--device", "tpu:0"], "device tpu:0 is not present on this machine"),
+        (["--weights", ""], "unknown weights ''"),
+        (["--cell-timeout", "nan"], "--cell-timeout must be a positive, finite number"),
     ],
 )
 def test_bad_option_gives_one_clear_line(args, message):
@@ -45,7 +55,9 @@ def test_bad_option_gives_one_clear_line(args, message):
     assert len(errors) == 1 and message in errors[0], output
 
 
-def test_absent_device_is_a_skip_with_the_reason(tmp_path):
+def test_absent_device_skipped_on_request_is_not_a_success(tmp_path):
+    """--skip-missing-devices: the absent device's cells are skipped with the reason, and a
+    session that measured nothing ends with pytest's "no tests" status, 5, not 0."""
     code, output, _ = pytest_run(
         "--framework",
         "torch",
@@ -53,13 +65,15 @@ def test_absent_device_is_a_skip_with_the_reason(tmp_path):
         "fcn_r",
         "--device",
         "cuda:7",
+        "--skip-missing-devices",
         "--preset",
         "smoke",
         "-rs",
         tmp_path=tmp_path,
     )
-    assert code == 0
+    assert code == 5, output
     assert "cuda:7 is not present to torch" in output
+    assert "no cell was measured" in output
 
 
 def test_json_carries_the_record_and_the_machine(tmp_path):

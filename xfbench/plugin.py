@@ -23,7 +23,7 @@ import pytest
 from xfbench import machine
 from xfbench.harness import memory, threads
 from xfbench.harness.measure import WEIGHT_SOURCES, Skip, measure
-from xfbench.harness.selection import SelectionError, cells, parse
+from xfbench.harness.selection import Selection, SelectionError, cells, parse
 from xfbench.harness.table import cell_table
 
 # Failures recorded, per-cell result files and one process per framework group (runner);
@@ -43,6 +43,7 @@ SELECTION = pytest.StashKey()
 SUITE_FAILURE = pytest.StashKey()
 RECORDS = pytest.StashKey()
 CONFIGURED = pytest.StashKey()
+NOTHING_MEASURED = pytest.StashKey()
 
 OPTIONS = {
     "framework": "frameworks, comma-separated (default: every installed one)",
@@ -98,6 +99,24 @@ def add_options(parser, options: dict[str, str]) -> None:
 
 def pytest_addoption(parser):
     add_options(parser, OPTIONS)
+    parser.getgroup("xfbench").addoption(
+        "--skip-missing-devices",
+        action="store_true",
+        default=False,
+        help="skip, with the reason, the cells of a --device this machine lacks "
+        "(default: such a device is an error listing those present)",
+    )
+
+
+def _parse(config) -> Selection:
+    return parse(
+        **{
+            name.replace("-", "_"): config.getoption(name.replace("-", "_"))
+            for name in OPTIONS
+            if name != "weights"
+        },
+        skip_missing_devices=config.getoption("skip_missing_devices", False),
+    )
 
 
 SUITES_DIR = Path(__file__).resolve().parent / "suites"
@@ -140,13 +159,7 @@ def selection(config):
     """The validated selection of this session (parsed now if pytest_configure did not)."""
     if SELECTION not in config.stash:
         try:
-            config.stash[SELECTION] = parse(
-                **{
-                    name.replace("-", "_"): config.getoption(name.replace("-", "_"))
-                    for name in OPTIONS
-                    if name != "weights"
-                }
-            )
+            config.stash[SELECTION] = _parse(config)
         except SelectionError as e:
             raise pytest.UsageError(str(e)) from None
     return config.stash[SELECTION]
@@ -161,14 +174,8 @@ def pytest_configure(config):
         if suite.before_pin:
             suite.before_pin(config)
     try:
-        sel = parse(
-            **{
-                name.replace("-", "_"): config.getoption(name.replace("-", "_"))
-                for name in OPTIONS
-                if name != "weights"
-            }
-        )
-        if (config.getoption("weights") or "seed") not in WEIGHT_SOURCES:
+        sel = _parse(config)
+        if config.getoption("weights") not in (None, *WEIGHT_SOURCES):
             raise SelectionError(
                 f"unknown weights {config.getoption('weights')!r}; "
                 f"valid: {', '.join(WEIGHT_SOURCES)}"
@@ -228,8 +235,23 @@ def run_cell(request, benchmark):
     return run
 
 
+def pytest_sessionfinish(session, exitstatus):
+    """A session that selected network cells and measured none of them (every one skipped:
+    an absent device under --skip-missing-devices, a framework not installed) ends with
+    pytest's "no tests" status, 5, never 0: a script must not read it as a success."""
+    config = session.config
+    if not active(config) or exitstatus != pytest.ExitCode.OK:
+        return
+    cell_items = [i for i in session.items if "cell" in getattr(i, "fixturenames", ())]
+    if cell_items and not config.stash.get(RECORDS, []):
+        session.exitstatus = pytest.ExitCode.NO_TESTS_COLLECTED
+        config.stash[NOTHING_MEASURED] = True
+
+
 def pytest_terminal_summary(terminalreporter, config):
     records = config.stash.get(RECORDS, [])
+    if config.stash.get(NOTHING_MEASURED, False):
+        terminalreporter.write_line("xfbench: no cell was measured (every one was skipped: -rs)")
     if records:
         terminalreporter.write_sep("=", "xfbench: seconds per mini-batch (median)")
         terminalreporter.write_line(cell_table(records))

@@ -59,11 +59,17 @@ def select(
     threads=None,
     preset=None,
     model=None,
+    skip_missing_devices=False,
 ) -> GemmSelection:
     """Validate raw option strings into a GemmSelection (SelectionError on bad input)."""
     # The common options, validated exactly as the network suites validate them.
     sel = parse(
-        framework="null", precision=precision, device=device, threads=threads, preset=preset
+        framework="null",
+        precision=precision,
+        device=device,
+        threads=threads,
+        preset=preset,
+        skip_missing_devices=skip_missing_devices,
     )
     impls = comma_list(gemm_impl)
     for name in impls:
@@ -101,7 +107,10 @@ def _select(config) -> GemmSelection:
         "preset",
         "model",
     )
-    return select(**{name: config.getoption(name) for name in names})
+    return select(
+        **{name: config.getoption(name) for name in names},
+        skip_missing_devices=config.getoption("skip_missing_devices", False),
+    )
 
 
 SUITE = declare(

@@ -6,6 +6,7 @@ with one line naming the valid values; the caller turns it into a usage error.
 
 from __future__ import annotations
 
+import glob
 import re
 from dataclasses import dataclass
 
@@ -51,6 +52,42 @@ def comma_list(value: str | None) -> list[str]:
     return [v.strip() for v in (value or "").split(",") if v.strip()]
 
 
+def option_list(option: str, value: str | None) -> list[str]:
+    """The items of a named option the user gave. Not given (None) is none, and the caller
+    uses its default; given but empty, or naming an item twice, is an error: an empty
+    value silently becoming the default would start a full sweep, a repeated one would
+    measure a cell twice."""
+    if value is None:
+        return []
+    items = comma_list(str(value))
+    if not items:
+        raise SelectionError(f"--{option} is empty: name at least one value, or leave it out")
+    repeated = [v for v in dict.fromkeys(items) if items.count(v) > 1]
+    if repeated:
+        raise SelectionError(f"--{option} names {repeated[0]!r} more than once")
+    return items
+
+
+def _one(option: str, value: str | None) -> str | None:
+    """A single-valued option: None when not given, else its value, never empty."""
+    if value is None:
+        return None
+    if not str(value).strip():
+        raise SelectionError(f"--{option} is empty: give a value, or leave it out")
+    return str(value).strip()
+
+
+def present_devices() -> list[str]:
+    """The devices this machine has, without starting a framework: the host, NVIDIA GPUs
+    (NVML) and TPU chips (the kernel's /dev/accel* devices)."""
+    tpus = len(glob.glob("/dev/accel[0-9]*"))
+    return (
+        ["cpu"]
+        + [f"cuda:{i}" for i in range(machine.gpu_count())]
+        + [f"tpu:{i}" for i in range(tpus)]
+    )
+
+
 def _check(option: str, values: list[str], valid) -> None:
     for v in values:
         if v not in valid:
@@ -71,7 +108,7 @@ def normalize_device(name: str) -> str:
 
 
 def _positive(option: str, value: str | None) -> int | None:
-    if value in (None, ""):
+    if value is None:
         return None
     try:
         n = int(value)
@@ -92,17 +129,20 @@ def parse(
     batch_size=None,
     preset=None,
     data=None,
+    skip_missing_devices=False,
 ) -> Selection:
-    """Validate raw option strings (None = default) into a Selection."""
-    frameworks = comma_list(framework) or [
+    """Validate raw option strings (None = default) into a Selection. A device named but
+    not present is an error listing those present, unless skip_missing_devices: then its
+    cells are skipped with that reason."""
+    frameworks = option_list("framework", framework) or [
         f for f in FRAMEWORKS if FRAMEWORKS[f].default and get_adapter(f).import_error() is None
     ]
     _check("framework", frameworks, list(FRAMEWORKS))
     if not frameworks:
         raise SelectionError("no framework is installed; see README.md for the install command")
-    networks = comma_list(model) or list(NETWORKS)
+    networks = option_list("model", model) or list(NETWORKS)
     _check("model", networks, list(NETWORKS))
-    modes = comma_list(mode) or None
+    modes = option_list("mode", mode) or None
     if modes:
         known = {m: f for f in frameworks for m in get_adapter(f).modes}
         valid = ", ".join(f"{m} ({f})" for m, f in known.items())
@@ -111,14 +151,24 @@ def parse(
                 raise SelectionError(
                     f"unknown mode {m!r} for {', '.join(frameworks)}; valid: {valid}"
                 )
-    precisions = comma_list(precision) or ["fp32"]
+    precisions = option_list("precision", precision) or ["fp32"]
     _check("precision", precisions, PRECISIONS + GEMM_ONLY_PRECISIONS)
-    devices = [normalize_device(d) for d in comma_list(device)]
+    devices = [normalize_device(d) for d in option_list("device", device)]
+    if len(set(devices)) < len(devices):  # gpu:0 and cuda:0 are one device
+        raise SelectionError(f"--device {device!r} names one device more than once")
     explicit = bool(devices)
+    if explicit and not skip_missing_devices:
+        present = present_devices()
+        for d in devices:
+            if d not in present:
+                raise SelectionError(
+                    f"device {d} is not present on this machine (present: {', '.join(present)}); "
+                    "--skip-missing-devices records its cells as skipped instead"
+                )
     devices = devices or ["cpu"] + [f"cuda:{i}" for i in range(machine.gpu_count())]
     cpus = len(allowed_cpus())
     n_threads = threads if isinstance(threads, int) else None
-    if n_threads is None and threads not in (None, ""):
+    if n_threads is None and threads is not None:
         if "," in str(threads):
             raise SelectionError(
                 "--threads takes one count per pytest process; sweep thread "
@@ -130,13 +180,13 @@ def parse(
         raise SelectionError(
             f"--threads {n_threads} is more than the {cpus} CPUs this process may use"
         )
-    preset_name = preset or "paper"
+    preset_name = _one("preset", preset) or "paper"
     _check("preset", [preset_name], list(PRESETS))
-    data_mode = data or "resident"
+    data_mode = _one("data", data) or "resident"
     _check("data mode", [data_mode], DATA_MODES)
     return Selection(
         tuple(frameworks),
-        bool(comma_list(framework)),
+        framework is not None,
         tuple(networks),
         tuple(modes) if modes else None,
         tuple(precisions),

@@ -11,6 +11,7 @@ any cell failed (crash, kill, out of memory, time-out, exception), 130 when inte
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import signal
 import sys
@@ -86,6 +87,12 @@ def parser() -> Parser:
         "--retry-failed", action="store_true", help="run again the cells recorded in failed/"
     )
     run.add_argument(
+        "--skip-missing-devices",
+        action="store_true",
+        help="record the cells of a --device this machine lacks as skipped (default: such a "
+        "device is an error listing those present)",
+    )
+    run.add_argument(
         "--retry-contended",
         action="store_true",
         help="measure again the cells whose result is marked contended (other processes "
@@ -151,8 +158,14 @@ def main(argv: list[str] | None = None) -> int:
             args = parser().parse_args(argv)
         except SystemExit as e:  # --help
             return int(e.code or 0)
-        if args.cell_timeout is not None and args.cell_timeout <= 0:
-            raise UsageError("--cell-timeout must be a positive number of seconds")
+        if args.cell_timeout is not None and not (0 < args.cell_timeout < math.inf):
+            # nan, inf, 0 and below would each disable the limit silently
+            raise UsageError(
+                f"--cell-timeout must be a positive, finite number of seconds, "
+                f"not {args.cell_timeout:g}"
+            )
+        if args.results is not None and not args.results.strip():
+            raise UsageError("--results is empty: name a folder, or leave it out")
         plan = make_suite_plan(args)
         if not plan.cells:
             raise UsageError(
@@ -248,6 +261,7 @@ def make_suite_plan(args) -> Plan:
         args.data,
         args.task,
         args.weights,
+        args.skip_missing_devices,
     )
 
 
@@ -362,4 +376,9 @@ def _summary(args, plan: Plan, folder: RunFolder, merged: Path, interrupted: boo
             _report(folder)
     if interrupted:
         return 130
+    if plan.cells and not finished:
+        # every cell skipped (an absent device under --skip-missing-devices, say): a script
+        # must not read a run that measured nothing as a success
+        print("xfbench: no cell was measured", file=sys.stderr)
+        return 1
     return 1 if hard else 0

@@ -87,7 +87,9 @@ def child_command(job: Job, cells: list[Cell]) -> list[str]:
 
             own = get_adapter(job.group.framework).modes
             value = ",".join(m for m in comma_list(str(value)) if m in own)
-        if value not in (None, ""):
+        if value is True:  # a flag
+            args.append(f"--{name}")
+        elif value not in (None, "", False):
             args += [f"--{name}", str(value)]
     return args + [node_id(cell) for cell in cells]
 

@@ -5,11 +5,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from xfbench import machine
 from xfbench.adapters import TASKS
 from xfbench.harness.measure import WEIGHT_SOURCES
 from xfbench.harness.presets import PRESETS
-from xfbench.harness.selection import SelectionError, cells, comma_list, normalize_device, parse
+from xfbench.harness.selection import SelectionError, cells, option_list, parse
 from xfbench.harness.threads import allowed_cpus
 from xfbench.runner.group import Group, Job
 
@@ -25,10 +24,10 @@ def default_threads(cpus: int) -> list[int]:
 
 def thread_counts(value: str | None) -> list[int]:
     cpus = len(allowed_cpus())
-    if not value:
+    if value is None:
         return default_threads(cpus)
     counts = []
-    for part in comma_list(value):
+    for part in option_list("threads", value):
         if not part.isdigit() or int(part) < 1:
             raise SelectionError(f"--threads takes positive counts like 1,2,4, not {part!r}")
         if int(part) > cpus:
@@ -62,6 +61,7 @@ def make_plan(
     data=None,
     task=None,
     weights=None,
+    skip_missing_devices=False,
 ) -> Plan:
     """Validate every option (SelectionError: one line for the user) and list the jobs."""
     counts = thread_counts(threads)
@@ -75,19 +75,13 @@ def make_plan(
         preset=preset,
         data=data,
     )
-    selections = {n: parse(**base, threads=str(n)) for n in counts}
+    selections = {
+        n: parse(**base, threads=str(n), skip_missing_devices=skip_missing_devices) for n in counts
+    }
     sel = selections[counts[0]]
-    if sel.devices_explicit:
-        gpus = machine.gpu_count()
-        for d in (normalize_device(x) for x in comma_list(device)):
-            if d.startswith("cuda:") and int(d.split(":")[1]) >= gpus:
-                present = (
-                    f"{gpus} NVIDIA GPU{'s' if gpus != 1 else ''}" if gpus else "no NVIDIA GPU"
-                )
-                raise SelectionError(f"device {d} is not present: this machine has {present}")
-    if (weights or "seed") not in WEIGHT_SOURCES:
+    if weights not in (None, *WEIGHT_SOURCES):
         raise SelectionError(f"unknown weights {weights!r}; valid: {', '.join(WEIGHT_SOURCES)}")
-    tasks = comma_list(task) or list(sel.preset.tasks)
+    tasks = option_list("task", task) or list(sel.preset.tasks)
     for t in tasks:
         if t not in TASKS:
             raise SelectionError(f"unknown task {t!r}; valid: {', '.join(TASKS)}")
@@ -99,6 +93,7 @@ def make_plan(
         "batch-size": batch_size,
         "data": sel.data,
         "weights": weights or "seed",
+        "skip-missing-devices": skip_missing_devices,
     }
     jobs = []
     for fw in sel.frameworks:

@@ -16,6 +16,7 @@ Three jobs:
 
 from __future__ import annotations
 
+import math
 import os
 import shutil
 import signal
@@ -42,7 +43,16 @@ CACHE = pytest.StashKey()  # config: machine and commit info for per-cell files
 FAULT_ENV = "XFBENCH_FAULT"
 TAIL_LINES = 40
 # Options a child needs to expand the same cells as this session.
-CELL_OPTIONS = ("model", "mode", "precision", "preset", "batch-size", "data", "weights")
+CELL_OPTIONS = (
+    "model",
+    "mode",
+    "precision",
+    "preset",
+    "batch-size",
+    "data",
+    "weights",
+    "skip-missing-devices",
+)
 
 
 def pytest_addoption(parser):
@@ -57,6 +67,12 @@ def pytest_addoption(parser):
 
 def pytest_configure(config):
     config.stash[FAILURES] = []
+    timeout = config.getoption("cell_timeout")
+    if timeout is not None and not (0 < timeout < math.inf):
+        # nan, inf, 0 and below would each disable the limit silently
+        raise pytest.UsageError(
+            f"--cell-timeout must be a positive, finite number of seconds, not {timeout:g}"
+        )
 
 
 def _cell(item):
