@@ -714,3 +714,31 @@ def test_isa_of_files_from_before_is_read_from_pytest_benchmarks_cpu_flags(tmp_p
     path.write_text(json.dumps(doc))
     render([path], tmp_path / "out")
     assert "sse4_2 avx2 avx512_vnni" in (tmp_path / "out" / "report.md").read_text()
+
+
+def test_the_command_names_each_file_left_out_and_exits_non_zero(tmp_path, capsys):
+    folder = runner_folder(tmp_path, "run", standard()[:2], merged=False)
+    (folder / "cells" / "train-broken.json").write_text('{"benchmarks": [')
+    assert cli(folder) == 1
+    err = capsys.readouterr().err
+    assert "xfbench report: left out: " in err and "train-broken.json" in err
+    assert (folder / "report.md").stat().st_size > 0  # the rest is still reported
+
+
+def test_a_report_that_fails_midway_leaves_no_empty_file(tmp_path, monkeypatch):
+    """Each file is written beside its place and renamed over it: a disk that fills while
+    writing leaves the previous report, not an empty or half file, and no temporary."""
+    from xfbench.report import files
+
+    folder = runner_folder(tmp_path, "run", standard()[:2])
+    render_folder(folder)
+    before = {p.name: p.read_bytes() for p in folder.glob("report.*")}
+
+    def disk_full(src, dst):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(files.os, "replace", disk_full)
+    with pytest.raises(OSError):
+        render_folder(folder)
+    assert {p.name: p.read_bytes() for p in folder.glob("report.*")} == before
+    assert not [p for p in folder.rglob(".*") if ".tmp" in p.name]

@@ -19,7 +19,7 @@ from xfbench.harness.threads import allowed_cpus
 from xfbench.runner import cli
 from xfbench.runner.plan import default_threads, make_plan
 from xfbench.runner.plugin import FAULT_ENV
-from xfbench.runner.store import RunFolder, default_folder, host
+from xfbench.runner.store import RunFolder, StoreError, default_folder, host, write_json
 
 ROOT = Path(__file__).resolve().parents[1]
 CPUS = len(allowed_cpus())
@@ -312,3 +312,85 @@ def test_retry_contended_measures_those_cells_again_and_replaces_their_records(
     assert run(argv + ["--retry-contended"], monkeypatch, f"{k5}:raise") == 1
     assert not folder.has_result(k5) and folder.failure(k5)["status"] == "failed"
     assert folder.has_result(k8)
+
+
+# -- faults in the results folder ---------------------------------------------------------
+def _one_cell_argv(folder: RunFolder) -> list[str]:
+    return NULL + ["--model", "fcn5", "--threads", "1", "--results", str(folder.root)]
+
+
+def test_a_truncated_cell_file_is_not_a_finished_cell(tmp_path, monkeypatch):
+    """A cut-off file in cells/ (a copy interrupted, a disk that filled) runs again on resume,
+    and its new record replaces it."""
+    folder = RunFolder(tmp_path / "r")
+    assert run(_one_cell_argv(folder), monkeypatch) == 0
+    (path,) = folder.cells.glob("*.json")
+    path.write_text(path.read_text()[:200])
+    assert not folder.has_result(path.stem)
+    assert run(_one_cell_argv(folder), monkeypatch) == 0
+    assert folder.has_result(path.stem)
+    assert len(json.loads(path.read_text())["benchmarks"]) == 1
+
+
+def test_a_second_run_into_a_folder_in_use_is_refused(tmp_path, capsys):
+    holder = RunFolder(tmp_path / "r")
+    holder.lock()  # as a sweep in another process holds it
+    rc = cli.main(_one_cell_argv(RunFolder(tmp_path / "r")))
+    err = capsys.readouterr().err
+    assert rc == 2 and err.count("\n") == 1
+    assert f"another xfbench run (pid {os.getpid()}) is writing into" in err
+    assert not list(holder.cells.glob("*.json"))
+
+
+def test_a_folder_written_by_a_newer_xfbench_is_refused(tmp_path, capsys):
+    folder = RunFolder(tmp_path / "r")
+    write_json(
+        folder.failed / "train-x.json",
+        {"kind": "failure", "schema_version": 99, "cell": {}, "status": "failed"},
+    )
+    rc = cli.main(_one_cell_argv(folder))
+    err = capsys.readouterr().err
+    assert rc == 2 and err.count("\n") == 1
+    assert "train-x.json: written by a newer xfbench (record schema 99" in err
+
+
+def test_a_results_file_that_cannot_be_written_is_one_line_naming_it(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    with pytest.raises(StoreError, match=r"cannot write .*file/cells/x.json"):
+        write_json(blocker / "cells" / "x.json", {})
+    assert blocker.read_text() == ""
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root writes through any permission")
+def test_an_unwritable_cells_folder_is_refused_before_anything_runs(tmp_path, capsys):
+    folder = RunFolder(tmp_path / "r")
+    folder.cells.mkdir(parents=True)
+    folder.cells.chmod(0o500)
+    try:
+        rc = cli.main(_one_cell_argv(folder))
+    finally:
+        folder.cells.chmod(0o700)
+    err = capsys.readouterr().err
+    assert rc == 2 and "is not writable" in err and "cells" in err
+
+
+def test_a_run_where_every_cell_fails_still_writes_its_benchmark_json(tmp_path, monkeypatch):
+    """pytest-benchmark writes no file when no benchmark ran: the failure records would be
+    lost. The runner's plugin writes the document itself, without benchmarks."""
+    out = tmp_path / "out.json"
+    monkeypatch.setenv(FAULT_ENV, "train-null-fcn5-none-fp32-cpu-t1-b8:raise")
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "xfbench/suites/test_train.py", "-q"]
+        + ["--framework", "null", "--model", "fcn5", "--preset", "smoke", "--threads", "1"]
+        + [f"--benchmark-json={out}"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 1, proc.stdout
+    data = json.loads(out.read_text())
+    assert data["benchmarks"] == []
+    (failure,) = data["xfbench"]["failures"]
+    assert failure["status"] == "failed" and "fault injected" in failure["reason"]

@@ -18,13 +18,16 @@ def render(
     with_paper: bool = False,
     reference: str | None = None,
     prices: str | Path | None = None,
+    problems: list[str] | None = None,
 ) -> list[Path]:
     """Read RESULTS (runner folders or pytest-benchmark JSON files), write the report files
     into out, and return their paths (report.md / .html / .csv first, then
     report-scaling.csv and report-allreduce.csv when there are such results, then the plots).
 
     Raises report.load.LoadError (unusable input), report.procurement.PricesError and
-    ValueError (a reference that names no machine); each message is one line."""
+    ValueError (a reference that names no machine); each message is one line. What was
+    left out (a file that could not be read, a plot not drawn) is listed in the report
+    and appended to problems when it is given."""
     from xfbench.report import (
         model,
         plots,
@@ -34,6 +37,7 @@ def render(
         render_md,
         scaling_plots,
     )
+    from xfbench.report.files import write_text
     from xfbench.report.load import load
 
     runs = [load(p) for p in results]
@@ -49,16 +53,14 @@ def render(
         drawn = {"threads": [], "accelerators": [], "gemm": [], "efficiency": [], "busbw": []}
     written = []
     if "md" in formats:
-        path = out / "report.md"
-        path.write_text(render_md.render(rep, drawn, out, generated), encoding="utf-8")
-        written.append(path)
+        written.append(write_text(out / "report.md", render_md.render(rep, drawn, out, generated)))
     if "html" in formats:
-        path = out / "report.html"
-        path.write_text(render_html.render(rep, drawn, generated), encoding="utf-8")
-        written.append(path)
+        written.append(write_text(out / "report.html", render_html.render(rep, drawn, generated)))
     if "csv" in formats:
         written.append(render_csv.write(rep, out / "report.csv"))
         written += render_csv.write_scaling(rep, out)
+    if problems is not None:
+        problems += rep.problems
     return written + [p for kind in drawn.values() for _, p in kind]
 
 

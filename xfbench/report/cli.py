@@ -87,6 +87,7 @@ def main(argv: list[str] | None = None) -> int:
         out = Path(args.results[0])
     else:
         out = Path("xfbench-report")
+    problems: list[str] = []
     try:
         written = render(
             args.results,
@@ -95,6 +96,7 @@ def main(argv: list[str] | None = None) -> int:
             with_paper=args.paper,
             reference=args.reference,
             prices=args.prices,
+            problems=problems,
         )
     except (LoadError, PricesError, ValueError) as e:
         print(f"xfbench report: {e}", file=sys.stderr)
@@ -108,7 +110,11 @@ def main(argv: list[str] | None = None) -> int:
     plots = sum(1 for p in written if p.suffix == ".png")
     if plots:
         print(f"{out / 'plots'}/ ({plots} plots)")
-    return 0
+    # Written, but not from everything given: each file left out is named (the report's
+    # "Left out" section says the same), and the exit status says it.
+    for problem in problems:
+        print(f"xfbench report: left out: {problem}", file=sys.stderr)
+    return 1 if problems else 0
 
 
 if __name__ == "__main__":

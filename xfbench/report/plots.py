@@ -11,6 +11,7 @@ import matplotlib
 matplotlib.use("Agg")  # files only, never a window
 import matplotlib.pyplot as plt  # noqa: E402
 
+from xfbench.report.files import replacing  # noqa: E402
 from xfbench.report.model import Block, Report, dtype_name  # noqa: E402
 
 SIZE = (8.5, 4.0)
@@ -21,8 +22,11 @@ DPI = 110
 
 def _save(fig, path: Path) -> Path:
     fig.tight_layout()
-    fig.savefig(path, dpi=DPI)
-    plt.close(fig)
+    try:
+        with replacing(path) as tmp:
+            fig.savefig(tmp, dpi=DPI)
+    finally:
+        plt.close(fig)
     return path
 
 

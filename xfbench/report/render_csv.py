@@ -9,6 +9,7 @@ import csv
 from pathlib import Path
 
 from xfbench.report import paper
+from xfbench.report.files import replacing
 from xfbench.report.model import Report
 
 COLUMNS = (
@@ -281,7 +282,7 @@ def allreduce_rows(report: Report) -> list[dict]:
 
 
 def _write(path: Path, columns, rows: list[dict]) -> Path:
-    with open(path, "w", newline="", encoding="utf-8") as f:
+    with replacing(path) as tmp, open(tmp, "w", newline="", encoding="utf-8") as f:
         writer = csv.DictWriter(f, fieldnames=columns, extrasaction="ignore")
         writer.writeheader()
         writer.writerows(rows)
@@ -305,8 +306,4 @@ def write_scaling(report: Report, folder: Path) -> list[Path]:
 
 
 def write(report: Report, path: Path) -> Path:
-    with open(path, "w", newline="", encoding="utf-8") as f:
-        writer = csv.DictWriter(f, fieldnames=COLUMNS, extrasaction="ignore")
-        writer.writeheader()
-        writer.writerows(rows(report))
-    return path
+    return _write(path, COLUMNS, rows(report))

@@ -19,11 +19,12 @@ from pathlib import Path
 
 from xfbench.harness.presets import PRESETS
 from xfbench.harness.selection import SelectionError
+from xfbench.records import RecordError
 from xfbench.runner import suites
 from xfbench.runner.group import Job, key, run_group
 from xfbench.runner.plan import Plan, default_timeout, make_plan
 from xfbench.runner.progress import SweepProgress
-from xfbench.runner.store import RunFolder, default_folder, find_resumable, read_json
+from xfbench.runner.store import RunFolder, StoreError, default_folder, find_resumable, read_json
 
 HARD_FAILURES = ("failed", "timeout", "killed", "oom")
 
@@ -172,11 +173,22 @@ def main(argv: list[str] | None = None) -> int:
                 "the selection has no cells (no mode of these frameworks runs on these devices)"
             )
         folder = choose_folder(args, plan)
-        _writable(folder.root)
-    except (UsageError, SelectionError) as e:
+        for path in (folder.root, folder.cells, folder.failed, folder.logs):
+            _writable(path)
+        folder.check_version()
+        folder.lock()
+    except (UsageError, SelectionError, RecordError, StoreError) as e:
         print(f"xfbench run: {e}", file=sys.stderr)
         return 2
-    return sweep(args, plan, folder)
+    try:
+        return sweep(args, plan, folder)
+    except StoreError as e:
+        # a full disk, or a folder made unwritable meanwhile: every cell already
+        # written is kept, and the same command resumes after the cause is fixed
+        print(f"xfbench run: {e}; the cells written so far are kept", file=sys.stderr)
+        return 3
+    finally:
+        folder.unlock()
 
 
 # Options that belong to one suite only: giving them to another is a mistake, not a no-op.
@@ -336,7 +348,7 @@ def _report(folder: RunFolder) -> None:
         rc = report_main([str(folder.root)])
     except (Exception, SystemExit) as e:
         rc = f"{type(e).__name__}: {e}"
-    if rc not in (0, None):
+    if rc not in (0, None, 1):  # 1: the report itself said what it left out, or why
         print(
             f"xfbench report did not finish ({rc}); run: xfbench report {folder.root}",
             file=sys.stderr,

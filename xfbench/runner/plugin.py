@@ -311,6 +311,26 @@ def _write_result(config, cell, stats) -> None:
 
 
 # -- every run: failures beside the benchmarks in --benchmark-json --------------------
+@pytest.hookimpl(trylast=True)
+def pytest_sessionfinish(session, exitstatus):
+    """pytest-benchmark writes --benchmark-json only when a benchmark ran. When none did
+    (every cell failed or was skipped), the same document is written with no benchmarks,
+    so the failure records and the machine are not lost."""
+    config = session.config
+    bench = getattr(config, "_benchmarksession", None)
+    if bench is None or not bench.json or bench.benchmarks or bench.disabled:
+        return
+    output = config.hook.pytest_benchmark_generate_json(
+        config=config,
+        benchmarks=[],
+        include_data=True,
+        machine_info=bench.get_machine_info(),
+        commit_info=config.hook.pytest_benchmark_generate_commit_info(config=config),
+    )
+    config.hook.pytest_benchmark_update_json(config=config, benchmarks=[], output_json=output)
+    write_json(Path(bench.json), output)
+
+
 def pytest_benchmark_update_json(config, benchmarks, output_json):
     from xfbench import machine
 

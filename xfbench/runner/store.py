@@ -15,6 +15,7 @@ record is marked contended; a cell's new record replaces its old one.
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import socket
@@ -32,14 +33,37 @@ def cell_key(task: str, cell_id: str) -> str:
     return f"{task}-{cell_id}"
 
 
+class StoreError(OSError):
+    """A results file could not be written; the message is one line naming it."""
+
+
 def write_json(path: Path, data) -> None:
-    """Write JSON so that a reader sees the old file or the new one, never half of one."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+    """Write JSON so that a reader sees the old file or the new one, never half of one.
+    StoreError (one line naming the file) when it cannot be written: a full disk, a
+    folder without write permission."""
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with open(tmp, "w") as f:
-        json.dump(data, f, indent=1, default=str)
-        f.write("\n")
-    os.replace(tmp, path)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(tmp, "w") as f:
+            json.dump(data, f, indent=1, default=str)
+            f.write("\n")
+        os.replace(tmp, path)
+    except OSError as e:
+        try:
+            tmp.unlink(missing_ok=True)
+        except OSError:
+            pass
+        raise StoreError(f"cannot write {path}: {e.strerror or e}") from None
+
+
+def valid_result(data) -> bool:
+    """A cell's file as the runner writes it: a pytest-benchmark document with a list of
+    benchmarks (a truncated or foreign file is not a finished cell)."""
+    return isinstance(data, dict) and isinstance(data.get("benchmarks"), list)
+
+
+def valid_failure(data) -> bool:
+    return isinstance(data, dict) and data.get("status") in STATUSES
 
 
 def read_json(path: Path):
@@ -68,10 +92,13 @@ class RunFolder:
 
     # -- one cell ---------------------------------------------------------------------
     def has_result(self, key: str) -> bool:
-        return (self.cells / f"{key}.json").exists()
+        """Whether the cell has a readable result: a truncated or foreign file in cells/
+        is not one, so the cell runs again and its new file replaces the bad one."""
+        return valid_result(read_json(self.cells / f"{key}.json"))
 
     def failure(self, key: str) -> dict | None:
-        return read_json(self.failed / f"{key}.json")
+        data = read_json(self.failed / f"{key}.json")
+        return data if valid_failure(data) else None
 
     def is_contended(self, key: str) -> bool:
         """The cell's result was measured while other processes took its CPUs
@@ -87,7 +114,7 @@ class RunFolder:
     ) -> bool:
         if self.has_result(key):
             return not (retry_contended and self.is_contended(key))
-        return not retry_failed and (self.failed / f"{key}.json").exists()
+        return not retry_failed and self.failure(key) is not None
 
     @staticmethod
     def _stamp(path: Path) -> tuple[int, int] | None:
@@ -129,6 +156,50 @@ class RunFolder:
         return record
 
     # -- the whole folder -------------------------------------------------------------
+    def lock(self) -> None:
+        """Hold the folder for this process until it exits: a second `xfbench run` into
+        the same folder would run the same cells and overwrite them. StoreError (one
+        line) when another process holds it. flock: released by the kernel when the
+        holder exits, however it exits, so no stale lock is ever left."""
+        self.root.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.root / ".lock", os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.read(fd, 32).decode(errors="replace").strip() or "?"
+            os.close(fd)
+            raise StoreError(
+                f"another xfbench run (pid {holder}) is writing into {self.root}: wait for "
+                "it to finish, or give another --results folder"
+            ) from None
+        os.ftruncate(fd, 0)
+        os.write(fd, str(os.getpid()).encode())
+        self._lock_fd = fd  # kept open: closing it would release the lock
+
+    def unlock(self) -> None:
+        fd = getattr(self, "_lock_fd", None)
+        if fd is not None:
+            os.close(fd)  # closing the descriptor releases the flock
+            self._lock_fd = None
+
+    def check_version(self) -> None:
+        """RecordError (one line) when a record in the folder was written by a newer
+        xfbench: resuming into it would mix two schemas."""
+        for path in sorted(self.cells.glob("*.json")) + sorted(self.failed.glob("*.json")):
+            data = read_json(path)
+            entries = (
+                [b.get("extra_info") or {} for b in data["benchmarks"] if isinstance(b, dict)]
+                if valid_result(data)
+                else [data]
+                if isinstance(data, dict)
+                else []
+            )
+            for record in entries:
+                try:
+                    records.kind_of(record)
+                except records.RecordError as e:
+                    raise records.RecordError(f"{path}: {e}") from None
+
     def results(self) -> list[dict]:
         """Every finished cell's pytest-benchmark JSON, in file-name order."""
         out = []
