@@ -3,8 +3,11 @@
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 from xfbench.harness.memory import peak_rss_bytes, reset_peak_rss
+
+ROOT = Path(__file__).resolve().parents[1]
 
 CHURN = textwrap.dedent("""
     import resource, sys
@@ -54,3 +57,56 @@ def test_peak_rss_resets_per_cell():
     del big
     reset_peak_rss()
     assert peak_rss_bytes() <= high  # a new peak starts from the RSS now, not the old peak
+
+
+# -- will a cell fit? -----------------------------------------------------------------
+def test_the_estimate_is_weights_gradients_momentum_and_activations():
+    from xfbench.harness.memory import needed_bytes
+    from xfbench.models import get_spec
+
+    spec = get_spec("resnet56")
+    need, parts = needed_bytes(spec, "train", 128, "fp32")
+    assert need == 3 * 4 * spec.param_count + 4 * 128 * spec.activations
+    assert "activations at batch 128" in parts
+    half, _ = needed_bytes(spec, "train", 128, "bf16")
+    assert half < need  # half-precision activations
+    infer, _ = needed_bytes(spec, "infer", 128, "fp32")
+    assert infer < need
+
+
+def test_a_cell_that_cannot_fit_is_refused_with_both_numbers(monkeypatch):
+    import pytest
+
+    from xfbench.harness import memory
+    from xfbench.models import get_spec
+
+    monkeypatch.setattr(memory, "host_available_bytes", lambda: 2**30)
+    spec = get_spec("resnet50")
+    memory.check_fits(spec, "train", 1, "fp32", "cpu")  # 0.4 GiB fits in 1
+    with pytest.raises(memory.TooLarge) as e:
+        memory.check_fits(spec, "train", 16, "fp32", "cpu")
+    assert "needs at least 2.01 GiB" in str(e.value) and "1.00 GiB host memory available" in (
+        str(e.value)
+    )
+
+
+def test_a_huge_batch_is_one_line_and_an_oom_failure(tmp_path):
+    """--batch-size 10000000: refused before any framework allocates, one line, no
+    traceback, recorded as out of memory."""
+    out = tmp_path / "out.json"
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "xfbench/suites/test_train.py", "-q"]
+        + ["--framework", "torch", "--model", "resnet56", "--mode", "eager", "--threads", "1"]
+        + ["--batch-size", "10000000", f"--benchmark-json={out}"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 1
+    assert "Traceback" not in proc.stdout and "During handling" not in proc.stdout
+    assert "out of memory before it started: needs at least" in proc.stdout
+    import json
+
+    (failure,) = json.loads(out.read_text())["xfbench"]["failures"]
+    assert failure["status"] == "oom"

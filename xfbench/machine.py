@@ -138,6 +138,19 @@ def cpu() -> dict:
     }
 
 
+def gpu_free_bytes(device: str) -> int | None:
+    """Free memory of cuda:N by NVML (None without NVML). N is NVML's index, which is the
+    CUDA index unless CUDA_VISIBLE_DEVICES reorders them."""
+    nvml = _nvml()
+    if not nvml or not device.startswith("cuda:"):
+        return None
+    try:
+        handle = nvml.nvmlDeviceGetHandleByIndex(int(device.split(":")[1]))
+        return int(nvml.nvmlDeviceGetMemoryInfo(handle).free)
+    except Exception:
+        return None
+
+
 def cpu_model() -> str:
     return _cpuinfo().get("brand_raw") or platform.processor() or platform.machine()
 

@@ -47,6 +47,7 @@ def build(cell: Cell, seed: int = 0, weights: str = "seed"):
     if reason:
         raise Skip(reason)
     spec = get_spec(cell.network, cell.scale)
+    memory.check_fits(spec, cell.task, cell.batch_size, cell.precision, cell.device)
     try:
         workload = adapter.build(spec, cell, initial(spec, seed, weights))
     except Unsupported as e:

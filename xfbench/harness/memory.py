@@ -63,3 +63,76 @@ def keep_freed_memory() -> str:
     except (OSError, AttributeError):
         SETTING = "system default (not glibc)"
     return SETTING
+
+
+# -- will a cell fit? ---------------------------------------------------------------------
+class TooLarge(Exception):
+    """A cell that cannot fit in the memory available; the message gives both numbers."""
+
+
+def _read_int(path: str) -> int | None:
+    try:
+        text = Path(path).read_text().strip()
+    except OSError:
+        return None
+    return int(text) if text.isdigit() else None
+
+
+def host_available_bytes() -> int:
+    """Memory this process can still take: what the OS calls available, or what the
+    cgroup's limit leaves (v2 memory.max, v1 memory.limit_in_bytes), whichever is less."""
+    import psutil
+
+    available = psutil.virtual_memory().available
+    for limit, usage in (
+        ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory.current"),
+        (
+            "/sys/fs/cgroup/memory/memory.limit_in_bytes",
+            "/sys/fs/cgroup/memory/memory.usage_in_bytes",
+        ),
+    ):
+        cap, used = _read_int(limit), _read_int(usage)
+        if cap is not None and used is not None and cap < 2**60:  # "max" / unlimited
+            available = min(available, max(0, cap - used))
+    return available
+
+
+def needed_bytes(spec, task: str, batch: int, precision: str) -> tuple[int, str]:
+    """A lower bound on the memory a cell needs, and how it is made up. Training keeps
+    weights, gradients and momentum (fp32) and, per sample, every layer's activations for
+    the backward pass; inference the weights and the two largest activations in flight.
+    Frameworks need more (gradients of activations, workspace, allocator slack)."""
+    act_bytes = 2 if precision in ("bf16", "fp16") else 4
+    if task == "train":
+        weights = 3 * 4 * spec.param_count
+        acts = act_bytes * batch * spec.activations
+        what = "weights, gradients and momentum"
+    else:
+        weights = 4 * spec.param_count
+        largest = max(layer.activations(x) for layer, x in spec.shapes)
+        acts = 2 * act_bytes * batch * largest
+        what = "weights"
+    gib = 2**30
+    return weights + acts, (
+        f"{what} {weights / gib:.2f} GiB, activations at batch {batch:,} {acts / gib:.2f} GiB"
+    )
+
+
+def check_fits(spec, task: str, batch: int, precision: str, device: str) -> None:
+    """TooLarge, before anything is allocated, when the cell's lower bound exceeds the
+    memory available on its device (the host's for the CPU, NVML's free memory for a GPU)."""
+    need, parts = needed_bytes(spec, task, batch, precision)
+    if device == "cpu":
+        have, where = host_available_bytes(), "host memory available"
+    else:
+        from xfbench import machine
+
+        have = machine.gpu_free_bytes(device)
+        if have is None:
+            return  # no NVML reading: the framework's own error will say
+        where = f"free on {device}"
+    if need > have:
+        raise TooLarge(
+            f"out of memory before it started: needs at least {need / 2**30:.2f} GiB "
+            f"({parts}), {have / 2**30:.2f} GiB {where}; use a smaller --batch-size"
+        )

@@ -60,6 +60,11 @@ class Layer:
     def macs(self, x: Shape) -> int:
         return 0
 
+    def activations(self, x: Shape) -> int:
+        """Values one sample's forward pass produces here: what training keeps for the
+        backward pass (a lower bound: frameworks may keep more)."""
+        return prod(self.out_shape(x))
+
 
 @dataclass(frozen=True)
 class Dense(Layer):
@@ -255,6 +260,9 @@ class Bottleneck(Layer):
     def macs(self, x):
         return sum(layer.macs(s) for layer, s in self.parts(x))
 
+    def activations(self, x):
+        return sum(layer.activations(s) for layer, s in self.parts(x)) + prod(self.out_shape(x))
+
 
 @dataclass(frozen=True)
 class BasicBlock(Layer):
@@ -283,6 +291,9 @@ class BasicBlock(Layer):
 
     def macs(self, x):
         return sum(layer.macs(s) for layer, s in self.parts(x))
+
+    def activations(self, x):
+        return sum(layer.activations(s) for layer, s in self.parts(x)) + prod(self.out_shape(x))
 
 
 @dataclass(frozen=True)
@@ -334,3 +345,7 @@ class LSTM(Layer):
             total += steps * 4 * h * (fin + h)
             fin = h
         return total
+
+    def activations(self, x):
+        # per layer and step: the four gates, the cell state and the output
+        return self.layers * prod(x[:-1]) * 6 * self.hidden

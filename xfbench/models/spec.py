@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import cached_property
+from math import prod
 
 import numpy as np
 
@@ -80,6 +81,11 @@ class Spec:
     def forward_macs(self) -> int:
         """Multiply-accumulates of one sample's forward pass."""
         return sum(layer.macs(x) for layer, x in self.shapes)
+
+    @cached_property
+    def activations(self) -> int:
+        """Values one sample's forward pass produces (Layer.activations), input included."""
+        return prod(self.input_shape) + sum(layer.activations(x) for layer, x in self.shapes)
 
     def forward_flops(self, batch: int) -> int:
         return 2 * self.forward_macs * batch
