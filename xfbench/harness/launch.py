@@ -43,20 +43,26 @@ def child_env(extra: dict[str, str] | None = None, base: dict[str, str] | None =
     return env
 
 
-def oom_kills() -> int | None:
+def oom_kills(
+    proc_cgroup: Path = Path("/proc/self/cgroup"), root: Path = Path("/sys/fs/cgroup")
+) -> int | None:
     """The kernel's count of out-of-memory kills in this process's memory cgroup, if
-    readable: memory.events (cgroup v2) or memory.oom_control (cgroup v1)."""
+    readable: memory.events (cgroup v2, mounted at root, or at root/unified beside v1
+    controllers) or memory.oom_control (cgroup v1). The arguments are for tests."""
     try:
-        lines = Path("/proc/self/cgroup").read_text().splitlines()
+        lines = proc_cgroup.read_text().splitlines()
     except OSError:
         return None
     for line in lines:
         _, controllers, path = line.split(":", 2)
+        rel = path.lstrip("/")
         if controllers == "":  # v2: one unified hierarchy
-            files = [Path("/sys/fs/cgroup") / path.lstrip("/") / "memory.events"]
+            files = [root / rel / "memory.events", root / "unified" / rel / "memory.events"]
         elif "memory" in controllers.split(","):
-            base = Path("/sys/fs/cgroup/memory")
-            files = [base / path.lstrip("/") / "memory.oom_control", base / "memory.oom_control"]
+            files = [
+                root / "memory" / rel / "memory.oom_control",
+                root / "memory/memory.oom_control",
+            ]
         else:
             continue
         for f in files:
