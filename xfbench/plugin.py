@@ -13,6 +13,7 @@ in force when a framework's thread pool starts.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -60,6 +61,10 @@ OPTIONS = {
 }
 
 
+OPTIONS["ci-target"] = (
+    "adaptive rounds (paper and quick presets): time more rounds, within the preset's cap, "
+    "until the median's 95%% interval is within this percentage of it (default: 2)"
+)
 OPTIONS["weights"] = (
     "initial weights: 'seed' (drawn in memory) or 'onnx' (read from the canonical ONNX "
     "file, written to $XFBENCH_CACHE first when missing); the same numbers either way"
@@ -114,7 +119,7 @@ def _parse(config) -> Selection:
         **{
             name.replace("-", "_"): config.getoption(name.replace("-", "_"))
             for name in OPTIONS
-            if name != "weights"
+            if name not in ("weights", "ci-target")
         },
         skip_missing_devices=config.getoption("skip_missing_devices", False),
     )
@@ -177,6 +182,7 @@ def pytest_configure(config):
             suite.before_pin(config)
     try:
         sel = _parse(config)
+        ci_target(config)
         if config.getoption("weights") not in (None, *WEIGHT_SOURCES):
             raise SelectionError(
                 f"unknown weights {config.getoption('weights')!r}; "
@@ -192,6 +198,23 @@ def pytest_configure(config):
                 config.stash[suite.key] = suite.select(config)
     except (SelectionError, ValueError, pytest.UsageError) as e:
         raise pytest.UsageError((str(e).strip().splitlines() or ["bad option"])[0]) from None
+
+
+def ci_target(config) -> float | None:
+    """--ci-target as a share (0.02 for 2), or None for the default; SelectionError
+    unless it is a percentage above 0 and below 100."""
+    value = config.getoption("ci_target")
+    if value is None:
+        return None
+    try:
+        pct = float(value)
+    except ValueError:
+        pct = math.nan
+    if not 0 < pct < 100:
+        raise SelectionError(
+            f"--ci-target must be a percentage above 0 and below 100, not {value!r}"
+        )
+    return pct / 100
 
 
 def pytest_generate_tests(metafunc):
@@ -225,6 +248,7 @@ def run_cell(request, benchmark):
                 sel.preset,
                 configured[cell.framework],
                 config.getoption("weights") or "seed",
+                ci_target(config),
             )
         except Skip as e:
             pytest.skip(str(e))

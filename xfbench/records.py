@@ -125,6 +125,24 @@ NETWORK_CELL = CELL + (
     Field("compile_s", "float", "seconds of ahead-of-time compilation and the first step"),
     Field("warmup_steps", "int", "untimed steps after the first"),
     Field("rounds", "int", "timed steps"),
+    Field(
+        "rounds_chosen_by",
+        "str",
+        "budget (the preset's seconds), ci target (as many as the warm-up spread says the "
+        "interval needs) or time cap (the adaptive rounds' limit)",
+    ),
+    Field("ci_low_s", "float", "lower end of the median's confidence interval, seconds"),
+    Field("ci_high_s", "float", "upper end of the median's confidence interval, seconds"),
+    Field(
+        "ci_level",
+        "float",
+        "the interval's coverage: 0.95 or more when there are enough rounds (6 or more), "
+        "else that of [min, max] (3 rounds: 0.75)",
+    ),
+    Field("ci_method", "str", "order statistics (distribution-free)"),
+    Field("ci_half_width", "float", "half the interval's width over the median"),
+    Field("ci_target", "float", "the half-width aimed at (--ci-target / 100)"),
+    Field("ci_target_met", "bool", "ci_half_width <= ci_target"),
     Field("peak_host_rss_bytes", "int", "peak resident memory of the process"),
     Field("peak_host_rss_scope", "str", "cell (the peak was reset before it) or process"),
     Field("malloc", "str", "glibc allocator setting in force"),

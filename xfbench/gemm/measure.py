@@ -216,7 +216,7 @@ def measure(
             batch(calls)
         t0 = time.perf_counter()
         batch(calls)
-        rounds = preset.rounds(time.perf_counter() - t0)
+        rounds, _ = preset.rounds(time.perf_counter() - t0)
 
         samples: list[float] = []
         with CpuMeter() as meter:

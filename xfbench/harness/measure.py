@@ -13,7 +13,7 @@ from typing import Any
 
 from xfbench import machine, records
 from xfbench.adapters import Cell, Unsupported, get_adapter
-from xfbench.harness import memory
+from xfbench.harness import memory, stats
 from xfbench.harness.memory import peak_rss_bytes, reset_peak_rss
 from xfbench.harness.presets import Preset
 from xfbench.harness.threads import CpuMeter, allowed_cpus, contention_fields
@@ -56,7 +56,12 @@ def build(cell: Cell, seed: int = 0, weights: str = "seed"):
 
 
 def measure(
-    benchmark, cell: Cell, preset: Preset, threads_config: dict[str, Any], weights: str = "seed"
+    benchmark,
+    cell: Cell,
+    preset: Preset,
+    threads_config: dict[str, Any],
+    weights: str = "seed",
+    ci_target: float | None = None,
 ) -> dict:
     """Run one cell under pytest-benchmark and return the record stored in extra_info."""
     own_peak = reset_peak_rss()
@@ -70,13 +75,13 @@ def measure(
         work.step()
         compile_s = time.perf_counter() - t0
 
-        t0 = time.perf_counter()
+        pilot = []  # each warm-up step's time: the spread that sizes adaptive rounds
         for _ in range(preset.warmup):
+            t0 = time.perf_counter()
             work.step()
-        warm_step = (
-            (time.perf_counter() - t0) / max(preset.warmup, 1) if preset.warmup else compile_s
-        )
-        rounds = preset.rounds(warm_step)
+            pilot.append(time.perf_counter() - t0)
+        warm_step = sum(pilot) / len(pilot) if pilot else compile_s
+        rounds, chosen_by = preset.rounds(warm_step, pilot, ci_target)
 
         with CpuMeter() as meter:
             benchmark.pedantic(work.step, rounds=rounds, iterations=1, warmup_rounds=0)
@@ -95,10 +100,32 @@ def measure(
             own_peak,
         )
         record["weights_source"] = weights
+        record.update(_confidence(benchmark, ci_target, chosen_by))
         benchmark.extra_info.update(record)
         return record
     finally:
         work.close()
+
+
+def _confidence(benchmark, target: float | None, chosen_by: str) -> dict:
+    """The median's confidence interval from the timed rounds (harness.stats), and how
+    the number of rounds was chosen."""
+    data = benchmark.stats.stats.data if benchmark.stats else []
+    if not data:
+        return {}
+    low, high, coverage = stats.median_ci(data)
+    width = stats.half_width(data)
+    target = target or stats.TARGET
+    return {
+        "ci_low_s": low,
+        "ci_high_s": high,
+        "ci_level": round(coverage, 4),
+        "ci_method": stats.METHOD,
+        "ci_half_width": width,
+        "ci_target": target,
+        "ci_target_met": width <= target,
+        "rounds_chosen_by": chosen_by,
+    }
 
 
 def _record(

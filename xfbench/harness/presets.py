@@ -23,11 +23,23 @@ class Preset:
     # False: every mode.
     one_mode: bool = False
     cell_timeout_s: float = 1800.0
+    # Adaptive rounds: above the budget's, as many as the warm-up steps' spread says the
+    # median's 95 % interval needs to be within the target (harness.stats), up to this
+    # many seconds of timed steps (0: the budget alone decides).
+    time_cap_s: float = 0.0
 
-    def rounds(self, step_s: float) -> int:
+    def rounds(self, step_s: float, pilot=(), target: float | None = None) -> tuple[int, str]:
+        """Timed rounds for a step of step_s seconds, and what chose them."""
+        from xfbench.harness.stats import TARGET, rounds_for
+
         if step_s <= 0:
-            return self.max_rounds
-        return max(self.min_rounds, min(self.max_rounds, round(self.budget_s / step_s)))
+            return self.max_rounds, "max_rounds"
+        budget = max(self.min_rounds, min(self.max_rounds, round(self.budget_s / step_s)))
+        need = rounds_for(list(pilot), target or TARGET) if self.time_cap_s else None
+        if need is None or need <= budget:
+            return budget, "budget"
+        cap = max(budget, min(self.max_rounds, int(self.time_cap_s / step_s)))
+        return (need, "ci target") if need <= cap else (cap, "time cap")
 
 
 PRESETS = {
@@ -38,18 +50,22 @@ PRESETS = {
         min_rounds=10,
         max_rounds=1000,
         budget_s=10.0,
-        description="the paper's networks and Table 7 batch sizes, 10 s of timed steps",
+        description="the paper's networks and Table 7 batch sizes, 10 s of timed steps, "
+        "more (up to 60 s) until the median's 95 % interval is within the target",
         cell_timeout_s=3600.0,
+        time_cap_s=60.0,
     ),
     "quick": Preset(
         "quick",
         "full",
-        warmup=1,
+        warmup=2,
         min_rounds=3,
         max_rounds=50,
         budget_s=1.0,
-        description="the paper's networks and batch sizes, a short timing budget",
+        description="the paper's networks and batch sizes, a short timing budget "
+        "(up to 5 s for the median's interval target)",
         cell_timeout_s=900.0,
+        time_cap_s=5.0,
     ),
     "smoke": Preset(
         "smoke",

@@ -64,6 +64,11 @@ def parser() -> Parser:
     )
     sel.add_argument("--preset", help=f"{', '.join(PRESETS)} (default: paper)")
     sel.add_argument("--batch-size", help="mini-batch size (default: the preset's)")
+    sel.add_argument(
+        "--ci-target",
+        help="adaptive rounds (paper, quick): more rounds until the median's 95%% interval "
+        "is within this percentage (default: 2)",
+    )
     sel.add_argument("--data", help="resident (default) or copied")
     sel.add_argument(
         "--weights", help="seed (default) or onnx: where the initial weights come from"
@@ -205,6 +210,7 @@ SUITE_OPTIONS = {
         "data",
         "weights",
         "task",
+        "ci_target",
     ),
     "scaling": (
         "framework",
@@ -274,6 +280,7 @@ def make_suite_plan(args) -> Plan:
         args.task,
         args.weights,
         args.skip_missing_devices,
+        args.ci_target,
     )
 
 

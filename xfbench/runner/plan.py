@@ -62,6 +62,7 @@ def make_plan(
     task=None,
     weights=None,
     skip_missing_devices=False,
+    ci_target=None,
 ) -> Plan:
     """Validate every option (SelectionError: one line for the user) and list the jobs."""
     counts = thread_counts(threads)
@@ -79,6 +80,15 @@ def make_plan(
         n: parse(**base, threads=str(n), skip_missing_devices=skip_missing_devices) for n in counts
     }
     sel = selections[counts[0]]
+    if ci_target is not None:
+        try:
+            ok = 0 < float(ci_target) < 100
+        except ValueError:
+            ok = False
+        if not ok:
+            raise SelectionError(
+                f"--ci-target must be a percentage above 0 and below 100, not {ci_target!r}"
+            )
     if weights not in (None, *WEIGHT_SOURCES):
         raise SelectionError(f"unknown weights {weights!r}; valid: {', '.join(WEIGHT_SOURCES)}")
     tasks = option_list("task", task) or list(sel.preset.tasks)
@@ -94,6 +104,7 @@ def make_plan(
         "data": sel.data,
         "weights": weights or "seed",
         "skip-missing-devices": skip_missing_devices,
+        "ci-target": ci_target,
     }
     jobs = []
     for fw in sel.frameworks:

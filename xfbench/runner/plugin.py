@@ -52,6 +52,7 @@ CELL_OPTIONS = (
     "data",
     "weights",
     "skip-missing-devices",
+    "ci-target",
 )
 
 
