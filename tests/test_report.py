@@ -742,3 +742,47 @@ def test_a_report_that_fails_midway_leaves_no_empty_file(tmp_path, monkeypatch):
         render_folder(folder)
     assert {p.name: p.read_bytes() for p in folder.glob("report.*")} == before
     assert not [p for p in folder.rglob(".*") if ".tmp" in p.name]
+
+
+def _with_ci(bench: dict, low: float, high: float) -> dict:
+    bench["extra_info"].update({"ci_low_s": low, "ci_high_s": high, "ci_level": 0.95})
+    return bench
+
+
+def test_table7_shows_the_interval_and_the_report_opens_with_the_fastest(tmp_path):
+    torch_cell = _with_ci(entry("resnet56", [1.0] * 3, batch=128), 0.98, 1.02)
+    tf_cell = _with_ci(
+        entry("resnet56", [2.0] * 3, framework="tensorflow", mode="function", batch=128), 1.9, 2.1
+    )
+    jax_cell = _with_ci(
+        entry("resnet56", [1.01] * 3, framework="jax", mode="jit", batch=128), 0.97, 1.05
+    )
+    folder = runner_folder(tmp_path, "run", [torch_cell, tf_cell])
+    render_folder(folder)
+    md = (folder / "report.md").read_text()
+    assert md.index("Fastest per network") < md.index("Machines")  # the answer first
+    fastest = md.split("Fastest per network")[1].split("\n\n#")[0]
+    assert "PyTorch eager" in fastest and "2x faster (2x, CI 1.86-2.14x)" in fastest
+    block = md.split("### ResNet-56")[1].split("###")[0]
+    assert "1 ±2%" in block and "2 ±5%" in block
+    # two frameworks whose intervals overlap: within noise, not a winner by 1 %
+    folder = runner_folder(tmp_path, "run2", [torch_cell, jax_cell])
+    render_folder(folder)
+    assert "within noise (1.01x" in (folder / "report.md").read_text()
+
+
+def test_two_runs_of_a_machine_within_noise_are_called_so(tmp_path):
+    a = runner_folder(
+        tmp_path, "2026-01-01-alpha", [_with_ci(entry("fcn5", [1.0] * 3), 0.95, 1.05)]
+    )
+    b = runner_folder(
+        tmp_path, "2026-01-02-beta", [_with_ci(entry("fcn5", [1.02] * 3), 0.97, 1.07)]
+    )
+    c = runner_folder(
+        tmp_path, "2026-01-03-gamma", [_with_ci(entry("fcn5", [0.5] * 3), 0.49, 0.51)]
+    )
+    out = tmp_path / "side"
+    assert cli(a, b, c, "--out", out, "--format", "md") == 0
+    compared = (out / "report.md").read_text().split("Machines compared, cell by cell")[1]
+    assert "A vs B" in compared and "A: within noise (1.02x" in compared
+    assert "A vs C" in compared and "C: 2x faster" in compared

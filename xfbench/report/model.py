@@ -310,6 +310,22 @@ def format_seconds(value: float) -> str:
     return f"{value:.4g}" if value >= 1e-3 else f"{value:.3g}"
 
 
+def interval(r: Result) -> tuple[float, float, float] | None:
+    """(median, low, high) of a timed result whose record has a confidence interval."""
+    low, high = r.info.get("ci_low_s"), r.info.get("ci_high_s")
+    if r.median is None or not isinstance(low, int | float) or not isinstance(high, int | float):
+        return None
+    return r.median, float(low), float(high)
+
+
+def plus_minus(r: Result) -> str:
+    """ " ±3%": half the median's interval, or nothing for a record without one."""
+    ci = interval(r)
+    if ci is None or ci[0] <= 0:
+        return ""
+    return f" ±{(ci[2] - ci[1]) / 2 / ci[0] * 100:.0f}%"
+
+
 def network_title(network: str) -> str:
     from xfbench.models import get_spec
 
@@ -496,7 +512,7 @@ def build(
                 r = m.results.get((bk, rk, c.key))
                 if r is not None:
                     # contended / thread-shortfall marks beside the number (legend: tables.py)
-                    text = format_seconds(r.median) + marks(r.info)
+                    text = format_seconds(r.median) + plus_minus(r) + marks(r.info)
                     cells.append(TableCell(text, r.median, result=r))
                     continue
                 failed = next(

@@ -28,6 +28,8 @@ def render(report: Report, plots: dict, generated: str) -> str:
     sections = {
         "machines": tables.machines_table(report),
         "backends": tables.backends_table(report),
+        "fastest": tables.fastest_table(report),
+        "compared": tables.machines_compared_table(report),
         "summary": tables.summary_table(report),
         "table7": [
             tables.table7(b, [m.label for m in report.machines], [m.tag for m in report.machines])

@@ -90,12 +90,14 @@ def render(report: Report, plots: dict, out: Path, generated: str) -> str:
         "",
         f"Generated {generated}. {INTRO}",
         "",
-        table(tables.machines_table(report), 2),
-        "",
     ]
-    backends = tables.backends_table(report)
-    if backends:
-        lines += [table(backends, 2), ""]
+    fastest = tables.fastest_table(report)
+    if fastest:  # the answer first
+        lines += [table(fastest, 2), ""]
+    lines += [table(tables.machines_table(report), 2), ""]
+    for t in (tables.machines_compared_table(report), tables.backends_table(report)):
+        if t:
+            lines += [table(t, 2), ""]
     summary = tables.summary_table(report)
     if summary:
         lines += [table(summary, 2), ""]

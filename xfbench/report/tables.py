@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 from xfbench.harness.threads import legend, marks
 from xfbench.report import paper
-from xfbench.report.model import Block, Report, col_label, network_title, row_label
+from xfbench.report.model import Block, Report, col_label, network_title, row_key, row_label
 
 
 @dataclass
@@ -93,6 +93,101 @@ def machines_table(report: Report) -> Table:
         anchor="machines",
         text_cols=8 if several else 7,
         caption="Table 7's column headers start with the machine's tag." if several else "",
+    )
+
+
+def verdict(a, b) -> str:
+    """How two timed results compare: "1.45x (CI 1.38-1.52x)" when a is faster beyond
+    noise, else "within noise (1.02x, CI 0.97-1.08x)"; the ratio is b's time over a's."""
+    from xfbench.harness.stats import ratio_ci
+    from xfbench.report.model import interval
+
+    ia, ib = interval(a), interval(b)
+    if ia is None or ib is None:
+        return f"{b.median / a.median:.3g}x (no interval recorded)"
+    ratio, low, high, noise = ratio_ci(ib, ia)
+    text = f"{ratio:.3g}x, CI {low:.3g}-{high:.3g}x"
+    return f"within noise ({text})" if noise else f"{ratio:.3g}x faster ({text})"
+
+
+def fastest_table(report: Report) -> Table | None:
+    """Per network and column (threads or device), which framework and mode is fastest,
+    and by how much over the next, or that the two are within noise: the question a
+    reader comes with, answered before the tables it is read from."""
+    rows = []
+    for block in report.blocks:
+        for ci, col in enumerate(block.columns):
+            timed = sorted(
+                (row.cells[ci].result for row in block.rows if row.cells[ci].value is not None),
+                key=lambda r: r.median,
+            )
+            if len(timed) < 2:
+                continue
+            first, second = timed[0], timed[1]
+            rows.append(
+                [
+                    _t(block.title),
+                    _t(col.label),
+                    _t(row_label(row_key(first))),
+                    _t(row_label(row_key(second))),
+                    _t(verdict(first, second)),
+                ]
+            )
+    if not rows:
+        return None
+    return Table(
+        "Fastest per network",
+        ["network", "column", "fastest", "next", "fastest over next"],
+        rows,
+        anchor="fastest",
+        text_cols=5,
+        caption="The ratio is the next one's median time over the fastest's; its interval "
+        "is [low / high, high / low] of the two medians' confidence intervals, and where it "
+        "contains 1 the two are within noise (docs/measurement.md, Confidence intervals).",
+    )
+
+
+def machines_compared_table(report: Report) -> Table | None:
+    """Each cell two machines both measured, the reference against each other machine:
+    which is faster and by how much, or within noise (their intervals' ratio contains 1)."""
+    if len(report.machines) < 2 or report.reference is None:
+        return None
+    ref = report.reference
+    rows = []
+    for block in report.blocks:
+        for row in block.rows:
+            mine = {
+                block.columns[ci].key: cell.result
+                for ci, cell in enumerate(row.cells)
+                if cell.value is not None
+                and block.columns[ci].machine == report.machines.index(ref)
+            }
+            for ci, cell in enumerate(row.cells):
+                col = block.columns[ci]
+                other = report.machines[col.machine]
+                if other is ref or cell.value is None or col.key not in mine:
+                    continue
+                a, b = mine[col.key], cell.result
+                fast, slow, who = (a, b, ref.tag) if a.median <= b.median else (b, a, other.tag)
+                rows.append(
+                    [
+                        _t(block.title),
+                        _t(row.label),
+                        _t(col_label(col.key)),
+                        _t(f"{ref.tag} vs {other.tag}"),
+                        _t(f"{who}: " + verdict(fast, slow)),
+                    ]
+                )
+    if not rows:
+        return None
+    return Table(
+        "Machines compared, cell by cell",
+        ["network", "framework / mode", "column", "machines", "faster"],
+        rows,
+        anchor="machines-compared",
+        text_cols=5,
+        caption="Ratios and intervals as in the fastest-per-network table: within noise "
+        "where the interval of the ratio contains 1.",
     )
 
 
