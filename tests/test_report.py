@@ -786,3 +786,25 @@ def test_two_runs_of_a_machine_within_noise_are_called_so(tmp_path):
     compared = (out / "report.md").read_text().split("Machines compared, cell by cell")[1]
     assert "A vs B" in compared and "A: within noise (1.02x" in compared
     assert "A vs C" in compared and "C: 2x faster" in compared
+
+
+def test_the_machine_score_weighs_networks_equally_and_counts_failures(tmp_path, capsys):
+    from xfbench.report.score import main as score_main
+
+    ref = runner_folder(
+        tmp_path,
+        "ref",
+        [entry("fcn5", [2.0], threads=t) for t in (1, 2)] + [entry("resnet56", [8.0], batch=128)],
+    )
+    # 2x faster on both fcn5 cells, 8x on resnet56: networks equal -> sqrt(2 * 8) = 4
+    ours = runner_folder(
+        tmp_path,
+        "ours",
+        [entry("fcn5", [1.0], threads=t) for t in (1, 2)] + [entry("resnet56", [1.0], batch=128)],
+        [failure("alexnet", "oom", "out of memory")],
+    )
+    assert score_main([str(ours), "--reference", str(ref)]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("score 4 against ref") and "3 cells of 2 networks" in out
+    assert "1 of 4 cells of RESULTS failed" in out
+    assert score_main([str(ours), "--reference", str(tmp_path / "nowhere")]) == 1

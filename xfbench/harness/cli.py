@@ -1,4 +1,5 @@
-"""The `xfbench` command: `xfbench run ...` (the sweep runner) and `xfbench report ...`.
+"""The `xfbench` command: `xfbench run ...` (the sweep runner), `xfbench report ...` and
+`xfbench score ...`.
 
 Each subcommand lives in its own package and is imported only when called.
 """
@@ -14,6 +15,7 @@ SUBCOMMANDS = {
         "run cells in fresh processes, one per (framework, device, threads)",
     ),
     "report": ("xfbench.report.cli", "render tables and plots from pytest-benchmark JSON"),
+    "score": ("xfbench.report.score", "one number for a machine against a reference result set"),
 }
 
 

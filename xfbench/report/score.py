@@ -1,0 +1,113 @@
+"""`xfbench score RESULTS`: one number for a machine against a reference result set.
+
+The score is a weighted geometric mean, over the cells both measured, of the reference's
+median time over this machine's (above 1: faster than the reference). Each network
+weighs the same, however many cells it has (its cells' log ratios are averaged first),
+so a network measured at more thread counts does not count for more. The reference is a
+runner folder checked in under results/reference/ (the one sharing the most cells with
+RESULTS, unless --reference names one); the output names it, the cells compared, the
+weights, and how many of RESULTS' cells failed, since a machine that fails cells must not
+score well by leaving out its slow ones.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+# In a checkout: results/reference/ beside the package.
+REFERENCES = Path(__file__).resolve().parents[2] / "results" / "reference"
+WEIGHTS = "each network equal (its cells' log ratios averaged first)"
+
+
+@dataclass
+class Score:
+    value: float | None  # None when no cell is shared
+    cells: int  # cells compared
+    networks: int
+    failed: int  # of RESULTS' cells
+    total: int
+    reference: str
+
+
+def _cells(run) -> dict:
+    from xfbench.report.model import block_key, row_key
+
+    out = {}
+    for r in run.results:
+        if r.ok and r.median > 0:
+            col = ("acc", r.device) if r.accelerator else ("cpu", r.threads)
+            out[(block_key(r), row_key(r), col)] = r
+    return out
+
+
+def score(results, reference) -> Score:
+    """results and reference: report.load Runs."""
+    mine, ref = _cells(results), _cells(reference)
+    by_network: dict[str, list[float]] = {}
+    for k, r in mine.items():
+        if k in ref:
+            by_network.setdefault(k[0][1], []).append(math.log(ref[k].median / r.median))
+    means = [sum(v) / len(v) for v in by_network.values()]
+    value = math.exp(sum(means) / len(means)) if means else None
+    failed = sum(1 for f in results.results if not f.ok)
+    return Score(
+        value,
+        sum(len(v) for v in by_network.values()),
+        len(by_network),
+        failed,
+        len(results.results),
+        reference.name,
+    )
+
+
+def _references() -> list[Path]:
+    return sorted(p for p in REFERENCES.iterdir() if p.is_dir()) if REFERENCES.is_dir() else []
+
+
+def main(argv: list[str] | None = None) -> int:
+    from xfbench.report.load import LoadError, load
+
+    p = argparse.ArgumentParser(
+        prog="xfbench score",
+        description="One number for RESULTS against a reference result set: the weighted "
+        "geometric mean of the reference's seconds over these.",
+    )
+    p.add_argument("results", help="a runner folder or pytest-benchmark JSON file")
+    p.add_argument(
+        "--reference",
+        help="a reference runner folder (default: the one under results/reference/ that "
+        "shares the most cells with RESULTS)",
+    )
+    try:
+        args = p.parse_args(argv)
+    except SystemExit as e:
+        return int(e.code or 0) if not isinstance(e.code, str) else 2
+    try:
+        run = load(args.results)
+        candidates = [Path(args.reference)] if args.reference else _references()
+        if not candidates:
+            print(
+                f"xfbench score: no reference: give --reference, or check one in under {REFERENCES}",
+                file=sys.stderr,
+            )
+            return 2
+        scores = [score(run, load(c)) for c in candidates]
+    except LoadError as e:
+        print(f"xfbench score: {e}", file=sys.stderr)
+        return 1
+    best = max(scores, key=lambda s: s.cells)
+    if best.value is None:
+        print(
+            f"xfbench score: {args.results} shares no cell with {best.reference}", file=sys.stderr
+        )
+        return 1
+    print(
+        f"score {best.value:.3g} against {best.reference} (above 1: faster): geometric mean of "
+        f"the reference's seconds over these, {best.cells} cells of {best.networks} networks, "
+        f"weights: {WEIGHTS}; {best.failed} of {best.total} cells of RESULTS failed"
+    )
+    return 0
