@@ -162,3 +162,39 @@ def test_copied_data_gives_the_same_step():
     copied.step()
     assert copied.loss() == resident.loss()
     assert copied.x_host.data_ptr() != copied._batch()[0].data_ptr()  # a new copy each step
+
+
+def test_compiled_cells_stay_compiled_past_dynamos_recompile_limit():
+    """Every workload's _forward_loss is one code object: without a reset, Dynamo stops
+    compiling it after 8 workloads and the cell runs eagerly while labelled compile."""
+    for i in range(10):
+        _, work = build("fcn_r", mode="compile", precision="fp32" if i % 2 else "bf16")
+        work.prepare()
+        work.step()
+        facts = work.compile_facts()
+        assert facts["compiled_graphs"] >= 2, (i, facts)
+        work.close()
+
+
+def test_a_compiled_mode_that_fell_back_fails_the_cell():
+    _, work = build("fcn_r", mode="compile")
+    work.prepare()
+    work.step()
+    work.compiled_functions = 99  # as if Dynamo had given up on most of them
+    with pytest.raises(RuntimeError, match="torch.compile fell back to eager"):
+        work.compile_facts()
+
+
+@pytest.mark.parametrize("precision", ["bf16", "fp16"])
+def test_the_lstm_runs_in_half_precision_on_any_cpu_and_says_which_kernel(precision):
+    """oneDNN's bf16/fp16 LSTM needs avx512_bf16 or AMX and raises without them: there the
+    LSTM runs ATen's kernels instead, and the record says so."""
+    from xfbench.adapters.torch.lstm import onednn_runs_lstm
+
+    _, work = build("lstm32", precision=precision)
+    work.prepare()
+    work.step()
+    assert np.isfinite(work.loss())
+    dtype = torch.bfloat16 if precision == "bf16" else torch.float16
+    expected = "aten/onednn" if onednn_runs_lstm(dtype) else "aten (oneDNN has no"
+    assert work.info["lstm_kernel"].startswith(expected)

@@ -103,6 +103,12 @@ class Workload:
         returns them), in evaluation mode. Frameworks without an exporter raise."""
         raise Unsupported(f"{type(self).__name__} has no ONNX export")
 
+    def compile_facts(self) -> dict:
+        """After the first step: what was compiled (graphs, graph breaks), for the record.
+        Raises RuntimeError when a compiled mode fell back to running uncompiled, so a
+        cell labelled compiled never times eager code. Default: nothing to say."""
+        return {}
+
     def reset_peak_memory(self) -> None:
         """Start a new peak of device memory (no-op on the host)."""
 

@@ -74,6 +74,7 @@ def measure(
         work.prepare()
         work.step()
         compile_s = time.perf_counter() - t0
+        compiled = work.compile_facts()  # raises when a compiled mode fell back
 
         pilot = []  # each warm-up step's time: the spread that sizes adaptive rounds
         for _ in range(preset.warmup):
@@ -100,6 +101,7 @@ def measure(
             own_peak,
         )
         record["weights_source"] = weights
+        record.update(compiled)
         record.update(_confidence(benchmark, ci_target, chosen_by))
         benchmark.extra_info.update(record)
         return record

@@ -113,6 +113,13 @@ class TorchWorkload(Workload):
             raise Unsupported(f"unknown PyTorch mode {cell.mode!r}")
         mode = compile_mode[cell.mode]
         compile_ = (lambda f: torch.compile(f, mode=mode)) if mode else (lambda f: f)
+        if mode:
+            # Dynamo caches compiled code per code object, and every workload's
+            # _forward_loss is the same one: past its recompile limit (8) later cells would
+            # silently run eagerly. Each compiled cell starts from an empty cache.
+            torch._dynamo.reset()
+            torch._dynamo.utils.counters.clear()
+        self.compiled_functions = 0 if not mode else 1 if cell.task != "train" or self.scaler else 2
 
         self._loss = self._out = None
         if cell.task == "train":
@@ -142,9 +149,7 @@ class TorchWorkload(Workload):
             ),
             "layout": self.layout,
             "fp32_precision": precision_flags,
-            "lstm_kernel": ("cudnn" if self.device.type == "cuda" else "aten/onednn")
-            if spec.sequence
-            else "n/a",
+            "lstm_kernel": self._lstm_kernel(spec, cell),
             **backend(self.device.type, compiled=bool(mode)),
         }
 
@@ -195,6 +200,40 @@ class TorchWorkload(Workload):
     def _sync(self) -> None:
         if self.device.type == "cuda":
             torch.cuda.synchronize(self.device)
+
+    def _lstm_kernel(self, spec: Spec, cell: Cell) -> str:
+        """cuDNN's on a GPU; oneDNN's on the CPU, except where oneDNN has no LSTM for the
+        autocast type on this CPU (bf16/fp16 without avx512_bf16 or AMX): there ATen's own
+        kernels run it, in that type, rather than the cell failing."""
+        if not spec.sequence:
+            return "n/a"
+        if self.device.type == "cuda":
+            return "cudnn"
+        from xfbench.adapters.torch.lstm import onednn_runs_lstm
+
+        if cell.precision in AMP_DTYPES and not onednn_runs_lstm(AMP_DTYPES[cell.precision]):
+            self.net.onednn = False
+            return f"aten (oneDNN has no {cell.precision} LSTM on this CPU)"
+        return "aten/onednn"
+
+    def compile_facts(self) -> dict:
+        if not self.compiled_functions:
+            return {}
+        counters = torch._dynamo.utils.counters
+        graphs = int(counters["stats"]["unique_graphs"])
+        breaks = counters["graph_break"]
+        facts = {
+            "compiled_graphs": graphs,
+            "graph_breaks": int(sum(breaks.values())),
+            "graph_break_reasons": sorted({r.splitlines()[0][:120] for r in breaks}),
+        }
+        if graphs < self.compiled_functions:
+            raise RuntimeError(
+                f"torch.compile fell back to eager: {graphs} graph(s) compiled for "
+                f"{self.compiled_functions} compiled function(s) (Dynamo's recompile limit, "
+                "or a function it could not trace)"
+            )
+        return facts
 
     # -- results ------------------------------------------------------------------
     def loss(self) -> float:
