@@ -124,3 +124,34 @@ def test_names_filters_the_table():
     assert frameworks.names(allreduce=True) == ("torch", "jax")
     assert "null" not in frameworks.names(default=True)
     assert frameworks.training() == ("torch", "jax", "tensorflow")
+
+
+class FakeNVML:
+    """NVML with three GPUs, by index and by UUID."""
+
+    uuids = ["GPU-aaa", "GPU-bbb", "GPU-ccc"]
+
+    def nvmlDeviceGetHandleByIndex(self, i):
+        if not 0 <= i < 3:
+            raise ValueError("NotFound")
+        return ("gpu", i)
+
+    def nvmlDeviceGetHandleByUUID(self, uuid):
+        return ("gpu", self.uuids.index(uuid))
+
+
+@pytest.mark.parametrize(
+    "visible, device, handle",
+    [
+        (None, "cuda:2", ("gpu", 2)),  # every GPU visible: CUDA's index is NVML's
+        ("2,0", "cuda:0", ("gpu", 2)),  # the first visible GPU is NVML's 2
+        ("2,0", "cuda:1", ("gpu", 0)),
+        ("GPU-ccc,GPU-aaa", "cuda:0", ("gpu", 2)),  # by UUID
+        ("2", "cuda:1", None),  # only one visible
+        ("", "cuda:0", None),  # none visible
+    ],
+)
+def test_nvml_reads_the_gpu_cuda_means_under_cuda_visible_devices(visible, device, handle):
+    from xfbench.machine import nvml_handle
+
+    assert nvml_handle(device, FakeNVML(), visible) == handle

@@ -246,3 +246,20 @@ def test_thread_report_reads_the_affinity():
     report = get_adapter("jax").configure_threads(len(os.sched_getaffinity(0)))
     assert report["cpus_allowed"] == len(os.sched_getaffinity(0))
     assert report["matches_request"]
+
+
+def test_peak_device_memory_is_the_cells_own_from_xlas_buffer_assignment():
+    """The device's peak_bytes_in_use is the process's and cannot be reset: a later,
+    smaller cell would inherit an earlier one's peak. The step's own comes from XLA."""
+    from xfbench.adapters.jax.workload import step_peak_bytes
+
+    peaks = []
+    for network in ("fcn_r", "resnet56", "fcn_r"):
+        spec = get_spec(network, "smoke")
+        cell = Cell(network, "jax", "jit", "fp32", "cpu", 1, 8, "train", "resident", "smoke")
+        work = get_adapter("jax").build(spec, cell, initial_weights(spec))
+        work.prepare()
+        peaks.append(step_peak_bytes(work._compiled.memory_analysis()))
+        assert work.peak_device_memory() is None  # the host's is measured as RSS
+        work.close()
+    assert peaks[0] == peaks[2] > 0 and peaks[1] != peaks[0]  # its own, in any order

@@ -394,3 +394,18 @@ def test_a_run_where_every_cell_fails_still_writes_its_benchmark_json(tmp_path, 
     assert data["benchmarks"] == []
     (failure,) = data["xfbench"]["failures"]
     assert failure["status"] == "failed" and "fault injected" in failure["reason"]
+
+
+@pytest.mark.skipif(CPUS < 2, reason="two thread counts need 2 CPUs")
+def test_a_gpu_cell_runs_once_not_once_per_cpu_thread_count():
+    plan = make_plan(
+        framework="null",
+        model="fcn5",
+        threads="1,2",
+        device="cpu,cuda:0",
+        preset="smoke",
+        task="train",
+        skip_missing_devices=True,  # the plan alone: no GPU is needed
+    )
+    groups = [(j.group.device, j.group.threads) for j in plan.jobs]
+    assert groups == [("cpu", 1), ("cpu", 2), ("cuda:0", 2)]

@@ -138,15 +138,52 @@ def cpu() -> dict:
     }
 
 
-def gpu_free_bytes(device: str) -> int | None:
-    """Free memory of cuda:N by NVML (None without NVML). N is NVML's index, which is the
-    CUDA index unless CUDA_VISIBLE_DEVICES reorders them."""
-    nvml = _nvml()
+_FROM_ENV = object()
+
+
+def nvml_handle(device: str, nvml=None, visible=_FROM_ENV):
+    """NVML's handle of the GPU a framework calls cuda:N, or None. NVML numbers every GPU
+    of the machine in PCI bus order and ignores CUDA_VISIBLE_DEVICES; CUDA numbers only
+    the visible ones, in that variable's order. So the N-th visible entry is looked up: by
+    UUID when it is one (GPU-..., MIG-...), else as an NVML index, which is CUDA's order
+    when CUDA_DEVICE_ORDER=PCI_BUS_ID (xfbench sets it for every cell it starts)."""
+    nvml = nvml or _nvml()
     if not nvml or not device.startswith("cuda:"):
         return None
+    n = int(device.split(":")[1])
+    if visible is _FROM_ENV:  # tests pass the variable's value (None: unset)
+        visible = os.environ.get("CUDA_VISIBLE_DEVICES")
     try:
-        handle = nvml.nvmlDeviceGetHandleByIndex(int(device.split(":")[1]))
-        return int(nvml.nvmlDeviceGetMemoryInfo(handle).free)
+        if visible is None or visible.strip() == "":
+            return nvml.nvmlDeviceGetHandleByIndex(n) if visible is None else None
+        entries = [e.strip() for e in visible.split(",") if e.strip()]
+        if n >= len(entries):
+            return None
+        entry = entries[n]
+        if entry.startswith(("GPU-", "MIG-")):
+            return nvml.nvmlDeviceGetHandleByUUID(entry)
+        return nvml.nvmlDeviceGetHandleByIndex(int(entry))
+    except Exception:  # a bad entry, or NVML's NotFound: no reading rather than a wrong one
+        return None
+
+
+def gpu_free_bytes(device: str) -> int | None:
+    """Free memory of cuda:N by NVML (None without a reading)."""
+    handle = nvml_handle(device)
+    if handle is None:
+        return None
+    try:
+        return int(_nvml().nvmlDeviceGetMemoryInfo(handle).free)
+    except Exception:
+        return None
+
+
+def gpu_name(device: str) -> str | None:
+    handle = nvml_handle(device)
+    if handle is None:
+        return None
+    try:
+        return str(_nvml().nvmlDeviceGetName(handle))
     except Exception:
         return None
 

@@ -14,6 +14,7 @@ in force when a framework's thread pool starts.
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -189,7 +190,9 @@ def pytest_configure(config):
                 f"valid: {', '.join(WEIGHT_SOURCES)}"
             )
         # Before any framework is imported: OpenMP/MKL read these once, at start, and the
-        # allocator settings then hold for every allocation the frameworks make.
+        # allocator settings then hold for every allocation the frameworks make. CUDA
+        # numbers GPUs as NVML does (PCI bus order), so cuda:N and NVML's readings agree.
+        os.environ.setdefault("CUDA_DEVICE_ORDER", "PCI_BUS_ID")
         threads.pin(sel.threads)
         memory.keep_freed_memory()
         config.stash[SELECTION] = sel

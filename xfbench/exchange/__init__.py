@@ -1,30 +1,31 @@
 """Networks exchanged through ONNX: the canonical file of each network, and reading it back.
 
 Framework-neutral: imports onnx and numpy only (onnxruntime where a function runs a model).
+Names are resolved when first used, so `from xfbench.exchange import canonical_path` works
+where onnx is not installed (names.py needs no onnx; files.py and graph.py do).
 """
 
-from xfbench.exchange.files import (
-    ExchangeError,
-    cache_dir,
-    canonical_file,
-    canonical_path,
-    canonical_weights,
-    read_weights,
-    write_canonical,
-)
-from xfbench.exchange.graph import INPUT, IR_VERSION, OPSET, OUTPUT, build_graph
+from importlib import import_module
 
-__all__ = [
-    "ExchangeError",
-    "INPUT",
-    "IR_VERSION",
-    "OPSET",
-    "OUTPUT",
-    "build_graph",
-    "cache_dir",
-    "canonical_file",
-    "canonical_path",
-    "canonical_weights",
-    "read_weights",
-    "write_canonical",
-]
+_WHERE = {
+    "ExchangeError": "files",
+    "canonical_file": "files",
+    "canonical_weights": "files",
+    "read_weights": "files",
+    "write_canonical": "files",
+    "build_graph": "graph",
+    "INPUT": "names",
+    "IR_VERSION": "names",
+    "OPSET": "names",
+    "OUTPUT": "names",
+    "cache_dir": "names",
+    "canonical_path": "names",
+}
+
+__all__ = sorted(_WHERE)
+
+
+def __getattr__(name: str):
+    if name not in _WHERE:
+        raise AttributeError(f"module 'xfbench.exchange' has no attribute {name!r}")
+    return getattr(import_module(f"xfbench.exchange.{_WHERE[name]}"), name)

@@ -15,7 +15,6 @@ ExchangeError.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import tempfile
 from pathlib import Path
@@ -24,32 +23,16 @@ import numpy as np
 import onnx
 from onnx import TensorProto, numpy_helper
 
-from xfbench.exchange.graph import IR_VERSION, OPSET, build_graph
+from xfbench.exchange.graph import build_graph
+from xfbench.exchange.names import FORMAT, cache_dir, canonical_path, digest  # noqa: F401
 from xfbench.models import Spec
 from xfbench.models.spec import init_param
 
-FORMAT = 1  # bump when the graph builder changes what a file holds
 ALIGN = 4096  # external tensors start on page boundaries, so runtimes can map them
 
 
 class ExchangeError(ValueError):
     """A model file that cannot be used; the message is one line for the user."""
-
-
-def cache_dir() -> Path:
-    return Path(os.environ.get("XFBENCH_CACHE") or Path.home() / ".cache" / "xfbench" / "onnx")
-
-
-def digest(spec: Spec) -> str:
-    key = repr(
-        (FORMAT, IR_VERSION, OPSET, spec.input_shape, spec.classes, spec.input_kind, spec.layers)
-    )
-    return hashlib.sha256(key.encode()).hexdigest()[:10]
-
-
-def canonical_path(spec: Spec, seed: int = 0, directory: Path | None = None) -> Path:
-    name = f"{spec.id}-{spec.scale}-seed{seed}-{digest(spec)}.onnx"
-    return Path(directory or cache_dir()) / name
 
 
 def write_canonical(spec: Spec, seed: int, path: Path) -> Path:

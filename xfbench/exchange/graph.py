@@ -23,15 +23,9 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
+from xfbench.exchange.names import INPUT, IR_VERSION, OPSET, OUTPUT  # noqa: F401
 from xfbench.models import Spec
 from xfbench.models import layers as L
-
-# onnx 1.23.2 writes IR version 14 and opset 28 by default, which onnxruntime 1.31.1
-# refuses (it loads IR <= 13, opset <= 26). IR 10 / opset 21 (onnx 1.16's) is read by
-# every runtime and converter this suite uses, and has every operator it needs.
-IR_VERSION = 10
-OPSET = 21
-INPUT, OUTPUT = "input", "logits"
 
 
 class _Graph:

@@ -109,7 +109,10 @@ def make_plan(
     jobs = []
     for fw in sel.frameworks:
         for dev in sel.devices:
-            for n in counts:
+            # A GPU or TPU cell runs once, with the most host threads asked for (recorded
+            # in its threads field): its time is the device's, and repeating it per CPU
+            # thread count would only measure the same cell again.
+            for n in counts if dev == "cpu" else counts[-1:]:
                 group_cells = [
                     c
                     for t in tasks

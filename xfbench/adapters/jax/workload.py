@@ -85,6 +85,21 @@ def xla_cpu_target() -> dict:
     return {"cpu": found.group(1).decode(), "isa": [f for f in XLA_ISA_FEATURES if f in on]}
 
 
+def step_peak_bytes(stats) -> int | None:
+    """Peak device bytes of one compiled step, from its CompiledMemoryStats."""
+    if stats is None:
+        return None
+    peak = getattr(stats, "peak_memory_in_bytes", 0) or 0
+    if peak > 0:
+        return int(peak)
+    return int(
+        stats.argument_size_in_bytes
+        + stats.output_size_in_bytes
+        + stats.temp_size_in_bytes
+        - stats.alias_size_in_bytes
+    )
+
+
 def backend(device) -> dict:
     """What XLA compiles for: on the CPU its target (xla_cpu_target), elsewhere the device."""
     if device.platform != "cpu":
@@ -322,11 +337,13 @@ class JaxWorkload(Workload):
         return {k: np.asarray(v) for k, v in jax.device_get(self.state["stats"]).items()}
 
     def peak_device_memory(self) -> int | None:
-        # XLA keeps one peak per device for the process; it cannot be reset.
-        if self.device.platform == "cpu":
+        """The cell's own peak: what XLA's buffer assignment says the compiled step needs
+        (its peak_memory_in_bytes, else arguments + outputs + temporaries - aliased).
+        The device's peak_bytes_in_use is the process's since it started, cannot be
+        reset, and would give a later cell every earlier cell's peak."""
+        if self.device.platform == "cpu" or self._compiled is None:
             return None
-        stats = self.device.memory_stats() or {}
-        return stats.get("peak_bytes_in_use")
+        return step_peak_bytes(self._compiled.memory_analysis())
 
     def close(self) -> None:
         for leaf in jax.tree.leaves((self.state, self.x, self.y, self._loss, self._out)):

@@ -45,12 +45,17 @@ class OnnxRuntimeAdapter(Adapter):
     precisions = ("fp32", "tf32")
 
     def versions(self):
-        import onnx
         import onnxruntime as ort
 
+        try:
+            import onnx
+
+            onnx_version = onnx.__version__
+        except ImportError:  # running exported files needs onnxruntime alone
+            onnx_version = None
         return {
             "onnxruntime": ort.__version__,
-            "onnx": onnx.__version__,
+            "onnx": onnx_version,
             "providers": ",".join(ort.get_available_providers()),
         }
 

@@ -16,7 +16,7 @@ import onnxruntime as ort
 
 from xfbench.adapters.base import Cell, Unsupported, Workload
 from xfbench.adapters.onnxruntime import TRAIN_REASON
-from xfbench.exchange.graph import INPUT, OPSET, OUTPUT, build_graph
+from xfbench.exchange.names import INPUT, OPSET, OUTPUT, canonical_path
 from xfbench.models import Spec, synthetic_batch
 
 
@@ -44,12 +44,33 @@ def provider_list(cell: Cell) -> list[tuple[str, dict]]:
     return [trt, cuda]
 
 
+def _model(spec: Spec, weights, seed: int):
+    """The inference graph, as bytes built from weights where onnx is installed, else the
+    path of the canonical file (written where onnx is, and copied into $XFBENCH_CACHE):
+    running a graph needs onnxruntime alone. The canonical file holds the weights of seed,
+    which are the harness's initial weights."""
+    try:
+        from xfbench.exchange.graph import build_graph
+    except ImportError:
+        path = canonical_path(spec, seed)
+        if not path.exists():
+            raise Unsupported(
+                f"onnx is not installed, and the canonical file {path.name} is not in "
+                f"{path.parent}: write it where onnx is (python -m xfbench.exchange write "
+                f"{spec.id} --scale {spec.scale}) and copy it, with its .data file, here, "
+                "or install onnx"
+            ) from None
+        return str(path)
+    model, _ = build_graph(spec, weights, "infer")
+    return model.SerializeToString()
+
+
 class OrtWorkload(Workload):
     def __init__(self, spec: Spec, cell: Cell, weights: dict[str, np.ndarray], seed: int = 0):
         if cell.task != "infer":
             raise Unsupported(TRAIN_REASON)
         self.spec, self.cell, self._weights = spec, cell, weights
-        model, _ = build_graph(spec, weights, "infer")
+        model = _model(spec, weights, seed)
 
         options = ort.SessionOptions()
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
@@ -57,7 +78,7 @@ class OrtWorkload(Workload):
         options.intra_op_num_threads = cell.threads
         options.inter_op_num_threads = 1
         providers = provider_list(cell)
-        self.session = ort.InferenceSession(model.SerializeToString(), options, providers=providers)
+        self.session = ort.InferenceSession(model, options, providers=providers)
         del model
         used = self.session.get_providers()
         if not used or used[0] != providers[0][0]:
@@ -79,12 +100,8 @@ class OrtWorkload(Workload):
 
         from xfbench import machine
 
-        gpus = machine.gpus() if gpu else []
-        index = self.where[1]
         self.info = {
-            "device_name": (gpus[index].get("name", "cuda") if index < len(gpus) else "cuda")
-            if gpu
-            else "cpu",
+            "device_name": (machine.gpu_name(cell.device) or "cuda") if gpu else "cpu",
             "layout": "NCHW graph (the provider picks its internal layout)",
             "execution_provider": used[0],
             "backend": f"ONNX Runtime {used[0]}",

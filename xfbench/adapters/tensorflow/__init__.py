@@ -68,6 +68,10 @@ class TensorFlowAdapter(Adapter):
         try:
             threading.set_intra_op_parallelism_threads(threads)
             threading.set_inter_op_parallelism_threads(1)
+            # Without memory growth TensorFlow takes every GPU's memory when it starts,
+            # starving whatever else runs in the process (another framework's cells).
+            for gpu in tf.config.list_physical_devices("GPU"):
+                tf.config.experimental.set_memory_growth(gpu, True)
         except RuntimeError as e:
             if (
                 threading.get_intra_op_parallelism_threads(),
@@ -84,6 +88,10 @@ class TensorFlowAdapter(Adapter):
             "intra_op": threading.get_intra_op_parallelism_threads(),
             "inter_op": threading.get_inter_op_parallelism_threads(),
             "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS"),
+            "gpu_memory_growth": [
+                tf.config.experimental.get_memory_growth(g)
+                for g in tf.config.list_physical_devices("GPU")
+            ],
         }
 
     def build(self, spec, cell, weights):

@@ -15,6 +15,8 @@ class TorchAdapter(Adapter):
         if torch.cuda.is_available():
             out["cuda"] = torch.version.cuda
             out["cudnn"] = str(torch.backends.cudnn.version())
+            nccl = torch.cuda.nccl.version() if torch.distributed.is_nccl_available() else None
+            out["nccl"] = ".".join(map(str, nccl)) if isinstance(nccl, tuple) else str(nccl)
         return out
 
     def devices(self):

@@ -79,6 +79,9 @@ class TorchWorkload(Workload):
         self.spec, self.cell = spec, cell
         self.device = torch.device(cell.device)
         precision_flags = set_fp32_precision(cell.precision)
+        # cuDNN's autotuner picks each convolution's fastest algorithm for its fixed shape;
+        # it runs in the first steps (compile and warm-up), never in the timed rounds.
+        torch.backends.cudnn.benchmark = self.device.type == "cuda"
         torch.manual_seed(seed)
 
         net = build_network(spec)
@@ -150,6 +153,7 @@ class TorchWorkload(Workload):
             "layout": self.layout,
             "fp32_precision": precision_flags,
             "lstm_kernel": self._lstm_kernel(spec, cell),
+            "cudnn_benchmark": torch.backends.cudnn.benchmark,
             **backend(self.device.type, compiled=bool(mode)),
         }
 
