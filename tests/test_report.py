@@ -808,3 +808,20 @@ def test_the_machine_score_weighs_networks_equally_and_counts_failures(tmp_path,
     assert out.startswith("score 4 against ref") and "3 cells of 2 networks" in out
     assert "1 of 4 cells of RESULTS failed" in out
     assert score_main([str(ours), "--reference", str(tmp_path / "nowhere")]) == 1
+
+
+def test_table7_is_also_one_table_in_the_papers_order_with_ratios_to_the_fastest(tmp_path):
+    cells = [
+        entry("resnet56", [2.0], batch=128),
+        entry("resnet56", [3.0], framework="tensorflow", mode="function", batch=128),
+        entry("fcn5", [1.0]),
+        entry("fcn5", [1.5], framework="tensorflow", mode="function"),
+    ]
+    folder = runner_folder(tmp_path, "run", cells)
+    render_folder(folder)
+    md = (folder / "report.md").read_text()
+    table = md.split("Table 7, seconds per mini-batch (one table)")[1].split("\n\n")[1]
+    lines = table.splitlines()
+    assert "PyTorch eager, 1t" in lines[0] and "TensorFlow eager, 1t" not in lines[0]
+    assert lines[2].startswith("| FCN-5") and lines[3].startswith("| ResNet-56")  # paper order
+    assert "**1**" in lines[2] and "1.5 (1.5x)" in lines[2]

@@ -101,6 +101,9 @@ def render(report: Report, plots: dict, out: Path, generated: str) -> str:
     summary = tables.summary_table(report)
     if summary:
         lines += [table(summary, 2), ""]
+    compact = tables.compact_table7(report)
+    if compact:
+        lines += [table(compact, 2), ""]
     if report.blocks or not report.scaling:
         lines += [
             "## Table 7: seconds per mini-batch",

@@ -110,12 +110,83 @@ def verdict(a, b) -> str:
     return f"within noise ({text})" if noise else f"{ratio:.3g}x faster ({text})"
 
 
+def compact_table7(report: Report) -> Table | None:
+    """Table 7 as the paper lays it out: one table, networks down (its order: the fully
+    connected nets, AlexNets, ResNets, LSTMs), each framework and mode at each thread
+    count or device across. A cell is the median with its ±, and, where several
+    frameworks ran that column, how many times the column's fastest it takes ("1.6x");
+    the fastest is bold."""
+    if not report.blocks:
+        return None
+    from xfbench.models import NETWORKS
+
+    order = {n: i for i, n in enumerate(NETWORKS)}
+    blocks = sorted(report.blocks, key=lambda b: (b.key[0] != "train", order.get(b.key[1], 99)))
+    # columns: (row key, column key, machine), in the order the blocks list them
+    columns: list = []
+    for block in blocks:
+        for row in block.rows:
+            for col in block.columns:
+                key = (row.key, col.key, col.machine)
+                if key not in columns:
+                    columns.append(key)
+    from xfbench.frameworks import FRAMEWORKS
+
+    fw = {name: i for i, name in enumerate(FRAMEWORKS)}
+    columns.sort(
+        key=lambda k: (k[2], k[1][0] != "cpu", str(k[1][1]).zfill(4), fw.get(k[0][0], 99), k[0])
+    )
+    several = len(report.machines) > 1
+    rows = []
+    for block in blocks:
+        cells = {}
+        for row in block.rows:
+            for ci, col in enumerate(block.columns):
+                cells[(row.key, col.key, col.machine)] = row.cells[ci]
+        best: dict = {}
+        for (_, ck, mi), cell in cells.items():
+            if cell.value is not None:
+                best[(ck, mi)] = min(best.get((ck, mi), cell.value), cell.value)
+        out = [_t(block.title)]
+        for key in columns:
+            cell = cells.get(key)
+            if cell is None:
+                out.append(_t(""))
+                continue
+            text = cell.text
+            runners = sum(1 for (_, ck, mi), c in cells.items() if (ck, mi) == key[1:] and c.value)
+            if cell.value is not None and runners > 1:
+                ratio = cell.value / best[key[1:]]
+                text += "" if ratio == 1 else f" ({ratio:.2g}x)"
+            out.append(Text(text, best=cell.value is not None and cell.value == best.get(key[1:])))
+        rows.append(out)
+    headers = ["network"] + [
+        (f"{report.machines[mi].tag}: " if several else "") + f"{row_label(rk)}, {col_label(ck)}"
+        for rk, ck, mi in columns
+    ]
+    infos = [c.result.info for b in blocks for r in b.rows for c in r.cells if c.result]
+    return Table(
+        "Table 7, seconds per mini-batch (one table)",
+        headers,
+        rows,
+        anchor="table7",
+        text_cols=1,
+        caption="Median ± half its confidence interval; (Nx): how many times the fastest of "
+        "that column it takes; the fastest is bold. " + _legend(infos),
+    )
+
+
 def fastest_table(report: Report) -> Table | None:
     """Per network and column (threads or device), which framework and mode is fastest,
     and by how much over the next, or that the two are within noise: the question a
     reader comes with, answered before the tables it is read from."""
+    from xfbench.models import NETWORKS
+
+    order = {n: i for i, n in enumerate(NETWORKS)}
     rows = []
-    for block in report.blocks:
+    for block in sorted(
+        report.blocks, key=lambda b: (b.key[0] != "train", order.get(b.key[1], 99))
+    ):
         for ci, col in enumerate(block.columns):
             timed = sorted(
                 (row.cells[ci].result for row in block.rows if row.cells[ci].value is not None),
