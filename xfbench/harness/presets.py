@@ -79,20 +79,21 @@ PRESETS = {
     ),
     # The CPU sweep of the README. Training FLOPs per step at Table 7's batches add up to
     # about 1.1 TFLOP over the nine networks; at 50-100 GFLOP/s per thread that is 11-22 s
-    # per pass at one thread. Six steps per cell (compile, two warm-up, three timed) at 1 and
-    # 2 threads make 2-4 minutes per framework plus start-up and compilation (measured: 10
-    # minutes for three frameworks; the second warm-up step lets TensorFlow's heap reach its
-    # steady size first). Inference and the slower modes would triple it.
+    # per pass at one thread. Five steps per cell (compile, one warm-up, three timed) at 1 and
+    # 2 threads. One warm-up is enough: measured with one, the first timed round of none of
+    # the 27 one-thread cells was slower than the other two beyond their spread (docs/
+    # running.md), now that freed memory stays mapped (harness/memory.py): the second
+    # warm-up had been for TensorFlow's heap. Inference and the slower modes would triple it.
     "table7": Preset(
         "table7",
         "full",
-        warmup=2,
+        warmup=1,
         min_rounds=3,
         max_rounds=3,
         budget_s=0.0,
         description="Table 7's CPU columns: the paper's networks and batch sizes, "
         "training only, one mode per framework (its fastest on CPU), "
-        "2 warm-up and 3 timed steps",
+        "1 warm-up and 3 timed steps",
         tasks=("train",),
         one_mode=True,
         cell_timeout_s=900.0,
