@@ -97,7 +97,7 @@ class Isolation:
         self.folder = RunFolder(tempfile.mkdtemp(prefix="xfbench-"))
         preset = PRESETS.get(config.getoption("preset") or "paper", PRESETS["paper"])
         self.timeout = config.getoption("cell_timeout") or preset.cell_timeout_s
-        options = {name: config.getoption(name.replace("-", "_")) for name in CELL_OPTIONS}
+        options = {name: config.getoption(name.replace("-", "_"), None) for name in CELL_OPTIONS}
         self.jobs: dict[Group, Job] = {}
         for cell in cells:
             group = Group(cell.framework, cell.device, cell.threads)
@@ -343,8 +343,9 @@ def pytest_sessionfinish(session, exitstatus):
 def pytest_benchmark_update_json(config, benchmarks, output_json):
     from xfbench import machine
 
+    # None for an option no loaded plugin declares (a suite run with -p no:xfbench.plugin)
     options = {
-        name: config.getoption(name.replace("-", "_"))
+        name: config.getoption(name.replace("-", "_"), None)
         for name in ("framework", "device", "threads") + CELL_OPTIONS
     }
     output_json["xfbench"] = {
