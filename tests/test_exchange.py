@@ -254,6 +254,59 @@ def test_a_different_update_is_caught(network):
     assert record["weights_rel_err"] > 3 * record["weights_tolerance"]
 
 
+def test_float64_catches_a_change_fp32_cannot_see():
+    """A learning rate 1e-6 off moves the update by 1e-6 of itself: below what the fp32
+    check resolves (its weights agree to round-off), far above the float64 check's 1e-10."""
+    from dataclasses import replace
+
+    from xfbench.harness.equivalence import (
+        FP64_TOL,
+        Float64Reference,
+        ReferenceStep,
+        check_float64,
+        check_training,
+    )
+
+    spec = get_spec("fcn_r", "smoke")
+    weights = initial_weights(spec)
+    off = replace(spec, lr=spec.lr * (1 + 1e-6))
+    assert check_training("torch", spec, weights, 4, None, ReferenceStep.compute(off, weights, 4))[
+        0
+    ]["verified"]
+    right = check_float64(
+        "torch", spec, weights, 4, None, Float64Reference.compute(spec, weights, 4)
+    )
+    assert right["verified"] and right["update_rel_err"] <= FP64_TOL
+    wrong = check_float64(
+        "torch", spec, weights, 4, None, Float64Reference.compute(off, weights, 4)
+    )
+    assert not wrong["verified"]
+    assert wrong["update_rel_err"] == pytest.approx(1e-6, rel=1e-2)
+    assert wrong["logits_rel_err"] <= FP64_TOL  # the forward is the same function
+
+
+def test_fp64_is_refused_off_the_cpu():
+    from xfbench.adapters import Cell, get_adapter
+
+    for framework in ("torch", "tensorflow", "jax"):
+        cell = Cell("fcn5", framework, get_adapter(framework).modes[0], "fp64", "cuda:0", 1, 8)
+        assert "CPU only" in get_adapter(framework).check(cell)
+
+
+def test_equivalence_modes_and_seeds():
+    from xfbench.harness.equivalence import cpu_modes, parse_seeds
+
+    assert cpu_modes("tensorflow") == ["eager", "function", "xla"]
+    assert cpu_modes("torch") == ["eager"]  # compile only when named: slow to compile
+    assert cpu_modes("torch", ["compile", "xla"]) == ["compile"]
+    assert cpu_modes("jax", ["eager"]) == []
+    assert parse_seeds("0-9") == list(range(10))
+    assert parse_seeds("3, 0-1,3") == [3, 0, 1]
+    for bad in ("a", "5-2", "-1"):
+        with pytest.raises(ValueError):
+            parse_seeds(bad)
+
+
 def test_weights_tolerance_follows_the_fp32_floor():
     """The tolerance is TOL where fp32 reaches the float64 step easily, and
     FLOOR_FACTOR times the plain fp32 step's distance where it does not."""

@@ -263,3 +263,17 @@ def test_peak_device_memory_is_the_cells_own_from_xlas_buffer_assignment():
         assert work.peak_device_memory() is None  # the host's is measured as RSS
         work.close()
     assert peaks[0] == peaks[2] > 0 and peaks[1] != peaks[0]  # its own, in any order
+
+
+def test_fp64_runs_in_float64_and_leaves_x64_off():
+    """fp64 computes in float64 under jax.enable_x64 scoped to the workload's own calls:
+    before, between and after them the process keeps JAX's 32-bit defaults."""
+    work = jax_workload("lstm32", precision="fp64")
+    assert not jax.config.x64_enabled
+    work.prepare()
+    work.step()
+    assert not jax.config.x64_enabled
+    assert all(w.dtype == np.float64 for w in work.weights().values())
+    assert work.state["params"]["fc.bias"].dtype == np.float64
+    assert jax.numpy.zeros(1).dtype == np.float32  # another cell's arrays stay float32
+    work.close()

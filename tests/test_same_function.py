@@ -1,5 +1,6 @@
-"""The equivalence suite at smoke size: every installed training framework runs the
-canonical function of all nine networks (logits and one training step)."""
+"""The equivalence suite at smoke size: every installed training framework, in each of its
+default CPU modes, runs the canonical function of all nine networks (logits and one
+training step in fp32, and both again in float64)."""
 
 import json
 import os
@@ -11,6 +12,7 @@ import pytest
 
 from xfbench.adapters import get_adapter
 from xfbench.frameworks import training
+from xfbench.harness.equivalence import FP64_TOL, cpu_modes
 from xfbench.models import NETWORKS
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -38,7 +40,7 @@ def run(tmp_path_factory):
         cwd=ROOT,
         capture_output=True,
         text=True,
-        timeout=600,
+        timeout=1200,  # 135 checks: about 7.5 minutes on 2 busy cores
         env={**os.environ, "XFBENCH_CACHE": str(tmp / "cache")},
     )
     data = json.loads(out.read_text()) if out.exists() else {"benchmarks": []}
@@ -57,14 +59,21 @@ def test_every_network_and_framework_is_verified(run):
         for b in data["benchmarks"]
         if b["extra_info"].get("kind") == "equivalence"
     ]
-    seen = {(r["network"], r["framework"], r["check"]) for r in records}
+    seen = {(r["network"], r["framework"], r["mode"], r["check"]) for r in records}
     for network in NETWORKS:
         for framework in FRAMEWORKS:
-            for check in ("infer", "train"):
-                assert (network, framework, check) in seen
+            for mode in cpu_modes(framework):
+                for check in ("infer", "train", "train-fp64"):
+                    assert (network, framework, mode, check) in seen
     for r in records:
         assert r["verified"] is True
-        if r["check"] == "train":
+        if r["check"] == "train-fp64":
+            # logits, loss and the update itself, to 1e-10 of float64 PyTorch's
+            assert r["tolerance"] == FP64_TOL == 1e-10
+            for key in ("logits_rel_err", "loss_rel_err", "update_rel_err"):
+                assert r[key] <= FP64_TOL, key
+            assert r["reference"].startswith("float64 PyTorch")
+        elif r["check"] == "train":
             # the loss to 1e-4; the weights to the tolerance derived from the float64 step
             assert r["loss_rel_err"] <= r["tolerance"] == 1e-4
             assert r["weights_rel_err"] <= r["weights_tolerance"]
@@ -72,8 +81,9 @@ def test_every_network_and_framework_is_verified(run):
             assert (r["near_ties"] == 0) == (r["tie_allowance"] == 0)
         else:
             assert r["max_rel_err"] <= r["tolerance"] == 1e-4
-        assert r["reference"].startswith("onnxruntime")
-        assert r["scale"] == "smoke"
+        if r["check"] != "train-fp64":
+            assert r["reference"].startswith("onnxruntime")
+        assert r["scale"] == "smoke" and r["seed"] == 0
 
 
 def test_absent_frameworks_are_skipped_with_a_reason(run):

@@ -52,7 +52,7 @@ OPTIONS = {
     "framework": "frameworks, comma-separated (default: every installed one)",
     "model": "networks, comma-separated (default: all nine)",
     "mode": "execution modes, e.g. eager,compile (default: every mode that runs on the device)",
-    "precision": "fp32, tf32, bf16, fp16 (default: fp32)",
+    "precision": "fp32, tf32, bf16, fp16, fp64 (CPU only) (default: fp32)",
     "device": "cpu, cuda:N (or gpu:N), tpu:N (default: cpu and every GPU present)",
     "threads": "CPU threads for this process: variables, framework knobs and affinity "
     "(default: every CPU this process may use)",
@@ -104,8 +104,16 @@ def add_options(parser, options: dict[str, str]) -> None:
         group.addoption(f"--{name}", action="store", default=None, help=text)
 
 
+# The equivalence suite's own: not part of the cell selection.
+EQUIVALENCE_OPTIONS = {
+    "seeds": "equivalence suite: the canonical weights of each of these seeds, e.g. 0-9 "
+    "or 0,3 (default: seed 0); a sweep, not part of CI",
+}
+
+
 def pytest_addoption(parser):
     add_options(parser, OPTIONS)
+    add_options(parser, EQUIVALENCE_OPTIONS)
     parser.getgroup("xfbench").addoption(
         "--skip-missing-devices",
         action="store_true",

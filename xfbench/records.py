@@ -81,7 +81,7 @@ CELL = (
     Field("network", "str", "network id (docs/models.md)"),
     Field("framework", "str", "the --framework value"),
     Field("mode", "str", "execution mode (eager, compile, function, xla, jit, ...)"),
-    Field("precision", "str", "fp32, tf32, bf16 or fp16"),
+    Field("precision", "str", "fp32, tf32, bf16, fp16 or fp64"),
     Field("device", "str", "cpu, cuda:N or tpu:N"),
     Field("threads", "int", "CPU threads the process was pinned to"),
     Field("batch_size", "int", "mini-batch size"),

@@ -25,7 +25,9 @@ import numpy as np
 
 from xfbench.frameworks import FRAMEWORKS, Framework
 
-PRECISIONS = ("fp32", "tf32", "bf16", "fp16")
+# fp64 is IEEE float64 throughout, on the CPU only: it is there to prove, far below fp32's
+# round-off, that every framework computes the same function (harness/equivalence.py).
+PRECISIONS = ("fp32", "tf32", "bf16", "fp16", "fp64")
 TASKS = ("train", "infer")
 DATA_MODES = ("resident", "copied")
 
@@ -89,12 +91,13 @@ class Workload:
         raise NotImplementedError
 
     def output(self) -> np.ndarray:
-        """The logits of the last inference step, as float32, shaped (N, classes)
-        or (N, T, classes)."""
+        """The logits of the last inference step, as float32 (float64 for fp64), shaped
+        (N, classes) or (N, T, classes)."""
         raise NotImplementedError
 
     def weights(self) -> dict[str, np.ndarray]:
-        """Current parameters in canonical names and layouts (see models/layers.py)."""
+        """Current parameters in canonical names and layouts (see models/layers.py), as
+        float32 (float64 for fp64)."""
         raise NotImplementedError
 
     def export_onnx(self, path: str) -> None:
@@ -165,6 +168,10 @@ class Adapter:
         """None when mode runs on this kind of device, else why not."""
         return None
 
+    def precision_reason(self, mode: str, precision: str) -> str | None:
+        """None when mode computes in precision, else why not (checked after the device)."""
+        return None
+
     def configure_threads(self, threads: int) -> dict[str, Any]:
         """Set the framework's own thread knobs; returns what it reports it will use."""
         return {}
@@ -183,6 +190,12 @@ class Adapter:
             return reason
         if cell.precision == "tf32" and not cell.device.startswith("cuda"):
             return "tf32 is a mode of NVIDIA tensor cores; it has no meaning on " + cell.device
+        if cell.precision == "fp64" and cell.device != "cpu":
+            # Accelerators run float64 slowly or not at all; the proof needs only the CPU.
+            return "fp64 runs on the CPU only (it is the equivalence proof's precision)"
+        reason = self.precision_reason(cell.mode, cell.precision)
+        if reason:
+            return reason
         seen = self.devices()
         if cell.device not in seen:
             return f"{cell.device} is not present to {self.name} (it sees: {', '.join(seen)})"

@@ -89,6 +89,11 @@ def select(
     except ShapeError as e:
         raise SelectionError(str(e)) from None
     dtypes = list(sel.precisions) if comma_list(precision) else list(DTYPES)
+    unknown = [d for d in dtypes if d not in DTYPES]
+    if unknown:  # fp64 is a network precision (the equivalence proof's), not a GEMM type here
+        raise SelectionError(
+            f"unknown GEMM precision {', '.join(unknown)}; valid: {', '.join(DTYPES)}"
+        )
     return GemmSelection(
         tuple(impls), tuple(shapes), tuple(dtypes), sel.devices, sel.threads, sel.preset
     )

@@ -102,13 +102,14 @@ def needed_bytes(spec, task: str, batch: int, precision: str) -> tuple[int, str]
     weights, gradients and momentum (fp32) and, per sample, every layer's activations for
     the backward pass; inference the weights and the two largest activations in flight.
     Frameworks need more (gradients of activations, workspace, allocator slack)."""
-    act_bytes = 2 if precision in ("bf16", "fp16") else 4
+    act_bytes = {"bf16": 2, "fp16": 2, "fp64": 8}.get(precision, 4)
+    weight_bytes = 8 if precision == "fp64" else 4  # mixed precision keeps fp32 masters
     if task == "train":
-        weights = 3 * 4 * spec.param_count
+        weights = 3 * weight_bytes * spec.param_count
         acts = act_bytes * batch * spec.activations
         what = "weights, gradients and momentum"
     else:
-        weights = 4 * spec.param_count
+        weights = weight_bytes * spec.param_count
         largest = max(layer.activations(x) for layer, x in spec.shapes)
         acts = 2 * act_bytes * batch * largest
         what = "weights"

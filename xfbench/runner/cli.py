@@ -55,7 +55,7 @@ def parser() -> Parser:
         help="execution modes (default: the preset's choice, "
         "else every mode that runs on the device)",
     )
-    sel.add_argument("--precision", help="fp32, tf32, bf16, fp16 (default: fp32)")
+    sel.add_argument("--precision", help="fp32, tf32, bf16, fp16, fp64 (CPU only) (default: fp32)")
     sel.add_argument("--device", help="cpu, cuda:N, tpu:N (default: cpu and every GPU present)")
     sel.add_argument(
         "--threads",

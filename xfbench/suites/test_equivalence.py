@@ -1,15 +1,19 @@
 """Equivalence: every framework runs the same function as the canonical ONNX graph.
 
-For each selected network and each training framework (torch, tensorflow, jax):
+For each selected network, each training framework (torch, tensorflow, jax) and each of
+its modes that runs on the CPU:
 - infer: its fp32 logits, from the canonical ONNX weights, against ONNX Runtime's
   on the same batch;
 - train: one training step's loss against ONNX Runtime's forward on the "train"
-  graph, and its updated weights against the same step computed in float64.
+  graph, and its updated weights against the same step computed in float64;
+- train-fp64: the same network run in float64 (the fp64 precision): its logits, its
+  step's loss and its update (w1 - w0) against float64 PyTorch, to 1e-10.
 Agreement: a relative error of at most 1e-4, as harness/equivalence.py defines it; for the
 updated weights, at most 1e-4 or FLOOR_FACTOR times the distance of a plain fp32 step
 from the float64 one, whichever is larger, plus the effect of taking the ReLU and
 max-pool decisions that lie within fp32's error of a tie the other way
-(harness/equivalence.py says why; `near_ties` and `tie_allowance` are recorded).
+(harness/equivalence.py says why; `near_ties` and `tie_allowance` are recorded). In
+float64 no decision lies that near a tie, so nothing is allowed for.
 
 Each result is one pytest-benchmark entry (its time means nothing) whose
 extra_info holds {"kind": "equivalence", "equivalence": {network, framework, mode,
@@ -19,10 +23,14 @@ check, scale, batch_size, verified, max_rel_err, worst_tensor, tolerance, refere
 --framework picks which training frameworks are compared (when it names none of
 them, e.g. --framework onnxruntime, all three are); --model picks networks;
 --preset smoke (tiny networks, batch 8) or paper/quick (full size, batch 2 unless
---batch-size); --mode picks the framework's mode (default: its first CPU mode).
-Frameworks not installed, or whose adapter is not in this checkout, are skipped
-with the reason. The suite runs only when this file is named on the command line
-(`pytest xfbench/suites/test_equivalence.py`): a plain `pytest xfbench/suites/` is a benchmark run.
+--batch-size); --mode picks modes, each framework running those of them it has (default:
+every mode of each framework that runs on the CPU; test ids name it, e.g.
+resnet56-tensorflow-xla); --seeds 0-9 (or 0,4,7) checks
+the canonical weights of each seed (default: seed 0; ids then end in -seedN), a sweep
+that is not part of CI. Frameworks not installed, or whose adapter is not in this
+checkout, are skipped with the reason. The suite runs only when this file is named on
+the command line (`pytest xfbench/suites/test_equivalence.py`): a plain
+`pytest xfbench/suites/` is a benchmark run.
 """
 
 from __future__ import annotations
@@ -32,6 +40,7 @@ import pytest
 from xfbench import records
 from xfbench.adapters import Unsupported, get_adapter
 from xfbench.frameworks import FRAMEWORKS, training
+from xfbench.harness.equivalence import cpu_modes, parse_seeds
 from xfbench.harness.selection import comma_list
 from xfbench.models import SMOKE_BATCH, get_spec
 from xfbench.plugin import named
@@ -39,9 +48,10 @@ from xfbench.plugin import named
 TRAINING_FRAMEWORKS = training()
 FULL_BATCH = 2  # full-size networks: a small batch is enough to show the same function
 
-# The float64 reference step of the network in hand, computed once for all frameworks
-# (test order is framework order within a network).
-_REFERENCE: dict[tuple[str, str, int], object] = {}
+# The float64 references of the network in hand, computed once for all frameworks and
+# modes (test order is framework and mode order within a network).
+_REFERENCE: dict[tuple, object] = {}
+_FLOAT64: dict[tuple, object] = {}
 
 
 def _selection(config):
@@ -57,11 +67,13 @@ def pytest_generate_tests(metafunc):
         # A plain `pytest xfbench/suites/` is a benchmark run: the equivalence checks (which
         # build every network in every framework) run only when asked for by name.
         metafunc.parametrize(
-            "network, framework",
+            "network, framework, mode, seed",
             [
                 pytest.param(
                     "-",
                     "-",
+                    "-",
+                    0,
                     marks=pytest.mark.skip(
                         reason="the equivalence suite runs when named: "
                         "pytest xfbench/suites/test_equivalence.py"
@@ -74,11 +86,22 @@ def pytest_generate_tests(metafunc):
     sel = _selection(metafunc.config)
     asked = comma_list(metafunc.config.getoption("framework"))
     chosen = [f for f in TRAINING_FRAMEWORKS if f in asked] or list(TRAINING_FRAMEWORKS)
-    pairs = [(n, f) for n in sel.networks for f in chosen]
-    metafunc.parametrize("network, framework", pairs, ids=[f"{n}-{f}" for n, f in pairs])
+    seeds_asked = metafunc.config.getoption("seeds")
+    try:
+        seeds = parse_seeds(seeds_asked) if seeds_asked else [0]
+    except ValueError as e:
+        raise pytest.UsageError(f"--seeds: {e}") from None
+    params, ids = [], []
+    for n in sel.networks:
+        for f in chosen:
+            for m in cpu_modes(f, sel.modes):
+                for seed in seeds:
+                    params.append((n, f, m, seed))
+                    ids.append(f"{n}-{f}-{m}" + (f"-seed{seed}" if seeds_asked else ""))
+    metafunc.parametrize("network, framework, mode, seed", params, ids=ids)
 
 
-def _setup(request, framework: str, network: str):
+def _setup(request, framework: str, network: str, seed: int):
     if framework not in FRAMEWORKS:
         pytest.skip(f"the {framework} adapter is not part of this checkout")
     adapter = get_adapter(framework)
@@ -88,51 +111,74 @@ def _setup(request, framework: str, network: str):
     sel = _selection(request.config)
     spec = get_spec(network, sel.preset.scale)
     batch = sel.batch_size or (SMOKE_BATCH if sel.preset.scale == "smoke" else FULL_BATCH)
-    modes = [m for m in (sel.modes or ()) if m in adapter.modes]
-    mode = modes[0] if modes else None
     from xfbench.exchange import canonical_weights
 
-    return spec, batch, mode, canonical_weights(spec)
+    return spec, batch, canonical_weights(spec, seed)
 
 
-def _record(benchmark, record: dict) -> None:
+def _record(benchmark, record: dict, seed: int) -> None:
+    record["seed"] = seed
     benchmark.group = "equivalence"
     benchmark.extra_info.update({**records.header("equivalence"), "equivalence": record})
     benchmark.pedantic(lambda: None, rounds=1, iterations=1)
 
 
-def test_inference_matches_onnxruntime(request, benchmark, network, framework):
-    spec, batch, mode, weights = _setup(request, framework, network)
+def _cached(cache: dict, key: tuple, compute):
+    if key not in cache:
+        cache.clear()  # one network at a time: full-size weights are large
+        cache[key] = compute()
+    return cache[key]
+
+
+def test_inference_matches_onnxruntime(request, benchmark, network, framework, mode, seed):
+    spec, batch, weights = _setup(request, framework, network, seed)
     from xfbench.harness.equivalence import check_inference
 
     try:
         record = check_inference(framework, spec, weights, batch, mode)
     except Unsupported as e:
         pytest.skip(str(e))
-    _record(benchmark, record)
+    _record(benchmark, record, seed)
     assert record["verified"], (
-        f"{framework} {network}: logits differ from ONNX Runtime's by "
+        f"{framework} {mode} {network}: logits differ from ONNX Runtime's by "
         f"{record['max_rel_err']:.2e} (tolerance {record['tolerance']})"
     )
 
 
-def test_training_step_agrees(request, benchmark, network, framework):
-    spec, batch, mode, weights = _setup(request, framework, network)
+def test_training_step_agrees(request, benchmark, network, framework, mode, seed):
+    spec, batch, weights = _setup(request, framework, network, seed)
     from xfbench.harness.equivalence import ReferenceStep, check_training
 
-    key = (network, spec.scale, batch)
+    key = (network, spec.scale, batch, seed)
     try:
-        if key not in _REFERENCE:
-            _REFERENCE.clear()  # one network at a time: full-size weights are large
-            _REFERENCE[key] = ReferenceStep.compute(spec, weights, batch)
-        record, _ = check_training(framework, spec, weights, batch, mode, _REFERENCE[key])
+        reference = _cached(_REFERENCE, key, lambda: ReferenceStep.compute(spec, weights, batch))
+        record, _ = check_training(framework, spec, weights, batch, mode, reference)
     except Unsupported as e:
         pytest.skip(str(e))
-    _record(benchmark, record)
+    _record(benchmark, record, seed)
     assert record["verified"], (
-        f"{framework} {network}: loss {record['loss_rel_err']:.2e} from ONNX Runtime's "
+        f"{framework} {mode} {network}: loss {record['loss_rel_err']:.2e} from ONNX Runtime's "
         f"(tolerance {record['tolerance']}), updated weights {record['weights_rel_err']:.2e} "
         f"from the float64 step (tolerance {record['weights_tolerance']:.2e}, "
         f"fp32 floor {record['fp32_floor']:.2e}, {record['near_ties']} decisions near a tie "
         f"adding {record['tie_allowance']:.2e})"
+    )
+
+
+def test_float64_step_agrees(request, benchmark, network, framework, mode, seed):
+    spec, batch, weights = _setup(request, framework, network, seed)
+    from xfbench.harness.equivalence import Float64Reference, check_float64
+
+    key = (network, spec.scale, batch, seed)
+    try:
+        reference = _cached(_FLOAT64, key, lambda: Float64Reference.compute(spec, weights, batch))
+        record = check_float64(framework, spec, weights, batch, mode, reference)
+    except Unsupported as e:
+        pytest.skip(str(e))
+    _record(benchmark, record, seed)
+    assert record["verified"], (
+        f"{framework} {mode} {network} in float64: logits {record['logits_rel_err']:.2e}, "
+        f"loss {record['loss_rel_err']:.2e}, update {record['update_rel_err']:.2e} "
+        f"(in {record['worst_update_tensor']}) from float64 PyTorch's "
+        f"(tolerance {record['tolerance']:.0e})"
     )

@@ -2,7 +2,8 @@
 
 Mixed precision: each weight is cast to the dtype of the activation it meets, so
 parameters stay float32 while the arithmetic runs in the compute dtype.
-BatchNorm statistics are reduced in float32.
+BatchNorm statistics, the LSTM cell state and the loss are reduced in float32, or
+in float64 when the compute dtype is float64 (the fp64 precision).
 """
 
 from __future__ import annotations
@@ -16,6 +17,12 @@ from jax import lax
 from xfbench.models import layers as L
 
 NHWC = ("NHWC", "HWIO", "NHWC")
+
+
+def wide(dtype):
+    """The dtype statistics and losses are kept in: float32, never narrower, and
+    float64 when the network computes in float64."""
+    return jnp.float64 if jnp.dtype(dtype) == jnp.float64 else jnp.float32
 
 
 def conv(x, w, stride: int, pad: int, b=None):
@@ -37,7 +44,7 @@ def batch_norm(x, params, stats, name: str, layer: L.BatchNorm, train: bool, new
     gamma, beta = params[f"{name}.weight"], params[f"{name}.bias"]
     mean_key, var_key = f"{name}.running_mean", f"{name}.running_var"
     if train:
-        x32 = x.astype(jnp.float32)
+        x32 = x.astype(wide(x.dtype))
         mean = jnp.mean(x32, axis=(0, 1, 2))
         var = jnp.mean(jnp.square(x32 - mean), axis=(0, 1, 2))  # biased, as the normalisation uses
         n = x.shape[0] * x.shape[1] * x.shape[2]
@@ -90,7 +97,8 @@ def bn_init(channels: int, name: str) -> tuple[dict, dict]:
 
 
 def cross_entropy(logits, labels):
-    """Mean softmax cross-entropy over every sample (and every time step), in float32."""
-    logp = jax.nn.log_softmax(logits.astype(jnp.float32), axis=-1)
+    """Mean softmax cross-entropy over every sample (and every time step), in float32
+    (float64 for float64 logits)."""
+    logp = jax.nn.log_softmax(logits.astype(wide(logits.dtype)), axis=-1)
     picked = jnp.take_along_axis(logp, labels[..., None], axis=-1)
     return -jnp.mean(picked)

@@ -19,6 +19,7 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
+from xfbench.adapters.jax.layers import wide
 from xfbench.models import Spec
 from xfbench.models import layers as L
 
@@ -57,22 +58,24 @@ def lstm_layer(x, W, R, B, dtype):
     bias = (B[: 4 * h_size] + B[4 * h_size :]).astype(dtype)
     xw = jnp.matmul(x, W.astype(dtype)) + bias  # every time step at once
     R = R.astype(dtype)
+    state = wide(dtype)
 
     def cell(carry, xw_t):
         h, c = carry
-        gates = (xw_t + jnp.matmul(h, R)).astype(jnp.float32)
+        gates = (xw_t + jnp.matmul(h, R)).astype(state)
         i, o, f, g = jnp.split(gates, 4, axis=-1)  # ONNX gate order: i, o, f, c
         c = jax.nn.sigmoid(f) * c + jax.nn.sigmoid(i) * jnp.tanh(g)
         h = (jax.nn.sigmoid(o) * jnp.tanh(c)).astype(dtype)
         return (h, c), h
 
     n = x.shape[1]
-    # The cell state stays float32 under mixed precision; h is fed back in the compute dtype.
+    # The cell state stays float32 under mixed precision (float64 in float64); h is fed
+    # back in the compute dtype.
     # Zeros made like xw: per device under jax.shard_map (the data-parallel worker) they then
     # vary over devices as the scan's new state does, which lax.scan requires of its carry.
     carry = (
         lax.full_like(xw, 0, dtype, (n, h_size)),
-        lax.full_like(xw, 0, jnp.float32, (n, h_size)),
+        lax.full_like(xw, 0, state, (n, h_size)),
     )
     _, hs = lax.scan(cell, carry, xw)
     return hs

@@ -8,7 +8,8 @@ transposed once, when it is made resident.
 
 Mixed precision: the input is cast once to the compute dtype and the layers
 (layers.py) cast each weight to the dtype of the activation it meets, so the
-parameters themselves stay float32; logits come back as float32.
+parameters themselves stay float32; logits come back as float32. In float64 (the fp64
+precision, under jax.enable_x64) parameters, activations and logits are all float64.
 
 Layer functions are in layers.py, ResNet blocks in resnet.py and the LSTM
 language model in lstm.py.
@@ -31,6 +32,7 @@ from xfbench.adapters.jax.layers import (
     dense,
     max_pool,
     uniform,
+    wide,
 )
 from xfbench.models import Spec
 from xfbench.models import layers as L
@@ -105,16 +107,16 @@ def init(spec: Spec, key) -> tuple[dict, dict]:
 
 
 def apply(spec: Spec, params: dict, stats: dict, x, train: bool, dtype) -> tuple:
-    """Logits (float32) and the running statistics after this batch.
+    """Logits (float32, float64 for float64) and the running statistics after this batch.
 
     x is NHWC images, (N, features) vectors or (T, N) token ids (time-major)."""
     if spec.sequence:
-        return lstm.apply(spec, params, x, dtype).astype(jnp.float32), {}
+        return lstm.apply(spec, params, x, dtype).astype(wide(dtype)), {}
     x = x.astype(dtype)
     new_stats: dict = {}
     for layer, _ in spec.shapes:
         x = apply_layer(layer, params, stats, x, train, new_stats)
-    return x.astype(jnp.float32), new_stats
+    return x.astype(wide(dtype)), new_stats
 
 
 def count_parameters(spec: Spec) -> int:

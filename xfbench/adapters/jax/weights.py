@@ -53,13 +53,13 @@ def layouts(spec: Spec) -> dict[str, tuple[str, tuple[int, ...]]]:
     return out
 
 
-def to_jax(spec: Spec, weights: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """The JAX parameter dict (host arrays, float32) from canonical weights."""
+def to_jax(spec: Spec, weights: dict[str, np.ndarray], dtype=np.float32) -> dict[str, np.ndarray]:
+    """The JAX parameter dict (host arrays, float32 unless asked) from canonical weights."""
     out = {}
     for name, (kind, chw) in layouts(spec).items():
         if name not in weights:
             raise ValueError(f"{spec.id}: no canonical weight {name!r}")
-        w = np.asarray(weights[name], np.float32)
+        w = np.asarray(weights[name], dtype)
         if kind == CONV:
             w = w.transpose(2, 3, 1, 0)
         elif kind == DENSE:
@@ -71,11 +71,13 @@ def to_jax(spec: Spec, weights: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     return out
 
 
-def to_canonical(spec: Spec, params: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """Canonical weights (float32) from the JAX parameter dict (host arrays)."""
+def to_canonical(
+    spec: Spec, params: dict[str, np.ndarray], dtype=np.float32
+) -> dict[str, np.ndarray]:
+    """Canonical weights (float32 unless asked) from the JAX parameter dict (host arrays)."""
     out = {}
     for name, (kind, chw) in layouts(spec).items():
-        w = np.asarray(params[name], np.float32)
+        w = np.asarray(params[name], dtype)
         if kind == CONV:
             w = w.transpose(3, 2, 0, 1)
         elif kind == DENSE:

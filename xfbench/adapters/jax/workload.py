@@ -11,11 +11,15 @@ products; without it XLA may use TF32 or bf16 passes on GPUs and TPUs); tf32 wit
 "tensorfloat32"; bf16 and fp16 keep float32 parameters, momentum and loss and
 compute in the half type, fp16 with dynamic loss scaling (PyTorch GradScaler's
 rules: start at 2**16, halve and skip the update on inf/nan, double after 2000
-good steps).
+good steps). fp64 (CPU only) is float64 throughout, for the equivalence proof: JAX
+has 64-bit types only under jax_enable_x64, which this workload switches on only
+around its own calls (jax.enable_x64 as a context), so no other cell in the process
+sees it.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import re
 
@@ -34,6 +38,7 @@ COMPUTE_DTYPES = {
     "tf32": jnp.float32,
     "bf16": jnp.bfloat16,
     "fp16": jnp.float16,
+    "fp64": jnp.float64,
 }
 # jax_default_matmul_precision while tracing; half inputs run at the half type anyway.
 MATMUL_PRECISION = {
@@ -41,6 +46,7 @@ MATMUL_PRECISION = {
     "tf32": "tensorfloat32",
     "bf16": "default",
     "fp16": "default",
+    "fp64": "highest",
 }
 # Dynamic loss scaling for fp16, with torch.amp.GradScaler's defaults.
 SCALE_INIT, SCALE_GROWTH, SCALE_BACKOFF, SCALE_INTERVAL = 2.0**16, 2.0, 0.5, 2000
@@ -216,6 +222,15 @@ class JaxWorkload(Workload):
         if cell.precision not in COMPUTE_DTYPES:
             raise Unsupported(f"JAX adapter does not run {cell.precision}")
         self.spec, self.cell = spec, cell
+        self.fp64 = cell.precision == "fp64"
+        with self._x64():
+            self._build(spec, cell, weights, seed)
+
+    def _x64(self):
+        """64-bit types on for this workload's calls only (fp64); nothing otherwise."""
+        return jax.enable_x64(True) if self.fp64 else contextlib.nullcontext()
+
+    def _build(self, spec: Spec, cell: Cell, weights: dict[str, np.ndarray], seed: int) -> None:
         self.device = resolve_device(cell.device)
         self.dtype = COMPUTE_DTYPES[cell.precision]
         self.matmul_precision = MATMUL_PRECISION[cell.precision]
@@ -223,7 +238,8 @@ class JaxWorkload(Workload):
         self.loss_scaling = self.train and cell.precision == "fp16"
 
         # The state: canonical weights in JAX layouts, checked against the network's shapes.
-        params = W.to_jax(spec, weights)
+        self.host_dtype = np.float64 if self.fp64 else np.float32
+        params = W.to_jax(spec, weights, self.host_dtype)
         shapes, stat_shapes = jax.eval_shape(lambda: networks.init(spec, jax.random.key(seed)))
         if set(params) != set(shapes) or any(params[k].shape != shapes[k].shape for k in shapes):
             bad = sorted(
@@ -233,7 +249,7 @@ class JaxWorkload(Workload):
             )
             raise ValueError(f"{spec.id}: canonical weights do not fit the JAX network: {bad[:5]}")
         stats = {
-            k: (np.zeros if k.endswith("mean") else np.ones)(s.shape, np.float32)
+            k: (np.zeros if k.endswith("mean") else np.ones)(s.shape, self.host_dtype)
             for k, s in stat_shapes.items()
         }
         state = {"params": params, "stats": stats}
@@ -249,8 +265,10 @@ class JaxWorkload(Workload):
             x = x.transpose(0, 2, 3, 1)
         if spec.sequence:
             x, y = x.T, y.T
-        # Ids fit int32, JAX's default integer type (64-bit types are off by default).
-        self.x_host = np.ascontiguousarray(x if x.dtype == np.float32 else x.astype(np.int32))
+        # Ids fit int32, JAX's default integer type (64-bit types are off by default);
+        # images in float64 for fp64 are the same values, widened exactly.
+        x = x.astype(self.host_dtype) if x.dtype == np.float32 else x.astype(np.int32)
+        self.x_host = np.ascontiguousarray(x)
         self.y_host = np.ascontiguousarray(y.astype(np.int32))
         self.x, self.y = self._to_device()
         self._check_placement(self.state, self.x, self.y)
@@ -292,6 +310,10 @@ class JaxWorkload(Workload):
     # -- compile ------------------------------------------------------------------
     def prepare(self) -> None:
         """Trace, lower and compile ahead of time; step() then only runs the executable."""
+        with self._x64():
+            self._prepare()
+
+    def _prepare(self) -> None:
         args = (self.state, self.x, self.y) if self.train else (self.state, self.x)
         # The precision is read while tracing, so it holds for every product, backward included.
         with jax.default_matmul_precision(self.matmul_precision):
@@ -305,23 +327,25 @@ class JaxWorkload(Workload):
     def _train_step(self) -> None:
         if self._compiled is None:
             self.prepare()
-        x, y = self._batch()
-        self.state, self._loss = self._compiled(self.state, x, y)
-        jax.block_until_ready((self.state, self._loss))
+        with self._x64():
+            x, y = self._batch()
+            self.state, self._loss = self._compiled(self.state, x, y)
+            jax.block_until_ready((self.state, self._loss))
 
     def _infer_step(self) -> None:
         if self._compiled is None:
             self.prepare()
-        x, _ = self._batch()
-        self._out = self._compiled(self.state, x)
-        jax.block_until_ready(self._out)
+        with self._x64():
+            x, _ = self._batch()
+            self._out = self._compiled(self.state, x)
+            jax.block_until_ready(self._out)
 
     # -- results ------------------------------------------------------------------
     def loss(self) -> float:
         return float(self._loss)
 
     def output(self) -> np.ndarray:
-        out = np.asarray(jax.device_get(self._out), np.float32)
+        out = np.asarray(jax.device_get(self._out), self.host_dtype)
         return out.transpose(1, 0, 2) if self.spec.sequence else out  # back to (N, T, C)
 
     def export_onnx(self, path: str) -> None:
@@ -331,7 +355,7 @@ class JaxWorkload(Workload):
         export_onnx(self, path)
 
     def weights(self) -> dict[str, np.ndarray]:
-        return W.to_canonical(self.spec, jax.device_get(self.state["params"]))
+        return W.to_canonical(self.spec, jax.device_get(self.state["params"]), self.host_dtype)
 
     def running_stats(self) -> dict[str, np.ndarray]:
         return {k: np.asarray(v) for k, v in jax.device_get(self.state["stats"]).items()}

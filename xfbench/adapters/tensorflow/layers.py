@@ -9,9 +9,10 @@ momentum, and the rest are the tf.nn ops Keras would call. Padding is always
 the spec's symmetric padding: "SAME" only where it is the same thing (it pads
 asymmetrically at stride 2, which gives AlexNet a 7x7 last map).
 
-Every layer takes (x, training). Variables are fp32 (the master weights); a
-layer computes in its input's dtype, so mixed precision is one cast of the
-input at the network's entry.
+Every layer takes (x, training). Variables are fp32 (the master weights), or fp64
+for the fp64 precision; a layer computes in its input's dtype, so mixed precision
+is one cast of the input at the network's entry. FusedBatchNormV3 has no float64
+kernel, so in float64 batch norm is written out from tf.nn.moments (the same formula).
 """
 
 from __future__ import annotations
@@ -49,8 +50,9 @@ class Variables:
     or shape-only stand-ins when weights is None. Keeps the canonical mapping, which
     is what Workload.weights() exports."""
 
-    def __init__(self, weights: dict[str, np.ndarray] | None):
+    def __init__(self, weights: dict[str, np.ndarray] | None, dtype=np.float32):
         self.weights = weights
+        self.dtype = np.dtype(dtype)  # of the variables: float32, or float64 for fp64
         self.entries: list[Entry] = []
 
     @property
@@ -64,7 +66,7 @@ class Variables:
         else:
             if p.name not in self.weights:
                 raise ValueError(f"no canonical weight for {p.name}")
-            value = converter.to_tf(self.weights[p.name])
+            value = converter.to_tf(self.weights[p.name], self.dtype)
             if value.shape != shape:
                 raise ValueError(
                     f"{p.name}: canonical {self.weights[p.name].shape} gives "
@@ -78,7 +80,9 @@ class Variables:
         """A non-trainable state variable (batch-norm running statistics)."""
         if self.shape_only:
             return ShapeOnly(shape)
-        return tf.Variable(tf.fill(shape, fill), trainable=False, name=name)
+        return tf.Variable(
+            tf.fill(shape, tf.constant(fill, self.dtype)), trainable=False, name=name
+        )
 
 
 def _spatial(fmt: str, values) -> list:
@@ -147,6 +151,8 @@ class BatchNorm(tf.Module):
         self.eps, self.factor, self.fmt = layer.eps, layer.momentum, fmt
 
     def __call__(self, x, training=False):
+        if x.dtype == tf.float64:
+            return self._float64(x, training)
         y, mean, var = tf.compat.v1.nn.fused_batch_norm(
             x,
             self.gamma,
@@ -162,6 +168,23 @@ class BatchNorm(tf.Module):
             self.mean.assign(mean)
             self.var.assign(var)
         return y
+
+    def _float64(self, x, training):
+        """The fused kernel's function, op by op: normalised with the biased batch
+        variance, the running variance updated with the unbiased one."""
+        axes = [0, 1, 2] if self.fmt == "NHWC" else [0, 2, 3]
+        if training:
+            mean, var = tf.nn.moments(x, axes)
+            n = tf.cast(tf.size(x) // tf.size(mean), x.dtype)
+            m = self.factor
+            self.mean.assign((1 - m) * self.mean + m * tf.stop_gradient(mean))
+            unbiased = tf.stop_gradient(var) * n / tf.maximum(n - 1, 1)
+            self.var.assign((1 - m) * self.var + m * unbiased)
+        else:
+            mean, var = self.mean, self.var
+        shape = [1, 1, 1, -1] if self.fmt == "NHWC" else [1, -1, 1, 1]
+        scale = tf.reshape(self.gamma * tf.math.rsqrt(var + self.eps), shape)
+        return (x - tf.reshape(mean, shape)) * scale + tf.reshape(self.beta, shape)
 
 
 class Dense(tf.Module):

@@ -25,7 +25,12 @@ from xfbench.adapters.tensorflow.weights import lstm_from_keras, lstm_to_keras
 from xfbench.models import Spec
 from xfbench.models import layers as L
 
-POLICIES = {tf.float32: "float32", tf.bfloat16: "mixed_bfloat16", tf.float16: "mixed_float16"}
+POLICIES = {
+    tf.float32: "float32",
+    tf.bfloat16: "mixed_bfloat16",
+    tf.float16: "mixed_float16",
+    tf.float64: "float64",
+}
 
 
 def cudnn_conditions(layer: keras.layers.LSTM) -> dict[str, bool]:
@@ -72,6 +77,7 @@ class LSTMLanguageModel(tf.Module):
             ]
             if failed:
                 raise ValueError(f"keras.layers.LSTM cannot use cuDNN: {', '.join(failed)}")
+        self.dtype = variables.dtype
         if not variables.shape_only:
             self.load(variables.weights)
         self.fc = Dense(fc, shapes[2], variables)
@@ -83,7 +89,9 @@ class LSTMLanguageModel(tf.Module):
 
     def load(self, weights) -> None:
         for i, layer in enumerate(self.lstms):
-            kernel, recurrent, bias = lstm_to_keras(*(weights[n] for n in self._names(i)))
+            kernel, recurrent, bias = lstm_to_keras(
+                *(weights[n] for n in self._names(i)), dtype=self.dtype
+            )
             layer.cell.kernel.assign(kernel)
             layer.cell.recurrent_kernel.assign(recurrent)
             layer.cell.bias.assign(bias)
@@ -95,6 +103,7 @@ class LSTMLanguageModel(tf.Module):
                 layer.cell.kernel.numpy(),
                 layer.cell.recurrent_kernel.numpy(),
                 layer.cell.bias.numpy(),
+                dtype=self.dtype,
             )
             out.update(zip(self._names(i), values))
         return out

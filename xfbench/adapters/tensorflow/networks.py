@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from math import prod
 
+import numpy as np
 import tensorflow as tf
 
 from xfbench.adapters.tensorflow import layers as T
@@ -80,7 +81,9 @@ class Network:
         self, spec: Spec, layout: str, weights, use_cudnn: bool = False, compute_dtype=tf.float32
     ):
         self.spec, self.layout = spec, layout
-        self.variables = T.Variables(weights)
+        # Master weights are float32, except in float64, where everything is.
+        self.dtype = np.float64 if compute_dtype == tf.float64 else np.float32
+        self.variables = T.Variables(weights, self.dtype)
         if spec.sequence:
             self.module = LSTMLanguageModel(spec, self.variables, use_cudnn, compute_dtype)
             extra = self.module.keras_variables()
@@ -96,8 +99,11 @@ class Network:
         return self.module(x, training)
 
     def weights(self):
-        """Canonical weights from the current variables (float32, host)."""
-        out = {e.name: e.converter.from_tf(e.variable.numpy()) for e in self.variables.entries}
+        """Canonical weights from the current variables (float32, or float64 for fp64; host)."""
+        out = {
+            e.name: e.converter.from_tf(e.variable.numpy(), self.dtype)
+            for e in self.variables.entries
+        }
         if self.spec.sequence:
             out.update(self.module.export())
         return {p.name: out[p.name] for p in self.spec.params}

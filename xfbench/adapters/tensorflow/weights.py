@@ -35,7 +35,7 @@ class Converter:
             return (shape[1], shape[0])
         return tuple(shape)
 
-    def to_tf(self, w: np.ndarray) -> np.ndarray:
+    def to_tf(self, w: np.ndarray, dtype=np.float32) -> np.ndarray:
         if self.kind == "conv":
             w = w.transpose(2, 3, 1, 0)  # OIHW -> HWIO
         elif self.kind == "dense":
@@ -43,9 +43,9 @@ class Converter:
         elif self.kind == "flat_dense":
             c, h, ww = self.chw  # rows in (H, W, C) order
             w = w.reshape(-1, c, h, ww).transpose(2, 3, 1, 0).reshape(h * ww * c, -1)
-        return np.ascontiguousarray(w, dtype=np.float32)
+        return np.ascontiguousarray(w, dtype=dtype)
 
-    def from_tf(self, w: np.ndarray) -> np.ndarray:
+    def from_tf(self, w: np.ndarray, dtype=np.float32) -> np.ndarray:
         if self.kind == "conv":
             w = w.transpose(3, 2, 0, 1)  # HWIO -> OIHW
         elif self.kind == "dense":
@@ -53,7 +53,7 @@ class Converter:
         elif self.kind == "flat_dense":
             c, h, ww = self.chw
             w = w.reshape(h, ww, c, -1).transpose(3, 2, 0, 1).reshape(-1, c * h * ww)
-        return np.ascontiguousarray(w, dtype=np.float32)
+        return np.ascontiguousarray(w, dtype=dtype)
 
 
 SAME = Converter("same")
@@ -72,20 +72,22 @@ def _reorder(a: np.ndarray, order: tuple[int, ...], axis: int = 0) -> np.ndarray
     return np.concatenate([blocks[i] for i in order], axis=axis)
 
 
-def lstm_to_keras(W: np.ndarray, R: np.ndarray, B: np.ndarray):
+def lstm_to_keras(W: np.ndarray, R: np.ndarray, B: np.ndarray, dtype=np.float32):
     """ONNX W (4H, in), R (4H, H), B (8H,) -> Keras kernel (in, 4H),
     recurrent_kernel (H, 4H) and bias (4H,) = input bias + recurrent bias."""
     h = R.shape[1]
     kernel = _reorder(W, ONNX_TO_KERAS_GATES).T
     recurrent = _reorder(R, ONNX_TO_KERAS_GATES).T
+    # Summed in dtype: in float64 the sum of two float32 halves is exact.
+    B = B.astype(dtype)
     bias = _reorder(B[: 4 * h] + B[4 * h :], ONNX_TO_KERAS_GATES)
-    return tuple(np.ascontiguousarray(a, dtype=np.float32) for a in (kernel, recurrent, bias))
+    return tuple(np.ascontiguousarray(a, dtype=dtype) for a in (kernel, recurrent, bias))
 
 
-def lstm_from_keras(kernel: np.ndarray, recurrent: np.ndarray, bias: np.ndarray):
+def lstm_from_keras(kernel: np.ndarray, recurrent: np.ndarray, bias: np.ndarray, dtype=np.float32):
     """Keras kernel, recurrent_kernel, bias -> ONNX W, R and B = [bias, zeros]."""
     W = _reorder(kernel, KERAS_TO_ONNX_GATES, axis=1).T
     R = _reorder(recurrent, KERAS_TO_ONNX_GATES, axis=1).T
     b = _reorder(bias, KERAS_TO_ONNX_GATES)
     B = np.concatenate([b, np.zeros_like(b)])
-    return tuple(np.ascontiguousarray(a, dtype=np.float32) for a in (W, R, B))
+    return tuple(np.ascontiguousarray(a, dtype=dtype) for a in (W, R, B))

@@ -4,7 +4,8 @@ Modes: eager (the step runs op by op); function (tf.function: one graph, Grapple
 optimisations, oneDNN fusions on the CPU); xla (tf.function(jit_compile=True)).
 Precisions: fp32 is IEEE fp32 (TensorFlow allows TF32 on Ampere and later by
 default, so it is switched off); tf32 switches it on; bf16 and fp16 compute in
-that type over fp32 master weights, fp16 with dynamic loss scaling.
+that type over fp32 master weights, fp16 with dynamic loss scaling; fp64 (CPU only)
+computes and keeps everything in float64, for the equivalence proof.
 The update is TensorFlow's fused ResourceApplyMomentum, whose rule is PyTorch's
 (accum = momentum * accum + grad; var -= lr * accum). Keras's SGD keeps
 v = momentum * v - lr * grad instead: the same for a constant rate, but not the
@@ -23,7 +24,13 @@ from xfbench.adapters.tensorflow.networks import Network
 from xfbench.models import Spec, synthetic_batch
 from xfbench.models import layers as L
 
-COMPUTE_DTYPES = {"fp32": tf.float32, "tf32": tf.float32, "bf16": tf.bfloat16, "fp16": tf.float16}
+COMPUTE_DTYPES = {
+    "fp32": tf.float32,
+    "tf32": tf.float32,
+    "bf16": tf.bfloat16,
+    "fp16": tf.float16,
+    "fp64": tf.float64,
+}
 MODES = ("eager", "function", "xla")
 
 # Dynamic loss scaling for fp16 (Keras LossScaleOptimizer's defaults).
@@ -125,7 +132,12 @@ class TensorFlowWorkload(Workload):
         # cuDNN's LSTM on a GPU, except under XLA, which cannot compile it.
         use_cudnn = self.gpu and cell.mode != "xla"
 
+        # The master weights, loss and update: float32, or float64 for fp64.
+        self.master_dtype = tf.float64 if self.compute_dtype == tf.float64 else tf.float32
+
         x, y = synthetic_batch(spec, cell.batch_size, seed)
+        if self.master_dtype == tf.float64 and x.dtype == np.float32:
+            x = x.astype(np.float64)  # the same values, widened exactly
         if x.ndim == 4 and self.layout == "channels_last":
             x = np.ascontiguousarray(x.transpose(0, 2, 3, 1))  # once, outside the timer
         self.x_host, self.y_host = x, y
@@ -138,8 +150,8 @@ class TensorFlowWorkload(Workload):
                 self.slots = [
                     tf.Variable(tf.zeros_like(v), trainable=False) for v in self.trainable
                 ]
-                self.lr = tf.constant(spec.lr, tf.float32)
-                self.momentum = tf.constant(spec.momentum, tf.float32)
+                self.lr = tf.constant(spec.lr, self.master_dtype)
+                self.momentum = tf.constant(spec.momentum, self.master_dtype)
                 self.loss_scale = self.good_steps = None
                 if cell.precision == "fp16":
                     self.loss_scale = tf.Variable(INITIAL_LOSS_SCALE, trainable=False)
@@ -208,7 +220,7 @@ class TensorFlowWorkload(Workload):
 
     # -- the step's body (eager as is, or traced by tf.function) --------------------
     def _loss_of(self, logits, labels):
-        logits = tf.cast(logits, tf.float32)
+        logits = tf.cast(logits, self.master_dtype)
         losses = tf.nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=logits)
         return tf.reduce_mean(losses)  # mean over samples (and over all tokens)
 
@@ -297,7 +309,7 @@ class TensorFlowWorkload(Workload):
         return float(self._loss)
 
     def output(self) -> np.ndarray:
-        return np.asarray(tf.cast(self._out, tf.float32))
+        return np.asarray(tf.cast(self._out, self.master_dtype))
 
     def export_onnx(self, path: str) -> None:
         """The network in evaluation mode, with its current weights, through tf2onnx (see export.py)."""

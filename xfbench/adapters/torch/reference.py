@@ -98,6 +98,33 @@ def _decision_hooks(net: torch.nn.Module, record: list | None, flips: list | Non
             module.register_forward_hook(pool_hook)
 
 
+def _net_and_batch(spec: Spec, weights, batch: int, dtype: str, seed: int):
+    torch_dtype = DTYPES[dtype]
+    torch.manual_seed(seed)
+    net = build_network(spec)
+    W.load(spec, net, weights)
+    net = net.to(torch_dtype)
+    x, y = synthetic_batch(spec, batch, seed)
+    if spec.sequence:  # the model is time-major: (T, N)
+        x, y = np.ascontiguousarray(x.T), np.ascontiguousarray(y.T)
+    x, y = torch.from_numpy(x), torch.from_numpy(y)
+    if x.is_floating_point():
+        x = x.to(torch_dtype)
+    return net, x, y
+
+
+def logits(
+    spec: Spec, weights: dict[str, np.ndarray], batch: int, dtype: str = "float64", seed: int = 0
+) -> np.ndarray:
+    """The logits in evaluation mode on the synthetic batch, shaped as Workload.output()
+    gives them ((N, classes) or (N, T, classes)). In float64 this is the reference of the
+    float64 proof: ONNX Runtime has no float64 convolution on the CPU."""
+    net, x, _ = _net_and_batch(spec, weights, batch, dtype, seed)
+    with torch.no_grad():
+        out = net.eval()(x).numpy()
+    return out.transpose(1, 0, 2) if spec.sequence else out
+
+
 def train_step(
     spec: Spec,
     weights: dict[str, np.ndarray],
@@ -111,19 +138,10 @@ def train_step(
     canonical weights (as float64 numpy arrays). decisions, when given, receives every
     ReLU and max-pool call's Decisions; flips (one boolean array or None per call, shaped
     like that call's margin) takes the marked decisions the other way."""
-    torch_dtype = DTYPES[dtype]
-    torch.manual_seed(seed)
-    net = build_network(spec)
-    W.load(spec, net, weights)
-    net = net.to(torch_dtype).train()
+    net, x, y = _net_and_batch(spec, weights, batch, dtype, seed)
+    net.train()
     if decisions is not None or flips is not None:
         _decision_hooks(net, decisions, flips)
-    x, y = synthetic_batch(spec, batch, seed)
-    if spec.sequence:  # the model is time-major: (T, N)
-        x, y = np.ascontiguousarray(x.T), np.ascontiguousarray(y.T)
-    x, y = torch.from_numpy(x), torch.from_numpy(y)
-    if x.is_floating_point():
-        x = x.to(torch_dtype)
     params = list(net.parameters())
     opt = torch.optim.SGD(params, lr=spec.lr, momentum=spec.momentum)
     logits = net(x)

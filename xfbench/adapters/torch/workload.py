@@ -6,7 +6,8 @@ with mode="reduce-overhead", which replays CUDA graphs).
 Precisions: fp32 is IEEE fp32 everywhere (PyTorch lets cuDNN convolutions and
 RNNs use TF32 by default, so it is switched off explicitly); tf32 switches it on
 for matmuls, convolutions and RNNs; bf16 and fp16 are autocast over fp32
-master weights, fp16 with a gradient scaler.
+master weights, fp16 with a gradient scaler; fp64 (CPU only) is the whole network,
+batch and update in float64, for the equivalence proof.
 """
 
 from __future__ import annotations
@@ -90,11 +91,15 @@ class TorchWorkload(Workload):
         memory_format = (
             torch.channels_last if self.layout == "channels_last" else torch.contiguous_format
         )
-        self.net = net.to(self.device, memory_format=memory_format)
+        self.fp64 = cell.precision == "fp64"
+        self.dtype = torch.float64 if self.fp64 else torch.float32
+        self.net = net.to(self.device, self.dtype, memory_format=memory_format)
 
         x, y = synthetic_batch(spec, cell.batch_size, seed)
         if spec.sequence:  # the model is time-major: (T, N)
             x, y = np.ascontiguousarray(x.T), np.ascontiguousarray(y.T)
+        if self.fp64 and x.dtype == np.float32:
+            x = x.astype(np.float64)  # the same values, widened exactly
         self.x_host, self.y_host = torch.from_numpy(x), torch.from_numpy(y)
         if self.device.type == "cuda":
             self.x_host, self.y_host = self.x_host.pin_memory(), self.y_host.pin_memory()
@@ -244,11 +249,11 @@ class TorchWorkload(Workload):
         return float(self._loss)
 
     def output(self) -> np.ndarray:
-        out = self._out.float().cpu().numpy()
+        out = self._out.to(self.dtype).cpu().numpy()
         return out.transpose(1, 0, 2) if self.spec.sequence else out  # back to (N, T, C)
 
     def weights(self) -> dict[str, np.ndarray]:
-        return W.from_module(self.spec, self.net)
+        return W.from_module(self.spec, self.net, np.float64 if self.fp64 else np.float32)
 
     def export_onnx(self, path: str) -> None:
         """torch.onnx.export with the dynamo exporter (torch 2.13's default; it writes
