@@ -43,6 +43,18 @@ def test_aten_runs_no_higher_than_the_cpu_or_the_limit():
         assert order.index(capability) <= order.index(limit), (capability, limit)
 
 
+def test_pytorch_names_the_gemm_library_and_its_code_path():
+    """oneMKL's banner, read from its verbose output, names the path it dispatched for: on
+    any x86 CPU some text after the version, never an unparsed banner."""
+    torch = pytest.importorskip("torch")
+    from xfbench.adapters.torch.workload import backend, blas
+
+    text = blas()
+    if torch.backends.mkl.is_available():
+        assert text.startswith("oneMKL ") and ", " in text, text
+    assert "GEMM " + text in backend("cpu")["backend"]
+
+
 def test_xla_compiles_for_no_more_than_the_cpu_or_the_limit():
     pytest.importorskip("jax")
     from xfbench.adapters.jax.workload import xla_cpu_target

@@ -13,6 +13,11 @@ batch and update in float64, for the equivalence proof.
 from __future__ import annotations
 
 import contextlib
+import ctypes
+import functools
+import os
+import re
+import tempfile
 
 import numpy as np
 import torch
@@ -53,6 +58,38 @@ def preferred_layout(spec: Spec, device: torch.device, precision: str) -> str:
     return "channels_first"
 
 
+@functools.cache
+def blas() -> str:
+    """The BLAS that takes fp32 matmuls and linear layers on the CPU, with the code path it
+    announces. PyTorch's x86 wheels link oneMKL, and oneMKL picks its kernels by CPU vendor:
+    its banner names the ISA it dispatched for on Intel CPUs, and only "Intel(R)
+    Architecture processors" on others, where it ran well below oneDNN on AVX-512 AMD
+    CPUs (docs/frameworks.md). The banner is what MKL_VERBOSE prints at its first call,
+    read from file descriptor 1 for one tiny product."""
+    if not torch.backends.mkl.is_available():
+        return "no MKL (ATen's own or OpenBLAS GEMM)"
+    libc = ctypes.CDLL(None)
+    a = torch.ones(8, 8)
+    with tempfile.TemporaryFile() as f:
+        libc.fflush(None)
+        saved = os.dup(1)
+        os.dup2(f.fileno(), 1)
+        try:
+            with torch.backends.mkl.verbose(torch.backends.mkl.VERBOSE_ON):
+                torch.mm(a, a)
+            libc.fflush(None)
+        finally:
+            os.dup2(saved, 1)
+            os.close(saved)
+        f.seek(0)
+        text = f.read().decode(errors="replace")
+    m = re.search(r"MKL_VERBOSE (oneMKL [\d.]+[^\n]*?) Product build \d+ for (.*?), Lnx", text)
+    if not m:
+        return "MKL (its banner was not readable)"
+    path = m[2].removeprefix("Intel(R) 64 architecture ").strip()
+    return f"{m[1]}, {path}"
+
+
 def backend(device_type: str, compiled: bool = False) -> dict:
     """What PyTorch runs on, as PyTorch reports it: on the CPU, the ISA ATen's kernels were
     dispatched for (ATEN_CPU_CAPABILITY can only lower it), whether oneDNN (mkldnn)
@@ -62,10 +99,14 @@ def backend(device_type: str, compiled: bool = False) -> dict:
         return {"backend": f"CUDA {torch.version.cuda}, cuDNN {torch.backends.cudnn.version()}"}
     capability = torch.backends.cpu.get_cpu_capability()
     onednn = torch.backends.mkldnn.is_available() and torch.backends.mkldnn.enabled
+    gemm = blas()
     out = {
         "aten_cpu_capability": capability,
         "onednn": onednn,
-        "backend": f"ATen {capability}" + (", oneDNN" if onednn else ", no oneDNN"),
+        "blas": gemm,
+        "backend": f"ATen {capability}"
+        + (", oneDNN convolutions" if onednn else ", no oneDNN")
+        + f", GEMM {gemm}",
     }
     if compiled:
         from torch._inductor import cpu_vec_isa
