@@ -477,6 +477,23 @@ def test_paper_numbers_beside_ours(tmp_path):
     assert float(caffe["seconds_per_batch"]) == 0.030
 
 
+def test_paper_rows_sit_under_our_columns_of_the_same_thread_count(tmp_path):
+    """--paper: each tool's seconds on the paper's desktop and server appear as rows of our
+    own Table 7 block, 1t under 1t and 2t under 2t, the GPU column blank (the paper's GPUs
+    are others); Lua Torch7 is named as such."""
+    folder = runner_folder(tmp_path, "run", standard())
+    render([folder], tmp_path / "paper", ["md"], with_paper=True)
+    md = (tmp_path / "paper" / "report.md").read_text()
+    block = md.split("### FCN-5 / FCN-S (fcn5): train")[1].split("Shi et al. 2016, FCN-S")[0]
+    header = next(line for line in block.splitlines() if line.startswith("| framework"))
+    cols = [c.strip() for c in header.strip("|").split("|")]
+    caffe = next(line for line in block.splitlines() if "Caffe, 2016, desktop" in line)
+    cells = [c.strip() for c in caffe.strip("|").split("|")]
+    by_col = dict(zip(cols, cells, strict=True))
+    assert (by_col["1t"], by_col["2t"], by_col[H100]) == ("1.324", "0.790", "-")
+    assert "Torch7 (Lua), 2016, server (2x E5-2630 v3)" in block
+
+
 def test_gemm_peak_share_and_equivalence_mark(tmp_path):
     bench = standard()
     gemm = [
@@ -825,3 +842,49 @@ def test_table7_is_also_one_table_in_the_papers_order_with_ratios_to_the_fastest
     assert "PyTorch eager, 1t" in lines[0] and "TensorFlow eager, 1t" not in lines[0]
     assert lines[2].startswith("| FCN-5") and lines[3].startswith("| ResNet-56")  # paper order
     assert "**1**" in lines[2] and "1.5 (1.5x)" in lines[2]
+
+
+def test_published_anchors_stand_beside_our_cells_on_the_same_gpu(tmp_path):
+    """ResNet-50 training at bf16 on an H100 and a bf16 GEMM of 8192 there appear beside
+    the published numbers of data/anchors.toml, with the ratio, setting and source; a
+    CPU-only run shows no anchors section."""
+    bench = standard() + [
+        entry(
+            "resnet50",
+            [0.01] * 3,
+            device="cuda:0",
+            device_name=H100,
+            precision="bf16",
+            batch=16,
+            mode="compile",
+        ),
+        {
+            "group": "gemm",
+            "name": "gemm8192",
+            "stats": {"median": 1.0},
+            "extra_info": {
+                "implementation": "cupy",
+                "dtype": "bf16",
+                "tflops": 700.0,
+                "device": "cuda:0",
+                "device_name": H100,
+                "size": 8192,
+            },
+        },
+    ]
+    folder = runner_folder(tmp_path, "run", bench, gpus=[H100])
+    render([folder], folder, ["md", "html"])
+    md = (folder / "report.md").read_text()
+    section = md.split("## Beside published numbers")[1].split("\n## ")[0]
+    rn50 = next(line for line in section.splitlines() if "ResNet-50 training, bf16" in line)
+    assert "1600 images/s (batch 16)" in rn50 and "2616-2791 images/s" in rn50
+    assert "0.57-0.61x" in rn50  # 1600 over each end of the published range
+    gemm = next(line for line in section.splitlines() if "GEMM, bf16" in line)
+    assert "700 TFLOP/s (n 8192)" in gemm and "0.88x" in gemm and "Source:" in gemm
+    assert "Beside published numbers" in (folder / "report.html").read_text()
+
+    cpu_only = runner_folder(
+        tmp_path, "cpu", [b for b in standard() if b["extra_info"]["device"] == "cpu"]
+    )
+    render([cpu_only], cpu_only, ["md"])
+    assert "Beside published numbers" not in (cpu_only / "report.md").read_text()

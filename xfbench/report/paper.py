@@ -28,6 +28,21 @@ class PaperTable:
     machines: str  # the header line describing the machines
 
 
+# The paper's tools as they were in 2016; "Torch" there is Lua Torch7, not PyTorch.
+TOOL_LABELS = {"Torch": "Torch7 (Lua)"}
+
+
+def tool_label(tool: str) -> str:
+    """Caffe -> 'Caffe, 2016'; Torch -> 'Torch7 (Lua), 2016'."""
+    return f"{TOOL_LABELS.get(tool, tool)}, 2016"
+
+
+def aligned(values: dict[str, float], machine: str, threads: int) -> float | None:
+    """The paper's seconds for one tool on its machine ("desktop" or "server") at this
+    thread count, or None where the paper has no such column."""
+    return values.get(f"{machine}_t{threads}")
+
+
 def column_label(column: str) -> str:
     """desktop_t4 -> 'desktop 4t', gtx1080 -> 'GTX 1080'."""
     m = re.fullmatch(r"(desktop|server)_t(\d+)", column)

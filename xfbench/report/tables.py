@@ -332,6 +332,8 @@ def table7(
         cells = [Text(c.text, best=c.best, note=c.footnote) for c in row.cells]
         rows.append([_t(row.label)] + ([_t(row.verified)] if verified else []) + cells)
     lead = 1 + verified
+    if block.paper:
+        rows += _paper_rows(block, verified)
     table = Table(
         block.title,
         headers,
@@ -358,11 +360,35 @@ def table7(
             Table(
                 f"Shi et al. 2016, {p.row} (paper's machines)",
                 ["tool"] + list(p.labels),
-                [[_t(tool)] + [_t(x) for x in texts] for tool, texts in p.tools],
+                [[_t(paper.tool_label(tool))] + [_t(x) for x in texts] for tool, texts in p.tools],
                 caption=f"{paper.table().machines}{note}",
             )
         )
     return table
+
+
+def _paper_rows(block: Block, verified: bool) -> list[list[Text]]:
+    """The paper's tools under our CPU columns of the same thread count, one row per tool
+    and paper machine (its desktop and its server), so 1t sits under 1t; accelerator
+    columns stay blank, the paper's GPUs being others. Rows with nothing under our
+    columns are left to the full table below, as are blocks run at another batch size."""
+    if block.paper.batch != block.key[2]:
+        return []
+    rows = []
+    for machine, name in (("desktop", "i7-3820"), ("server", "2x E5-2630 v3")):
+        for tool, values in block.paper.values:
+            cells = [
+                paper.aligned(values, machine, c.key[1]) if c.key[0] == "cpu" else None
+                for c in block.columns
+            ]
+            if any(v is not None for v in cells):
+                label = f"Shi et al.: {paper.tool_label(tool)}, {machine} ({name})"
+                rows.append(
+                    [_t(label)]
+                    + ([_t("")] if verified else [])
+                    + [_t("-" if v is None else f"{v:.3f}") for v in cells]
+                )
+    return rows
 
 
 def details_table(report: Report, block: Block) -> Table | None:
