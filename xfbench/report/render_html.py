@@ -8,7 +8,7 @@ from pathlib import Path
 
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
-from xfbench.report import scaling_tables, tables
+from xfbench.report import anchors, scaling_tables, tables
 from xfbench.report.model import Report
 
 ENV = Environment(
@@ -40,6 +40,7 @@ def render(report: Report, plots: dict, generated: str) -> str:
         "details": [t for t in (tables.details_table(report, b) for b in report.blocks) if t],
         "procurement": tables.procurement_table(report),
         "gemm": tables.gemm_table(report),
+        "anchors": anchors.anchors_table(report),
         "plots": [
             (caption, _png(path))
             for kind in ("threads", "accelerators", "gemm")

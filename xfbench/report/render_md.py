@@ -6,7 +6,7 @@ from pathlib import Path
 
 from tabulate import tabulate
 
-from xfbench.report import scaling_tables, tables
+from xfbench.report import anchors, scaling_tables, tables
 from xfbench.report.model import Report
 from xfbench.report.tables import Table, Text
 
@@ -132,7 +132,11 @@ def render(report: Report, plots: dict, out: Path, generated: str) -> str:
         if t:
             lines += [table(t), ""]
     lines += scaling_section(report, plots, out)
-    for t in (tables.procurement_table(report), tables.gemm_table(report)):
+    for t in (
+        tables.procurement_table(report),
+        tables.gemm_table(report),
+        anchors.anchors_table(report),
+    ):
         if t:
             lines += [table(t, 2), ""]
     if any(plots.get(kind) for kind in ("threads", "accelerators", "gemm")):

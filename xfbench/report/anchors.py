@@ -1,0 +1,167 @@
+"""Published numbers beside ours where the device matches (data/anchors.toml).
+
+An anchor is one published measurement: ResNet-50 training images/s on one GPU at a
+precision, or one square GEMM's TFLOP/s. The report lists, for every one of our cells on a
+GPU whose name contains the anchor's device, our number, the published one and their
+ratio, with the publisher's setting and source: a ratio far below 1 on the same GPU says to
+suspect our adapter first. Nothing is shown where no device matches (a CPU-only run).
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+from xfbench.report.model import Report
+from xfbench.report.tables import Table, _t
+
+DATA = Path(__file__).parent / "data" / "anchors.toml"
+KINDS = ("resnet50_train", "gemm")
+
+
+@dataclass(frozen=True)
+class Anchor:
+    kind: str  # one of KINDS
+    device: str  # substring of the GPU's name
+    precision: str  # fp32, tf32, bf16, fp16
+    value: float  # published (the low end of a range)
+    high: float | None  # the high end of a published range, or None
+    unit: str
+    setting: str
+    source: str
+    n: int | None = None  # GEMM size
+
+    @property
+    def published(self) -> str:
+        return f"{self.value:g}" + (f"-{self.high:g}" if self.high else "") + f" {self.unit}"
+
+
+@lru_cache(maxsize=1)
+def anchors() -> tuple[Anchor, ...]:
+    doc = tomllib.loads(DATA.read_text(encoding="utf-8"))
+    out = []
+    for a in doc.get("anchor", []):
+        if a["kind"] not in KINDS:
+            raise ValueError(f"{DATA}: unknown anchor kind {a['kind']!r}; valid: {KINDS}")
+        out.append(
+            Anchor(
+                a["kind"],
+                a["device"],
+                a["precision"],
+                float(a["value"]),
+                float(a["high"]) if "high" in a else None,
+                a["unit"],
+                a["setting"],
+                a["source"],
+                a.get("n"),
+            )
+        )
+    return tuple(out)
+
+
+@dataclass
+class Match:
+    anchor: Anchor
+    machine: str
+    device_name: str
+    what: str  # our framework / mode, or GEMM implementation
+    ours: float  # in the anchor's unit
+    ours_setting: str  # our batch or size, so a reader sees how the two differ
+
+    @property
+    def ratio(self) -> str:
+        """Ours over the published value (over each end of a published range)."""
+        low = self.ours / self.anchor.value
+        if self.anchor.high:
+            return f"{self.ours / self.anchor.high:.2f}-{low:.2f}x"
+        return f"{low:.2f}x"
+
+
+def matches(report: Report) -> list[Match]:
+    found = []
+    for a in anchors():
+        for m in report.machines:
+            if a.kind == "resnet50_train":
+                for r in m.results.values():
+                    if (
+                        r.ok
+                        and r.accelerator
+                        and r.task == "train"
+                        and r.network == "resnet50"
+                        and r.scale == "full"
+                        and r.precision == a.precision
+                        and a.device in r.device_name
+                    ):
+                        found.append(
+                            Match(
+                                a,
+                                m.short,
+                                r.device_name,
+                                f"{r.framework} {r.mode}",
+                                r.batch_size / r.median,
+                                f"batch {r.batch_size}",
+                            )
+                        )
+            else:
+                for g in m.gemm:
+                    if (
+                        g["device"] != "cpu"
+                        and g["dtype"] == a.precision
+                        and g["size"] == a.n
+                        and a.device in g["device_name"]
+                    ):
+                        found.append(
+                            Match(
+                                a,
+                                m.short,
+                                g["device_name"],
+                                g["implementation"],
+                                g["tflops"],
+                                f"n {g['size']:g}",
+                            )
+                        )
+    return found
+
+
+def anchors_table(report: Report) -> Table | None:
+    found = matches(report)
+    if not found:
+        return None
+    several = len(report.machines) > 1
+    rows = [
+        ([_t(f.machine)] if several else [])
+        + [
+            _t(f.device_name),
+            _t(
+                f"{'ResNet-50 training' if f.anchor.kind == 'resnet50_train' else 'GEMM'}, "
+                f"{f.anchor.precision}"
+            ),
+            _t(f.what),
+            _t(f"{f.ours:.4g} {f.anchor.unit} ({f.ours_setting})"),
+            _t(f.anchor.published),
+            _t(f.ratio),
+            _t(f"{f.anchor.setting}. Source: {f.anchor.source}"),
+        ]
+        for f in found
+    ]
+    return Table(
+        "Beside published numbers",
+        (["machine"] if several else [])
+        + [
+            "device",
+            "measurement",
+            "ours by",
+            "ours",
+            "published",
+            "ours / published",
+            "published setting and source",
+        ],
+        rows,
+        caption="Published measurements on the same GPU model (data/anchors.toml). Their "
+        "settings differ from our cells (batch size, data pipeline, tuning): read a ratio "
+        "far below 1 as a reason to check our adapter, not as a verdict.",
+        anchor="anchors",
+        text_cols=4 if several else 3,
+    )
