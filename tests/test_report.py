@@ -888,3 +888,23 @@ def test_published_anchors_stand_beside_our_cells_on_the_same_gpu(tmp_path):
     )
     render([cpu_only], cpu_only, ["md"])
     assert "Beside published numbers" not in (cpu_only / "report.md").read_text()
+
+
+def test_the_checked_in_reference_scores_itself_one_and_a_sweep_prints_its_score(
+    tmp_path, capsys, monkeypatch
+):
+    """results/reference/ holds a whole command-1 run that loads and covers all nine
+    networks; a finished sweep prints its score against the reference sharing the most
+    cells, with the method, and prints nothing when none shares a cell."""
+    from xfbench.report import score
+    from xfbench.runner.cli import _score
+    from xfbench.runner.store import RunFolder
+
+    [ref] = [p for p in score.references() if p.name.startswith("2026-11-24-amd-epyc")]
+    s = score.score(score.load_run(ref), score.load_run(ref))
+    assert s.value == pytest.approx(1.0) and s.networks == 9 and s.failed == 0
+    _score(RunFolder(ref))
+    assert capsys.readouterr().out.startswith(f"score 1 against {ref.name} (above 1: faster)")
+    monkeypatch.setattr(score, "REFERENCES", tmp_path / "none")
+    _score(RunFolder(ref))
+    assert capsys.readouterr().out == ""

@@ -64,8 +64,23 @@ def score(results, reference) -> Score:
     )
 
 
-def _references() -> list[Path]:
+def references() -> list[Path]:
     return sorted(p for p in REFERENCES.iterdir() if p.is_dir()) if REFERENCES.is_dir() else []
+
+
+def load_run(path):
+    from xfbench.report.load import load
+
+    return load(path)
+
+
+def describe(s: Score) -> str:
+    """The score line, with its method: what is averaged, over what, weighted how."""
+    return (
+        f"score {s.value:.3g} against {s.reference} (above 1: faster): geometric mean of "
+        f"the reference's seconds over these, {s.cells} cells of {s.networks} networks, "
+        f"weights: {WEIGHTS}; {s.failed} of {s.total} cells of RESULTS failed"
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -88,7 +103,7 @@ def main(argv: list[str] | None = None) -> int:
         return int(e.code or 0) if not isinstance(e.code, str) else 2
     try:
         run = load(args.results)
-        candidates = [Path(args.reference)] if args.reference else _references()
+        candidates = [Path(args.reference)] if args.reference else references()
         if not candidates:
             print(
                 f"xfbench score: no reference: give --reference, or check one in under {REFERENCES}",
@@ -105,9 +120,5 @@ def main(argv: list[str] | None = None) -> int:
             f"xfbench score: {args.results} shares no cell with {best.reference}", file=sys.stderr
         )
         return 1
-    print(
-        f"score {best.value:.3g} against {best.reference} (above 1: faster): geometric mean of "
-        f"the reference's seconds over these, {best.cells} cells of {best.networks} networks, "
-        f"weights: {WEIGHTS}; {best.failed} of {best.total} cells of RESULTS failed"
-    )
+    print(describe(best))
     return 0

@@ -362,6 +362,25 @@ def _report(folder: RunFolder) -> None:
         )
 
 
+def _score(folder: RunFolder) -> None:
+    """This machine's score against the checked-in reference result set sharing the most
+    cells with the run (report/score.py), or nothing when none shares a cell."""
+    from xfbench.report import score
+
+    try:
+        run = score.load_run(folder.root)
+        best = max(
+            (score.score(run, score.load_run(ref)) for ref in score.references()),
+            key=lambda s: s.cells,
+            default=None,
+        )
+    except Exception as e:  # the results are on disk: a score that fails only says so
+        print(f"xfbench score did not finish ({type(e).__name__}: {e})", file=sys.stderr)
+        return
+    if best is not None and best.value is not None:
+        print(score.describe(best))
+
+
 def _summary(args, plan: Plan, folder: RunFolder, merged: Path, interrupted: bool) -> int:
     records, hard = [], 0
     for c in plan.cells:
@@ -393,6 +412,7 @@ def _summary(args, plan: Plan, folder: RunFolder, merged: Path, interrupted: boo
             print("interrupted: run the same command again to resume", file=sys.stderr)
         else:
             _report(folder)
+            _score(folder)
     if interrupted:
         return 130
     if plan.cells and not finished:
