@@ -406,7 +406,7 @@ def details_table(report: Report, block: Block) -> Table | None:
             "parallel eff.",
             "threads used",
             "compile s",
-            "peak host MB",
+            "peak host MB (cell)",
             "peak device MB",
         ]
     )
@@ -440,7 +440,11 @@ def details_table(report: Report, block: Block) -> Table | None:
                 ),
                 _t(_num(info.get("threads_used"), ".2f")),
                 _t(_num(info.get("compile_s"), ".3g")),
-                _t(_mb(info.get("peak_host_rss_bytes"))),
+                _t(
+                    _mb(info.get("peak_host_rss_bytes"))
+                    # a peak that could not be reset for the cell is the process's lifetime one
+                    + (" (process)" if info.get("peak_host_rss_scope") == "process" else "")
+                ),
                 _t(_mb(info.get("peak_device_bytes"))),
             ]
         )
