@@ -908,3 +908,23 @@ def test_the_checked_in_reference_scores_itself_one_and_a_sweep_prints_its_score
     monkeypatch.setattr(score, "REFERENCES", tmp_path / "none")
     _score(RunFolder(ref))
     assert capsys.readouterr().out == ""
+
+
+def test_side_by_side_plots_give_each_machine_its_own_colour(tmp_path, monkeypatch):
+    """Two machines in one threads plot: a colour per machine (a marker per row), so the
+    machines never share a colour; error bars span each median's interval."""
+    from xfbench.report import load, model, plots
+
+    a = runner_folder(tmp_path, "alpha", standard())
+    b = runner_folder(tmp_path, "beta", standard(2.0))
+    report = model.build([load.load(a), load.load(b)])
+    figs = []
+    monkeypatch.setattr(plots, "_save", lambda fig, path: figs.append(fig) or path)
+    block = next(bl for bl in report.blocks if bl.key[1] == "fcn5")
+    assert plots.threads_plot(report, block, tmp_path / "x.png")
+    by_machine: dict = {}
+    for bars in figs[0].axes[0].containers:  # one errorbar container per line
+        beta = bars.get_label().endswith("(beta)")
+        by_machine.setdefault(beta, set()).add(bars.lines[0].get_color())
+    assert len(by_machine) == 2 and all(len(c) == 1 for c in by_machine.values())
+    assert by_machine[True] != by_machine[False]

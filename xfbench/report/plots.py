@@ -10,6 +10,7 @@ import matplotlib
 
 matplotlib.use("Agg")  # files only, never a window
 import matplotlib.pyplot as plt  # noqa: E402
+import matplotlib.ticker  # noqa: E402
 
 from xfbench.report.files import replacing  # noqa: E402
 from xfbench.report.model import Block, Report, dtype_name  # noqa: E402
@@ -17,6 +18,7 @@ from xfbench.report.model import Block, Report, dtype_name  # noqa: E402
 SIZE = (8.5, 4.0)
 COLORS = plt.rcParams["axes.prop_cycle"].by_key()["color"]
 STYLES = ("-", "--", ":", "-.")
+MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
 DPI = 110
 
 
@@ -35,29 +37,42 @@ def _legend(ax, n: int) -> None:
         ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
 
 
+def _interval(cell) -> tuple[float, float]:
+    """The median's confidence interval, or the median itself where none was recorded."""
+    info = cell.result.info if cell.result else {}
+    low, high = info.get("ci_low_s"), info.get("ci_high_s")
+    if isinstance(low, int | float) and isinstance(high, int | float) and low <= cell.value <= high:
+        return float(low), float(high)
+    return cell.value, cell.value
+
+
 def threads_plot(report: Report, block: Block, path: Path) -> Path | None:
     """Seconds per mini-batch against CPU threads, both log scale, a line per row
     (and per machine when there are several)."""
     lines = 0
+    several = len(report.machines) > 1
     fig, ax = plt.subplots(figsize=SIZE)
     for ri, row in enumerate(block.rows):
         for mi, machine in enumerate(report.machines):
             points = sorted(
-                (c.key[1], cell.value)
+                (c.key[1], cell.value, _interval(cell))
                 for c, cell in zip(block.columns, row.cells)
                 if c.machine == mi and c.key[0] == "cpu" and cell.value is not None and c.key[1] > 0
             )
             if len(points) < 1:
                 continue
-            label = row.label + (f" ({machine.short})" if len(report.machines) > 1 else "")
-            # a colour per row, a line style per machine
-            ax.plot(
+            label = row.label + (f" ({machine.short})" if several else "")
+            # several machines: a colour per machine, so two machines never share one, and
+            # a marker and line style per row; one machine: a colour per row
+            ax.errorbar(
                 [p[0] for p in points],
                 [p[1] for p in points],
-                marker="o",
+                yerr=[[p[1] - p[2][0] for p in points], [p[2][1] - p[1] for p in points]],
+                marker=MARKERS[ri % len(MARKERS)] if several else "o",
                 label=label,
-                color=COLORS[ri % len(COLORS)],
-                linestyle=STYLES[mi % len(STYLES)],
+                color=COLORS[(mi if several else ri) % len(COLORS)],
+                linestyle=STYLES[ri % len(STYLES)] if several else "-",
+                capsize=3,
             )
             lines += 1
     if not lines:
@@ -69,7 +84,10 @@ def threads_plot(report: Report, block: Block, path: Path) -> Path | None:
     ax.set_xticks(threads, [str(t) for t in threads])  # the thread counts measured, as integers
     ax.minorticks_off() if len(threads) < 2 else None
     ax.set_xlabel("CPU threads")
-    ax.set_ylabel("seconds per mini-batch (median)")
+    ax.set_ylabel("seconds per mini-batch (median, CI bars)")
+    # plain numbers on the log axis, not powers of ten
+    ax.yaxis.set_major_formatter(matplotlib.ticker.FormatStrFormatter("%g"))
+    ax.yaxis.set_minor_formatter(matplotlib.ticker.FormatStrFormatter("%g"))
     ax.set_title(block.title, fontsize=10)
     ax.grid(True, which="both", alpha=0.3)
     _legend(ax, lines)
@@ -88,8 +106,11 @@ def accelerator_plot(report: Report, block: Block, path: Path) -> Path | None:
     width = 0.8 / len(rows)
     for i, row in enumerate(rows):
         xs = [j + i * width for j in range(len(columns))]
-        ys = [row.cells[ci].value or 0.0 for ci, _ in columns]
-        ax.bar(xs, ys, width=width, label=row.label)
+        cells = [row.cells[ci] for ci, _ in columns]
+        ys = [c.value or 0.0 for c in cells]
+        ci = [_interval(c) if c.value is not None else (0.0, 0.0) for c in cells]
+        err = [[y - lo for y, (lo, _) in zip(ys, ci)], [hi - y for y, (_, hi) in zip(ys, ci)]]
+        ax.bar(xs, ys, width=width, label=row.label, yerr=err, capsize=3)
     ax.set_xticks([j + width * (len(rows) - 1) / 2 for j in range(len(columns))])
     ax.set_xticklabels([c.label for _, c in columns], fontsize=8, rotation=10)
     ax.set_ylabel("seconds per mini-batch (median)")
