@@ -928,3 +928,28 @@ def test_side_by_side_plots_give_each_machine_its_own_colour(tmp_path, monkeypat
         by_machine.setdefault(beta, set()).add(bars.lines[0].get_color())
     assert len(by_machine) == 2 and all(len(c) == 1 for c in by_machine.values())
     assert by_machine[True] != by_machine[False]
+
+
+def test_two_cpus_with_one_brand_string_get_two_labels_and_the_commit_is_shown(tmp_path):
+    """A hypervisor may name Zen 3 and Zen 5 alike "AMD EPYC": the family and model numbers
+    keep the two machines apart (they would otherwise merge as one); a brand string that
+    names its model is left as it is. The machines table names the commit that measured."""
+    from xfbench.machine import model_label
+
+    assert model_label("AMD EPYC", 26, 2) == "AMD EPYC (family 26 model 2)"
+    assert model_label("Intel(R) Xeon(R) Platinum 8488C", 6, 143) == (
+        "Intel(R) Xeon(R) Platinum 8488C"
+    )
+    docs = []
+    for name, family in (("zen3", 25), ("zen5", 26)):
+        doc = document("vm", standard())
+        doc["machine_info"]["xfbench"]["cpu_model"] = "AMD EPYC"
+        doc["machine_info"]["xfbench"]["cpu"] = {"family": family, "model_number": 1}
+        doc["commit_info"] = {"id": "0123456789abcdef", "dirty": name == "zen5"}
+        path = tmp_path / f"{name}.json"
+        path.write_text(json.dumps(doc))
+        docs.append(path)
+    render(docs, tmp_path / "out", ["md"])
+    md = (tmp_path / "out" / "report.md").read_text().split("## Machines")[1].split("\n## ")[0]
+    assert "vm: AMD EPYC (family 25 model 1)" in md and "vm: AMD EPYC (family 26 model 1)" in md
+    assert "0123456789" in md and "(uncommitted changes)" in md

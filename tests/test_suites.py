@@ -27,7 +27,7 @@ def pytest_run(*args, tmp_path=None):
         (["--framework", "nope"], "unknown framework 'nope'; valid: "),
         (["--model", "resnet99"], "unknown model 'resnet99'; valid: fcn5, "),
         (["--mode", "warp"], "unknown mode 'warp' for"),
-        (["--precision", "fp64"], "unknown precision 'fp64'; valid: fp32, tf32, bf16, fp16"),
+        (["--precision", "fp12"], "unknown precision 'fp12'; valid: fp32, tf32, bf16, fp16, fp64"),
         (["--device", "gpu0"], "unknown device 'gpu0'; valid: cpu, cuda:N"),
         (["--threads", "0"], "--threads must be a positive whole number"),
         (["--threads", "999"], "--threads 999 is more than the"),

@@ -189,7 +189,18 @@ def gpu_name(device: str) -> str | None:
 
 
 def cpu_model() -> str:
-    return _cpuinfo().get("brand_raw") or platform.processor() or platform.machine()
+    """The CPU's brand string; where it names no model (a hypervisor may pass only "AMD
+    EPYC", for Zen 3 and Zen 5 alike) its family and model numbers are added, so two
+    different CPUs never share a label."""
+    info = _cpuinfo()
+    brand = info.get("brand_raw") or platform.processor() or platform.machine()
+    return model_label(brand, info.get("family"), info.get("model"))
+
+
+def model_label(brand: str, family, model) -> str:
+    if any(ch.isdigit() for ch in brand) or family is None or model is None:
+        return brand
+    return f"{brand} (family {family} model {model})"
 
 
 def describe() -> dict:

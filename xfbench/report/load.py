@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from xfbench import records
+from xfbench.machine import model_label
 from xfbench.report import scaling
 from xfbench.report.equivalence import equivalence_records
 
@@ -151,6 +152,13 @@ def machine_of(doc: dict) -> dict[str, Any]:
         or info.get("machine")
         or "unknown CPU"
     )
+    # files written before the label carried them: family and model from either description
+    ids = desc.get("cpu") if isinstance(desc.get("cpu"), dict) else {}
+    cpu_model = model_label(
+        cpu_model,
+        ids.get("family", cpu.get("family")),
+        ids.get("model_number", cpu.get("model")),
+    )
     gpus = [str(g.get("name", "?")) for g in desc.get("gpus") or [] if isinstance(g, dict)]
     label = f"{host}: {cpu_model}"
     if gpus:
@@ -169,7 +177,35 @@ def machine_of(doc: dict) -> dict[str, Any]:
         "os": desc.get("os"),
         "packages": desc.get("packages") or {},
         "isa": _isa_of(desc, cpu),
+        "software": _software(desc),
+        "commit": _commit(doc.get("commit_info")),
     }
+
+
+def _software(desc: dict) -> str:
+    """Library versions, then the GPU driver and the CUDA and cuDNN the frameworks
+    reported (their runtimes), as one line."""
+    packages = desc.get("packages") if isinstance(desc.get("packages"), dict) else {}
+    parts = [f"{k} {v}" for k, v in packages.items() if k not in ("pytest", "pytest-benchmark")]
+    gpus = [g for g in desc.get("gpus") or [] if isinstance(g, dict)]
+    drivers = sorted({str(g["driver"]) for g in gpus if g.get("driver")})
+    if drivers:
+        parts.append("driver " + ", ".join(drivers))
+    runtimes = desc.get("runtimes") if isinstance(desc.get("runtimes"), dict) else {}
+    seen = set()
+    for versions in runtimes.values():
+        for k, v in versions.items() if isinstance(versions, dict) else ():
+            if any(w in k.lower() for w in ("cuda", "cudnn", "nccl")) and (k, v) not in seen:
+                seen.add((k, v))
+                parts.append(f"{k} {v}")
+    return ", ".join(parts)
+
+
+def _commit(info) -> str:
+    """The suite's commit that measured, as pytest-benchmark records it."""
+    if not isinstance(info, dict) or not info.get("id"):
+        return ""
+    return str(info["id"])[:10] + (" (uncommitted changes)" if info.get("dirty") else "")
 
 
 def _isa_of(desc: dict, cpu: dict) -> list[str]:

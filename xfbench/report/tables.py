@@ -77,6 +77,8 @@ def machines_table(report: Report) -> Table:
                 _t(f"{mem / 2**30:.0f}" if mem else "?"),
                 _t(" ".join(first.get("isa") or []) or "?"),
                 _t(", ".join(first["gpus"]) or "none"),
+                _t(first.get("software") or "?"),
+                _t(first.get("commit") or "?"),
                 _t(
                     ", ".join(
                         f"{r.name} ({r.files} file{'s' if r.files != 1 else ''})" for r in m.runs
@@ -88,10 +90,20 @@ def machines_table(report: Report) -> Table:
     return Table(
         "Machines",
         (["tag"] if several else [])
-        + ["machine", "cores (phys / logical)", "memory GiB", "CPU ISA", "GPUs", "runs", "role"],
+        + [
+            "machine",
+            "cores (phys / logical)",
+            "memory GiB",
+            "CPU ISA",
+            "GPUs",
+            "libraries and runtimes",
+            "xfbench commit",
+            "runs",
+            "role",
+        ],
         rows,
         anchor="machines",
-        text_cols=8 if several else 7,
+        text_cols=10 if several else 9,
         caption="Table 7's column headers start with the machine's tag." if several else "",
     )
 
