@@ -102,7 +102,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"xfbench report: {e}", file=sys.stderr)
         return 1
     except OSError as e:
-        print(f"xfbench report: cannot write the report to {out}: {e}", file=sys.stderr)
+        where = e.filename or out
+        print(f"xfbench report: cannot write {where}: {e.strerror or e}", file=sys.stderr)
         return 1
     for path in written:
         if path.suffix != ".png":

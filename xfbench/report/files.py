@@ -17,6 +17,8 @@ def replacing(path: Path):
     try:
         yield tmp
         os.replace(tmp, path)
+    except OSError as e:  # named by the file it was for, not the temporary one
+        raise OSError(e.errno, e.strerror or str(e), str(path)) from None
     finally:
         tmp.unlink(missing_ok=True)
 
