@@ -178,6 +178,8 @@ def build(tf, strategy, spec, layout: str, precision: str, use_cudnn: bool):
         def __init__(self):  # not super().__init__(): it puts one whole batch on one device
             self.spec = spec
             self.compute_dtype = COMPUTE_DTYPES[precision]
+            # the loss's and the update's type, as TensorFlowWorkload sets it
+            self.master_dtype = tf.float64 if self.compute_dtype == tf.float64 else tf.float32
             self.loss_scale = self.good_steps = None
 
             def statistics_per_replica(next_creator, **kwargs):
@@ -204,8 +206,8 @@ def build(tf, strategy, spec, layout: str, precision: str, use_cudnn: bool):
                     )
                     for v in self.trainable
                 ]
-            self.lr = tf.constant(spec.lr, tf.float32)
-            self.momentum = tf.constant(spec.momentum, tf.float32)
+            self.lr = tf.constant(spec.lr, self.master_dtype)
+            self.momentum = tf.constant(spec.momentum, self.master_dtype)
 
         # Read while tracing: False only while Trainer traces its step without the
         # all-reduce (comm_share's comparison), each replica then updating with its own.
