@@ -394,17 +394,26 @@ def test_two_runs_of_one_machine_stay_apart_and_thread_files_merge(tmp_path):
 def test_procurement_math(tmp_path):
     f = figures(1000.0, {"price_usd": 20000.0, "price_per_hour_usd": 3.6, "watts": 500.0})
     assert f["samples_per_s_per_usd"] == pytest.approx(0.05)
-    assert f["samples_per_s_per_watt"] == pytest.approx(2.0)
+    assert f["samples_per_s_per_watt_typed"] == pytest.approx(2.0)
     # a million samples take 1000 s = 1/3.6 h at $3.6/h -> $1
     assert f["usd_per_million_samples"] == pytest.approx(1.0)
     # 500 W for 1000 s = 500 kJ = 0.1389 kWh
-    assert f["kwh_per_million_samples"] == pytest.approx(500 * 1000 / 3.6e6)
+    assert f["kwh_per_million_samples_typed"] == pytest.approx(500 * 1000 / 3.6e6)
     assert figures(10.0, {"watts": 10.0})["usd_per_million_samples"] is None
 
-    folder = runner_folder(tmp_path, "alpha", standard())
+    bench = standard()
+    for b in bench:  # the GPU cells measured their energy; the CPU cells could not
+        on_gpu = b["extra_info"]["device"] != "cpu"
+        b["extra_info"].update(
+            energy_method="nvml-energy" if on_gpu else "none",
+            joules_per_sample=0.25 if on_gpu else None,
+            samples_per_kj=4000.0 if on_gpu else None,
+        )
+    folder = runner_folder(tmp_path, "alpha", bench)
     prices = tmp_path / "prices.toml"
     prices.write_text(
         "[machines.alpha]\nprice_usd = 30000\nprice_per_hour_usd = 2.5\nwatts = 700\n"
+        'price_date = "2026-11-01"\nprice_source = "a quote"\n'
         '[machines."nobody"]\nwatts = 1\n'
     )
     render([folder], tmp_path / "out", ["md", "csv"], prices=prices)
@@ -415,15 +424,25 @@ def test_procurement_math(tmp_path):
     sps = 64 / (0.1 / 50)
     assert float(gpu["samples_per_s_per_usd"]) == pytest.approx(sps / 30000)
     assert float(gpu["usd_per_million_samples"]) == pytest.approx(2.5 * 1e6 / sps / 3600)
-    fcn_line = next(line for line in md.split("## Procurement")[1].splitlines() if "fcn5" in line)
+    section = md.split("## Procurement\n")[1]
+    fcn_line = next(line for line in section.splitlines() if "fcn5" in line)
     assert H100 in fcn_line and f"{sps / 700:.3g}" in fcn_line  # the fastest cell, per watt
+    assert "$30,000, $2.5/h (2026-11-01, a quote)" in fcn_line
+    assert "0.25 (nvml-energy)" in fcn_line and "4000 (nvml-energy)" in fcn_line
+    assert "samples/s per W (typed power)" in section and "not measurements" in section
+    # the summary comes first, before the fastest-per-network table
+    assert md.index("## Procurement summary") < md.index("## Fastest per network")
+    summary = md.split("## Procurement summary")[1].split("\n## ")[0]
+    assert "4000 samples per kJ, nvml-energy" in summary and "samples/s per $" in summary
 
 
 @pytest.mark.parametrize(
     "text, words",
     [
         ("machines = 3", "'machines' table"),
-        ("[machines.a]\nprice_usd = -1", "positive number"),
+        ("[machines.a]\nprice_usd = -1\nprice_date = 'x'\nprice_source = 'y'", "positive number"),
+        ("[machines.a]\nprice_usd = 100", "a price needs price_date and price_source"),
+        ("[machines.a]\nwatts = 5\nprice_source = ''", "must be a non-empty string"),
         ("[machines.a]\ncost = 1", "unknown field"),
         ("[machines.a\n", "not valid TOML"),
     ],
@@ -953,3 +972,28 @@ def test_two_cpus_with_one_brand_string_get_two_labels_and_the_commit_is_shown(t
     md = (tmp_path / "out" / "report.md").read_text().split("## Machines")[1].split("\n## ")[0]
     assert "vm: AMD EPYC (family 25 model 1)" in md and "vm: AMD EPYC (family 26 model 1)" in md
     assert "0123456789" in md and "(uncommitted changes)" in md
+
+
+def test_the_score_adds_energy_where_both_measured_it_and_a_price_per_1000(tmp_path, capsys):
+    from xfbench.report.score import main as score_main
+
+    def cells(seconds, spk):
+        out = [entry("fcn5", [seconds], threads=t) for t in (1, 2)]
+        for e in out:
+            e["extra_info"]["samples_per_kj"] = spk
+        return out
+
+    ref = runner_folder(tmp_path, "ref", cells(2.0, 100.0))
+    ours = runner_folder(tmp_path, "ours", cells(1.0, 300.0))
+    prices = tmp_path / "p.toml"
+    prices.write_text(
+        '[machines.ours]\nprice_usd = 4000\nprice_date = "2026-11-01"\nprice_source = "quote"\n'
+    )
+    assert score_main([str(ours), "--reference", str(ref), "--prices", str(prices)]) == 0
+    out = capsys.readouterr().out
+    assert "energy score 3 (above 1: more samples per kJ)" in out and "2 cells measured" in out
+    assert "score per $1,000: 0.5 (price $4,000, 2026-11-01, quote)" in out
+    other = tmp_path / "q.toml"
+    other.write_text("[machines.nobody]\nwatts = 1\n")
+    assert score_main([str(ours), "--reference", str(ref), "--prices", str(other)]) == 1
+    assert "has no entry for" in capsys.readouterr().err

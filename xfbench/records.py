@@ -77,6 +77,23 @@ def _inferred(record: dict) -> str | None:
     return None
 
 
+# Energy over the timed rounds (harness/energy.py): network and GEMM records alike.
+ENERGY = (
+    Field(
+        "energy_method",
+        "str",
+        "nvml-energy (the GPU's energy counter), nvml-power-sampling (its power, sampled and "
+        "integrated), rapl (the CPU packages and DRAM through powercap) or none",
+    ),
+    Field("energy_reason", "str | null", "why none, or why the GPU's power was sampled"),
+    Field("energy_j", "float | null", "joules over the timed rounds"),
+    Field("energy_per_step_j", "float | null", "energy_j over the timed steps"),
+    Field("joules_per_sample", "float | null", "energy_j over the samples of the timed steps"),
+    Field("samples_per_kj", "float | null", "samples of the timed steps per 1000 joules"),
+    Field("energy_domains", "list | null", "the RAPL domains read (package-0, dram, ...)"),
+)
+
+
 CELL = (
     Field("network", "str", "network id (docs/models.md)"),
     Field("framework", "str", "the --framework value"),
@@ -150,6 +167,7 @@ NETWORK_CELL = CELL + (
     Field("threads_requested", "int", "threads asked for"),
     Field("threads_used", "float", "process CPU time over wall time during the timed rounds"),
     *CONTENTION,
+    *ENERGY,
     Field("threads_config", "object", "CPUs allowed and what the framework reports it uses"),
     Field("versions", "object", "library and runtime versions"),
     Field("cpu_model", "str", "the CPU's model name, as the CPU reports it"),
@@ -203,6 +221,8 @@ FIELDS: dict[str, tuple[Field, ...]] = {
         Field("check_error", "float", "error of a checked block against float64"),
         Field("check_tolerance", "float", "the bound for dtype"),
         *CONTENTION,
+        *ENERGY,
+        Field("gflops_per_joule", "float", "the products' GFLOP over energy_j, where measured"),
         Field("...", "", "and the timer, rounds, compile time, threads and versions"),
     ),
     "scaling": (

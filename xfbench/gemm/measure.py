@@ -35,6 +35,7 @@ from xfbench.gemm.check import TOLERANCE, Sample, random_pool, within
 from xfbench.gemm.impls.base import Unsupported
 from xfbench.gemm.peaks import peak_share, peak_tflops
 from xfbench.gemm.shapes import Shape
+from xfbench.harness.energy import EnergyMeter
 from xfbench.harness.presets import Preset
 from xfbench.harness.threads import CpuMeter, allowed_cpus, contention_fields
 
@@ -219,7 +220,7 @@ def measure(
         rounds, _ = preset.rounds(time.perf_counter() - t0)
 
         samples: list[float] = []
-        with CpuMeter() as meter:
+        with CpuMeter() as meter, EnergyMeter(device) as energy:
             benchmark.pedantic(
                 lambda: samples.append(batch(calls)), rounds=rounds, iterations=1, warmup_rounds=0
             )
@@ -243,8 +244,12 @@ def measure(
                 "warmup_rounds": preset.warmup,
                 "threads_used": round(meter.threads_used, 2),
                 **contention_fields(meter, cell.threads, on_cpu=device == "cpu"),
+                # a "sample" here is one product
+                **energy.fields(rounds * calls, 1),
             }
         )
+        if record["energy_j"]:
+            record["gflops_per_joule"] = shape.flops * rounds * calls / record["energy_j"] / 1e9
         benchmark.extra_info.update(record)
         return record
     finally:

@@ -14,6 +14,7 @@ from typing import Any
 from xfbench import machine, records
 from xfbench.adapters import Cell, Unsupported, get_adapter
 from xfbench.harness import memory, stats
+from xfbench.harness.energy import EnergyMeter
 from xfbench.harness.memory import peak_rss_bytes, reset_peak_rss
 from xfbench.harness.presets import Preset
 from xfbench.harness.threads import CpuMeter, allowed_cpus, contention_fields
@@ -84,7 +85,7 @@ def measure(
         warm_step = sum(pilot) / len(pilot) if pilot else compile_s
         rounds, chosen_by = preset.rounds(warm_step, pilot, ci_target)
 
-        with CpuMeter() as meter:
+        with CpuMeter() as meter, EnergyMeter(cell.device) as energy:
             benchmark.pedantic(work.step, rounds=rounds, iterations=1, warmup_rounds=0)
         record = _record(
             benchmark,
@@ -101,6 +102,7 @@ def measure(
             own_peak,
         )
         record["weights_source"] = weights
+        record.update(energy.fields(rounds, cell.batch_size))
         record.update(compiled)
         record.update(_confidence(benchmark, ci_target, chosen_by))
         benchmark.extra_info.update(record)

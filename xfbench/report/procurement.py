@@ -5,8 +5,11 @@ The prices file is TOML or JSON (see data/prices.example.toml):
     [machines."<machine label, or just its host name>"]
     price_usd = 30000           # purchase price
     price_per_hour_usd = 2.5    # rental (cloud) price
-    watts = 700                 # power drawn while training
-Every field is optional; figures that need a missing one are left out.
+    price_date = "2026-11-01"   # when the price was quoted: required with a price
+    price_source = "vendor quote #123"  # where it came from: required with a price
+    watts = 700                 # typed power: shown as typed, never as measured
+Every number is optional; figures that need a missing one are left out. Energy measured
+during the cells (the records' joules_per_sample) needs no file.
 """
 
 from __future__ import annotations
@@ -17,13 +20,14 @@ import tomllib
 from pathlib import Path
 
 FIELDS = ("price_usd", "price_per_hour_usd", "watts")
+TEXT_FIELDS = ("price_date", "price_source")
 
 
 class PricesError(Exception):
     """A prices file that cannot be used; the message names it."""
 
 
-def load_prices(path: str | Path) -> dict[str, dict[str, float]]:
+def load_prices(path: str | Path) -> dict[str, dict]:
     """{machine key: {field: value}} from a TOML or JSON prices file."""
     path = Path(path)
     try:
@@ -43,11 +47,21 @@ def load_prices(path: str | Path) -> dict[str, dict[str, float]]:
     for key, entry in machines.items():
         if not isinstance(entry, dict):
             raise PricesError(f"{path}: machines.{key!r} must be a table of {', '.join(FIELDS)}")
-        unknown = set(entry) - set(FIELDS)
+        unknown = set(entry) - set(FIELDS) - set(TEXT_FIELDS)
         if unknown:
             raise PricesError(
                 f"{path}: machines.{key!r}: unknown field(s) {', '.join(sorted(unknown))}; "
-                f"known: {', '.join(FIELDS)}"
+                f"known: {', '.join(FIELDS + TEXT_FIELDS)}"
+            )
+        text = {k: entry.pop(k) for k in TEXT_FIELDS if k in entry}
+        for name, value in text.items():
+            if not isinstance(value, str) or not value.strip():
+                raise PricesError(f"{path}: machines.{key!r}.{name} must be a non-empty string")
+        priced = {"price_usd", "price_per_hour_usd"} & set(entry)
+        if priced and len(text) < len(TEXT_FIELDS):
+            raise PricesError(
+                f"{path}: machines.{key!r}: a price needs price_date and price_source "
+                "(when it was quoted and where from), so a reader can judge it"
             )
         for name, value in entry.items():
             if (
@@ -59,7 +73,7 @@ def load_prices(path: str | Path) -> dict[str, dict[str, float]]:
                 raise PricesError(
                     f"{path}: machines.{key!r}.{name} must be a positive number, got {value!r}"
                 )
-        out[str(key)] = {k: float(v) for k, v in entry.items()}
+        out[str(key)] = {**{k: float(v) for k, v in entry.items()}, **text}
     return out
 
 
@@ -68,9 +82,9 @@ def figures(samples_per_s: float, prices: dict[str, float]) -> dict[str, float |
     price, hourly, watts = (prices.get(k) for k in FIELDS)
     return {
         "samples_per_s_per_usd": samples_per_s / price if price else None,
-        "samples_per_s_per_watt": samples_per_s / watts if watts else None,
+        "samples_per_s_per_watt_typed": samples_per_s / watts if watts else None,
         # hours for a million samples, times the hourly price
         "usd_per_million_samples": hourly * 1e6 / samples_per_s / 3600 if hourly else None,
         # joules for a million samples, in kWh
-        "kwh_per_million_samples": watts * 1e6 / samples_per_s / 3.6e6 if watts else None,
+        "kwh_per_million_samples_typed": watts * 1e6 / samples_per_s / 3.6e6 if watts else None,
     }

@@ -29,6 +29,7 @@ def render(report: Report, plots: dict, generated: str) -> str:
         "machines": tables.machines_table(report),
         "backends": tables.backends_table(report),
         "fastest": tables.fastest_table(report),
+        "procurement_summary": tables.procurement_summary(report),
         "compared": tables.machines_compared_table(report),
         "compact": tables.compact_table7(report),
         "summary": tables.summary_table(report),

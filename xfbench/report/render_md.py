@@ -91,6 +91,9 @@ def render(report: Report, plots: dict, out: Path, generated: str) -> str:
         f"Generated {generated}. {INTRO}",
         "",
     ]
+    summary = tables.procurement_summary(report)
+    if summary:  # a buyer's answer first
+        lines += [table(summary, 2), ""]
     fastest = tables.fastest_table(report)
     if fastest:  # the answer first
         lines += [table(fastest, 2), ""]

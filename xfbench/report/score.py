@@ -31,6 +31,8 @@ class Score:
     failed: int  # of RESULTS' cells
     total: int
     reference: str
+    energy: float | None = None  # the same mean over samples per kJ, where both measured it
+    energy_cells: int = 0
 
 
 def _cells(run) -> dict:
@@ -51,17 +53,32 @@ def score(results, reference) -> Score:
     for k, r in mine.items():
         if k in ref:
             by_network.setdefault(k[0][1], []).append(math.log(ref[k].median / r.median))
-    means = [sum(v) / len(v) for v in by_network.values()]
-    value = math.exp(sum(means) / len(means)) if means else None
+    value, cells = _mean(by_network)
+    # samples per kJ, measured in both runs (never a typed wattage)
+    by_network_energy: dict[str, list[float]] = {}
+    for k, r in mine.items():
+        a, b = r.info.get("samples_per_kj"), ref[k].info.get("samples_per_kj") if k in ref else None
+        if isinstance(a, int | float) and isinstance(b, int | float) and a > 0 and b > 0:
+            by_network_energy.setdefault(k[0][1], []).append(math.log(a / b))
+    energy, energy_cells = _mean(by_network_energy)
     failed = sum(1 for f in results.results if not f.ok)
     return Score(
         value,
-        sum(len(v) for v in by_network.values()),
+        cells,
         len(by_network),
         failed,
         len(results.results),
         reference.name,
+        energy,
+        energy_cells,
     )
+
+
+def _mean(by_network: dict[str, list[float]]) -> tuple[float | None, int]:
+    """exp of the mean over networks of each network's mean log ratio, and the cells."""
+    means = [sum(v) / len(v) for v in by_network.values()]
+    value = math.exp(sum(means) / len(means)) if means else None
+    return value, sum(len(v) for v in by_network.values())
 
 
 def references() -> list[Path]:
@@ -74,13 +91,28 @@ def load_run(path):
     return load(path)
 
 
-def describe(s: Score) -> str:
-    """The score line, with its method: what is averaged, over what, weighted how."""
-    return (
+def describe(s: Score, price: dict | None = None) -> str:
+    """The score line, with its method: what is averaged, over what, weighted how; then
+    the energy score where both runs measured energy, and the score per $1,000 of a
+    purchase price from a prices file (with its date and source)."""
+    lines = [
         f"score {s.value:.3g} against {s.reference} (above 1: faster): geometric mean of "
         f"the reference's seconds over these, {s.cells} cells of {s.networks} networks, "
         f"weights: {WEIGHTS}; {s.failed} of {s.total} cells of RESULTS failed"
-    )
+    ]
+    if s.energy is not None:
+        lines.append(
+            f"energy score {s.energy:.3g} (above 1: more samples per kJ): the same mean of "
+            f"samples per kJ over the reference's, {s.energy_cells} cells measured in both"
+        )
+    else:
+        lines.append("energy score: none (energy was not measured in both runs)")
+    if price and price.get("price_usd"):
+        lines.append(
+            f"score per $1,000: {s.value / price['price_usd'] * 1000:.3g} (price "
+            f"${price['price_usd']:,.0f}, {price.get('price_date')}, {price.get('price_source')})"
+        )
+    return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -96,6 +128,11 @@ def main(argv: list[str] | None = None) -> int:
         "--reference",
         help="a reference runner folder (default: the one under results/reference/ that "
         "shares the most cells with RESULTS)",
+    )
+    p.add_argument(
+        "--prices",
+        help="a prices file (as xfbench report --prices) giving RESULTS' machine a "
+        "purchase price: adds the score per $1,000",
     )
     try:
         args = p.parse_args(argv)
@@ -120,5 +157,19 @@ def main(argv: list[str] | None = None) -> int:
             f"xfbench score: {args.results} shares no cell with {best.reference}", file=sys.stderr
         )
         return 1
-    print(describe(best))
+    price = None
+    if args.prices:
+        from xfbench.report.model import build
+        from xfbench.report.procurement import PricesError, load_prices
+
+        try:
+            [machine] = build([run], prices=load_prices(args.prices)).machines
+        except PricesError as e:
+            print(f"xfbench score: {e}", file=sys.stderr)
+            return 1
+        if not machine.prices:
+            print(f"xfbench score: {args.prices} has no entry for {machine.label}", file=sys.stderr)
+            return 1
+        price = machine.prices
+    print(describe(best, price))
     return 0
