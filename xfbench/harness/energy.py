@@ -140,7 +140,7 @@ class EnergyMeter:
             ("memory_clock_mhz", lambda: n.nvmlDeviceGetClockInfo(h, n.NVML_CLOCK_MEM)),
             ("temperature_c", lambda: n.nvmlDeviceGetTemperature(h, n.NVML_TEMPERATURE_GPU)),
             ("power_limit_w", lambda: n.nvmlDeviceGetEnforcedPowerLimit(h) / 1000.0),
-            ("throttle", lambda: throttle_names(n.nvmlDeviceGetCurrentClocksThrottleReasons(h))),
+            ("throttle", lambda: throttle_names(_reasons(n)(h))),
         ):
             try:
                 state[key] = read()
@@ -208,6 +208,13 @@ class EnergyMeter:
         if self.joules is not None and not ok and self.method != "none":
             out["energy_reason"] = f"{self.method} read no energy over the rounds"
         return out
+
+
+def _reasons(nvml):
+    """NVML's clocks-event reasons call (its newer name first; the older is deprecated)."""
+    return getattr(nvml, "nvmlDeviceGetCurrentClocksEventReasons", None) or (
+        nvml.nvmlDeviceGetCurrentClocksThrottleReasons
+    )
 
 
 def _integrate(samples: list[tuple[float, float]]) -> float | None:
