@@ -23,8 +23,9 @@ from typing import Any
 import pytest
 
 from xfbench import machine
+from xfbench.data.readers import DataError
 from xfbench.harness import memory, threads
-from xfbench.harness.measure import WEIGHT_SOURCES, Skip, measure
+from xfbench.harness.measure import WEIGHT_SOURCES, RealData, Skip, measure
 from xfbench.harness.selection import Selection, SelectionError, cells, parse
 from xfbench.harness.table import cell_table
 
@@ -58,7 +59,11 @@ OPTIONS = {
     "(default: every CPU this process may use)",
     "batch-size": "mini-batch size (default: the preset's, Table 7's for paper and quick)",
     "preset": "paper, quick, table7 or smoke (default: paper)",
-    "data": "resident (default) or copied: copy the batch from host memory inside each step",
+    "data": "resident (default), copied (the batch copied from host memory inside each "
+    "step) or real (the data set under --data-dir, through the framework's own pipeline)",
+    "data-dir": "--data real: the folder holding mnist/, cifar10/, ptb/, imagenet/ "
+    "(docs/data.md; xfbench data check tells what is there)",
+    "data-workers": "--data real: the input pipeline's workers (default: the CPUs, at most 4)",
 }
 
 
@@ -260,10 +265,11 @@ def run_cell(request, benchmark):
                 configured[cell.framework],
                 config.getoption("weights") or "seed",
                 ci_target(config),
+                RealData(sel.data_dir, sel.data_workers) if sel.data == "real" else None,
             )
         except Skip as e:
             pytest.skip(str(e))
-        except memory.TooLarge as e:
+        except (memory.TooLarge, DataError) as e:
             config.stash[RECORDS].append(failed_row(cell.as_dict(), e))
             record = str(e)
         except Exception as e:

@@ -77,6 +77,31 @@ def _inferred(record: dict) -> str | None:
     return None
 
 
+# --data real (harness/measure.py): absent from synthetic-data records.
+REAL_DATA = (
+    Field("data_set", "str", "mnist, cifar10, ptb or imagenet (data/sources.py)"),
+    Field("data_dir", "str", "the --data-dir it was read from"),
+    Field("data_samples", "int", "samples in the data set"),
+    Field("loader_workers", "int", "the input pipeline's workers (--data-workers)"),
+    Field("data_wait_s", "float", "median time a step waited for its batch from the pipeline"),
+    Field("data_wait_share", "float", "data_wait_s over the median whole step"),
+    Field(
+        "step_compute_s", "float", "median time of the rest: the copy to the device and the step"
+    ),
+    Field(
+        "samples_per_s_end_to_end", "float", "batch over the median whole step, waiting included"
+    ),
+    Field(
+        "samples_per_s_resident",
+        "float",
+        "batch over the median step on the last batch held on the device (5 steps)",
+    ),
+    Field("input_bound", "bool", "data_wait_share above input_bound_share"),
+    Field("input_bound_share", "float", "the threshold, 0.10"),
+    Field("epoch_s", "float | null", "one epoch's time, where the timed rounds covered one"),
+)
+
+
 # Energy over the timed rounds (harness/energy.py): network and GEMM records alike.
 ENERGY = (
     Field(
@@ -168,6 +193,7 @@ NETWORK_CELL = CELL + (
     Field("threads_used", "float", "process CPU time over wall time during the timed rounds"),
     *CONTENTION,
     *ENERGY,
+    *REAL_DATA,
     Field("threads_config", "object", "CPUs allowed and what the framework reports it uses"),
     Field("versions", "object", "library and runtime versions"),
     Field("cpu_model", "str", "the CPU's model name, as the CPU reports it"),

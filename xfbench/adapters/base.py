@@ -29,7 +29,8 @@ from xfbench.frameworks import FRAMEWORKS, Framework
 # round-off, that every framework computes the same function (harness/equivalence.py).
 PRECISIONS = ("fp32", "tf32", "bf16", "fp16", "fp64")
 TASKS = ("train", "infer")
-DATA_MODES = ("resident", "copied")
+# real: batches from the data set under --data-dir through the framework's own pipeline
+DATA_MODES = ("resident", "copied", "real")
 
 
 def not_installed(package: str, hint: str) -> str | None:
@@ -57,7 +58,7 @@ class Cell:
     threads: int  # CPU threads the process is pinned to
     batch_size: int
     task: str = "train"  # "train" or "infer"
-    data: str = "resident"  # "resident" or "copied" (host-to-device copy inside each step)
+    data: str = "resident"  # "resident", "copied" (host-to-device copy inside each step), "real"
     scale: str = "full"  # "full" or "smoke"
 
     @property
@@ -105,6 +106,17 @@ class Workload:
         maps "input" (the batch as synthetic_batch gives it) to "logits" (as output()
         returns them), in evaluation mode. Frameworks without an exporter raise."""
         raise Unsupported(f"{type(self).__name__} has no ONNX export")
+
+    def input_batches(self, source, seed: int, workers: int):
+        """--data real: an endless iterator of batches of source (data/sources.py) through
+        the framework's own input pipeline, with workers loader workers, in the shared
+        seeded order; each batch goes to feed()."""
+        raise Unsupported(f"{type(self).__name__} has no input pipeline")
+
+    def feed(self, x, y) -> None:
+        """Make a batch from input_batches the one the next step trains on (on the
+        device, in the network's layout), as the resident batch is made."""
+        raise Unsupported(f"{type(self).__name__} has no input pipeline")
 
     def compile_facts(self) -> dict:
         """After the first step: what was compiled (graphs, graph breaks), for the record.

@@ -1,5 +1,5 @@
-"""The `xfbench` command: `xfbench run ...` (the sweep runner), `xfbench report ...` and
-`xfbench score ...`.
+"""The `xfbench` command: `xfbench run ...` (the sweep runner), `xfbench report ...`,
+`xfbench score ...` and `xfbench data check ...`.
 
 Each subcommand lives in its own package and is imported only when called.
 """
@@ -16,6 +16,7 @@ SUBCOMMANDS = {
     ),
     "report": ("xfbench.report.cli", "render tables and plots from pytest-benchmark JSON"),
     "score": ("xfbench.report.score", "one number for a machine against a reference result set"),
+    "data": ("xfbench.data.check", "check the real data sets under --data-dir (data check)"),
 }
 
 

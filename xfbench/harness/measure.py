@@ -8,7 +8,9 @@ median of the rounds is the seconds per mini-batch quoted everywhere.
 from __future__ import annotations
 
 import math
+import statistics
 import time
+from dataclasses import dataclass
 from typing import Any
 
 from xfbench import machine, records
@@ -28,6 +30,40 @@ WEIGHT_SOURCES = ("seed", "onnx")
 
 class Skip(Exception):
     """The cell cannot run here; the message says why."""
+
+
+# --data real: a cell is input-bound when, at the median, waiting for the next batch takes
+# more than this share of the whole step (wait, copy to the device, and compute).
+INPUT_BOUND_SHARE = 0.10
+RESIDENT_ROUNDS = 5  # steps timed again on the last batch held on the device
+
+
+@dataclass(frozen=True)
+class RealData:
+    """Where --data real reads from, and the loader's worker count."""
+
+    folder: str
+    workers: int
+
+
+class InputTimer:
+    """The timed step of a real-data cell: ask the pipeline for the next batch (the wait),
+    hand it to the workload, step. Each part's time is kept per step."""
+
+    def __init__(self, work, pipeline):
+        self.work, self.pipeline = work, pipeline
+        self.waits: list[float] = []
+        self.steps: list[float] = []
+
+    def __call__(self) -> None:
+        t0 = time.perf_counter()
+        x, y = next(self.pipeline)
+        t1 = time.perf_counter()
+        self.work.feed(x, y)
+        self.work.step()
+        t2 = time.perf_counter()
+        self.waits.append(t1 - t0)
+        self.steps.append(t2 - t1)
 
 
 def initial(spec: Spec, seed: int = 0, source: str = "seed"):
@@ -63,13 +99,34 @@ def measure(
     threads_config: dict[str, Any],
     weights: str = "seed",
     ci_target: float | None = None,
+    real: RealData | None = None,
 ) -> dict:
-    """Run one cell under pytest-benchmark and return the record stored in extra_info."""
+    """Run one cell under pytest-benchmark and return the record stored in extra_info.
+    With --data real, each timed step takes the next batch from the framework's own input
+    pipeline (the wait is part of the step, and also recorded apart); raises
+    data.readers.DataError, one line, for a data set that cannot be used."""
+    if cell.data == "real":
+        from xfbench.data.sources import DATASET
+
+        if cell.network not in DATASET:
+            raise Skip(f"{cell.network} has no real data set (the paper ran it on synthetic data)")
+        if real is None:
+            raise Skip("--data real needs --data-dir")
     own_peak = reset_peak_rss()
     t0 = time.perf_counter()
     adapter, spec, work = build(cell, weights=weights)
     build_s = time.perf_counter() - t0
     try:
+        timer = None
+        if cell.data == "real":
+            from xfbench.data.sources import source_for
+
+            source = source_for(spec, real.folder)
+            try:
+                timer = InputTimer(work, work.input_batches(source, 0, real.workers))
+            except Unsupported as e:
+                raise Skip(str(e)) from e
+            work.feed(*next(timer.pipeline))  # the first batch, for the compile step
         work.reset_peak_memory()
         t0 = time.perf_counter()
         work.prepare()
@@ -77,16 +134,20 @@ def measure(
         compile_s = time.perf_counter() - t0
         compiled = work.compile_facts()  # raises when a compiled mode fell back
 
+        step = timer or work.step  # a real-data step waits for its batch
         pilot = []  # each warm-up step's time: the spread that sizes adaptive rounds
-        for _ in range(preset.warmup):
+        for _ in range(max(preset.warmup, 1 if timer else 0)):  # starts the loader's workers
             t0 = time.perf_counter()
-            work.step()
+            step()
             pilot.append(time.perf_counter() - t0)
         warm_step = sum(pilot) / len(pilot) if pilot else compile_s
         rounds, chosen_by = preset.rounds(warm_step, pilot, ci_target)
 
+        if timer:
+            timer.waits.clear()
+            timer.steps.clear()
         with CpuMeter() as meter, EnergyMeter(cell.device) as energy:
-            benchmark.pedantic(work.step, rounds=rounds, iterations=1, warmup_rounds=0)
+            benchmark.pedantic(step, rounds=rounds, iterations=1, warmup_rounds=0)
         record = _record(
             benchmark,
             cell,
@@ -103,12 +164,44 @@ def measure(
         )
         record["weights_source"] = weights
         record.update(energy.fields(rounds, cell.batch_size))
+        if timer:
+            record.update(_real_data_fields(timer, work, cell, source, real, record))
         record.update(compiled)
         record.update(_confidence(benchmark, ci_target, chosen_by))
         benchmark.extra_info.update(record)
         return record
     finally:
         work.close()
+
+
+def _real_data_fields(timer: InputTimer, work, cell: Cell, source, real: RealData, record):
+    """What a real-data cell adds: the wait for data and the compute per step, throughput
+    end to end and with the batch resident (the last batch, stepped again on the device),
+    and whether the input bound the step."""
+    resident = []
+    for _ in range(RESIDENT_ROUNDS):
+        t0 = time.perf_counter()
+        work.step()
+        resident.append(time.perf_counter() - t0)
+    total = [w + s for w, s in zip(timer.waits, timer.steps, strict=True)]
+    wait, whole = statistics.median(timer.waits), statistics.median(total)
+    resident_s = statistics.median(resident)
+    per_epoch = len(source) // cell.batch_size
+    return {
+        "data_set": source.dataset,
+        "data_dir": str(real.folder),
+        "data_samples": len(source),
+        "loader_workers": real.workers,
+        "data_wait_s": wait,
+        "data_wait_share": wait / whole if whole > 0 else None,
+        "step_compute_s": statistics.median(timer.steps),
+        "samples_per_s_end_to_end": cell.batch_size / whole if whole > 0 else None,
+        "samples_per_s_resident": cell.batch_size / resident_s if resident_s > 0 else None,
+        "input_bound": whole > 0 and wait / whole > INPUT_BOUND_SHARE,
+        "input_bound_share": INPUT_BOUND_SHARE,
+        # an epoch's time where the timed rounds covered one whole epoch
+        "epoch_s": sum(total[:per_epoch]) if 0 < per_epoch <= len(total) else None,
+    }
 
 
 def _confidence(benchmark, target: float | None, chosen_by: str) -> dict:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import glob
 import re
 from dataclasses import dataclass
+from pathlib import Path
 
 from xfbench import machine
 from xfbench.adapters import DATA_MODES, PRECISIONS, Cell, get_adapter
@@ -39,6 +40,8 @@ class Selection:
     batch_size: int | None  # None: the preset's (Table 7's, or the smoke batch)
     preset: Preset
     data: str
+    data_dir: str | None = None  # --data real: the folder of the data sets (docs/data.md)
+    data_workers: int = 0  # --data real: the input pipeline's workers
 
     def batch_for(self, network: str) -> int:
         if self.batch_size:
@@ -119,6 +122,17 @@ def _positive(option: str, value: str | None) -> int | None:
     return n
 
 
+def _count(option: str, value) -> int:
+    """A whole number, 0 or more."""
+    try:
+        n = int(value)
+    except (TypeError, ValueError):
+        n = -1
+    if n < 0:
+        raise SelectionError(f"{option} must be a whole number, 0 or more, not {value!r}")
+    return n
+
+
 def parse(
     framework=None,
     model=None,
@@ -130,6 +144,8 @@ def parse(
     preset=None,
     data=None,
     skip_missing_devices=False,
+    data_dir=None,
+    data_workers=None,
 ) -> Selection:
     """Validate raw option strings (None = default) into a Selection. A device named but
     not present is an error listing those present, unless skip_missing_devices: then its
@@ -184,6 +200,14 @@ def parse(
     _check("preset", [preset_name], list(PRESETS))
     data_mode = _one("data", data) or "resident"
     _check("data mode", [data_mode], DATA_MODES)
+    folder = _one("data-dir", data_dir)
+    if data_mode == "real" and not folder:
+        raise SelectionError("--data real needs --data-dir PATH, the folder of the data sets")
+    if folder and data_mode != "real":
+        raise SelectionError("--data-dir is read only with --data real")
+    if folder and not Path(folder).is_dir():
+        raise SelectionError(f"--data-dir {folder}: not a folder (xfbench data check explains)")
+    workers = min(4, cpus) if data_workers is None else _count("--data-workers", data_workers)
     return Selection(
         tuple(frameworks),
         framework is not None,
@@ -196,6 +220,8 @@ def parse(
         _positive("--batch-size", batch_size),
         PRESETS[preset_name],
         data_mode,
+        str(Path(folder).resolve()) if folder else None,
+        workers,
     )
 
 

@@ -48,6 +48,13 @@ COLUMNS = (
     "best_in_column",
     "verified",
     "max_rel_err",
+    "data_set",
+    "data_wait_s",
+    "data_wait_share",
+    "samples_per_s_resident",
+    "input_bound",
+    "loader_workers",
+    "epoch_s",
     "energy_method",
     "energy_j",
     "joules_per_sample",
@@ -58,6 +65,18 @@ COLUMNS = (
     "kwh_per_million_samples_typed",
     "reason",
     "file",
+)
+
+
+# --data real cells' own fields (harness/measure.py), empty for the others
+REAL_DATA = (
+    "data_set",
+    "data_wait_s",
+    "data_wait_share",
+    "samples_per_s_resident",
+    "input_bound",
+    "loader_workers",
+    "epoch_s",
 )
 
 
@@ -101,6 +120,7 @@ def rows(report: Report) -> list[dict]:
                 "parallel_efficiency": d.efficiency,
                 "threads_used": info.get("threads_used"),
                 "other_cpu_share": info.get("other_cpu_share"),
+                **{k: info.get(k) for k in REAL_DATA},
                 "energy_method": info.get("energy_method"),
                 "energy_j": info.get("energy_j"),
                 "joules_per_sample": info.get("joules_per_sample"),

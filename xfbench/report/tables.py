@@ -403,12 +403,26 @@ def _paper_rows(block: Block, verified: bool) -> list[list[Text]]:
     return rows
 
 
+def _real_data_cells(info: dict) -> list[Text]:
+    """--data real: the median wait for a batch with its share of the step, the throughput
+    with the batch resident (against samples/s, which is end to end), and the verdict."""
+    if info.get("data") != "real":
+        return [_t("-"), _t("-"), _t("-")]
+    wait, share = info.get("data_wait_s"), info.get("data_wait_share")
+    return [
+        _t(f"{_num(wait, '.3g')} s ({_num(share and share * 100, '.0f')}%)"),
+        _t(_num(info.get("samples_per_s_resident"), ".4g")),
+        _t("yes" if info.get("input_bound") else "no"),
+    ]
+
+
 def details_table(report: Report, block: Block) -> Table | None:
     mine = [d for d in report.details if d.block == block.key]
     if not mine:
         return None
     several = len(report.machines) > 1
     share = any(d.gemm_peak_tflops for d in mine)
+    real = any(d.result.data == "real" for d in mine)  # beside the synthetic rows
     headers = (
         (["machine"] if several else [])
         + ["framework / mode", "device / threads", "s/batch", "samples/s", "TFLOP/s"]
@@ -421,6 +435,7 @@ def details_table(report: Report, block: Block) -> Table | None:
             "peak host MB (cell)",
             "peak device MB",
         ]
+        + (["data wait (share of step)", "samples/s resident", "input-bound"] if real else [])
     )
     rows = []
     order = {c.key: i for i, c in enumerate(block.columns)}
@@ -459,6 +474,7 @@ def details_table(report: Report, block: Block) -> Table | None:
                 ),
                 _t(_mb(info.get("peak_device_bytes"))),
             ]
+            + (_real_data_cells(info) if real else [])
         )
     return Table(
         block.title,

@@ -69,7 +69,11 @@ def parser() -> Parser:
         help="adaptive rounds (paper, quick): more rounds until the median's 95%% interval "
         "is within this percentage (default: 2)",
     )
-    sel.add_argument("--data", help="resident (default) or copied")
+    sel.add_argument("--data", help="resident (default), copied, or real (needs --data-dir)")
+    sel.add_argument("--data-dir", help="--data real: the folder of the data sets (docs/data.md)")
+    sel.add_argument(
+        "--data-workers", help="--data real: input pipeline workers (default: CPUs, at most 4)"
+    )
     sel.add_argument(
         "--weights", help="seed (default) or onnx: where the initial weights come from"
     )
@@ -208,6 +212,8 @@ SUITE_OPTIONS = {
         "preset",
         "batch_size",
         "data",
+        "data_dir",
+        "data_workers",
         "weights",
         "task",
         "ci_target",
@@ -281,6 +287,8 @@ def make_suite_plan(args) -> Plan:
         args.weights,
         args.skip_missing_devices,
         args.ci_target,
+        args.data_dir,
+        args.data_workers,
     )
 
 

@@ -63,6 +63,8 @@ def make_plan(
     weights=None,
     skip_missing_devices=False,
     ci_target=None,
+    data_dir=None,
+    data_workers=None,
 ) -> Plan:
     """Validate every option (SelectionError: one line for the user) and list the jobs."""
     counts = thread_counts(threads)
@@ -75,6 +77,8 @@ def make_plan(
         batch_size=batch_size,
         preset=preset,
         data=data,
+        data_dir=data_dir,
+        data_workers=data_workers,
     )
     selections = {
         n: parse(**base, threads=str(n), skip_missing_devices=skip_missing_devices) for n in counts
@@ -105,6 +109,8 @@ def make_plan(
         "weights": weights or "seed",
         "skip-missing-devices": skip_missing_devices,
         "ci-target": ci_target,
+        "data-dir": sel.data_dir,
+        "data-workers": str(sel.data_workers) if sel.data == "real" else None,
     }
     jobs = []
     for fw in sel.frameworks:
@@ -132,6 +138,7 @@ def make_plan(
         "preset": sel.preset.name,
         "batch_size": sel.batch_size,
         "data": sel.data,
+        "data_dir": sel.data_dir,
         "weights": weights or "seed",
     }
     return Plan(selection, jobs, sel.preset.name)

@@ -53,6 +53,8 @@ CELL_OPTIONS = (
     "weights",
     "skip-missing-devices",
     "ci-target",
+    "data-dir",
+    "data-workers",
 )
 
 

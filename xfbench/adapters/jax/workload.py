@@ -301,6 +301,21 @@ class JaxWorkload(Workload):
     def _batch(self):
         return self._to_device() if self.cell.data == "copied" else (self.x, self.y)
 
+    def input_batches(self, source, seed: int, workers: int):
+        from xfbench.adapters.jax.input_pipeline import batches
+
+        return batches(source, self.cell.batch_size, seed, workers)
+
+    def feed(self, x, y) -> None:
+        # the resident batch's layout: NHWC images, time-major tokens, int32 ids
+        if networks.image_layout(self.spec):
+            x = x.transpose(0, 2, 3, 1)
+        if self.spec.sequence:
+            x, y = x.T, y.T
+        x = x.astype(self.host_dtype) if x.dtype == np.float32 else x.astype(np.int32)
+        self.x = jax.device_put(np.ascontiguousarray(x), self.device)
+        self.y = jax.device_put(np.ascontiguousarray(y.astype(np.int32)), self.device)
+
     def _check_placement(self, *trees) -> None:
         """No silent fallback: every array must live on the device asked for."""
         for leaf in jax.tree.leaves(trees):

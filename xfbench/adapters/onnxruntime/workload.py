@@ -122,6 +122,20 @@ class OrtWorkload(Workload):
         self.session.run_with_iobinding(self.binding)
         self.binding.synchronize_outputs()
 
+    def input_batches(self, source, seed: int, workers: int):
+        """ONNX Runtime has no input pipeline: the same samples in the same order as the
+        other frameworks, prepared here in numpy (data/sources.py), no workers."""
+        from xfbench.data.sources import batches_of_indices, sample
+
+        rng = np.random.default_rng([seed, 11])
+        for idx in batches_of_indices(len(source), self.cell.batch_size, seed):
+            pairs = [sample(source, int(i), rng) for i in idx]
+            yield np.stack([x for x, _ in pairs]), np.stack([np.asarray(y) for _, y in pairs])
+
+    def feed(self, x, y) -> None:
+        self.x_host = np.ascontiguousarray(x)
+        self.binding.bind_cpu_input(INPUT, self.x_host)
+
     def loss(self) -> float:
         raise Unsupported(TRAIN_REASON)
 

@@ -281,6 +281,17 @@ class TensorFlowWorkload(Workload):
     def _batch(self):
         return self._to_device() if self.cell.data == "copied" else (self.x, self.y)
 
+    def input_batches(self, source, seed: int, workers: int):
+        from xfbench.adapters.tensorflow.input_pipeline import batches
+
+        return batches(source, self.cell.batch_size, seed, workers, self.layout == "channels_last")
+
+    def feed(self, x, y) -> None:
+        with tf.device(self.device):
+            if x.dtype.is_floating and x.dtype != self.master_dtype:
+                x = tf.cast(x, self.master_dtype)
+            self.x, self.y = tf.identity(x), tf.identity(y)
+
     def prepare(self) -> None:
         if self.cell.mode != "eager":  # trace now; XLA compiles on the first call
             x, y = self.x, self.y

@@ -213,6 +213,18 @@ class TorchWorkload(Workload):
     def _batch(self):
         return self._to_device() if self.cell.data == "copied" else (self.x, self.y)
 
+    def input_batches(self, source, seed: int, workers: int):
+        from xfbench.adapters.torch.input_pipeline import batches
+
+        return batches(source, self.cell.batch_size, seed, workers, self.device.type == "cuda")
+
+    def feed(self, x, y) -> None:
+        if self.spec.sequence:  # time-major, as the resident batch
+            x, y = x.t(), y.t()
+        x = x.to(self.device, self.dtype if x.is_floating_point() else None, non_blocking=True)
+        self.x = x.contiguous(memory_format=self.memory_format)
+        self.y = y.to(self.device, non_blocking=True).contiguous()
+
     # -- steps --------------------------------------------------------------------
     def _forward_loss(self, x, y):
         with self.autocast():

@@ -1,0 +1,320 @@
+"""--data real: readers of the published formats on small files written here in those
+formats (and corrupt and truncated ones), each framework's own input pipeline, the
+same samples in the same order everywhere, input-bound cells, and `xfbench data check`."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import struct
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from xfbench.data import check, readers
+from xfbench.data.readers import DataError
+from xfbench.data.sources import order, source_for
+from xfbench.models import get_spec
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+# -- files in the published formats ----------------------------------------------------
+def idx(shape, data: np.ndarray) -> bytes:
+    return (
+        struct.pack(">HBB", 0, 8, len(shape))
+        + struct.pack(f">{len(shape)}I", *shape)
+        + (data.astype(np.uint8).tobytes())
+    )
+
+
+def write_mnist(folder: Path, n=64, gz=True):
+    folder.mkdir(parents=True, exist_ok=True)
+    rng = np.random.default_rng(0)
+    images = rng.integers(0, 256, (n, 28, 28))
+    labels = np.arange(n) % 10
+    for name, blob in (
+        ("train-images-idx3-ubyte", idx((n, 28, 28), images)),
+        ("train-labels-idx1-ubyte", idx((n,), labels)),
+    ):
+        if gz:
+            (folder / f"{name}.gz").write_bytes(gzip.compress(blob))
+        else:
+            (folder / name).write_bytes(blob)
+
+
+def write_cifar(folder: Path, n=64):
+    folder.mkdir(parents=True, exist_ok=True)
+    rng = np.random.default_rng(1)
+    records = rng.integers(0, 256, (n, 3073)).astype(np.uint8)
+    records[:, 0] = np.arange(n) % 10
+    (folder / "data_batch_1.bin").write_bytes(records.tobytes())
+
+
+def write_ptb(folder: Path):
+    folder.mkdir(parents=True, exist_ok=True)
+    rng = np.random.default_rng(2)
+    words = [f"w{i}" for i in range(40)] + ["<unk>"]
+    lines = [" ".join(rng.choice(words, 12)) for _ in range(120)]
+    (folder / "ptb.train.txt").write_text("\n".join(lines) + "\n")
+    (folder / "ptb.valid.txt").write_text("\n".join(lines[:10]) + "\n")
+    (folder / "ptb.test.txt").write_text("\n".join(lines[:10]) + "\n")
+
+
+def write_jpegs(folder: Path, n=24, size=(48, 40), classes=3):
+    from PIL import Image
+
+    rng = np.random.default_rng(3)
+    for i in range(n):
+        d = folder / "train" / f"class{i % classes}"
+        d.mkdir(parents=True, exist_ok=True)
+        pixels = rng.integers(0, 256, (size[1], size[0], 3), dtype=np.uint8)
+        Image.fromarray(pixels).save(d / f"img{i}.jpg", quality=90)
+
+
+@pytest.fixture(scope="module")
+def data_dir(tmp_path_factory):
+    root = tmp_path_factory.mktemp("data")
+    write_mnist(root / "mnist")
+    write_cifar(root / "cifar10")
+    write_ptb(root / "ptb")
+    write_jpegs(root / "imagenet")
+    return root
+
+
+# -- readers -----------------------------------------------------------------------------
+def test_readers_read_what_was_written(data_dir, tmp_path):
+    x, y = readers.read_mnist(data_dir / "mnist")
+    assert x.shape == (64, 784) and x.dtype == np.float32 and 0 <= x.min() and x.max() < 1
+    assert list(y[:12]) == [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 0, 1]
+    write_mnist(tmp_path / "raw", gz=False)  # uncompressed IDX reads the same
+    assert np.array_equal(readers.read_mnist(tmp_path / "raw")[0], x)
+    x, y = readers.read_cifar10(data_dir / "cifar10")
+    assert x.shape == (64, 3, 32, 32) and x.dtype == np.uint8 and y.max() == 9
+    ids = readers.read_ptb(data_dir / "ptb", 20)
+    assert ids.max() < 20 and ids.dtype == np.int64
+    vocab = readers.ptb_vocabulary(readers._words(data_dir / "ptb" / "ptb.train.txt"), 20)
+    assert len(vocab) == 20 and "<eos>" in vocab and "<unk>" in vocab
+    paths, labels = readers.list_jpeg_folder(data_dir / "imagenet" / "train", 1000)
+    assert len(paths) == 24 and sorted(set(labels)) == [0, 1, 2]
+
+
+@pytest.mark.parametrize(
+    "damage, words",
+    [
+        ("mnist-magic", "not an IDX file of unsigned bytes with 3 dimensions"),
+        ("mnist-truncated", "truncated or padded"),
+        ("mnist-bad-gzip", "cannot read"),
+        ("cifar-truncated", "not a whole number of 3073-byte CIFAR-10 records"),
+        ("cifar-label", "outside 0-9"),
+        ("ptb-binary", "cannot read as UTF-8 text"),
+        ("jpeg-truncated", "truncated JPEG"),
+        ("jpeg-foreign", "not a JPEG"),
+    ],
+)
+def test_a_wrong_truncated_or_foreign_file_is_one_line_naming_it(tmp_path, damage, words):
+    write_mnist(tmp_path / "mnist")
+    write_cifar(tmp_path / "cifar10")
+    write_ptb(tmp_path / "ptb")
+    write_jpegs(tmp_path / "imagenet", n=3)
+    if damage.startswith("mnist"):
+        path = tmp_path / "mnist" / "train-images-idx3-ubyte.gz"
+        blob = gzip.decompress(path.read_bytes())
+        if damage == "mnist-magic":
+            blob = b"\x00\x00\x08\x02" + blob[4:]
+        elif damage == "mnist-truncated":
+            blob = blob[:-100]
+        path.write_bytes(gzip.compress(blob) if damage != "mnist-bad-gzip" else b"\x1f\x8bxx")
+        network = "fcn_r"
+    elif damage.startswith("cifar"):
+        path = tmp_path / "cifar10" / "data_batch_1.bin"
+        blob = bytearray(path.read_bytes())
+        if damage == "cifar-truncated":
+            blob = blob[:-10]
+        else:
+            blob[3073] = 200
+        path.write_bytes(bytes(blob))
+        network = "resnet56"
+    elif damage == "ptb-binary":
+        path = tmp_path / "ptb" / "ptb.train.txt"
+        path.write_bytes(b"\xff\xfe\x00bad")
+        network = "lstm32"
+    else:
+        path = next((tmp_path / "imagenet").rglob("*.jpg"))
+        blob = path.read_bytes()
+        path.write_bytes(blob[: len(blob) // 2] if damage == "jpeg-truncated" else b"GIF89a..")
+        network = "resnet50"
+    with pytest.raises(DataError) as e:
+        source_for(get_spec(network, "smoke"), tmp_path)
+    message = str(e.value)
+    assert words in message and str(path) in message and "\n" not in message
+
+
+def test_fcn5_and_fcn8_have_no_real_data_set(data_dir):
+    with pytest.raises(DataError, match="no real data set"):
+        source_for(get_spec("fcn5", "smoke"), data_dir)
+
+
+# -- each framework's own pipeline -------------------------------------------------------
+FAMILIES = ("fcn_r", "resnet56", "lstm32", "resnet50")  # MNIST, CIFAR-10, PTB, JPEGs
+
+
+def _workload(framework: str, network: str, task="train"):
+    from xfbench.adapters import Cell, get_adapter
+    from xfbench.harness.measure import initial
+
+    spec = get_spec(network, "smoke")
+    mode = {"torch": "eager", "tensorflow": "function", "jax": "jit", "onnxruntime": "cpu"}
+    cell = Cell(network, framework, mode[framework], "fp32", "cpu", 1, 8, task, "real", "smoke")
+    adapter = get_adapter(framework)
+    if adapter.import_error():
+        pytest.skip(adapter.import_error())
+    return spec, adapter.build(spec, cell, initial(spec))
+
+
+@pytest.mark.parametrize("network", FAMILIES)
+@pytest.mark.parametrize("framework", ["torch", "tensorflow", "jax"])
+def test_a_training_step_per_family_runs_on_real_files_in_every_framework(
+    data_dir, framework, network
+):
+    spec, work = _workload(framework, network)
+    src = source_for(spec, data_dir)
+    batches = work.input_batches(src, 0, 1)
+    losses = []
+    for _ in range(3):
+        x, y = next(batches)
+        work.feed(x, y)
+        work.step()
+        losses.append(work.loss())
+    work.close()
+    assert all(np.isfinite(losses)), losses
+    # the labels of the first batch are those of the shared order: the same samples
+    first = order(len(src), 0, 0)[:8]
+    expected = [src.label(int(i)) for i in first]
+    x, y = next(work.input_batches(src, 0, 0))
+    assert np.array_equal(np.asarray(y), np.stack(expected))
+
+
+def test_onnxruntime_infers_from_the_same_arrays(data_dir):
+    pytest.importorskip("onnxruntime")
+    spec, work = _workload("onnxruntime", "resnet56", task="infer")
+    src = source_for(spec, data_dir)
+    x, y = next(work.input_batches(src, 0, 0))
+    work.feed(x, y)
+    work.step()
+    assert work.output().shape == (8, 10) and np.isfinite(work.output()).all()
+    assert np.array_equal(y, src.y[order(len(src), 0, 0)[:8]])
+
+
+# -- whole cells: records, an input-bound loader, bad data among good --------------------
+def _suite(tmp_path, data_dir, *args):
+    out = tmp_path / "out.json"
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "xfbench/suites/test_train.py", "-q"]
+        + ["--preset", "smoke", "--threads", "1", "--data", "real", f"--data-dir={data_dir}"]
+        + [*args, f"--benchmark-json={out}"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    data = json.loads(out.read_text()) if out.exists() else None
+    return proc, data
+
+
+def test_real_data_cells_record_waiting_and_both_throughputs(tmp_path, data_dir):
+    proc, data = _suite(
+        tmp_path,
+        data_dir,
+        *("--framework", "torch", "--model", "fcn_r,lstm32", "--mode", "eager"),
+        *("--data-workers", "1"),
+    )
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    infos = [b["extra_info"] for b in data["benchmarks"]]
+    assert {i["data_set"] for i in infos} == {"mnist", "ptb"}
+    for i in infos:
+        assert i["data"] == "real" and i["data_wait_s"] >= 0 and i["loader_workers"] == 1
+        assert i["samples_per_s_end_to_end"] > 0 and i["samples_per_s_resident"] > 0
+        assert isinstance(i["input_bound"], bool) and i["input_bound_share"] == 0.1
+
+
+def test_a_slow_loader_is_reported_input_bound(tmp_path):
+    """Large JPEGs decoded and cropped by one loader process, feeding a tiny network."""
+    write_jpegs(tmp_path / "big" / "imagenet", n=16, size=(1600, 1200), classes=2)
+    proc, data = _suite(
+        tmp_path,
+        tmp_path / "big",
+        "--framework",
+        "torch",
+        "--model",
+        "resnet50",
+        "--mode",
+        "eager",
+        "--data-workers",
+        "0",
+    )
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    [info] = [b["extra_info"] for b in data["benchmarks"]]
+    assert info["input_bound"] is True and info["data_wait_share"] > 0.1, info
+    assert info["samples_per_s_resident"] > info["samples_per_s_end_to_end"]
+
+
+def test_a_bad_data_file_is_one_line_and_no_other_cell_is_lost(tmp_path):
+    folder = tmp_path / "mixed"
+    write_mnist(folder / "mnist")
+    write_cifar(folder / "cifar10")
+    (folder / "cifar10" / "data_batch_1.bin").write_bytes(b"\x00" * 100)
+    proc, data = _suite(
+        tmp_path, folder, "--framework", "torch", "--model", "fcn_r,resnet56", "--mode", "eager"
+    )
+    assert proc.returncode == 1 and "Traceback" not in proc.stdout
+    assert [b["extra_info"]["network"] for b in data["benchmarks"]] == ["fcn_r"]
+    [failure] = data["xfbench"]["failures"]
+    assert "data_batch_1.bin: 100 bytes, not a whole number" in failure["reason"]
+
+
+@pytest.mark.parametrize(
+    "args, words",
+    [
+        (["--data", "real"], "--data real needs --data-dir PATH"),
+        (["--data", "real", "--data-dir", "/nonexistent"], "--data-dir /nonexistent: not a folder"),
+        (["--data-dir", "/tmp"], "--data-dir is read only with --data real"),
+        (["--data", "real", "--data-dir", "/tmp", "--data-workers", "-1"], "--data-workers"),
+    ],
+)
+def test_bad_data_options_are_one_line(args, words):
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "xfbench/suites/test_train.py", "-q"]
+        + ["--framework", "torch", "--preset", "smoke", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    errors = [line for line in (proc.stdout + proc.stderr).splitlines() if "ERROR:" in line]
+    assert proc.returncode == 4 and len(errors) == 1 and words in errors[0], proc.stderr
+
+
+# -- xfbench data check ------------------------------------------------------------------
+def test_data_check_names_valid_missing_and_invalid(tmp_path, data_dir, capsys):
+    assert check.main(["check", "--data-dir", str(data_dir)]) == 0
+    out = capsys.readouterr().out
+    assert out.count(" valid ") == 4 and "64 samples (for fcn_r)" in out
+    partial = tmp_path / "partial"
+    write_mnist(partial / "mnist")
+    (partial / "cifar10").mkdir()
+    (partial / "cifar10" / "data_batch_1.bin").write_bytes(b"\x01" * 10)
+    assert check.main(["check", "--data-dir", str(partial)]) == 1
+    lines = capsys.readouterr().out.splitlines()
+    status = {line.split()[0]: line.split()[1] for line in lines}
+    assert status == {
+        "mnist": "valid",
+        "cifar10": "invalid",
+        "ptb": "missing",
+        "imagenet": "missing",
+    }
+    assert any("cs.toronto.edu" not in line and "ptb" in line for line in lines)
+    assert check.main(["check", "--data-dir", str(tmp_path / "none")]) == 2
