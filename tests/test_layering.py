@@ -20,6 +20,7 @@ LAYERS = (
     ("models", "frameworks"),  # what is measured, and by which frameworks
     ("machine", "records"),  # what the machine is; what a record holds
     ("exchange",),  # ONNX files and graphs of the specs, and ONNX Runtime as reference
+    ("data",),  # the real data sets: readers, sources, the shared sample order
     ("adapters",),  # how each framework runs a spec
     ("harness",),  # selection, threads, timing, records, the equivalence proof
     ("plugin", "suites", "gemm", "scaling", "allreduce"),  # the pytest suites
