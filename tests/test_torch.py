@@ -198,3 +198,23 @@ def test_the_lstm_runs_in_half_precision_on_any_cpu_and_says_which_kernel(precis
     dtype = torch.bfloat16 if precision == "bf16" else torch.float16
     expected = "aten/onednn" if onednn_runs_lstm(dtype) else "aten (oneDNN has no"
     assert work.info["lstm_kernel"].startswith(expected)
+
+
+def test_inductor_prepacking_is_off_while_atens_isa_is_lowered(monkeypatch):
+    """With ATEN_CPU_CAPABILITY set, Inductor's prepacked linear layers gave wrong training
+    losses (torch 2.13.0 on an AVX-512 CPU limited to avx2), so compiled CPU cells turn
+    prepacking off then, and every compiled CPU cell records which it ran with."""
+    import torch._inductor.config as inductor
+
+    saved = inductor.cpp.weight_prepack
+    try:
+        monkeypatch.setenv("ATEN_CPU_CAPABILITY", "avx2")
+        _, limited = build("fcn_r", mode="compile")
+        assert limited.info["inductor_weight_prepack"] is False
+        monkeypatch.delenv("ATEN_CPU_CAPABILITY")
+        _, plain = build("fcn_r", mode="compile")
+        assert plain.info["inductor_weight_prepack"] is True
+        _, eager = build("fcn_r")
+        assert "inductor_weight_prepack" not in eager.info
+    finally:
+        inductor.cpp.weight_prepack = saved

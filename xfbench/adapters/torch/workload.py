@@ -162,6 +162,13 @@ class TorchWorkload(Workload):
             raise Unsupported(f"unknown PyTorch mode {cell.mode!r}")
         mode = compile_mode[cell.mode]
         compile_ = (lambda f: torch.compile(f, mode=mode)) if mode else (lambda f: f)
+        if mode and self.device.type == "cpu":
+            import torch._inductor.config as inductor
+
+            # With ATen's ISA lowered (ATEN_CPU_CAPABILITY), Inductor's prepacked linear
+            # layers computed wrong training losses (torch 2.13.0, an AVX-512 AMD EPYC
+            # limited to avx2: 2.17 against 2.38); without prepacking they agree.
+            inductor.cpp.weight_prepack = not os.environ.get("ATEN_CPU_CAPABILITY")
         if mode:
             # Dynamo caches compiled code per code object, and every workload's
             # _forward_loss is the same one: past its recompile limit (8) later cells would
@@ -200,6 +207,11 @@ class TorchWorkload(Workload):
             "fp32_precision": precision_flags,
             "lstm_kernel": self._lstm_kernel(spec, cell),
             "cudnn_benchmark": torch.backends.cudnn.benchmark,
+            **(
+                {"inductor_weight_prepack": torch._inductor.config.cpp.weight_prepack}
+                if mode and self.device.type == "cpu"
+                else {}
+            ),
             **backend(self.device.type, compiled=bool(mode)),
         }
 
