@@ -29,19 +29,46 @@ def test_rapl_reads_packages_and_dram_and_undoes_a_wraparound(tmp_path):
     pkg = zone(tmp_path, "intel-rapl:0", "package-0", 900_000)
     core = zone(tmp_path, "intel-rapl:0:0", "core", 5)  # inside the package's count
     dram = zone(tmp_path, "intel-rapl:0:1", "dram", 10_000)
-    with EnergyMeter("cpu", powercap=tmp_path) as e:
-        advance(pkg, 100_000)  # wrapped: 900,000 -> 1,000,000 -> 0 -> 100,000
+    psys = zone(tmp_path, "intel-rapl:1", "psys", 0)  # the platform, packages included
+    with EnergyMeter("cpu", powercap=tmp_path, poll_s=None) as e:
+        advance(pkg, 100_000)  # wrapped: 900,000 -> 1,000,000 = 0 -> 100,000
         advance(core, 999)
         advance(dram, 60_000)
+        advance(psys, 999_999)
     assert e.method == "rapl"
-    # package 200,001 uJ across the wrap (the range is inclusive), dram 50,000 uJ
-    assert e.joules == pytest.approx(0.250001)
+    # package 200,000 uJ across the wrap, dram 50,000 uJ; core and psys not added
+    assert e.fields(5, 10)["energy_domains"] == pytest.approx({"package-0": 0.2, "dram-0": 0.05})
+    assert e.joules == pytest.approx(0.25)
     f = e.fields(steps=5, batch=10)
     assert f["energy_method"] == "rapl" and f["energy_reason"] is None
-    assert f["energy_domains"] == ["package-0", "dram"]
-    assert f["energy_per_step_j"] == pytest.approx(0.250001 / 5)
-    assert f["joules_per_sample"] == pytest.approx(0.250001 / 50)
-    assert f["samples_per_kj"] == pytest.approx(50 / 0.250001 * 1000)
+    assert f["energy_per_step_j"] == pytest.approx(0.25 / 5)
+    assert f["joules_per_sample"] == pytest.approx(0.25 / 50)
+    assert f["samples_per_kj"] == pytest.approx(50 / 0.25 * 1000)
+
+
+def test_polling_counts_more_than_one_wraparound(tmp_path):
+    """Read only at the two ends, two wraps would look like none; polled, each counts."""
+    pkg = zone(tmp_path, "intel-rapl:0", "package-0", 0)
+    with EnergyMeter("cpu", powercap=tmp_path, poll_s=None) as e:
+        for value in (600_000, 200_000, 800_000, 400_000):  # wraps twice
+            advance(pkg, value)
+            e.poll()
+        advance(pkg, 0)  # and once more before the end
+    assert e.joules == pytest.approx(3.0)  # 3,000,000 uJ over three wraps
+
+
+def test_the_polling_thread_reads_during_the_rounds_and_stops(tmp_path):
+    pkg = zone(tmp_path, "intel-rapl:0", "package-0", 0)
+    with EnergyMeter("cpu", powercap=tmp_path, poll_s=0.01) as e:
+        for value in (600_000, 200_000):  # a wrap the thread must see
+            advance(pkg, value)
+            time.sleep(0.1)
+    assert not e._thread.is_alive()
+    assert e.joules == pytest.approx(1.2)
+
+
+def test_unknown_throttle_bits_are_kept():
+    assert energy.throttle_names(0x4 | 0x200) == ["sw_power_cap", "0x200"]
 
 
 def test_no_powercap_is_method_none_with_the_reason(tmp_path):

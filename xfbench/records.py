@@ -115,7 +115,11 @@ ENERGY = (
     Field("energy_per_step_j", "float | null", "energy_j over the timed steps"),
     Field("joules_per_sample", "float | null", "energy_j over the samples of the timed steps"),
     Field("samples_per_kj", "float | null", "samples of the timed steps per 1000 joules"),
-    Field("energy_domains", "list | null", "the RAPL domains read (package-0, dram, ...)"),
+    Field(
+        "energy_domains",
+        "object | null",
+        "joules per RAPL domain read: package-N and dram-N (psys and core are inside them)",
+    ),
 )
 
 

@@ -25,6 +25,10 @@ from pathlib import Path
 
 POWERCAP = Path("/sys/class/powercap")
 SAMPLE_HZ = 20  # power samples per second where the GPU has no energy counter
+# RAPL counters are read at least this often during the rounds: an AMD package's counter
+# (max_energy_range_uj about 65.5 kJ) wraps in about 3 minutes at 360 W, and between two
+# readings only one wrap can be undone.
+POLL_S = 1.0
 
 # NVML's clocks-event (throttle) reason bits, as nvml.h defines them
 THROTTLE_REASONS = {
@@ -41,7 +45,10 @@ THROTTLE_REASONS = {
 
 
 def throttle_names(mask: int) -> list[str]:
-    return [name for bit, name in THROTTLE_REASONS.items() if mask & bit]
+    """The reasons set in NVML's mask; a bit this table does not name is kept as its value."""
+    names = [name for bit, name in THROTTLE_REASONS.items() if mask & bit]
+    unknown = mask & ~sum(THROTTLE_REASONS)
+    return names + [f"0x{1 << i:x}" for i in range(64) if unknown >> i & 1]
 
 
 class RaplDomain:
@@ -52,25 +59,34 @@ class RaplDomain:
         self.name = (path / "name").read_text().strip()
         self.range_uj = int((path / "max_energy_range_uj").read_text())
 
+    @property
+    def label(self) -> str:
+        """package-0, or dram-0 for the DRAM of package 0 (two packages, two labels)."""
+        if self.name.startswith("package"):
+            return self.name
+        return f"{self.name}-{self.path.name.split(':')[1]}"
+
     def read_uj(self) -> int:
         return int((self.path / "energy_uj").read_text())
 
     def delta_uj(self, start: int, end: int) -> int:
-        """Energy between two readings, across one wrap of the counter."""
-        return end - start if end >= start else end + self.range_uj + 1 - start
+        """Energy between two readings, across one wrap of the counter (readings every
+        POLL_S keep it to one wrap at most)."""
+        return end - start if end >= start else end + self.range_uj - start
 
 
 def rapl_domains(root: Path = POWERCAP) -> tuple[list[RaplDomain], str]:
     """(the package and DRAM domains whose counters can be read, "") or ([], why not)."""
     zones = sorted(p for p in root.glob("intel-rapl:*") if p.is_dir()) if root.is_dir() else []
-    # top-level zones are packages (intel-rapl:0); subzones (intel-rapl:0:1) hold core,
-    # uncore and dram: only dram is not already inside its package's count
+    # top-level zones are packages (intel-rapl:0) or psys (the whole platform, packages
+    # included: counting it too would count them twice); subzones (intel-rapl:0:1) hold
+    # core, uncore and dram, and only dram is not already inside its package's count
     picked = []
     try:
         for zone in zones:
             domain = RaplDomain(zone)
             top = zone.name.count(":") == 1
-            if top or domain.name == "dram":
+            if (top and domain.name.startswith("package")) or (not top and domain.name == "dram"):
                 domain.read_uj()  # raises PermissionError where only root may read
                 picked.append(domain)
     except PermissionError:
@@ -88,9 +104,13 @@ def rapl_domains(root: Path = POWERCAP) -> tuple[list[RaplDomain], str]:
 class EnergyMeter:
     """`with EnergyMeter(device) as e: <timed rounds>`, then e.fields(steps, batch)."""
 
-    def __init__(self, device: str, powercap: Path = POWERCAP, nvml=None, handle=None):
+    def __init__(
+        self, device: str, powercap: Path = POWERCAP, nvml=None, handle=None, poll_s=POLL_S
+    ):
         self.device = device
         self.powercap = powercap
+        self.poll_s = poll_s  # None: no thread (tests call poll() themselves)
+        self.domain_joules: dict[str, float] | None = None
         self._nvml, self._handle = nvml, handle
         self.method, self.reason = "none", ""
         self.domains: list[RaplDomain] = []
@@ -131,6 +151,17 @@ class EnergyMeter:
             if self._stop.wait(period):
                 return
 
+    def poll(self) -> None:
+        """Add each RAPL counter's advance since its last reading."""
+        now = [d.read_uj() for d in self.domains]
+        for i, (d, last, value) in enumerate(zip(self.domains, self._last_uj, now, strict=True)):
+            self._sum_uj[i] += d.delta_uj(last, value)
+        self._last_uj = now
+
+    def _poll_loop(self) -> None:
+        while not self._stop.wait(self.poll_s):
+            self.poll()
+
     def gpu_state(self) -> dict:
         """Clocks (MHz), temperature (C), enforced power limit (W) and throttle reasons."""
         n, h = self._nvml, self._handle
@@ -159,7 +190,11 @@ class EnergyMeter:
             self.domains, self.reason = rapl_domains(self.powercap)
             if self.domains:
                 self.method = "rapl"
-                self._start_uj = [d.read_uj() for d in self.domains]
+                self._last_uj = [d.read_uj() for d in self.domains]
+                self._sum_uj = [0] * len(self.domains)
+                if self.poll_s:
+                    self._thread = threading.Thread(target=self._poll_loop, daemon=True)
+                    self._thread.start()
         else:
             self.reason = f"no energy counter read for {self.device}"
         self._t0 = time.perf_counter()
@@ -169,11 +204,14 @@ class EnergyMeter:
         self.seconds = time.perf_counter() - self._t0
         try:
             if self.method == "rapl":
-                end = [d.read_uj() for d in self.domains]
-                self.joules = 1e-6 * sum(
-                    d.delta_uj(s, e)
-                    for d, s, e in zip(self.domains, self._start_uj, end, strict=True)
-                )
+                if self._thread:
+                    self._stop.set()
+                    self._thread.join()
+                self.poll()
+                self.domain_joules = {
+                    d.label: 1e-6 * uj for d, uj in zip(self.domains, self._sum_uj, strict=True)
+                }
+                self.joules = sum(self.domain_joules.values())
             elif self.method == "nvml-energy":
                 end_mj = self._nvml.nvmlDeviceGetTotalEnergyConsumption(self._handle)
                 self.joules = (end_mj - self._start_mj) / 1000.0
@@ -199,7 +237,7 @@ class EnergyMeter:
         out["energy_per_step_j"] = self.joules / steps if ok else None
         out["joules_per_sample"] = self.joules / (steps * batch) if ok else None
         out["samples_per_kj"] = steps * batch / self.joules * 1000 if ok else None
-        out["energy_domains"] = [d.name for d in self.domains] or None
+        out["energy_domains"] = self.domain_joules
         if self.method == "nvml-power-sampling":
             out["power_samples"] = len(self._samples)
         if self.gpu_start is not None:
