@@ -138,6 +138,45 @@ def test_a_busy_process_on_our_cpus_marks_the_window_contended():
     assert fields["contended"] is True and 0 < fields["other_cpu_share"] <= 1
 
 
+def test_own_child_processes_count_as_ours_when_asked():
+    """A real-data cell's loader workers are processes of its own (a DataLoader's): with
+    children=True their CPU time in the window is the cell's, not contention."""
+    after = stat((100, 0, 0, 0, 0, 0, 0, 0, 0, 0), (100, 0, 0, 0, 0, 0, 0, 0, 0, 0))
+    for children, other in ((False, 1.0), (True, 0.2)):
+        texts, times = iter([stat(IDLE, IDLE), after]), iter([(10.0, 0.0), (11.0, 1.0)])
+        kids = iter([{7: 5.0}, {7: 5.6, 8: 0.2}])  # one worker went on, one started
+        meter = CpuMeter(
+            read_stat=lambda: next(texts),
+            clock=lambda: next(times),
+            cpus=[0, 1],
+            hz=100.0,
+            children=children,
+            read_children=lambda: next(kids),
+        )
+        with meter:
+            pass
+        assert meter.other_s == pytest.approx(other)
+    assert meter.children_s == pytest.approx(0.8) and meter.threads_used == pytest.approx(1.8)
+
+
+@pytest.mark.skipif(not Path("/proc/stat").exists(), reason="needs Linux's /proc")
+def test_a_spinning_child_is_read_from_proc_as_our_own_work():
+    cpus = allowed_cpus()
+    busy = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        os.sched_setaffinity(busy.pid, cpus)
+        time.sleep(0.2)
+        assert busy.pid in threads.children_cpu_s()
+        with CpuMeter(children=True) as meter:
+            time.sleep(0.5)
+    finally:
+        busy.kill()
+        busy.wait()
+    # (whether the window is contended depends on the rest of the machine: the
+    # arithmetic is the test above's)
+    assert meter.children_s > 0.25 and meter.threads_used > 0.5, meter
+
+
 def test_the_records_describe_the_thresholds_in_force():
     from xfbench import records
 

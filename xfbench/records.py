@@ -194,7 +194,12 @@ NETWORK_CELL = CELL + (
     Field("malloc", "str", "glibc allocator setting in force"),
     Field("peak_device_bytes", "int | null", "peak device memory of the cell; null on the host"),
     Field("threads_requested", "int", "threads asked for"),
-    Field("threads_used", "float", "process CPU time over wall time during the timed rounds"),
+    Field(
+        "threads_used",
+        "float",
+        "process CPU time over wall time during the timed rounds (with --data real, its "
+        "loader worker processes' too)",
+    ),
     *CONTENTION,
     *ENERGY,
     *REAL_DATA,

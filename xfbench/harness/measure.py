@@ -146,7 +146,9 @@ def measure(
         if timer:
             timer.waits.clear()
             timer.steps.clear()
-        with CpuMeter() as meter, EnergyMeter(cell.device) as energy:
+        # a real-data cell's loader worker processes are its own work, not contention
+        own_children = timer is not None
+        with CpuMeter(children=own_children) as meter, EnergyMeter(cell.device) as energy:
             benchmark.pedantic(step, rounds=rounds, iterations=1, warmup_rounds=0)
         record = _record(
             benchmark,

@@ -207,7 +207,9 @@ def parse(
         raise SelectionError("--data-dir is read only with --data real")
     if folder and not Path(folder).is_dir():
         raise SelectionError(f"--data-dir {folder}: not a folder (xfbench data check explains)")
-    workers = min(4, cpus) if data_workers is None else _count("--data-workers", data_workers)
+    # the loader's workers share the cell's CPUs (its affinity): by default one per
+    # thread, at most 4
+    workers = min(4, n_threads) if data_workers is None else _count("--data-workers", data_workers)
     return Selection(
         tuple(frameworks),
         framework is not None,

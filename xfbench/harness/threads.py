@@ -114,6 +114,48 @@ def clocks() -> tuple[float, float]:
     return time.process_time(), time.perf_counter()
 
 
+def _child_pids(pid: int) -> list[int]:
+    """The live child processes of pid (each thread's children file, Linux 3.5 and
+    later; else the processes whose parent is pid, read from /proc/*/stat)."""
+    tasks = Path(f"/proc/{pid}/task")
+    try:
+        return [int(c) for t in tasks.iterdir() for c in (t / "children").read_text().split()]
+    except (OSError, ValueError):
+        pass
+    out = []
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                if int(_stat_fields(int(d.name))[1]) == pid:
+                    out.append(int(d.name))
+            except (OSError, ValueError, IndexError):
+                pass  # ended meanwhile
+    return out
+
+
+def _stat_fields(pid: int) -> list[str]:
+    """/proc/PID/stat from its third field (state) on: the name may hold spaces."""
+    text = Path(f"/proc/{pid}/stat").read_text()
+    return text[text.rindex(")") + 2 :].split()
+
+
+def children_cpu_s(hz: float | None = None) -> dict[int, float]:
+    """CPU seconds (user + system) so far of each live descendant process of this one.
+    A real-data cell's loader workers (a PyTorch DataLoader's processes) are such
+    descendants: their CPU time is the cell's own, not another process's."""
+    hz = hz or float(os.sysconf("SC_CLK_TCK"))
+    out, todo = {}, _child_pids(os.getpid())
+    while todo:
+        pid = todo.pop()
+        try:
+            fields = _stat_fields(pid)
+            out[pid] = (int(fields[11]) + int(fields[12])) / hz  # utime, stime
+            todo += _child_pids(pid)
+        except (OSError, ValueError, IndexError):
+            pass  # ended meanwhile
+    return out
+
+
 def cpu_ticks(text: str, cpus: list[int]) -> tuple[int, int]:
     """(busy ticks including steal, steal ticks) summed over cpus, from /proc/stat text.
     ValueError when a CPU has no line or a line cannot be read."""
@@ -139,13 +181,19 @@ class CpuMeter:
     """CPU time over wall time of this process (how many threads were really busy), and
     the time other work took on the CPUs this process may use (see above).
 
-    read_stat returns the text of /proc/stat and clock (CPU time, wall time): tests pass
-    fakes. cpus defaults to the affinity mask at enter, hz to USER_HZ."""
+    With children=True (a real-data cell) the CPU time its descendant processes spent in
+    the window counts as its own (children_s, inside cpu): they are its input pipeline's
+    workers, not contention. read_stat returns the text of /proc/stat, clock (CPU time,
+    wall time) and read_children (pid -> CPU seconds): tests pass fakes. cpus defaults to
+    the affinity mask at enter, hz to USER_HZ."""
 
     read_stat: Callable[[], str] = read_proc_stat
     clock: Callable[[], tuple[float, float]] = clocks
     cpus: list[int] | None = None
     hz: float | None = None
+    children: bool = False
+    read_children: Callable[[], dict[int, float]] = children_cpu_s
+    children_s: float = 0.0  # of cpu: the descendants' share (children=True)
     cpu0: float = 0.0
     wall0: float = 0.0
     cpu: float = 0.0
@@ -154,6 +202,15 @@ class CpuMeter:
     steal_s: float | None = None
     unknown: str | None = None  # why other_s is None
     _ticks0: tuple[int, int] | None = field(default=None, repr=False)
+    _children0: dict[int, float] = field(default_factory=dict, repr=False)
+
+    def _children(self) -> dict[int, float]:
+        if not self.children:
+            return {}
+        try:
+            return self.read_children()
+        except (OSError, ValueError):
+            return {}  # no /proc: the workers' time shows as others'
 
     def _ticks(self) -> tuple[int, int] | None:
         try:
@@ -171,12 +228,16 @@ class CpuMeter:
         except (AttributeError, OSError, ValueError) as e:  # not Linux
             self.unknown = f"no CPU affinity or clock ticks here: {e}"
         self._ticks0 = None if self.unknown else self._ticks()
+        self._children0 = self._children()
         self.cpu0, self.wall0 = self.clock()
         return self
 
     def __exit__(self, *exc):
         cpu1, wall1 = self.clock()
-        self.cpu, self.wall = cpu1 - self.cpu0, wall1 - self.wall0
+        # a worker that ended inside the window takes its time with it (shown as others')
+        after = self._children()
+        self.children_s = sum(max(0.0, s - self._children0.get(p, 0.0)) for p, s in after.items())
+        self.cpu, self.wall = cpu1 - self.cpu0 + self.children_s, wall1 - self.wall0
         if self._ticks0 is None:
             return
         ticks1 = self._ticks()

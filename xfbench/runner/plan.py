@@ -110,7 +110,8 @@ def make_plan(
         "skip-missing-devices": skip_missing_devices,
         "ci-target": ci_target,
         "data-dir": sel.data_dir,
-        "data-workers": str(sel.data_workers) if sel.data == "real" else None,
+        # as given: each job's default follows its own thread count
+        "data-workers": data_workers if sel.data == "real" else None,
     }
     jobs = []
     for fw in sel.frameworks:
