@@ -198,6 +198,57 @@ def test_a_training_step_per_family_runs_on_real_files_in_every_framework(
     assert np.array_equal(np.asarray(y), np.stack(expected))
 
 
+@pytest.mark.parametrize("framework", ["torch", "tensorflow", "jax"])
+def test_a_jpeg_that_fails_to_decode_in_a_worker_is_one_line(tmp_path, framework):
+    """Markers whole, content not: found only when a loader worker decodes it (a process
+    of PyTorch's DataLoader sends its traceback back inside the message; tf.data raises
+    its own error type)."""
+    from xfbench.harness.measure import InputTimer
+
+    write_jpegs(tmp_path / "imagenet", n=8, classes=2)
+    bad = next((tmp_path / "imagenet").rglob("*.jpg"))
+    bad.write_bytes(b"\xff\xd8\xff" + b"\x00" * 200 + b"\xff\xd9")
+    spec, work = _workload(framework, "resnet50")
+    src = source_for(spec, tmp_path)  # the markers pass
+    timer = InputTimer(work, work.input_batches(src, 0, 1), str(tmp_path / "imagenet"))
+    try:
+        with pytest.raises(DataError) as e:
+            timer.next_batch()
+    finally:
+        timer.close()
+        work.close()
+    message = str(e.value)
+    assert "\n" not in message and "Traceback" not in message, message
+    # Pillow's decoders name the file; tf.data's op does not, so the folder is named
+    assert str(bad if framework != "tensorflow" else tmp_path / "imagenet") in message
+
+
+def test_closing_the_pipeline_stops_the_loader_worker_processes(data_dir):
+    from xfbench.harness.measure import InputTimer
+    from xfbench.harness.threads import children_cpu_s
+
+    before = set(children_cpu_s())
+    spec, work = _workload("torch", "resnet56")
+    timer = InputTimer(work, work.input_batches(source_for(spec, data_dir), 0, 2))
+    timer.next_batch()
+    workers = set(children_cpu_s()) - before
+    timer.close()
+    work.close()
+    assert len(workers) == 2 and not workers & set(children_cpu_s())
+
+
+def test_the_default_loader_workers_follow_the_cells_threads(data_dir):
+    """The workers share the cell's CPUs (its affinity): one per thread, at most 4."""
+    from xfbench.harness.selection import parse
+
+    sel = parse(framework="torch", threads="1", data="real", data_dir=str(data_dir))
+    assert sel.data_workers == 1
+    sel = parse(
+        framework="torch", threads="1", data="real", data_dir=str(data_dir), data_workers="3"
+    )
+    assert sel.data_workers == 3
+
+
 def test_onnxruntime_infers_from_the_same_arrays(data_dir):
     pytest.importorskip("onnxruntime")
     spec, work = _workload("onnxruntime", "resnet56", task="infer")
@@ -274,6 +325,34 @@ def test_a_bad_data_file_is_one_line_and_no_other_cell_is_lost(tmp_path):
     assert [b["extra_info"]["network"] for b in data["benchmarks"]] == ["fcn_r"]
     [failure] = data["xfbench"]["failures"]
     assert "data_batch_1.bin: 100 bytes, not a whole number" in failure["reason"]
+
+
+def test_xfbench_run_records_a_bad_data_file_as_a_failure_and_keeps_the_others(tmp_path):
+    """The runner's own failure recording: the good cell in cells/, the bad one in failed/
+    with its one line, and a non-zero exit."""
+    folder = tmp_path / "mixed"
+    write_mnist(folder / "mnist")
+    write_cifar(folder / "cifar10")
+    (folder / "cifar10" / "data_batch_1.bin").write_bytes(b"\x00" * 100)
+    results = tmp_path / "results"
+    proc = subprocess.run(
+        [sys.executable, "-m", "xfbench.harness.cli", "run", "--preset", "smoke"]
+        + ["--framework", "torch", "--mode", "eager", "--model", "fcn_r,resnet56"]
+        + ["--task", "train", "--threads", "1", "--data", "real", "--data-dir", str(folder)]
+        + ["--data-workers", "0", "--results", str(results)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode != 0 and "Traceback" not in proc.stdout + proc.stderr, proc.stderr
+    [cell] = results.rglob("cells/*.json")
+    assert "fcn_r" in cell.name
+    [failed] = results.rglob("failed/*.json")
+    failure = json.loads(failed.read_text())
+    assert "resnet56" in failed.name and failure["status"] == "failed", failure
+    assert "data_batch_1.bin: 100 bytes, not a whole number" in failure["reason"]
+    assert "\n" not in failure["reason"]
 
 
 @pytest.mark.parametrize(

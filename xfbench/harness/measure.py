@@ -8,6 +8,7 @@ median of the rounds is the seconds per mini-batch quoted everywhere.
 from __future__ import annotations
 
 import math
+import re
 import statistics
 import time
 from dataclasses import dataclass
@@ -15,6 +16,7 @@ from typing import Any
 
 from xfbench import machine, records
 from xfbench.adapters import Cell, Unsupported, get_adapter
+from xfbench.data.readers import DataError, one_line
 from xfbench.harness import memory, stats
 from xfbench.harness.energy import EnergyMeter
 from xfbench.harness.memory import peak_rss_bytes, reset_peak_rss
@@ -50,14 +52,35 @@ class InputTimer:
     """The timed step of a real-data cell: ask the pipeline for the next batch (the wait),
     hand it to the workload, step. Each part's time is kept per step."""
 
-    def __init__(self, work, pipeline):
-        self.work, self.pipeline = work, pipeline
+    def __init__(self, work, pipeline, folder: str = ""):
+        self.work, self.pipeline, self.folder = work, pipeline, folder
         self.waits: list[float] = []
         self.steps: list[float] = []
 
+    def next_batch(self):
+        """The pipeline's next batch; any failure inside it is one line (DataError)."""
+        try:
+            return next(self.pipeline)
+        except DataError as e:  # from a worker process: its traceback is in the message
+            raise DataError(one_line(str(e))) from None
+        except Exception as e:  # the pipeline's own (tf.data's decode_jpeg, ...)
+            # the first line, less TensorFlow's {{function_node ...}} prefixes
+            first = re.sub(r"\{\{[^}]*\}\}\s*", "", (str(e).strip().splitlines() or [""])[0])
+            raise DataError(
+                f"{self.folder}: the input pipeline failed ({type(e).__name__}: {first})"
+            ) from None
+
+    def close(self) -> None:
+        """Stop the pipeline's workers now, not when the garbage collector gets to them:
+        the next cell in this process must not share its CPUs with them."""
+        close = getattr(self.pipeline, "close", None)
+        self.pipeline = None
+        if close:
+            close()
+
     def __call__(self) -> None:
         t0 = time.perf_counter()
-        x, y = next(self.pipeline)
+        x, y = self.next_batch()
         t1 = time.perf_counter()
         self.work.feed(x, y)
         self.work.step()
@@ -123,10 +146,11 @@ def measure(
 
             source = source_for(spec, real.folder)
             try:
-                timer = InputTimer(work, work.input_batches(source, 0, real.workers))
+                pipeline = work.input_batches(source, 0, real.workers)
             except Unsupported as e:
                 raise Skip(str(e)) from e
-            work.feed(*next(timer.pipeline))  # the first batch, for the compile step
+            timer = InputTimer(work, pipeline, f"{real.folder}/{source.dataset}")
+            work.feed(*timer.next_batch())  # the first batch, for the compile step
         work.reset_peak_memory()
         t0 = time.perf_counter()
         work.prepare()
@@ -173,6 +197,8 @@ def measure(
         benchmark.extra_info.update(record)
         return record
     finally:
+        if timer:
+            timer.close()
         work.close()
 
 

@@ -30,7 +30,8 @@ def batches(src: Source, batch: int, seed: int, workers: int):
         for idx in order:
             yield make(idx, rng.integers(2**63))
         return
-    with ThreadPoolExecutor(workers, thread_name_prefix="xfbench-input") as pool:
+    pool = ThreadPoolExecutor(workers, thread_name_prefix="xfbench-input")
+    try:
         # the keys are drawn here, in order, so the augmentations do not depend on timing
         ahead: deque = deque(
             pool.submit(make, next(order), rng.integers(2**63)) for _ in range(PREFETCH + 1)
@@ -39,3 +40,5 @@ def batches(src: Source, batch: int, seed: int, workers: int):
             done = ahead.popleft()
             ahead.append(pool.submit(make, next(order), rng.integers(2**63)))
             yield done.result()
+    finally:  # close(): the batches not started are dropped, the threads end
+        pool.shutdown(wait=True, cancel_futures=True)

@@ -37,7 +37,9 @@ class IndexBatches:
 
 
 def batches(src: Source, batch: int, seed: int, workers: int, cuda: bool):
-    """An endless iterator of (x, y) CPU tensors, pinned when the device is a GPU."""
+    """An endless iterator of (x, y) CPU tensors, pinned when the device is a GPU. Its
+    close() stops the worker processes at once (the DataLoader's iterator shuts them
+    down when it is released)."""
     loader = DataLoader(
         Samples(src, seed),
         batch_sampler=IndexBatches(len(src), batch, seed),
@@ -46,4 +48,10 @@ def batches(src: Source, batch: int, seed: int, workers: int, cuda: bool):
         persistent_workers=workers > 0,
         prefetch_factor=2 if workers > 0 else None,
     )
-    return iter(loader)
+    it = iter(loader)
+    try:
+        yield from it
+    finally:
+        shutdown = getattr(it, "_shutdown_workers", None)  # what its __del__ calls
+        if shutdown:
+            shutdown()
