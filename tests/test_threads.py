@@ -146,12 +146,12 @@ def test_own_child_processes_count_as_ours_when_asked():
         texts, times = iter([stat(IDLE, IDLE), after]), iter([(10.0, 0.0), (11.0, 1.0)])
         kids = iter([{7: 5.0}, {7: 5.6, 8: 0.2}])  # one worker went on, one started
         meter = CpuMeter(
-            read_stat=lambda: next(texts),
-            clock=lambda: next(times),
+            read_stat=texts.__next__,
+            clock=times.__next__,
             cpus=[0, 1],
             hz=100.0,
             children=children,
-            read_children=lambda: next(kids),
+            read_children=kids.__next__,
         )
         with meter:
             pass
