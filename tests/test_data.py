@@ -377,6 +377,43 @@ def test_bad_data_options_are_one_line(args, words):
     assert proc.returncode == 4 and len(errors) == 1 and words in errors[0], proc.stderr
 
 
+def test_the_report_shows_a_real_data_cell_beside_the_synthetic_one(tmp_path):
+    """Its own row, with the wait and its share, the resident throughput and the verdict
+    (samples/s is end to end); report.csv carries the fields."""
+    from test_report import entry, read_csv, runner_folder
+
+    from xfbench.report import render
+
+    synthetic = entry("resnet56", [0.10, 0.11, 0.10])
+    real = entry("resnet56", [0.20, 0.21, 0.20])
+    real["name"] += "-real"
+    real["extra_info"].update(
+        data="real",
+        data_set="cifar10",
+        data_wait_s=0.08,
+        data_wait_share=0.4,
+        samples_per_s_resident=150.0,
+        input_bound=True,
+        loader_workers=1,
+    )
+    folder = runner_folder(tmp_path, "run", [synthetic, real])
+    render([folder], folder, ["csv", "md"])
+    details = (folder / "report.md").read_text().split("### ResNet-56")[2]
+
+    def cells(line):
+        return [c.strip() for c in line.strip().strip("|").split("|")]
+
+    header = next(line for line in details.splitlines() if line.startswith("| framework"))
+    assert cells(header)[-3:] == ["data wait (share of step)", "samples/s resident", "input-bound"]
+    rows = [line for line in details.splitlines() if line.startswith("| PyTorch eager")]
+    real_row = next(r for r in rows if "data real" in r)
+    synthetic_row = next(r for r in rows if "data real" not in r)
+    assert cells(real_row)[-3:] == ["0.08 s (40%)", "150", "yes"] and "80" in cells(real_row)
+    assert cells(synthetic_row)[-3:] == ["-", "-", "-"]
+    [row] = [r for r in read_csv(folder / "report.csv") if r["data_set"] == "cifar10"]
+    assert row["input_bound"] == "True" and row["samples_per_s_resident"] == "150.0"
+
+
 # -- xfbench data check ------------------------------------------------------------------
 def test_data_check_names_valid_missing_and_invalid(tmp_path, data_dir, capsys):
     assert check.main(["check", "--data-dir", str(data_dir)]) == 0
