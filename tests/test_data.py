@@ -276,19 +276,32 @@ def _suite(tmp_path, data_dir, *args):
     return proc, data
 
 
-def test_real_data_cells_record_waiting_and_both_throughputs(tmp_path, data_dir):
+@pytest.mark.parametrize(
+    "framework, mode, networks",
+    [
+        ("torch", "eager", {"fcn_r": "mnist", "lstm32": "ptb"}),
+        ("tensorflow", "function", {"resnet56": "cifar10", "resnet50": "imagenet"}),
+        ("jax", "jit", {"resnet50": "imagenet", "lstm32": "ptb"}),
+    ],
+    ids=["torch", "tensorflow", "jax"],
+)
+def test_real_data_cells_record_waiting_and_both_throughputs(
+    tmp_path, data_dir, framework, mode, networks
+):
+    """Whole cells through the suite, each framework with its own pipeline."""
     proc, data = _suite(
         tmp_path,
         data_dir,
-        *("--framework", "torch", "--model", "fcn_r,lstm32", "--mode", "eager"),
+        *("--framework", framework, "--model", ",".join(networks), "--mode", mode),
         *("--data-workers", "1"),
     )
     assert proc.returncode == 0, proc.stdout[-3000:]
     infos = [b["extra_info"] for b in data["benchmarks"]]
-    assert {i["data_set"] for i in infos} == {"mnist", "ptb"}
+    assert {i["network"]: i["data_set"] for i in infos} == networks
     for i in infos:
         assert i["data"] == "real" and i["data_wait_s"] >= 0 and i["loader_workers"] == 1
         assert i["samples_per_s_end_to_end"] > 0 and i["samples_per_s_resident"] > 0
+        assert i["step_compute_s"] > 0 and 0 <= i["data_wait_share"] < 1
         assert isinstance(i["input_bound"], bool) and i["input_bound_share"] == 0.1
 
 
