@@ -261,10 +261,10 @@ def test_onnxruntime_infers_from_the_same_arrays(data_dir):
 
 
 # -- whole cells: records, an input-bound loader, bad data among good --------------------
-def _suite(tmp_path, data_dir, *args):
+def _suite(tmp_path, data_dir, *args, suite="test_train.py"):
     out = tmp_path / "out.json"
     proc = subprocess.run(
-        [sys.executable, "-m", "pytest", "xfbench/suites/test_train.py", "-q"]
+        [sys.executable, "-m", "pytest", f"xfbench/suites/{suite}", "-q"]
         + ["--preset", "smoke", "--threads", "1", "--data", "real", f"--data-dir={data_dir}"]
         + [*args, f"--benchmark-json={out}"],
         cwd=ROOT,
@@ -303,6 +303,20 @@ def test_real_data_cells_record_waiting_and_both_throughputs(
         assert i["samples_per_s_end_to_end"] > 0 and i["samples_per_s_resident"] > 0
         assert i["step_compute_s"] > 0 and 0 <= i["data_wait_share"] < 1
         assert isinstance(i["input_bound"], bool) and i["input_bound_share"] == 0.1
+
+
+def test_an_onnxruntime_inference_cell_records_no_loader_workers(tmp_path, data_dir):
+    pytest.importorskip("onnxruntime")
+    proc, data = _suite(
+        tmp_path,
+        data_dir,
+        *("--framework", "onnxruntime", "--model", "resnet56", "--data-workers", "2"),
+        suite="test_infer.py",
+    )
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    [info] = [b["extra_info"] for b in data["benchmarks"]]
+    assert info["data_set"] == "cifar10" and info["loader_workers"] == 0
+    assert info["samples_per_s_end_to_end"] > 0 and info["samples_per_s_resident"] > 0
 
 
 def test_a_slow_loader_is_reported_input_bound(tmp_path):

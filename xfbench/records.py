@@ -82,7 +82,11 @@ REAL_DATA = (
     Field("data_set", "str", "mnist, cifar10, ptb or imagenet (data/sources.py)"),
     Field("data_dir", "str", "the --data-dir it was read from"),
     Field("data_samples", "int", "samples in the data set"),
-    Field("loader_workers", "int", "the input pipeline's workers (--data-workers)"),
+    Field(
+        "loader_workers",
+        "int",
+        "the input pipeline's workers (--data-workers; 0 for ONNX Runtime, which has none)",
+    ),
     Field("data_wait_s", "float", "median time a step waited for its batch from the pipeline"),
     Field("data_wait_share", "float", "data_wait_s over the median whole step"),
     Field(

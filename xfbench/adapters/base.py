@@ -107,10 +107,15 @@ class Workload:
         returns them), in evaluation mode. Frameworks without an exporter raise."""
         raise Unsupported(f"{type(self).__name__} has no ONNX export")
 
+    # --data real: the loader workers the pipeline really runs, where that is not the
+    # number asked for (ONNX Runtime's has none); None: as asked
+    input_workers: int | None = None
+
     def input_batches(self, source, seed: int, workers: int):
         """--data real: an endless iterator of batches of source (data/sources.py) through
         the framework's own input pipeline, with workers loader workers, in the shared
-        seeded order; each batch goes to feed()."""
+        seeded order; each batch goes to feed(). Its close(), where it has one, stops
+        the workers."""
         raise Unsupported(f"{type(self).__name__} has no input pipeline")
 
     def feed(self, x, y) -> None:

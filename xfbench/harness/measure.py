@@ -215,11 +215,12 @@ def _real_data_fields(timer: InputTimer, work, cell: Cell, source, real: RealDat
     wait, whole = statistics.median(timer.waits), statistics.median(total)
     resident_s = statistics.median(resident)
     per_epoch = len(source) // cell.batch_size
+    asked = getattr(work, "input_workers", None)  # where the pipeline runs other than asked
     return {
         "data_set": source.dataset,
         "data_dir": str(real.folder),
         "data_samples": len(source),
-        "loader_workers": real.workers,
+        "loader_workers": real.workers if asked is None else asked,
         "data_wait_s": wait,
         "data_wait_share": wait / whole if whole > 0 else None,
         "step_compute_s": statistics.median(timer.steps),

@@ -125,6 +125,10 @@ class OrtWorkload(Workload):
     def input_batches(self, source, seed: int, workers: int):
         """ONNX Runtime has no input pipeline: the same samples in the same order as the
         other frameworks, prepared here in numpy (data/sources.py), no workers."""
+        self.input_workers = 0
+        return self._numpy_batches(source, seed)
+
+    def _numpy_batches(self, source, seed: int):
         from xfbench.data.sources import batches_of_indices, sample
 
         rng = np.random.default_rng([seed, 11])
