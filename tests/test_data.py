@@ -320,24 +320,21 @@ def test_an_onnxruntime_inference_cell_records_no_loader_workers(tmp_path, data_
 
 
 def test_a_slow_loader_is_reported_input_bound(tmp_path):
-    """Large JPEGs decoded and cropped by one loader process, feeding a tiny network."""
+    """Large JPEGs decoded and cropped by one DataLoader worker process, feeding a tiny
+    network on the same CPU. The worker's CPU time is the cell's own: threads_used counts
+    it (about 0.09 when it did not: the training process mostly waits)."""
     write_jpegs(tmp_path / "big" / "imagenet", n=16, size=(1600, 1200), classes=2)
     proc, data = _suite(
         tmp_path,
         tmp_path / "big",
-        "--framework",
-        "torch",
-        "--model",
-        "resnet50",
-        "--mode",
-        "eager",
-        "--data-workers",
-        "0",
+        *("--framework", "torch", "--model", "resnet50", "--mode", "eager"),
+        *("--data-workers", "1"),
     )
     assert proc.returncode == 0, proc.stdout[-3000:]
     [info] = [b["extra_info"] for b in data["benchmarks"]]
     assert info["input_bound"] is True and info["data_wait_share"] > 0.1, info
     assert info["samples_per_s_resident"] > info["samples_per_s_end_to_end"]
+    assert info["loader_workers"] == 1 and info["threads_used"] > 0.3, info
 
 
 def test_a_bad_data_file_is_one_line_and_no_other_cell_is_lost(tmp_path):
