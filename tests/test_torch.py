@@ -196,7 +196,7 @@ def test_the_lstm_runs_in_half_precision_on_any_cpu_and_says_which_kernel(precis
     work.step()
     assert np.isfinite(work.loss())
     dtype = torch.bfloat16 if precision == "bf16" else torch.float16
-    expected = "aten/onednn" if onednn_runs_lstm(dtype) else "aten (oneDNN has no"
+    expected = "onednn" if onednn_runs_lstm(dtype) else "aten (oneDNN has no"
     assert work.info["lstm_kernel"].startswith(expected)
 
 
@@ -218,3 +218,47 @@ def test_inductor_prepacking_is_off_while_atens_isa_is_lowered(monkeypatch):
         assert "inductor_weight_prepack" not in eager.info
     finally:
         inductor.cpp.weight_prepack = saved
+
+
+@pytest.mark.parametrize(
+    "network, precision",
+    [("resnet56", "fp32"), ("resnet56", "bf16"), ("lstm32", "bf16"), ("lstm32", "fp16")],
+)
+def test_the_record_says_which_dtype_each_layer_ran(network, precision):
+    _, work = build(network, precision=precision)
+    want = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16"}[precision]
+    ran = work.info["layer_dtypes"]
+    kinds = ("Conv2d", "Linear") if network == "resnet56" else ("LSTM", "Linear")
+    assert {ran[k] for k in kinds} == {want}, ran
+    assert work.info["loss_scale"].startswith("dynamic" if precision == "fp16" else "none")
+
+
+def test_a_layer_computing_in_another_dtype_fails_the_cell(monkeypatch):
+    """As autocast's cuDNN wrapper does on CUDA: the bf16 LSTM computed in fp16."""
+    forward = torch.nn.LSTM.forward
+
+    def fp16_lstm(self, *args, **kwargs):
+        out, state = forward(self, *args, **kwargs)
+        return out.half(), state
+
+    monkeypatch.setattr(torch.nn.LSTM, "forward", fp16_lstm)
+    with pytest.raises(RuntimeError, match="bf16 cell must compute in bfloat16, but LSTM ran"):
+        build("lstm32", precision="bf16")
+
+
+def test_the_explicitly_cast_bf16_lstm_trains_the_float32_master_weights():
+    """The CUDA bf16 LSTM's path (autocast off, casts explicit), run on the CPU: it computes
+    in bf16, its gradients reach float32 weights, and its loss is autocast's to bf16's
+    precision."""
+    _, auto = build("lstm32", precision="bf16")
+    _, explicit = build("lstm32", precision="bf16")
+    explicit.net.explicit_dtype = torch.bfloat16
+    explicit.net.onednn = auto.net.onednn
+    auto.step()
+    explicit.step()
+    assert explicit.loss() == pytest.approx(auto.loss(), rel=1e-2)
+    assert all(p.dtype == torch.float32 and p.grad is not None for p in explicit.params)
+    from xfbench.adapters.torch.precision import probe
+
+    dtypes, _ = probe(explicit.net, explicit.x, explicit.autocast, time_major=True)
+    assert dtypes["LSTM"] == "bfloat16"

@@ -41,6 +41,33 @@ def not_installed(package: str, hint: str) -> str | None:
     return None
 
 
+# The dtype each precision's matrix arithmetic (convolutions, dense layers, the LSTM's
+# products) runs in: tf32 is float32 storage with TF32 tensor-core products.
+MATH_DTYPES = {
+    "fp32": "float32",
+    "tf32": "float32",
+    "bf16": "bfloat16",
+    "fp16": "float16",
+    "fp64": "float64",
+}
+
+
+def check_layer_dtypes(precision: str, dtypes: dict[str, str], math_kinds) -> None:
+    """Raise when a layer kind doing the cell's matrix arithmetic (math_kinds, as the
+    adapter names them in dtypes: layer kind -> the dtype or dtypes it ran, comma
+    separated) ran another dtype than the precision names: a cell labelled bf16 must not
+    time an fp16 or fp32 LSTM. Adapters record dtypes as layer_dtypes."""
+    want = MATH_DTYPES[precision]
+    wrong = {
+        kind: ran
+        for kind, ran in dtypes.items()
+        if kind in math_kinds and set(ran.split(",")) != {want}
+    }
+    if wrong:
+        said = ", ".join(f"{kind} ran {ran}" for kind, ran in sorted(wrong.items()))
+        raise RuntimeError(f"a {precision} cell must compute in {want}, but {said}")
+
+
 class Unsupported(Exception):
     """This adapter cannot run this cell; the message says why (the cell is skipped
     and the reason recorded, never silently run some other way)."""

@@ -30,6 +30,10 @@ class LSTMLanguageModel(nn.Module):
     time_major = True  # forward takes (T, N) token ids and returns (T, N, vocab)
     # False: the LSTM runs ATen's own kernels (set where oneDNN cannot run it)
     onednn = True
+    # A dtype: the LSTM runs in it with autocast off, its input and weights cast
+    # explicitly. Set for bf16 on CUDA, where autocast's cuDNN RNN wrapper casts to fp16
+    # whatever autocast's dtype is (precision.py).
+    explicit_dtype: torch.dtype | None = None
 
     def __init__(self, spec: Spec):
         super().__init__()
@@ -40,9 +44,20 @@ class LSTMLanguageModel(nn.Module):
         self.fc = nn.Linear(lstm.hidden, fc.units)
 
     def forward(self, tokens: torch.Tensor) -> torch.Tensor:
+        x = self.embed(tokens)
         if self.onednn:
-            out, _ = self.lstm(self.embed(tokens))
+            out = self._lstm(x)
         else:
             with torch.backends.mkldnn.flags(enabled=False):
-                out, _ = self.lstm(self.embed(tokens))
+                out = self._lstm(x)
         return self.fc(out)
+
+    def _lstm(self, x: torch.Tensor) -> torch.Tensor:
+        dtype = self.explicit_dtype
+        if dtype is None:
+            return self.lstm(x)[0]
+        # The casts are autograd's: gradients reach the float32 master weights, as
+        # autocast's own casts do.
+        weights = {name: w.to(dtype) for name, w in self.lstm.named_parameters()}
+        with torch.autocast(x.device.type, enabled=False):
+            return torch.func.functional_call(self.lstm, weights, (x.to(dtype),))[0]

@@ -23,9 +23,10 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from xfbench.adapters.base import Cell, Unsupported, Workload
+from xfbench.adapters.base import Cell, Unsupported, Workload, check_layer_dtypes
 from xfbench.adapters.torch import weights as W
 from xfbench.adapters.torch.networks import build_network
+from xfbench.adapters.torch.precision import MATH_LAYERS, probe
 from xfbench.models import Spec, synthetic_batch
 
 AMP_DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
@@ -156,6 +157,11 @@ class TorchWorkload(Workload):
             if cell.precision == "fp16" and cell.task == "train"
             else None
         )
+        lstm_note = self._choose_lstm_kernel(spec, cell)
+        # What ran, asked of PyTorch: a layer that computed in another dtype than the
+        # cell's precision fails the cell rather than being timed under its label.
+        self.layer_dtypes, lstm_kernel = probe(self.net, self.x, self.autocast, bool(spec.sequence))
+        check_layer_dtypes(cell.precision, self.layer_dtypes, MATH_LAYERS)
 
         compile_mode = {"eager": None, "compile": "default", "cudagraph": "reduce-overhead"}
         if cell.mode not in compile_mode:
@@ -205,7 +211,13 @@ class TorchWorkload(Workload):
             ),
             "layout": self.layout,
             "fp32_precision": precision_flags,
-            "lstm_kernel": self._lstm_kernel(spec, cell),
+            "layer_dtypes": self.layer_dtypes,
+            "lstm_kernel": (lstm_kernel or "n/a") + lstm_note,
+            "loss_scale": (
+                f"dynamic (torch.amp.GradScaler, from {self.scaler.get_scale():g})"
+                if self.scaler
+                else "none"
+            ),
             "cudnn_benchmark": torch.backends.cudnn.benchmark,
             **(
                 {"inductor_weight_prepack": torch._inductor.config.cpp.weight_prepack}
@@ -275,20 +287,29 @@ class TorchWorkload(Workload):
         if self.device.type == "cuda":
             torch.cuda.synchronize(self.device)
 
-    def _lstm_kernel(self, spec: Spec, cell: Cell) -> str:
-        """cuDNN's on a GPU; oneDNN's on the CPU, except where oneDNN has no LSTM for the
-        autocast type on this CPU (bf16/fp16 without avx512_bf16 or AMX): there ATen's own
-        kernels run it, in that type, rather than the cell failing."""
-        if not spec.sequence:
-            return "n/a"
+    def _choose_lstm_kernel(self, spec: Spec, cell: Cell) -> str:
+        """Where the half-precision LSTM must run otherwise than autocast would run it,
+        set it so and say why (appended to the kernel the probe saw). On the CPU, oneDNN
+        has no bf16/fp16 LSTM without avx512_bf16 or AMX and raises instead of falling
+        back, and ATen's LSTM under autocast computes in float32: ATen's kernels run it,
+        in that type, cast explicitly. On CUDA, autocast would run a bf16 LSTM in fp16
+        (precision.py): it runs in bf16, cast explicitly."""
+        if not spec.sequence or cell.precision not in AMP_DTYPES:
+            return ""
+        dtype = AMP_DTYPES[cell.precision]
         if self.device.type == "cuda":
-            return "cudnn"
+            if dtype == torch.bfloat16:
+                self.net.explicit_dtype = dtype
+                return " (bf16 cast explicitly: autocast runs cuDNN's LSTM in fp16)"
+            return ""
         from xfbench.adapters.torch.lstm import onednn_runs_lstm
 
-        if cell.precision in AMP_DTYPES and not onednn_runs_lstm(AMP_DTYPES[cell.precision]):
+        if not onednn_runs_lstm(dtype):
+            # ATen's LSTM under autocast runs in float32 on the CPU: cast explicitly.
             self.net.onednn = False
-            return f"aten (oneDNN has no {cell.precision} LSTM on this CPU)"
-        return "aten/onednn"
+            self.net.explicit_dtype = dtype
+            return f" (oneDNN has no {cell.precision} LSTM on this CPU; cast explicitly)"
+        return ""
 
     def compile_facts(self) -> dict:
         if not self.compiled_functions:
