@@ -277,3 +277,33 @@ def test_fp64_runs_in_float64_and_leaves_x64_off():
     assert work.state["params"]["fc.bias"].dtype == np.float64
     assert jax.numpy.zeros(1).dtype == np.float32  # another cell's arrays stay float32
     work.close()
+
+
+@pytest.mark.parametrize(
+    "network, precision, want",
+    [("resnet56", "bf16", "bfloat16"), ("lstm32", "fp16", "float16"), ("fcn_r", "fp32", "float32")],
+)
+def test_the_record_says_which_dtype_the_products_and_convolutions_took(network, precision, want):
+    work = jax_workload(network, precision=precision)
+    work.prepare()
+    ran = work.info["layer_dtypes"]
+    assert set(ran.values()) == {want}, ran
+    assert "dot_general" in ran
+    assert ("conv_general_dilated" in ran) == (network == "resnet56")
+
+
+def test_a_product_in_another_dtype_fails_the_cell(monkeypatch):
+    """A network whose dense layers stayed float32 under a bf16 label."""
+    import jax.numpy as jnp
+
+    apply = networks.apply
+    monkeypatch.setattr(
+        networks,
+        "apply",
+        lambda spec, p, s, x, train, dtype: apply(spec, p, s, x, train, jnp.float32),
+    )
+    work = jax_workload("fcn_r", precision="bf16")
+    with pytest.raises(
+        RuntimeError, match="bf16 cell must compute in bfloat16, but dot_general ran float32"
+    ):
+        work.prepare()

@@ -336,3 +336,39 @@ def test_threads_cannot_change_after_tensorflow_started():
     now = tf.config.threading.get_intra_op_parallelism_threads()
     with pytest.raises(RuntimeError, match="before its first operation"):
         TF.configure_threads(now + 3)
+
+
+@pytest.mark.parametrize(
+    "network, mode, precision, want",
+    [
+        ("resnet56", "function", "bf16", "bfloat16"),
+        ("lstm32", "eager", "fp16", "float16"),
+        ("fcn_r", "xla", "fp32", "float32"),
+    ],
+)
+def test_the_record_says_which_dtype_the_products_and_convolutions_took(
+    network, mode, precision, want
+):
+    work = build(get_spec(network, "smoke"), mode=mode, precision=precision)
+    work.prepare()
+    ran = work.info["layer_dtypes"]
+    assert set(ran.values()) == {want}, ran
+    assert "MatMul" in ran
+    assert ("Conv2D" in ran) == (network == "resnet56")
+
+
+def test_a_product_in_another_dtype_fails_the_cell(monkeypatch):
+    """A loss computed from float32 products under a bf16 label."""
+    from xfbench.adapters.tensorflow import workload
+
+    monkeypatch.setattr(
+        workload.TensorFlowWorkload,
+        "_loss_of",
+        lambda self, logits, labels: tf.reduce_mean(
+            tf.matmul(tf.cast(logits, tf.float32), tf.ones((10, 1)))
+        ),
+    )
+    with pytest.raises(
+        RuntimeError, match="bf16 cell must compute in bfloat16, but MatMul ran bfloat16,float32"
+    ):
+        build(get_spec("fcn_r", "smoke"), mode="eager", precision="bf16")

@@ -27,7 +27,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from xfbench.adapters.base import Cell, Unsupported, Workload
+from xfbench.adapters.base import Cell, Unsupported, Workload, check_layer_dtypes
 from xfbench.adapters.jax import networks
 from xfbench.adapters.jax import weights as W
 from xfbench.adapters.jax.layers import cross_entropy
@@ -138,6 +138,32 @@ def clip_by_global_norm(grads: dict, max_norm: float) -> dict:
     norm = jnp.sqrt(sum(jnp.sum(jnp.square(g)) for g in jax.tree.leaves(grads)))
     factor = jnp.minimum(1.0, max_norm / (norm + 1e-6))
     return jax.tree.map(lambda g: g * factor, grads)
+
+
+# The primitives that do a network's matrix arithmetic: dense layers and the LSTM's
+# products (dot_general), convolutions.
+MATH_PRIMITIVES = ("dot_general", "conv_general_dilated")
+
+
+def math_dtypes(jaxpr) -> dict[str, str]:
+    """primitive -> the operand dtypes it takes anywhere in jaxpr (the scan of the LSTM,
+    custom derivatives and other nested programs included), comma separated."""
+    seen: dict[str, set[str]] = {}
+
+    def walk(program) -> None:
+        for eqn in program.eqns:
+            if eqn.primitive.name in MATH_PRIMITIVES:
+                seen.setdefault(eqn.primitive.name, set()).update(
+                    str(v.aval.dtype) for v in eqn.invars
+                )
+            for value in eqn.params.values():
+                for sub in value if isinstance(value, (tuple, list)) else (value,):
+                    inner = getattr(sub, "jaxpr", sub)  # a ClosedJaxpr holds its Jaxpr
+                    if hasattr(inner, "eqns"):
+                        walk(inner)
+
+    walk(jaxpr)
+    return {k: ",".join(sorted(v)) for k, v in sorted(seen.items())}
 
 
 def make_train_step(
@@ -332,7 +358,12 @@ class JaxWorkload(Workload):
         args = (self.state, self.x, self.y) if self.train else (self.state, self.x)
         # The precision is read while tracing, so it holds for every product, backward included.
         with jax.default_matmul_precision(self.matmul_precision):
-            self.lowered = self._jit.lower(*args)
+            traced = self._jit.trace(*args)
+            self.lowered = traced.lower()
+        # What the step computes in, read from its program: every product and convolution,
+        # backward included, must take the operands the precision names.
+        self.info["layer_dtypes"] = math_dtypes(traced.jaxpr.jaxpr)
+        check_layer_dtypes(self.cell.precision, self.info["layer_dtypes"], MATH_PRIMITIVES)
         self._compiled = self.lowered.compile()
         devices = {d for s in jax.tree.leaves(self._compiled.input_shardings) for d in s.device_set}
         if devices != {self.device}:

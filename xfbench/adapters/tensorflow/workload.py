@@ -19,7 +19,7 @@ import functools
 import numpy as np
 import tensorflow as tf
 
-from xfbench.adapters.base import Cell, Unsupported, Workload
+from xfbench.adapters.base import Cell, Unsupported, Workload, check_layer_dtypes
 from xfbench.adapters.tensorflow.networks import Network
 from xfbench.models import Spec, synthetic_batch
 from xfbench.models import layers as L
@@ -108,6 +108,23 @@ def preferred_layout(spec: Spec, device: str, precision: str) -> str:
     return "channels_last" if layout_reason(wanted, device) else wanted
 
 
+# The ops that do a network's matrix arithmetic, by op-type prefix: dense layers and the
+# LSTM's products (MatMul, BatchMatMulV2/V3), convolutions and their gradients, cuDNN's LSTM.
+MATH_OP_PREFIXES = ("MatMul", "BatchMatMul", "Conv2D", "CudnnRNN")
+
+
+def graph_dtypes(concrete) -> dict[str, str]:
+    """op type -> the dtypes (attribute T) its nodes take in a traced function, nested
+    functions (while-loop bodies, conditionals) included, comma separated."""
+    graph = concrete.graph.as_graph_def()
+    nodes = list(graph.node) + [n for f in graph.library.function for n in f.node_def]
+    seen: dict[str, set[str]] = {}
+    for node in nodes:
+        if node.op.startswith(MATH_OP_PREFIXES) and "T" in node.attr:
+            seen.setdefault(node.op, set()).add(tf.dtypes.as_dtype(node.attr["T"].type).name)
+    return {k: ",".join(sorted(v)) for k, v in sorted(seen.items())}
+
+
 def _same_device(actual: str, wanted: str) -> bool:
     a, w = tf.DeviceSpec.from_string(actual), tf.DeviceSpec.from_string(wanted)
     return (a.device_type or "").upper() == w.device_type.upper() and (a.device_index or 0) == (
@@ -188,6 +205,10 @@ class TensorFlowWorkload(Workload):
                 "one bias per layer (Keras): canonical B halves summed on "
                 "import; weights() returns B = [sum, zeros]"
             )
+        if (
+            cell.mode == "eager"
+        ):  # a trace of the same body, untimed; graph modes check it in prepare()
+            self._check_dtypes(self._trace(tf.function(fn)))
 
     # -- placement ----------------------------------------------------------------
     def _to_device(self):
@@ -292,13 +313,19 @@ class TensorFlowWorkload(Workload):
                 x = tf.cast(x, self.master_dtype)
             self.x, self.y = tf.identity(x), tf.identity(y)
 
+    def _trace(self, fn):
+        args = (self.x, self.y) if self.cell.task == "train" else (self.x,)
+        return fn.get_concrete_function(*args)
+
+    def _check_dtypes(self, concrete) -> None:
+        """What the step computes in, read from its traced graph (every product and
+        convolution, backward and the LSTM's loop included), recorded and checked."""
+        ran = self.info["layer_dtypes"] = graph_dtypes(concrete)
+        check_layer_dtypes(self.cell.precision, ran, math_kinds=ran.keys())  # all are math
+
     def prepare(self) -> None:
         if self.cell.mode != "eager":  # trace now; XLA compiles on the first call
-            x, y = self.x, self.y
-            if self.cell.task == "train":
-                self.fn.get_concrete_function(x, y)
-            else:
-                self.fn.get_concrete_function(x)
+            self._check_dtypes(self._trace(self.fn))
 
     def step(self) -> None:
         with tf.device(self.device):
