@@ -9,8 +9,10 @@ import, sit in that environment too: xfbench must never import them.
 
 from __future__ import annotations
 
+import importlib.metadata
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -214,3 +216,68 @@ def test_another_projects_pytest_is_left_alone(installed):
         ["python", "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_other.py"], project, env
     )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+
+
+# -- the GPU extras ---------------------------------------------------------------------------
+GPU_DOC = ROOT / "docs" / "gpus.md"
+# GPU packages whose CUDA major their name does not say, from their wheels: TensorFlow
+# 2.21's and-cuda extra requires nvidia-*-cu12 libraries; PyPI's onnxruntime-gpu 1.31.1
+# links libcublas.so.13 and its cuda extra requires nvidia-cuda-runtime~=13.0.
+CUDA_OF = {"tensorflow": 12, "onnxruntime-gpu": 13}
+
+
+def extras() -> dict[str, list[str]]:
+    import tomllib
+
+    return tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+
+
+def gpu_install_lines() -> list[list[str]]:
+    lines = re.findall(r"pip install -e '\.\[([^\]]+)\]'", GPU_DOC.read_text())
+    assert lines, "docs/gpus.md shows no GPU install line"
+    return [line.split(",") for line in lines]
+
+
+def cuda_major(requirement: str) -> int | None:
+    from packaging.requirements import Requirement
+
+    req = Requirement(requirement)
+    named = re.findall(r"cuda(\d\d)", " ".join([req.name, *req.extras]))
+    if named:
+        return int(named[0])
+    if req.name in CUDA_OF and (req.name != "tensorflow" or "and-cuda" in req.extras):
+        return CUDA_OF[req.name]
+    return None
+
+
+def test_each_cuda_extra_holds_packages_of_one_cuda_major():
+    for major in (12, 13):
+        found = {r: cuda_major(r) for r in extras()[f"cuda{major}"]}
+        assert {m for m in found.values() if m is not None} == {major}, found
+    tf = importlib.metadata.distributions(name="tensorflow-cpu")
+    for dist in tf:  # this machine's TensorFlow says what its and-cuda extra pulls
+        cuda = [r for r in dist.requires or [] if 'extra == "and-cuda"' in r]
+        assert cuda and all("-cu12" in r for r in cuda), cuda
+
+
+def test_no_gpu_install_puts_onnxruntime_beside_onnxruntime_gpu():
+    """Both install the module onnxruntime; whichever installs last wins. Requirements of
+    the packages installed here are followed one level (jax2onnx requires onnxruntime)."""
+    from packaging.requirements import Requirement
+
+    table = extras()
+    for line in gpu_install_lines():
+        names = set()
+        for extra in line:
+            for requirement in table[extra]:
+                name = Requirement(requirement).name
+                names.add(name)
+                try:
+                    needs = importlib.metadata.requires(name) or []
+                except importlib.metadata.PackageNotFoundError:
+                    needs = []
+                names |= {Requirement(r).name for r in needs if "extra ==" not in r}
+        both = {"onnxruntime", "onnxruntime-gpu"} <= names
+        assert not both, f"'.[{','.join(line)}]' installs onnxruntime and onnxruntime-gpu"
+        majors = {cuda_major(r) for extra in line for r in table[extra]} - {None}
+        assert len(majors) == 1, f"'.[{','.join(line)}]' mixes CUDA majors {majors}"
