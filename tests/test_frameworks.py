@@ -155,3 +155,24 @@ def test_nvml_reads_the_gpu_cuda_means_under_cuda_visible_devices(visible, devic
     from xfbench.machine import nvml_handle
 
     assert nvml_handle(device, FakeNVML(), visible) == handle
+
+
+@pytest.mark.parametrize(
+    "visible, count",
+    [(None, 3), ("2,0", 2), ("GPU-ccc", 1), ("", 0), ("0,7,1", 1), ("GPU-zzz", 0)],
+)
+def test_default_gpus_are_the_ones_cuda_shows(visible, count):
+    """Default devices count what CUDA will number, not every GPU NVML sees: with
+    CUDA_VISIBLE_DEVICES=0 on a three-GPU machine, cuda:1 and cuda:2 do not exist."""
+    from xfbench.machine import gpu_count
+
+    class ThreeGPUs(FakeNVML):
+        def nvmlDeviceGetCount(self):
+            return 3
+
+        def nvmlDeviceGetHandleByUUID(self, uuid):
+            if uuid not in self.uuids:
+                raise ValueError("NotFound")
+            return super().nvmlDeviceGetHandleByUUID(uuid)
+
+    assert gpu_count(ThreeGPUs(), visible) == count

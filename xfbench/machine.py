@@ -54,11 +54,6 @@ def _nvml():
         return None
 
 
-def gpu_count() -> int:
-    nvml = _nvml()
-    return nvml.nvmlDeviceGetCount() if nvml else 0
-
-
 def gpus() -> list[dict]:
     nvml = _nvml()
     if not nvml:
@@ -165,6 +160,22 @@ def nvml_handle(device: str, nvml=None, visible=_FROM_ENV):
         return nvml.nvmlDeviceGetHandleByIndex(int(entry))
     except Exception:  # a bad entry, or NVML's NotFound: no reading rather than a wrong one
         return None
+
+
+def gpu_count(nvml=None, visible=_FROM_ENV) -> int:
+    """The GPUs CUDA shows: every NVML GPU, or with CUDA_VISIBLE_DEVICES set, its entries
+    up to the first that names no GPU (CUDA ignores the rest); "" shows none."""
+    nvml = nvml or _nvml()
+    if not nvml:
+        return 0
+    if visible is _FROM_ENV:
+        visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if visible is None:
+        return nvml.nvmlDeviceGetCount()
+    n = 0
+    while nvml_handle(f"cuda:{n}", nvml, visible) is not None:
+        n += 1
+    return n
 
 
 def gpu_free_bytes(device: str) -> int | None:

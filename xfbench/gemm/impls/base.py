@@ -102,16 +102,11 @@ class GemmImpl:
         """Bytes this implementation could still allocate on device (None: the host,
         whose free memory the measurement reads itself). By default the driver's
         count of free bytes (NVML)."""
-        if not device.startswith("cuda"):
-            return None
-        try:
-            import pynvml
+        from xfbench.machine import gpu_free_bytes
 
-            pynvml.nvmlInit()
-            handle = pynvml.nvmlDeviceGetHandleByIndex(gpu_index(device))
-            return pynvml.nvmlDeviceGetMemoryInfo(handle).free
-        except Exception:  # no NVML: the cell runs unchecked and fails if memory runs out
-            return None
+        # The GPU CUDA calls device (CUDA_VISIBLE_DEVICES honoured); None without NVML: the
+        # cell then runs unchecked and fails if memory runs out.
+        return gpu_free_bytes(device) if device.startswith("cuda") else None
 
     def prepare(self, dtype: str, device: str) -> dict[str, Any]:
         return {}
