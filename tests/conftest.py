@@ -2,4 +2,19 @@
 TensorFlow reads its oneDNN switch once, when it starts, and the tests must see the
 runtime the suite's cells run (xfbench.adapters.tensorflow sets it)."""
 
+import pytest
+
 import xfbench.adapters.tensorflow  # noqa: F401
+
+
+def pytest_collection_modifyitems(config, items):
+    """Tests marked gpu need an NVIDIA GPU: without one they are skipped with the reason
+    (each also skips where its framework is a CPU build)."""
+    from xfbench import machine
+
+    if machine.gpu_count():
+        return
+    skip = pytest.mark.skip(reason="needs an NVIDIA GPU; NVML sees none on this machine")
+    for item in items:
+        if "gpu" in item.keywords:
+            item.add_marker(skip)
