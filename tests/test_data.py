@@ -265,7 +265,8 @@ def _suite(tmp_path, data_dir, *args, suite="test_train.py"):
     out = tmp_path / "out.json"
     proc = subprocess.run(
         [sys.executable, "-m", "pytest", f"xfbench/suites/{suite}", "-q"]
-        + ["--preset", "smoke", "--threads", "1", "--data", "real", f"--data-dir={data_dir}"]
+        + ["--preset", "smoke", "--threads", "1", "--device", "cpu", "--data", "real"]
+        + [f"--data-dir={data_dir}"]
         + [*args, f"--benchmark-json={out}"],
         cwd=ROOT,
         capture_output=True,
@@ -362,7 +363,8 @@ def test_xfbench_run_records_a_bad_data_file_as_a_failure_and_keeps_the_others(t
     proc = subprocess.run(
         [sys.executable, "-m", "xfbench.harness.cli", "run", "--preset", "smoke"]
         + ["--framework", "torch", "--mode", "eager", "--model", "fcn_r,resnet56"]
-        + ["--task", "train", "--threads", "1", "--data", "real", "--data-dir", str(folder)]
+        + ["--task", "train", "--threads", "1", "--device", "cpu", "--data", "real"]
+        + ["--data-dir", str(folder)]
         + ["--data-workers", "0", "--results", str(results)],
         cwd=ROOT,
         capture_output=True,

@@ -51,7 +51,7 @@ def throwaway(tmp_path, monkeypatch):
 def test_a_registered_framework_is_selectable(throwaway):
     from xfbench.harness.selection import cells, parse
 
-    sel = parse(framework=throwaway, model="fcn_r", preset="smoke", threads="1")
+    sel = parse(framework=throwaway, model="fcn_r", preset="smoke", threads="1", device="cpu")
     train = cells(sel, "train")
     assert [c.framework for c in train] == [throwaway] and train[0].mode == "none"
     # a run that names no framework includes it: it is installed and in the default set
@@ -61,7 +61,7 @@ def test_a_registered_framework_is_selectable(throwaway):
 def test_the_runner_plans_its_groups(throwaway):
     from xfbench.runner.plan import make_plan
 
-    plan = make_plan(framework=throwaway, model="fcn_r", preset="smoke", threads="1")
+    plan = make_plan(framework=throwaway, model="fcn_r", preset="smoke", threads="1", device="cpu")
     assert [job.group.framework for job in plan.jobs] == [throwaway]
     assert {c.task for c in plan.cells} == {"train", "infer"}
 

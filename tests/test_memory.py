@@ -97,6 +97,7 @@ def test_a_huge_batch_is_one_line_and_an_oom_failure(tmp_path):
     proc = subprocess.run(
         [sys.executable, "-m", "pytest", "xfbench/suites/test_train.py", "-q"]
         + ["--framework", "torch", "--model", "resnet56", "--mode", "eager", "--threads", "1"]
+        + ["--device", "cpu"]
         + ["--batch-size", "10000000", f"--benchmark-json={out}"],
         cwd=ROOT,
         capture_output=True,

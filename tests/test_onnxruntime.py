@@ -127,6 +127,8 @@ def test_suite_runs_inference_and_skips_training_with_the_reason(tmp_path):
             "smoke",
             "--threads",
             "1",
+            "--device",
+            "cpu",
             "--weights",
             "onnx",
             f"--benchmark-json={out}",

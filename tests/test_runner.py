@@ -23,7 +23,9 @@ from xfbench.runner.store import RunFolder, StoreError, default_folder, host, wr
 
 ROOT = Path(__file__).resolve().parents[1]
 CPUS = len(allowed_cpus())
-NULL = ["--framework", "null", "--preset", "smoke", "--task", "train"]
+# --device cpu: on a machine with a GPU the default devices add cuda:0, and these tests are
+# about the CPU cells.
+NULL = ["--framework", "null", "--preset", "smoke", "--task", "train", "--device", "cpu"]
 
 
 def run(argv, monkeypatch=None, fault=""):
@@ -183,7 +185,9 @@ def test_failures_are_recorded_the_sweep_goes_on_and_resumes(tmp_path, monkeypat
 def test_a_sweep_resumes_the_newest_unfinished_folder_of_its_selection(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     argv = NULL + ["--model", "fcn5", "--threads", "1"]
-    plan = make_plan(framework="null", model="fcn5", threads="1", preset="smoke", task="train")
+    plan = make_plan(
+        framework="null", model="fcn5", threads="1", preset="smoke", task="train", device="cpu"
+    )
     old = RunFolder(Path("results") / f"2000-01-01-{host()}")
     old.add_selection(plan.selection)
     assert run(argv) == 0
@@ -223,6 +227,8 @@ def test_plain_pytest_runs_each_framework_in_its_own_process(tmp_path):
             "fcn5,fcn8",
             "--threads",
             "1",
+            "--device",
+            "cpu",
             "--preset",
             "smoke",
             f"--benchmark-json={out}",
@@ -383,6 +389,7 @@ def test_a_run_where_every_cell_fails_still_writes_its_benchmark_json(tmp_path, 
     proc = subprocess.run(
         [sys.executable, "-m", "pytest", "xfbench/suites/test_train.py", "-q"]
         + ["--framework", "null", "--model", "fcn5", "--preset", "smoke", "--threads", "1"]
+        + ["--device", "cpu"]
         + [f"--benchmark-json={out}"],
         cwd=ROOT,
         capture_output=True,

@@ -13,7 +13,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from xfbench import machine
 from xfbench.harness.external import record_durations
 from xfbench.scaling import launch
 from xfbench.scaling.cell import CellError, ScalingCell, parse_args, to_argv
@@ -219,11 +218,11 @@ def test_ddp_two_nodes_over_loopback(tmp_path):
     check_ran(written[0], 2, 1)
 
 
-@pytest.mark.skipif(
-    machine.gpu_count() == 0,
-    reason="no GPU here: the NCCL path (one worker per GPU) runs only where a GPU is present",
-)
+@pytest.mark.gpu  # the NCCL path (one worker per GPU) runs only where a GPU is present
 def test_ddp_nccl_one_worker():
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip(f"torch {torch.__version__} sees no CUDA GPU")
     result = launch.run(cell("resnet56", "torch", 1, device="cuda"), 1, 2, timeout=TIMEOUT)
     check_ran(result, 1, 2)
     assert result["backend"] == "nccl" and result["comm_share"] is None

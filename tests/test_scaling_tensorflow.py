@@ -347,8 +347,12 @@ def test_cuda_without_a_gpu_is_a_failed_record(tmp_path):
     assert r["reason"] == "RuntimeError: 1 GPU replicas asked for, but TensorFlow sees 0 GPU(s)"
 
 
-@pytest.mark.skipif(gpus() == 0, reason="no NVIDIA GPU on this machine")
+@pytest.mark.gpu
 def test_one_replica_per_gpu(tmp_path):
+    import tensorflow as tf
+
+    if not tf.config.list_physical_devices("GPU"):
+        pytest.skip(f"TensorFlow {tf.__version__} sees no GPU (a CPU build)")
     n = gpus()
     out = tmp_path / "gpu.json"
     finish(worker("resnet56", out, "--device", "cuda", "--workers", str(n), "--batch", str(8 * n)))

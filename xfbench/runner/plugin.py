@@ -30,7 +30,7 @@ from xfbench import records
 from xfbench.adapters import Cell
 from xfbench.plugin import SUITE_FAILURE
 from xfbench.runner.group import CELL_DIR_ENV, MARKER_ENV, Group, Job, key, run_group
-from xfbench.runner.store import STATUSES, RunFolder, read_json, write_json
+from xfbench.runner.store import STATUSES, RunFolder, children_runtimes, read_json, write_json
 from xfbench.runner.suites import from_item
 
 FAILURES = pytest.StashKey()  # config: failure records of this session
@@ -106,6 +106,7 @@ class Isolation:
             self.jobs.setdefault(group, Job(group, [], options)).cells.append(cell)
         self.ran: set[Group] = set()
         self.records: list[dict] = []
+        self.runtimes: dict[str, dict] = {}  # what the children's frameworks reported
 
     def outcome(self, cell) -> tuple[dict | None, dict | None]:
         """(pytest-benchmark JSON, failure record) of a cell, running its group first."""
@@ -142,6 +143,7 @@ def pytest_pyfunc_call(pyfuncitem):
     if result:
         entry = result["benchmarks"][0]
         isolation.records.append(entry["extra_info"])
+        isolation.runtimes.update(children_runtimes([result]))
         if bench is not None:
             _replay(bench, entry)
         return True
@@ -157,6 +159,16 @@ def pytest_pyfunc_call(pyfuncitem):
     pytest.fail(
         f"{failure['status']}: {failure['reason']}\n{failure['output_tail']}", pytrace=False
     )
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_benchmark_update_machine_info(config, machine_info):
+    """Groups measured in children started their frameworks there, not here."""
+    isolation = config.stash.get(ISOLATION, None)
+    if isolation is not None and isinstance(machine_info.get("xfbench"), dict):
+        runtimes = machine_info["xfbench"].setdefault("runtimes", {})
+        for name, versions in isolation.runtimes.items():
+            runtimes.setdefault(name, versions)
 
 
 def _replay(bench, entry: dict) -> None:

@@ -233,6 +233,11 @@ class RunFolder:
         results = self.results()
         first = results[0] if results else {}
         machine_info = dict(first.get("machine_info") or {})
+        # The frameworks' runtime versions, as each group's child reported them.
+        machine = {
+            **machine,
+            "runtimes": {**children_runtimes(results), **machine.get("runtimes", {})},
+        }
         machine_info["xfbench"] = machine
         merged = {
             "machine_info": machine_info,
@@ -255,6 +260,16 @@ class RunFolder:
         fill_speedup(b.get("extra_info") or {} for b in merged["benchmarks"])
         write_json(self.merged, merged)
         return self.merged
+
+
+def children_runtimes(results: list[dict]) -> dict[str, dict]:
+    """The runtime versions (CUDA, cuDNN, ...) each result's process reported for the
+    frameworks it started: only a process that started a framework can ask it."""
+    out: dict[str, dict] = {}
+    for result in results:
+        described = (result.get("machine_info") or {}).get("xfbench") or {}
+        out.update(described.get("runtimes") or {})
+    return out
 
 
 def find_resumable(base: Path, selection: dict, is_complete) -> Path | None:

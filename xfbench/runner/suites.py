@@ -168,6 +168,11 @@ def _devices(device: str | None, suite: str) -> list[str]:
         elif d.startswith("cuda:"):
             if not gpus:
                 raise SelectionError(f"device {d} is not present: this machine has no NVIDIA GPU")
+            if int(d.partition(":")[2]) >= gpus:
+                raise SelectionError(
+                    f"device {d} is not present: this machine has {gpus} GPU(s), "
+                    f"cuda:0 to cuda:{gpus - 1}"
+                )
             out.append("cuda")
         else:
             raise SelectionError(f"--suite {suite} runs on cpu and cuda, not {d}")

@@ -1,0 +1,51 @@
+"""The suite's own tests hold on a machine with an NVIDIA GPU.
+
+There NVML reports the GPU and default devices gain cuda:0, so a test that meant the CPU
+cells and left --device to its default would see cells it did not expect. tests/fake_gpu
+holds an NVML that reports one GPU no framework here can use; these tests run a fast part
+of the suite under it (.ci/run runs the files that once failed there, whole).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+FAKE = ROOT / "tests" / "fake_gpu"
+
+
+def under_fake_gpu(*args: str, timeout: int = 600) -> subprocess.CompletedProcess:
+    path = os.pathsep.join(filter(None, [str(FAKE), os.environ.get("PYTHONPATH")]))
+    return subprocess.run(
+        [sys.executable, *args],
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": path},
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+def test_the_fake_nvml_gives_default_devices_a_gpu():
+    code = "from xfbench.harness.selection import parse; print(parse(preset='smoke').devices)"
+    proc = under_fake_gpu("-c", code)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "'cuda:0'" in proc.stdout
+
+
+def test_the_tests_hold_where_nvml_sees_a_gpu():
+    proc = under_fake_gpu(
+        "-m",
+        "pytest",
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        "tests/test_frameworks.py",
+        "tests/test_runner_suites.py::test_bad_suite_options_are_one_line_before_anything_runs",
+        "tests/test_runner.py::test_failures_are_recorded_the_sweep_goes_on_and_resumes",
+        "tests/test_runner.py::test_a_sweep_resumes_the_newest_unfinished_folder_of_its_selection",
+    )
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
