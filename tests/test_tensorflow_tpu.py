@@ -215,6 +215,8 @@ def test_the_tpu_step_computes_the_cpu_step_under_a_one_replica_strategy(
     assert work.info["strategy"] == "MirroredStrategy, 1 replica" and work.info["tpu_cores"] == 1
     assert work.info["tpu_device"].endswith("device:CPU:0")
     work.prepare()
+    # The dtype check reads the products inside strategy.run's replica too.
+    assert work.info["layer_dtypes"] and set(work.info["layer_dtypes"].values()) == {"float32"}
     for _ in range(2):  # the second step starts from the first one's update
         work.step()
         ref.step()
