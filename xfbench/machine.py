@@ -7,6 +7,7 @@ metadata and GPUs from NVML, so describing the machine never starts a runtime.
 from __future__ import annotations
 
 import functools
+import glob
 import importlib.metadata
 import os
 import platform
@@ -52,6 +53,12 @@ def _nvml():
         return pynvml
     except Exception:  # no NVIDIA driver, or nvidia-ml-py missing: no GPUs to describe
         return None
+
+
+def tpu_chip_count() -> int:
+    """TPU chips attached to this machine (a TPU VM), as the kernel lists them: /dev/accel0,
+    /dev/accel1, ... No TPU runtime is started."""
+    return len(glob.glob("/dev/accel[0-9]*"))
 
 
 def gpus() -> list[dict]:

@@ -212,8 +212,9 @@ class Adapter:
         """None when mode runs on this kind of device, else why not."""
         return None
 
-    def precision_reason(self, mode: str, precision: str) -> str | None:
-        """None when mode computes in precision, else why not (checked after the device)."""
+    def precision_reason(self, mode: str, precision: str, device: str) -> str | None:
+        """None when mode computes in precision on this kind of device, else why not
+        (checked after the device)."""
         return None
 
     def configure_threads(self, threads: int) -> dict[str, Any]:
@@ -237,7 +238,7 @@ class Adapter:
         if cell.precision == "fp64" and cell.device != "cpu":
             # Accelerators run float64 slowly or not at all; the proof needs only the CPU.
             return "fp64 runs on the CPU only (it is the equivalence proof's precision)"
-        reason = self.precision_reason(cell.mode, cell.precision)
+        reason = self.precision_reason(cell.mode, cell.precision, cell.device)
         if reason:
             return reason
         seen = self.devices()

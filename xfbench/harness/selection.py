@@ -6,7 +6,6 @@ with one line naming the valid values; the caller turns it into a usage error.
 
 from __future__ import annotations
 
-import glob
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -83,11 +82,10 @@ def _one(option: str, value: str | None) -> str | None:
 def present_devices() -> list[str]:
     """The devices this machine has, without starting a framework: the host, NVIDIA GPUs
     (NVML) and TPU chips (the kernel's /dev/accel* devices)."""
-    tpus = len(glob.glob("/dev/accel[0-9]*"))
     return (
         ["cpu"]
         + [f"cuda:{i}" for i in range(machine.gpu_count())]
-        + [f"tpu:{i}" for i in range(tpus)]
+        + [f"tpu:{i}" for i in range(machine.tpu_chip_count())]
     )
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 
 from xfbench.adapters.base import Adapter
+from xfbench.adapters.tensorflow import tpu
 
 
 def _startup_settings() -> None:
@@ -48,17 +49,36 @@ class TensorFlowAdapter(Adapter):
     def devices(self):
         tf = import_tensorflow()
         gpus = tf.config.list_physical_devices("GPU")
-        tpus = tf.config.list_physical_devices("TPU")
-        return (
-            ["cpu"]
-            + [f"cuda:{i}" for i in range(len(gpus))]
-            + [f"tpu:{i}" for i in range(len(tpus))]
-        )
+        # TensorFlow lists TPUs only once it has started the TPU system. Where a TPU can
+        # be (chips under /dev/accel*, or TPU_NAME set) it is started here, once per
+        # process, even when only CPU cells run: devices() must say what is here.
+        # Elsewhere TensorFlow is not asked: no resolver starts, nothing waits.
+        tpus = tpu.core_count(tf)
+        return ["cpu"] + [f"cuda:{i}" for i in range(len(gpus))] + [f"tpu:{i}" for i in range(tpus)]
 
     def mode_reason(self, mode, device):
-        if device.startswith("tpu"):
-            return "TPU cells need TPUStrategy on a TPU host; this adapter runs CPU and GPU cells"
+        if device.startswith("tpu") and mode != tpu.MODE:
+            return (
+                f"on a TPU, TPUStrategy compiles every step with XLA: TensorFlow's TPU "
+                f"cells run in mode {tpu.MODE}"
+            )
         return None
+
+    def precision_reason(self, mode, precision, device):
+        if device.startswith("tpu") and precision not in tpu.PRECISIONS:
+            return (
+                f"TPU cells run {' and '.join(tpu.PRECISIONS)}: bf16 is the TPU's half "
+                f"type, and {precision} has no fast path there"
+            )
+        return None
+
+    def check(self, cell):
+        reason = super().check(cell)
+        # An absent TPU: add where TensorFlow looked for one, or why it would not start.
+        absent = reason and reason.startswith(f"{cell.device} is not present")
+        if absent and cell.device.startswith("tpu") and tpu.failure():
+            return f"{reason}; {tpu.failure()}"
+        return reason
 
     def configure_threads(self, threads):
         """Intra-op = threads, inter-op = 1 (N threads means N busy threads, all inside
@@ -96,6 +116,10 @@ class TensorFlowAdapter(Adapter):
 
     def build(self, spec, cell, weights):
         import_tensorflow()
+        if cell.device.startswith("tpu"):
+            from xfbench.adapters.tensorflow.tpu_workload import TpuWorkload
+
+            return TpuWorkload(spec, cell, weights)
         from xfbench.adapters.tensorflow.workload import TensorFlowWorkload
 
         return TensorFlowWorkload(spec, cell, weights)

@@ -136,12 +136,8 @@ class TensorFlowWorkload(Workload):
     def __init__(self, spec: Spec, cell: Cell, weights: dict[str, np.ndarray], seed: int = 0):
         if cell.mode not in MODES:
             raise Unsupported(f"unknown TensorFlow mode {cell.mode!r}")
-        if cell.device.startswith("tpu"):
-            raise Unsupported(
-                "TPU cells need TPUStrategy on a TPU host; this adapter runs CPU and GPU cells only"
-            )
         self.spec, self.cell = spec, cell
-        self.device = tf_device(cell.device)
+        self.device = self._device()
         self.gpu = cell.device.startswith("cuda")
         tf32 = set_fp32_precision(cell.precision)
         self.compute_dtype = COMPUTE_DTYPES[cell.precision]
@@ -159,7 +155,7 @@ class TensorFlowWorkload(Workload):
             x = np.ascontiguousarray(x.transpose(0, 2, 3, 1))  # once, outside the timer
         self.x_host, self.y_host = x, y
 
-        with tf.device(self.device):
+        with self._placement():
             self.net = Network(spec, self.layout, weights, use_cudnn, self.compute_dtype)
             self.x, self.y = self._to_device()
             self.trainable = self.net.trainable
@@ -176,10 +172,7 @@ class TensorFlowWorkload(Workload):
         self._check_placement()
 
         fn = self._train_fn if cell.task == "train" else self._infer_fn
-        if cell.mode == "eager":
-            self.fn = fn
-        else:
-            self.fn = tf.function(fn, jit_compile=cell.mode == "xla", reduce_retracing=False)
+        self.fn = self._compile(fn)
         self._loss = self._out = None
 
         self.info = {
@@ -211,6 +204,19 @@ class TensorFlowWorkload(Workload):
             self._check_dtypes(self._trace(tf.function(fn)))
 
     # -- placement ----------------------------------------------------------------
+    def _device(self) -> str:
+        """TensorFlow's name of the cell's device."""
+        if self.cell.device.startswith("tpu"):
+            # A TPU runs only under TPUStrategy: TpuWorkload (tpu_workload.py).
+            raise Unsupported(
+                "a TPU cell is a TpuWorkload; TensorFlowWorkload runs CPU and GPU cells"
+            )
+        return tf_device(self.cell.device)
+
+    def _placement(self):
+        """The scope the variables are made in: the device."""
+        return tf.device(self.device)
+
     def _to_device(self):
         with tf.device(self.device):
             return tf.identity(tf.constant(self.x_host)), tf.identity(tf.constant(self.y_host))
@@ -297,6 +303,13 @@ class TensorFlowWorkload(Workload):
 
     def _infer_fn(self, x):
         return self.net(x, training=False)
+
+    def _compile(self, fn):
+        """The step as the mode runs it: op by op (eager), or one tf.function, XLA-compiled
+        for xla."""
+        if self.cell.mode == "eager":
+            return fn
+        return tf.function(fn, jit_compile=self.cell.mode == "xla", reduce_retracing=False)
 
     # -- steps --------------------------------------------------------------------
     def _batch(self):
