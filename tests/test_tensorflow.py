@@ -355,6 +355,7 @@ def test_the_record_says_which_dtype_the_products_and_convolutions_took(
     assert set(ran.values()) == {want}, ran
     assert "MatMul" in ran
     assert ("Conv2D" in ran) == (network == "resnet56")
+    assert work.info["loss_scale"].startswith("dynamic" if precision == "fp16" else "none")
 
 
 def test_a_product_in_another_dtype_fails_the_cell(monkeypatch):

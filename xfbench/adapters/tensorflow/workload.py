@@ -189,6 +189,11 @@ class TensorFlowWorkload(Workload):
             ),
             "batchnorm_kernel": "FusedBatchNormV3" if self._has_batchnorm() else "n/a",
             "optimizer": "ResourceApplyMomentum (v = 0.9 v + g; w -= lr v)",
+            "loss_scale": (
+                f"dynamic, from 2**{int(np.log2(INITIAL_LOSS_SCALE))}"
+                if getattr(self, "loss_scale", None) is not None
+                else "none"
+            ),
             "tensorflow_param_count": self.net.native_param_count(),
             "onednn": onednn_in_use(),
             "backend": backend(cell.device, cell.mode),
