@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from xfbench.gemm.best import fill_share_of_best
-from xfbench.gemm.check import TOLERANCE, Sample, quantize, round_bf16, within
+from xfbench.gemm.check import Sample, quantize, round_bf16, tolerance, within
 from xfbench.gemm.impls.numpy_matmul import NumpyMatmul
 from xfbench.gemm.measure import GemmCell, Skip, WrongProduct, input_sets, measure
 from xfbench.gemm.peaks import peak_share
@@ -44,17 +44,108 @@ def test_check_passes_a_right_product_and_fails_a_transposed_operand(dtype):
     sample = Sample.of(a, b)
     right = (a @ b)[np.ix_(sample.rows, sample.cols)]
     wrong = (a @ b.T)[np.ix_(sample.rows, sample.cols)]
-    assert within(sample.error(right), dtype)
-    assert not within(sample.error(wrong), dtype)
-    assert not within(sample.error(right[:, :-1]), dtype)  # wrong shape
+    bound = tolerance(dtype, a.shape[1])
+    assert within(sample.error(right), bound)
+    assert not within(sample.error(wrong), bound)
+    assert not within(sample.error(right[:, :-1]), bound)  # wrong shape
 
 
 def test_fp32_tolerance_catches_a_silent_drop_to_lower_precision():
     a, b = _operands(k=512)
     sample = Sample.of(a, b)
     lowered = (round_bf16(a) @ round_bf16(b))[np.ix_(sample.rows, sample.cols)]
-    assert not within(sample.error(lowered), "fp32")
-    assert TOLERANCE["fp32"] < TOLERANCE["tf32"] <= TOLERANCE["bf16"]
+    assert not within(sample.error(lowered), tolerance("fp32", 512))
+    tf32 = (_cut(a, 11) @ _cut(b, 11))[np.ix_(sample.rows, sample.cols)]
+    assert not within(sample.error(tf32), tolerance("fp32", 512))
+    assert within(sample.error(tf32), tolerance("tf32", 512))
+
+
+# Products computed in numpy the way each type's arithmetic does, to hold the derived
+# tolerances against: float64 products of the exact operands, summed in the accumulator's
+# format (rounded or cut), the result rounded to the output type.
+
+
+def _cut(x, bits):
+    """x with its significand cut (toward zero) to `bits` bits, the implicit one counted."""
+    m, e = np.frexp(np.asarray(x, dtype=np.float64))
+    return np.trunc(m * 2.0**bits) / 2.0**bits * 2.0**e
+
+
+def _round16(x, dtype):
+    x = np.asarray(x, dtype=np.float32)
+    return round_bf16(x) if dtype == "bf16" else x.astype(np.float16).astype(np.float32)
+
+
+def _accumulated_in(a, b, dtype):
+    """a @ b summed one product at a time in the 16-bit type itself (round to nearest)."""
+    c = np.zeros((a.shape[0], b.shape[1]), dtype=np.float32)
+    for i in range(a.shape[1]):
+        c = _round16(c + _round16(np.outer(a[:, i], b[i]), dtype), dtype)
+    return c
+
+
+def _split_k(a, b, dtype, splits):
+    """fp32 partial sums over `splits` slices of k, each rounded to the 16-bit type and
+    reduced in it: a split-K product with a reduced-precision reduction."""
+    parts = np.array_split(np.arange(a.shape[1]), splits)
+    c = np.zeros((a.shape[0], b.shape[1]), dtype=np.float32)
+    for p in parts:
+        c = _round16(c + _round16(a[:, p].astype(np.float32) @ b[p], dtype), dtype)
+    return c
+
+
+def _fp8_fast_accumulation(a, b, group=32):
+    """Hopper's fp8 MMA as measured: each group of 32 products aligned to the largest and
+    cut to 14 bits, added to an accumulator of 14 significant bits that is cut, not
+    rounded; the result rounded to bf16."""
+    acc = np.zeros((a.shape[0], b.shape[1]))
+    for s in range(0, a.shape[1], group):
+        p = a[:, s : s + group, None].astype(np.float64) * b[None, s : s + group, :]
+        top = np.abs(p).max(axis=1, keepdims=True)
+        ulp = 2.0 ** (np.frexp(np.where(top > 0, top, 1.0))[1] - 14)
+        acc = _cut(acc + (np.floor(p / ulp) * ulp).sum(axis=1), 14)
+    return round_bf16(acc.astype(np.float32))
+
+
+def _e4m3(x):
+    import ml_dtypes
+
+    return x.astype(ml_dtypes.float8_e4m3fn).astype(np.float32)
+
+
+@pytest.mark.parametrize("k", [64, 2048, 16384])
+def test_derived_tolerances_hold_correct_products_of_each_arithmetic(k):
+    # The fixed fp8 bound of 1e-2 failed the fast-accumulated product at k = 16384 (1.3e-2).
+    a, b = _operands(m=48, n=48, k=k, seed=k)
+    exact = a.astype(np.float64) @ b.astype(np.float64)
+    err = lambda got, ref=exact: np.linalg.norm(got - ref) / np.linalg.norm(ref)  # noqa: E731
+    assert err(a @ b) <= tolerance("fp32", k) / 2
+    assert err(_cut(a, 11) @ _cut(b, 11)) <= tolerance("tf32", k) / 2
+    for dtype in ("bf16", "fp16"):
+        x, y = _round16(a, dtype), _round16(b, dtype)
+        ref = x.astype(np.float64) @ y.astype(np.float64)
+        assert err(_round16(x @ y, dtype), ref) <= tolerance(dtype, k) / 2
+        assert err(_split_k(x, y, dtype, 16), ref) <= tolerance(dtype, k, split_reduction=True) / 2
+    x, y = _e4m3(a), _e4m3(b)
+    ref = x.astype(np.float64) @ y.astype(np.float64)
+    assert err(_fp8_fast_accumulation(x, y), ref) <= tolerance("fp8", k) / 2
+
+
+@pytest.mark.parametrize("dtype", ["fp16", "bf16"])
+def test_a_16_bit_product_that_accumulated_in_its_own_type_fails(dtype):
+    # The fixed bound of 1e-2 passed fp16 accumulated in fp16 at k = 2048 (error 6.6e-3).
+    k = 2048
+    a, b = (_round16(x, dtype) for x in _operands(m=48, n=48, k=k))
+    sample = Sample.of(a, b)
+    got = _accumulated_in(a, b, dtype)[np.ix_(sample.rows, sample.cols)]
+    assert not within(sample.error(got), tolerance(dtype, k, split_reduction=True))
+
+
+def test_the_tolerance_grows_with_k_where_the_accumulator_does():
+    assert tolerance("fp32", 64) < tolerance("fp32", 8192) < tolerance("tf32", 8192)
+    assert tolerance("fp8", 64) < tolerance("fp8", 8192) < 0.1  # a wrong product errs by ~1
+    assert tolerance("fp16", 8192) < tolerance("fp16", 8192, split_reduction=True)
+    assert tolerance("fp32", 8192, split_reduction=True) == tolerance("fp32", 8192)
 
 
 def test_round_bf16_keeps_8_significant_bits():

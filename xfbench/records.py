@@ -258,7 +258,7 @@ FIELDS: dict[str, tuple[Field, ...]] = {
         Field("peak_share", "float | null", "tflops / peak_tflops"),
         Field("share_of_best", "float | null", "tflops over the best implementation's"),
         Field("check_error", "float", "error of a checked block against float64"),
-        Field("check_tolerance", "float", "the bound for dtype"),
+        Field("check_tolerance", "float", "the bound for dtype and k, derived in gemm/check.py"),
         *CONTENTION,
         *ENERGY,
         Field("gflops_per_joule", "float", "the products' GFLOP over energy_j, where measured"),
