@@ -26,6 +26,7 @@ LAYERS = (
     ("plugin", "suites", "gemm", "scaling", "allreduce"),  # the pytest suites
     ("runner",),  # xfbench run
     ("report",),  # xfbench report
+    ("acceptance",),  # xfbench acceptance: runs the suites and the sweeps, reads their results
 )
 LAYER = {name: i for i, names in enumerate(LAYERS) for name in names}
 # Entry points (`python -m ...`, the xfbench command) sit on top: nothing imports them.

@@ -1,5 +1,5 @@
 """The `xfbench` command: `xfbench run ...` (the sweep runner), `xfbench report ...`,
-`xfbench score ...` and `xfbench data check ...`.
+`xfbench score ...`, `xfbench data check ...` and `xfbench acceptance ...`.
 
 Each subcommand lives in its own package and is imported only when called.
 """
@@ -17,12 +17,13 @@ SUBCOMMANDS = {
     "report": ("xfbench.report.cli", "render tables and plots from pytest-benchmark JSON"),
     "score": ("xfbench.report.score", "one number for a machine against a reference result set"),
     "data": ("xfbench.data.check", "check the real data sets under --data-dir (data check)"),
+    "acceptance": ("xfbench.acceptance.cli", "the GPU acceptance run: probe, steps, summary"),
 }
 
 
 def usage() -> str:
     lines = ["usage: xfbench COMMAND [options]", "", "commands:"]
-    lines += [f"  {name:<8} {text}" for name, (_, text) in SUBCOMMANDS.items()]
+    lines += [f"  {name:<10} {text}" for name, (_, text) in SUBCOMMANDS.items()]
     return "\n".join(lines)
 
 

@@ -1,0 +1,129 @@
+"""The GPU acceptance run (xfbench acceptance): its steps under one budget and their own
+time-outs, nothing stopping on a failure, the summary and the archive; and its real steps
+at smoke sizes on the CPU, where the GPU-only cells skip with their reason."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import tarfile
+
+import pytest
+
+from xfbench.acceptance.cli import main
+from xfbench.acceptance.run import Outcome, run_steps
+from xfbench.acceptance.steps import PARTS, Step, chosen, steps
+from xfbench.acceptance.summary import summary
+
+
+def _py(code: str) -> tuple[str, ...]:
+    return (sys.executable, "-c", code)
+
+
+def test_a_failing_or_slow_step_never_stops_the_others(tmp_path):
+    said = []
+    todo = [
+        Step("fails", "x", 30, _py("import sys; print('broken here'); sys.exit(3)"), "fails"),
+        Step("slow", "x", 1, _py("import time; time.sleep(30)"), "runs past its time-out"),
+        Step("absent", "x", 30, _py("pass"), "needs a file", needs=(tmp_path / "nope.py",)),
+        Step("fine", "x", 30, _py("print('ok')"), "passes"),
+    ]
+    outcomes = run_steps(todo, budget_s=120, out=tmp_path, say=said.append)
+    got = {o.step: o for o in outcomes}
+    assert got["fails"].status == "failed" and "code 3" in got["fails"].reason
+    assert "broken here" in got["fails"].log_tail
+    assert got["slow"].status == "timeout" and got["slow"].seconds < 15
+    assert got["absent"].status == "skipped" and "nope.py" in got["absent"].reason
+    assert got["fine"].status == "passed"
+    assert (tmp_path / "logs" / "fine.log").read_text().strip() == "ok"
+    assert [o["step"] for o in json.loads((tmp_path / "steps.json").read_text())] == list(got)
+
+
+def test_a_step_gets_what_is_left_of_the_budget_and_is_skipped_when_too_little_is(tmp_path):
+    now = [0.0]
+    todo = [Step("first", "x", 500, _py("pass"), ""), Step("second", "x", 500, _py("pass"), "")]
+
+    def clock():  # the first step takes 100 s of a 140 s budget
+        now[0] += 50.0
+        return now[0]
+
+    outcomes = run_steps(todo, budget_s=140, out=tmp_path, say=lambda _: None, clock=clock)
+    assert outcomes[0].status == "passed" and outcomes[0].timeout_s == pytest.approx(60)
+    assert outcomes[1].status == "skipped" and "of the budget left" in outcomes[1].reason
+
+
+def test_every_part_starts_with_the_probe_and_names_choose_steps(tmp_path):
+    every = steps("cuda:0", "quick", tmp_path)
+    assert {s.part for s in every} == {"probe", *PARTS}
+    for part in PARTS:
+        picked = chosen(every, [part], None)
+        assert picked[0].name == "probe" and {s.part for s in picked[1:]} == {part}
+    assert [s.name for s in chosen(every, list(PARTS), ["ddp", "gemm"])] == ["probe", "gemm", "ddp"]
+    gemm = next(s for s in every if s.name == "gemm")
+    assert "--gemm-sizes=8192" in gemm.argv and "--device=cuda:0" in gemm.argv
+
+
+@pytest.mark.parametrize(
+    "argv, says",
+    [
+        (["--part", "gemm,nope"], "unknown --part 'nope'"),
+        (["--steps", "gemm,warp"], "unknown step 'warp'"),
+        (["--device", "cuda:7"], "device cuda:7 is not present"),
+        (["--device", "abacus"], "unknown device 'abacus'"),
+        (["--preset", "huge"], "unknown --preset 'huge'"),
+        (["--budget", "0"], "--budget takes a positive number"),
+    ],
+)
+def test_bad_options_are_one_line_and_exit_2(argv, says, capsys, tmp_path):
+    assert main([*argv, "--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert says in err and len(err.strip().splitlines()) == 1
+
+
+def test_the_summary_names_failed_cells_and_gpu_tests(tmp_path):
+    (tmp_path / "results" / "failed").mkdir(parents=True)
+    (tmp_path / "results" / "failed" / "train-x.json").write_text(
+        json.dumps(
+            {
+                "kind": "failure",
+                "status": "timeout",
+                "reason": "no result within 900 s",
+                "cell": {
+                    "task": "train",
+                    "framework": "jax",
+                    "network": "lstm32",
+                    "device": "cuda:0",
+                },
+            }
+        )
+    )
+    (tmp_path / "gpu-tests.xml").write_text(
+        '<testsuites><testsuite tests="3" failures="1" errors="0" skipped="1">'
+        '<testcase name="test_one"/><testcase name="test_two"><failure message="bf16 ran as float32"/>'
+        '</testcase><testcase name="test_three"><skipped/></testcase></testsuite></testsuites>'
+    )
+    text = summary([Outcome("probe", "passed", 3.0)], tmp_path)
+    assert "0 cells measured, 1 failed, 0 skipped" in text
+    assert "- timeout: train jax lstm32 cuda:0: no result within 900 s" in text
+    assert "1 passed, 1 failed, 1 skipped" in text and "test_two: bf16 ran as float32" in text
+
+
+def test_its_real_steps_run_on_the_cpu_at_smoke_sizes(tmp_path):
+    out, archive = tmp_path / "acc", tmp_path / "acc.tar.gz"
+    done = subprocess.run(
+        [sys.executable, "-m", "xfbench.harness.cli", "acceptance", "--device", "cpu",
+         "--preset", "smoke", "--steps", "gemm,allreduce", "--budget", "400",
+         "--out", str(out), "--archive", str(archive)],
+        capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    outcomes = {o["step"]: o["status"] for o in json.loads((out / "steps.json").read_text())}
+    assert outcomes == {"probe": "passed", "gemm": "passed", "allreduce": "passed"}
+    probe = json.loads((out / "probe.json").read_text())
+    assert probe["machine"]["cpu_model"] and "torch" in probe["frameworks"]
+    text = (out / "summary.md").read_text()
+    gemm = text.split("## GEMM")[1]
+    assert all(w in gemm for w in ("| torch ", "| jax ", "| fp32 ", "| bf16 ", " 256 "))
+    names = tarfile.open(archive).getnames()
+    assert "acc/summary.md" in names and "acc/gemm.json" in names and "acc/logs/gemm.log" in names

@@ -1,0 +1,111 @@
+"""`xfbench acceptance`: the GPU acceptance run (docs/gpus.md).
+
+    xfbench acceptance [--part gemm,resnet50,table7,checks | --steps NAME,...]
+                       [--device cuda:0] [--preset quick|paper|smoke] [--budget SECONDS]
+                       [--out DIR] [--archive FILE.tar.gz] [--list]
+
+Runs the probe and then the chosen steps (steps.py), each under its own time-out and all
+under --budget seconds; writes each step's log, the suites' JSON and the sweeps' results
+folder under --out, then summary.md there, prints the summary, and packs --out into
+--archive when asked. Exit status: 0 when every step passed, 1 when any did not, 2 for a
+bad option.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import socket
+import sys
+import tarfile
+from pathlib import Path
+
+from xfbench.acceptance.run import run_steps
+from xfbench.acceptance.steps import PARTS, SIZES, chosen, steps
+from xfbench.acceptance.summary import summary
+from xfbench.harness.selection import (
+    SelectionError,
+    normalize_device,
+    option_list,
+    present_devices,
+)
+
+DEFAULT_BUDGET_S = 540  # one call of the GPU machine (10 minutes) less its start
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="xfbench acceptance", description=__doc__.splitlines()[0])
+    p.add_argument("--part", help=f"comma-separated parts (default: all of {', '.join(PARTS)})")
+    p.add_argument(
+        "--steps", help="comma-separated step names instead of parts (--list names them)"
+    )
+    p.add_argument(
+        "--device", default="cuda:0", help="the device every step measures (default cuda:0)"
+    )
+    p.add_argument("--preset", default="quick", help=f"one of {', '.join(SIZES)} (default quick)")
+    p.add_argument(
+        "--budget", type=float, default=DEFAULT_BUDGET_S, help="seconds for the whole run"
+    )
+    p.add_argument(
+        "--out", help="folder for everything it writes (default results/acceptance-DATE-HOST)"
+    )
+    p.add_argument("--archive", help="pack the --out folder into this .tar.gz at the end")
+    p.add_argument(
+        "--list", action="store_true", help="print the steps and their commands, run nothing"
+    )
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    try:
+        args = parser().parse_args(argv)
+    except SystemExit as e:
+        return 2 if e.code else 0
+    try:
+        device = normalize_device(args.device)
+        if args.preset not in SIZES:
+            raise SelectionError(f"unknown --preset {args.preset!r}; valid: {', '.join(SIZES)}")
+        if args.budget <= 0:
+            raise SelectionError(
+                f"--budget takes a positive number of seconds, not {args.budget:g}"
+            )
+        out = Path(args.out or f"results/acceptance-{datetime.date.today()}-{socket.gethostname()}")
+        everything = steps(device, args.preset, out.resolve())
+        parts = option_list("part", args.part) or list(PARTS)
+        unknown = [p for p in parts if p not in PARTS]
+        if unknown:
+            raise SelectionError(f"unknown --part {unknown[0]!r}; valid: {', '.join(PARTS)}")
+        names = option_list("steps", args.steps)
+        known = [s.name for s in everything]
+        unknown = [n for n in names if n not in known]
+        if unknown:
+            raise SelectionError(f"unknown step {unknown[0]!r}; valid: {', '.join(known)}")
+        if not args.list and device not in present_devices():
+            raise SelectionError(
+                f"device {device} is not present; this machine has: {', '.join(present_devices())}"
+            )
+    except SelectionError as e:
+        print(f"xfbench acceptance: {e}", file=sys.stderr)
+        return 2
+    todo = chosen(everything, parts, names)
+    if args.list:
+        for s in todo:
+            print(f"{s.name} [{s.part}, time-out {s.cap_s} s]: {s.what}\n  {' '.join(s.argv)}")
+        return 0
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        print(f"xfbench acceptance: cannot write {out}: {e.strerror or e}", file=sys.stderr)
+        return 2
+    print(
+        f"xfbench acceptance: {len(todo)} steps on {device}, budget {args.budget:.0f} s, into {out}"
+    )
+    outcomes = run_steps(todo, args.budget, out)
+    text = summary(outcomes, out)
+    (out / "summary.md").write_text(text + "\n")
+    print("\n" + text)
+    if args.archive:
+        with tarfile.open(args.archive, "w:gz") as tar:
+            tar.add(out, arcname=out.name)
+        print(f"\nxfbench acceptance: everything is in {args.archive}")
+    return 0 if all(o.status == "passed" for o in outcomes) else 1

@@ -1,0 +1,74 @@
+"""Running the steps: each a child under its own time-out, all under one budget.
+
+A step gets min(its cap, what is left of the budget less RESERVE_S for the summary and
+the archive); a step for which less than MIN_STEP_S is left is skipped and says so. A
+step that fails, times out or is killed is recorded and the next one starts: nothing
+stops the run. Each step's output goes to OUT/logs/<step>.log; its tail is printed when
+it did not pass, and kept in OUT/steps.json.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from xfbench.acceptance.steps import Step
+from xfbench.harness import launch
+
+RESERVE_S = 30  # kept back for the summary, the report and the archive
+MIN_STEP_S = 20
+TAIL_LINES = 15
+
+
+@dataclass
+class Outcome:
+    step: str
+    status: str  # passed, failed, timeout, oom, killed, skipped
+    seconds: float
+    reason: str = ""  # one line
+    timeout_s: float | None = None
+    log_tail: str = ""  # the last lines of its output, when it did not pass
+
+
+def run_steps(
+    steps: list[Step], budget_s: float, out: Path, say=print, clock=time.monotonic
+) -> list[Outcome]:
+    logs = out / "logs"
+    logs.mkdir(parents=True, exist_ok=True)
+    start = clock()
+    outcomes = []
+    for step in steps:
+        left = budget_s - (clock() - start) - RESERVE_S
+        missing = [str(p) for p in step.needs if not p.exists()]
+        if missing:
+            outcome = Outcome(step.name, "skipped", 0.0, f"needs {', '.join(missing)}")
+        elif left < MIN_STEP_S:
+            outcome = Outcome(
+                step.name, "skipped", 0.0, f"only {max(left, 0):.0f} s of the budget left"
+            )
+        else:
+            timeout = min(step.cap_s, left)
+            say(f"=== {step.name} ({step.what}; time-out {timeout:.0f} s)")
+            say("$ " + " ".join(step.argv))
+            outcome = _run(step, timeout, logs / f"{step.name}.log", clock)
+        outcomes.append(outcome)
+        say(f"=== {step.name}: {outcome.status}, {outcome.seconds:.0f} s {outcome.reason}")
+        if outcome.log_tail:
+            say(outcome.log_tail)
+        (out / "steps.json").write_text(json.dumps([asdict(o) for o in outcomes], indent=1))
+    return outcomes
+
+
+def _run(step: Step, timeout: float, log: Path, clock) -> Outcome:
+    t0 = clock()
+    before = launch.oom_kills()
+    with log.open("w") as f:
+        end = launch.wait(launch.start(step.argv, stdout=f), timeout, oom_before=before)
+    seconds = clock() - t0
+    if end.returncode == 0 and not end.timed_out:
+        return Outcome(step.name, "passed", seconds, timeout_s=timeout)
+    status, reason = launch.failure(end, timeout)
+    tail = "\n".join(log.read_text(errors="replace").rstrip().splitlines()[-TAIL_LINES:])
+    return Outcome(step.name, status, seconds, reason, timeout, tail)

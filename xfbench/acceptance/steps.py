@@ -1,0 +1,223 @@
+"""The steps of the acceptance run, as data: what each runs, in which part, for how long.
+
+Every step is one child process: a pytest run of a suite (its --benchmark-json in the
+output folder) or an `xfbench run` sweep (its cells in OUT/results, the runner's folder,
+which `xfbench report` reads and which resumes where an earlier call stopped). Parts group
+steps that fit one call of about ten minutes on an H100; `--part` picks them.
+
+`--device cpu --preset smoke` gives the same steps at smoke sizes on the CPU: the GPU-only
+cells skip with their reason, and the commands, their outputs and the summary are checked
+(tests/test_acceptance.py).
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import xfbench
+
+SUITES = Path(xfbench.__file__).resolve().parent / "suites"
+# The suite's own tests exist in a checkout only (they are not installed).
+TESTS = Path(xfbench.__file__).resolve().parents[1] / "tests"
+
+PARTS = ("gemm", "resnet50", "table7", "checks")  # the probe runs in every part
+
+# Figures the acceptance run must reach (the issue that set them: CuPy's bf16 GEMM within
+# 5 % of torch.matmul in the same run; ResNet-50 against the published H100 range, which
+# report/data/anchors.toml holds and the report prints beside our cells).
+CUPY_OVER_TORCH_MIN = 0.95
+
+
+@dataclass(frozen=True)
+class Step:
+    name: str
+    part: str
+    cap_s: int  # its own time-out; the run's budget may cut it shorter
+    argv: tuple[str, ...]
+    what: str  # one line for the summary
+    needs: tuple[Path, ...] = field(default=())  # files that must exist (tests/ in a checkout)
+
+
+@dataclass(frozen=True)
+class Sizes:
+    """What the preset changes: the full sizes on a GPU, tiny ones for the CPU check."""
+
+    preset: str
+    gemm: str
+    batch: int  # ResNet-50's training batch
+    models: str | None  # None: all nine
+
+
+SIZES = {
+    "quick": Sizes("quick", "8192", 256, None),
+    "paper": Sizes("paper", "8192", 256, None),
+    "smoke": Sizes("smoke", "256", 8, "fcn5,resnet56,lstm32"),
+}
+
+
+def _pytest(*args: str) -> tuple[str, ...]:
+    return (sys.executable, "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider", *args)
+
+
+def _sweep(*args: str) -> tuple[str, ...]:
+    return (sys.executable, "-m", "xfbench.harness.cli", "run", "--quiet", *args)
+
+
+def steps(device: str, preset: str, out: Path) -> list[Step]:
+    """Every step, in the order it runs."""
+    s = SIZES[preset]
+    results = str(out / "results")
+    sweep = ("--device", device, "--preset", s.preset, "--results", results)
+    if device == "cpu":  # the CPU check: one thread count, not the sweep over them
+        sweep += ("--threads", "1")
+    models = ("--model", s.models) if s.models else ()
+
+    def json(name: str) -> str:
+        return f"--benchmark-json={out / (name + '.json')}"
+
+    return [
+        Step(
+            "probe",
+            "probe",
+            120,
+            (sys.executable, "-m", "xfbench.acceptance.probe", str(out / "probe.json")),
+            "the machine, and the versions and devices each framework sees",
+        ),
+        Step(
+            "gemm",
+            "gemm",
+            300,
+            _pytest(
+                str(SUITES / "test_gemm.py"),
+                "--gemm-impl=cupy,torch,jax",
+                f"--gemm-sizes={s.gemm}",
+                "--precision=fp32,tf32,bf16",
+                f"--device={device}",
+                f"--preset={s.preset}",
+                json("gemm"),
+            ),
+            f"GEMM {s.gemm}: CuPy, torch.matmul and JAX at fp32 (TF32 off), TF32 and bf16",
+        ),
+        Step(
+            "resnet50-torch",
+            "resnet50",
+            420,
+            _sweep(
+                "--framework=torch",
+                "--model=resnet50",
+                "--task=train",
+                "--mode=eager,compile",
+                "--precision=bf16,tf32",
+                f"--batch-size={s.batch}",
+                *sweep,
+            ),
+            f"ResNet-50 training, batch {s.batch}, PyTorch eager and compiled, bf16 and TF32",
+        ),
+        Step(
+            "resnet50-jax",
+            "resnet50",
+            300,
+            _sweep(
+                "--framework=jax",
+                "--model=resnet50",
+                "--task=train",
+                "--precision=bf16,tf32",
+                f"--batch-size={s.batch}",
+                *sweep,
+            ),
+            f"ResNet-50 training, batch {s.batch}, JAX, bf16 and TF32",
+        ),
+        Step(
+            "table7-torch-eager",
+            "table7",
+            420,
+            _sweep(
+                "--framework=torch",
+                "--mode=eager",
+                "--precision=fp32,tf32,bf16",
+                "--task=train,infer",
+                *models,
+                *sweep,
+            ),
+            "Table 7's GPU column: PyTorch eager, training and inference, fp32, TF32, bf16",
+        ),
+        Step(
+            "table7-jax",
+            "table7",
+            480,
+            _sweep(
+                "--framework=jax",
+                "--precision=fp32,tf32,bf16",
+                "--task=train,infer",
+                *models,
+                *sweep,
+            ),
+            "Table 7's GPU column: JAX, training and inference, fp32, TF32, bf16",
+        ),
+        Step(
+            "table7-torch-compiled",
+            "table7",
+            540,
+            _sweep(
+                "--framework=torch",
+                "--mode=compile,cudagraph",
+                "--precision=fp32",
+                "--task=train,infer",
+                *models,
+                *sweep,
+            ),
+            "Table 7's GPU column: PyTorch compiled and CUDA graphs, fp32",
+        ),
+        Step(
+            "gpu-tests",
+            "checks",
+            300,
+            _pytest(
+                str(TESTS / "test_gpu.py"),
+                "-m",
+                "gpu",
+                f"--junitxml={out / 'gpu-tests.xml'}",
+            ),
+            "the GPU tests (the gpu marker)",
+            needs=(TESTS / "test_gpu.py",),
+        ),
+        Step(
+            "allreduce",
+            "checks",
+            150,
+            _pytest(
+                str(SUITES / "test_allreduce.py"),
+                "--framework=torch",
+                "--world-sizes=1",
+                f"--device={device}",
+                f"--preset={s.preset}",
+                json("allreduce"),
+            ),
+            "all-reduce at world size 1 (NCCL on a GPU)",
+        ),
+        Step(
+            "ddp",
+            "checks",
+            240,
+            _pytest(
+                str(SUITES / "test_scaling.py"),
+                "--framework=torch",
+                "--model=resnet56",
+                "--workers=1",
+                f"--device={device}",
+                f"--preset={s.preset}",
+                json("scaling"),
+            ),
+            "data-parallel training on one worker (DDP over NCCL on a GPU)",
+        ),
+    ]
+
+
+def chosen(all_steps: list[Step], parts: list[str], names: list[str] | None) -> list[Step]:
+    """The probe, then the steps of the parts asked for, or those named (--steps), in
+    run order: every call records the machine it ran on."""
+    if names:
+        return [s for s in all_steps if s.part == "probe" or s.name in names]
+    return [s for s in all_steps if s.part == "probe" or s.part in parts]

@@ -1,0 +1,174 @@
+"""The summary that ends an acceptance run: each step's outcome, then the figures the
+run must reach beside the published ones, from what the steps wrote.
+
+- GEMM: xfbench.gemm.compare's table, and CuPy over torch.matmul per (size, dtype),
+  needed at least CUPY_OVER_TORCH_MIN;
+- ResNet-50 training: images/s of every cell beside the published range for its GPU and
+  precision (report/data/anchors.toml);
+- the sweeps: cells measured, failed and skipped, the failures' one-line reasons;
+- the GPU tests: passed, failed, skipped (their JUnit XML).
+"""
+
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+from tabulate import tabulate
+
+from xfbench.acceptance.run import Outcome
+from xfbench.acceptance.steps import CUPY_OVER_TORCH_MIN
+from xfbench.gemm import compare
+from xfbench.gemm.best import fill_share_of_best
+from xfbench.report.anchors import anchors
+
+CELL_WORDS = ("task", "framework", "network", "mode", "precision", "device", "batch_size")
+
+
+def summary(outcomes: list[Outcome], out: Path) -> str:
+    parts = [_steps(outcomes)]
+    for section in (_gemm(out), _resnet50(out), _sweeps(out), _gpu_tests(out)):
+        if section:
+            parts.append(section)
+    return "\n\n".join(parts)
+
+
+def _steps(outcomes: list[Outcome]) -> str:
+    rows = [[o.step, o.status, f"{o.seconds:.0f}", o.reason] for o in outcomes]
+    text = "## Steps\n\n" + tabulate(
+        rows, headers=["step", "status", "s", "reason"], tablefmt="github"
+    )
+    for o in outcomes:
+        if o.log_tail:
+            text += f"\n\n{o.step}'s log ends (logs/{o.step}.log):\n\n```\n{o.log_tail}\n```"
+    return text
+
+
+def _gemm(out: Path) -> str:
+    path = out / "gemm.json"
+    if not path.exists():
+        return ""
+    records = compare.load([str(path)])
+    if not records:
+        return "## GEMM\n\nno GEMM cell gave a record"
+    fill_share_of_best(records)
+    lines = ["## GEMM", "", compare.table(records), ""]
+    ratios = compare.cupy_over_torch(records)
+    for (m, n, k, dtype, device), ratio in sorted(ratios.items()):
+        verdict = "met" if ratio >= CUPY_OVER_TORCH_MIN else "NOT MET"
+        lines.append(
+            f"- CuPy / torch.matmul at {m}x{n}x{k} {dtype} on {device}: {ratio:.3f} "
+            f"(needed >= {CUPY_OVER_TORCH_MIN}): {verdict}"
+        )
+    if not ratios:
+        lines.append("- CuPy / torch.matmul: no size and type where both ran")
+    return "\n".join(lines)
+
+
+def _cells(out: Path) -> list[dict]:
+    """The records of every finished cell of the sweeps (the runner's cells/ folder)."""
+    cells = []
+    for path in sorted((out / "results" / "cells").glob("*.json")):
+        try:
+            doc = json.loads(path.read_text())
+        except (OSError, ValueError):
+            continue
+        cells += [b.get("extra_info", {}) for b in doc.get("benchmarks", [])]
+    return cells
+
+
+def _resnet50(out: Path) -> str:
+    rows = []
+    for c in _cells(out):
+        if c.get("network") != "resnet50" or c.get("task") != "train" or not c.get("samples_per_s"):
+            continue
+        name = str(c.get("device_name") or c.get("device"))
+        published = [
+            a
+            for a in anchors()
+            if a.kind == "resnet50_train" and a.device in name and a.precision == c.get("precision")
+        ]
+        a = published[0] if published else None
+        rows.append(
+            [
+                name,
+                c.get("framework"),
+                c.get("mode"),
+                c.get("precision"),
+                c.get("batch_size"),
+                c.get("layout", ""),
+                f"{c['samples_per_s']:.0f}",
+                a.published if a else "",
+                f"{c['samples_per_s'] / a.value:.2f}" if a else "",
+            ]
+        )
+    if not rows:
+        return ""
+    headers = [
+        "device",
+        "framework",
+        "mode",
+        "precision",
+        "batch",
+        "layout",
+        "images/s",
+        "published",
+        "ours / published low",
+    ]
+    return "## ResNet-50 training\n\n" + tabulate(
+        sorted(rows, key=str), headers=headers, tablefmt="github", disable_numparse=True
+    )
+
+
+def _sweeps(out: Path) -> str:
+    folder = out / "results"
+    if not folder.exists():
+        return ""
+    measured = _cells(out)
+    failed = []
+    for path in sorted((folder / "failed").glob("*.json")):
+        try:
+            failed.append(json.loads(path.read_text()))
+        except (OSError, ValueError):
+            continue
+    skipped = [f for f in failed if f.get("status") == "skipped"]
+    lost = [f for f in failed if f.get("status") != "skipped"]
+    lines = [
+        "## Sweeps (Table 7's GPU column, ResNet-50)",
+        "",
+        f"{len(measured)} cells measured, {len(lost)} failed, {len(skipped)} skipped; "
+        f"the report: xfbench report {folder}",
+    ]
+    for f in lost:
+        cell = f.get("cell") or {}
+        what = " ".join(str(cell[k]) for k in CELL_WORDS if cell.get(k) is not None)
+        lines.append(f"- {f.get('status')}: {what}: {f.get('reason', '')}")
+    return "\n".join(lines)
+
+
+def _gpu_tests(out: Path) -> str:
+    path = out / "gpu-tests.xml"
+    if not path.exists():
+        return ""
+    try:
+        root = ET.parse(path).getroot()
+    except ET.ParseError as e:
+        return f"## GPU tests\n\nunreadable JUnit XML: {e}"
+    suite = root if root.tag == "testsuite" else root.find("testsuite")
+    if suite is None:
+        return "## GPU tests\n\nno test suite in the JUnit XML"
+    total = int(suite.get("tests", 0))
+    failed = int(suite.get("failures", 0)) + int(suite.get("errors", 0))
+    skipped = int(suite.get("skipped", 0))
+    lines = [
+        "## GPU tests",
+        "",
+        f"{total - failed - skipped} passed, {failed} failed, {skipped} skipped",
+    ]
+    for case in suite.iter("testcase"):
+        for bad in list(case.findall("failure")) + list(case.findall("error")):
+            lines.append(
+                f"- {case.get('name')}: {(bad.get('message') or '').splitlines()[0][:200] if bad.get('message') else ''}"
+            )
+    return "\n".join(lines)
