@@ -294,12 +294,12 @@ def test_fp64_is_refused_off_the_cpu():
 
 
 def test_equivalence_modes_and_seeds():
-    from xfbench.harness.equivalence import cpu_modes, parse_seeds
+    from xfbench.harness.equivalence import check_modes, parse_seeds
 
-    assert cpu_modes("tensorflow") == ["eager", "function", "xla"]
-    assert cpu_modes("torch") == ["eager"]  # compile only when named: slow to compile
-    assert cpu_modes("torch", ["compile", "xla"]) == ["compile"]
-    assert cpu_modes("jax", ["eager"]) == []
+    assert check_modes("tensorflow") == ["eager", "function", "xla"]
+    assert check_modes("torch") == ["eager"]  # compile only when named: slow to compile
+    assert check_modes("torch", ["compile", "xla"]) == ["compile"]
+    assert check_modes("jax", ["eager"]) == []
     assert parse_seeds("0-9") == list(range(10))
     assert parse_seeds("3, 0-1,3") == [3, 0, 1]
     for bad in ("a", "5-2", "-1"):

@@ -49,3 +49,22 @@ def test_the_tests_hold_where_nvml_sees_a_gpu():
         "tests/test_runner.py::test_a_sweep_resumes_the_newest_unfinished_folder_of_its_selection",
     )
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
+
+
+def test_the_equivalence_suite_checks_each_device_and_records_tf32_apart():
+    """Where a GPU is present the equivalence suite checks it too (here none of the
+    frameworks can use the fake one, so those checks skip with the framework's reason and
+    never run on the CPU instead); TF32, asked for, is a check of its own, skipped on the
+    CPU."""
+    proc = under_fake_gpu(
+        "-m", "pytest", "xfbench/suites/test_equivalence.py", "-q", "-rs", "-p", "no:cacheprovider",
+        "--preset", "smoke", "--framework", "torch", "--model", "fcn5", "--precision", "fp32,tf32",
+        "-k", "inference or training",
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    out = proc.stdout
+    assert "2 passed" in out  # infer and train, fp32 on the CPU
+    skips = [line for line in out.splitlines() if line.startswith("SKIPPED")]
+    assert any("cuda" in line.lower() for line in skips), out[-3000:]
+    assert any("tf32" in line.lower() for line in skips), out[-3000:]
+    assert "6 skipped" in out  # cuda:0 fp32 and tf32, cpu tf32; infer and train each

@@ -12,7 +12,7 @@ import pytest
 
 from xfbench.adapters import get_adapter
 from xfbench.frameworks import training
-from xfbench.harness.equivalence import FP64_TOL, cpu_modes
+from xfbench.harness.equivalence import FP64_TOL, check_modes
 from xfbench.models import NETWORKS
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -62,7 +62,7 @@ def test_every_network_and_framework_is_verified(run):
     seen = {(r["network"], r["framework"], r["mode"], r["check"]) for r in records}
     for network in NETWORKS:
         for framework in FRAMEWORKS:
-            for mode in cpu_modes(framework):
+            for mode in check_modes(framework):
                 for check in ("infer", "train", "train-fp64"):
                     assert (network, framework, mode, check) in seen
     for r in records:

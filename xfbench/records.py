@@ -299,8 +299,9 @@ FIELDS: dict[str, tuple[Field, ...]] = {
         Field(
             "equivalence",
             "object",
-            "network, framework, mode, check (infer or train), "
-            "verified, max_rel_err, tolerance, reference; train checks add the loss and "
+            "network, framework, mode, device, precision, check (infer or train), "
+            "verified, asserted (false: recorded only, as tf32), max_rel_err, tolerance, "
+            "reference; train checks add the loss and "
             "weights errors, fp32_floor, near_ties, tie_allowance (docs/exchange.md)",
         ),
     ),

@@ -75,29 +75,30 @@ from xfbench.models import layers as L
 FLOOR_FACTOR = 4
 
 
-def first_cpu_mode(framework: str) -> str:
+def first_mode(framework: str, device: str = "cpu") -> str:
     adapter = get_adapter(framework)
     for mode in adapter.modes:
-        if adapter.mode_reason(mode, "cpu") is None:
+        if adapter.mode_reason(mode, device) is None:
             return mode
-    raise Unsupported(f"{framework} has no mode that runs on the CPU")
+    raise Unsupported(f"{framework} has no mode that runs on {device}")
 
 
 # Modes checked only when named (--mode): torch.compile's Inductor compiles each network's
 # forward, backward and update for 1.5 minutes (AlexNet) to several (the ResNets) at smoke
 # size on 2 cores, for each of the three checks: too slow for CI's run of the suite.
-SLOW_MODES = {"torch": ("compile",)}
+# CUDA graphs are compiled the same way.
+SLOW_MODES = {"torch": ("compile", "cudagraph")}
 
 
-def cpu_modes(framework: str, asked=None) -> list[str]:
-    """The framework's modes to check: those named by --mode that it has (none, when it
-    has none of them, as in a benchmark run), else every mode of it that runs on the CPU
-    except SLOW_MODES. Imports no framework."""
+def check_modes(framework: str, asked=None, device: str = "cpu") -> list[str]:
+    """The framework's modes to check on device: those named by --mode that it has
+    (none, when it has none of them, as in a benchmark run), else every mode of it that
+    runs there except SLOW_MODES. Imports no framework."""
     adapter = get_adapter(framework)
     if asked:
         return [m for m in asked if m in adapter.modes]
     slow = SLOW_MODES.get(framework, ())
-    return [m for m in adapter.modes if adapter.mode_reason(m, "cpu") is None and m not in slow]
+    return [m for m in adapter.modes if adapter.mode_reason(m, device) is None and m not in slow]
 
 
 def parse_seeds(text: str) -> list[int]:
@@ -116,14 +117,20 @@ def parse_seeds(text: str) -> list[int]:
 
 
 def _cell(
-    spec: Spec, framework: str, task: str, batch: int, mode: str | None, precision: str = "fp32"
+    spec: Spec,
+    framework: str,
+    task: str,
+    batch: int,
+    mode: str | None,
+    precision: str = "fp32",
+    device: str = "cpu",
 ) -> Cell:
     return Cell(
         spec.id,
         framework,
-        mode or first_cpu_mode(framework),
+        mode or first_mode(framework, device),
         precision,
-        "cpu",
+        device,
         1,
         batch,
         task,
@@ -134,7 +141,8 @@ def _cell(
 
 def _build(framework: str, spec: Spec, cell: Cell, weights):
     adapter = get_adapter(framework)
-    if cell.precision != "fp32":  # fp32 runs everywhere; the others may be refused
+    # fp32 runs everywhere on the CPU; other precisions and devices may be refused
+    if cell.precision != "fp32" or cell.device != "cpu":
         reason = adapter.check(cell)
         if reason:
             raise Unsupported(reason)
@@ -148,9 +156,12 @@ def framework_logits(
     batch: int,
     mode: str | None = None,
     precision: str = "fp32",
+    device: str = "cpu",
 ) -> np.ndarray:
-    """The framework's logits (fp32 unless asked) on the synthetic batch, in evaluation mode."""
-    work = _build(framework, spec, _cell(spec, framework, "infer", batch, mode, precision), weights)
+    """The framework's logits (fp32 on the CPU unless asked) on the synthetic batch, in
+    evaluation mode."""
+    cell = _cell(spec, framework, "infer", batch, mode, precision, device)
+    work = _build(framework, spec, cell, weights)
     try:
         work.prepare()
         work.step()
@@ -166,9 +177,12 @@ def framework_train_step(
     batch: int,
     mode: str | None = None,
     precision: str = "fp32",
+    device: str = "cpu",
 ) -> tuple[float, dict[str, np.ndarray]]:
-    """The loss of one training step (fp32 unless asked) and the weights after its update."""
-    work = _build(framework, spec, _cell(spec, framework, "train", batch, mode, precision), weights)
+    """The loss of one training step (fp32 on the CPU unless asked) and the weights after
+    its update."""
+    cell = _cell(spec, framework, "train", batch, mode, precision, device)
+    work = _build(framework, spec, cell, weights)
     try:
         work.prepare()
         work.step()
@@ -195,18 +209,27 @@ def framework_export(
 
 
 def check_inference(
-    framework: str, spec: Spec, weights, batch: int, mode: str | None = None
+    framework: str,
+    spec: Spec,
+    weights,
+    batch: int,
+    mode: str | None = None,
+    device: str = "cpu",
+    precision: str = "fp32",
 ) -> dict:
-    """The framework's logits against ONNX Runtime's on the canonical graph."""
-    mode = mode or first_cpu_mode(framework)
+    """The framework's logits on device against ONNX Runtime's on the canonical graph
+    (which runs on the CPU)."""
+    mode = mode or first_mode(framework, device)
     err = rel_err(
-        framework_logits(framework, spec, weights, batch, mode),
+        framework_logits(framework, spec, weights, batch, mode, precision, device),
         reference_logits(spec, weights, batch),
     )
     return {
         "network": spec.id,
         "framework": framework,
         "mode": mode,
+        "device": device,
+        "precision": precision,
         "check": "infer",
         "scale": spec.scale,
         "batch_size": batch,
@@ -323,13 +346,15 @@ def check_training(
     batch: int,
     mode: str | None = None,
     reference: ReferenceStep | None = None,
+    device: str = "cpu",
+    precision: str = "fp32",
 ) -> tuple[dict, dict]:
-    """One training step: its loss against ONNX Runtime's forward on the "train" graph,
-    and its updated weights against the float64 step (ReferenceStep). Returns the record
-    and the updated weights."""
-    mode = mode or first_cpu_mode(framework)
+    """One training step on device: its loss against ONNX Runtime's forward on the "train"
+    graph, and its updated weights against the float64 step (ReferenceStep, computed on
+    the CPU). Returns the record and the updated weights."""
+    mode = mode or first_mode(framework, device)
     reference = reference or ReferenceStep.compute(spec, weights, batch)
-    loss, after = framework_train_step(framework, spec, weights, batch, mode)
+    loss, after = framework_train_step(framework, spec, weights, batch, mode, precision, device)
     loss_err = rel_err(np.array(loss), np.array(reference_loss(spec, weights, batch)))
     w_err, w_worst = weights_error(spec, after, reference.weights)
     # For information: the worst single tensor, and how far the update itself
@@ -348,6 +373,8 @@ def check_training(
         "network": spec.id,
         "framework": framework,
         "mode": mode,
+        "device": device,
+        "precision": precision,
         "check": "train",
         "scale": spec.scale,
         "batch_size": batch,
@@ -459,7 +486,7 @@ def check_float64(
 ) -> dict:
     """The framework in float64 (the fp64 precision) against the float64 reference:
     its evaluation logits, and its training step's loss and update, each to FP64_TOL."""
-    mode = mode or first_cpu_mode(framework)
+    mode = mode or first_mode(framework)
     reference = reference or Float64Reference.compute(spec, weights, batch)
     logits = framework_logits(framework, spec, weights, batch, mode, "fp64")
     loss, after = framework_train_step(framework, spec, weights, batch, mode, "fp64")
