@@ -103,7 +103,39 @@ def test_the_summary_names_failed_cells_and_gpu_tests(tmp_path):
         '<testcase name="test_one"/><testcase name="test_two"><failure message="bf16 ran as float32"/>'
         '</testcase><testcase name="test_three"><skipped/></testcase></testsuite></testsuites>'
     )
+    checks = [
+        {
+            "network": "fcn5",
+            "precision": "fp32",
+            "check": "infer",
+            "verified": True,
+            "asserted": True,
+        },
+        {
+            "network": "fcn5",
+            "precision": "tf32",
+            "check": "infer",
+            "verified": False,
+            "asserted": False,
+        },
+        {
+            "network": "fcn8",
+            "precision": "fp32",
+            "check": "train",
+            "verified": False,
+            "asserted": True,
+        },
+    ]
+    (tmp_path / "equivalence.json").write_text(
+        json.dumps({"benchmarks": [{"extra_info": {"equivalence": c}} for c in checks]})
+    )
     text = summary([Outcome("probe", "passed", 3.0)], tmp_path)
+    rows = text.split("## Equivalence")[1].splitlines()
+    assert [r.split("|")[-2].strip() for r in rows if "| fcn" in r] == [
+        "verified",
+        "recorded",  # TF32: its error is kept, not held to fp32's rule
+        "NOT verified",
+    ]
     assert "0 cells measured, 1 failed, 0 skipped" in text
     assert "- timeout: train jax lstm32 cuda:0: no result within 900 s" in text
     assert "1 passed, 1 failed, 1 skipped" in text and "test_two: bf16 ran as float32" in text

@@ -184,6 +184,19 @@ def steps(device: str, preset: str, out: Path) -> list[Step]:
             needs=(TESTS / "test_gpu.py",),
         ),
         Step(
+            "equivalence",
+            "checks",
+            420,
+            _pytest(
+                str(SUITES / "test_equivalence.py"),
+                f"--device={device}",
+                "--precision=fp32,tf32",
+                "--preset=smoke",  # the function, not the size, is what is checked
+                json("equivalence"),
+            ),
+            "the equivalence checks on the device: fp32 (TF32 off) held to the rule, TF32 recorded",
+        ),
+        Step(
             "allreduce",
             "checks",
             150,

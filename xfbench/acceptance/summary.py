@@ -6,6 +6,7 @@ run must reach beside the published ones, from what the steps wrote.
 - ResNet-50 training: images/s of every cell beside the published range for its GPU and
   precision (report/data/anchors.toml);
 - the sweeps: cells measured, failed and skipped, the failures' one-line reasons;
+- the equivalence checks on the device: each check's error, verified or (TF32) recorded;
 - the GPU tests: passed, failed, skipped (their JUnit XML).
 """
 
@@ -28,7 +29,7 @@ CELL_WORDS = ("task", "framework", "network", "mode", "precision", "device", "ba
 
 def summary(outcomes: list[Outcome], out: Path) -> str:
     parts = [_steps(outcomes)]
-    for section in (_gemm(out), _resnet50(out), _sweeps(out), _gpu_tests(out)):
+    for section in (_gemm(out), _resnet50(out), _sweeps(out), _equivalence(out), _gpu_tests(out)):
         if section:
             parts.append(section)
     return "\n\n".join(parts)
@@ -145,6 +146,46 @@ def _sweeps(out: Path) -> str:
         what = " ".join(str(cell[k]) for k in CELL_WORDS if cell.get(k) is not None)
         lines.append(f"- {f.get('status')}: {what}: {f.get('reason', '')}")
     return "\n".join(lines)
+
+
+def _equivalence(out: Path) -> str:
+    path = out / "equivalence.json"
+    if not path.exists():
+        return ""
+    try:
+        doc = json.loads(path.read_text())
+    except (OSError, ValueError) as e:
+        return f"## Equivalence\n\nunreadable {path.name}: {e}"
+    rows = []
+    for b in doc.get("benchmarks", []):
+        r = b.get("extra_info", {}).get("equivalence")
+        if not r:
+            continue
+        verdict = (
+            ("verified" if r.get("verified") else "NOT verified")
+            if r.get("asserted", True)
+            else "recorded"
+        )
+        rows.append(
+            [r.get("network"), r.get("framework"), r.get("mode"), r.get("device", "cpu"), r.get("precision", "fp32"),
+             r.get("check"), f"{r.get('max_rel_err', float('nan')):.2e}", f"{r.get('tolerance', float('nan')):.0e}", verdict]
+        )  # fmt: skip
+    if not rows:
+        return "## Equivalence\n\nno check gave a record"
+    headers = [
+        "network",
+        "framework",
+        "mode",
+        "device",
+        "precision",
+        "check",
+        "error",
+        "tolerance",
+        "",
+    ]
+    return "## Equivalence\n\n" + tabulate(
+        rows, headers=headers, tablefmt="github", disable_numparse=True
+    )
 
 
 def _gpu_tests(out: Path) -> str:
