@@ -35,6 +35,8 @@ def run(tmp_path_factory):
             "no:cacheprovider",
             "--preset",
             "smoke",
+            "--device",  # the CPU's checks; a GPU's run in the acceptance run (docs/gpus.md)
+            "cpu",
             f"--benchmark-json={out}",
         ],
         cwd=ROOT,
