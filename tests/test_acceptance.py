@@ -159,3 +159,21 @@ def test_its_real_steps_run_on_the_cpu_at_smoke_sizes(tmp_path):
     assert all(w in gemm for w in ("| torch ", "| jax ", "| fp32 ", "| bf16 ", " 256 "))
     names = tarfile.open(archive).getnames()
     assert "acc/summary.md" in names and "acc/gemm.json" in names and "acc/logs/gemm.log" in names
+
+
+def test_an_interrupt_ends_the_step_in_flight_and_keeps_what_ran(tmp_path, monkeypatch):
+    import xfbench.acceptance.run as run
+
+    def interrupted(step, *args):
+        if step.name == "second":
+            raise KeyboardInterrupt
+        return Outcome(step.name, "passed", 1.0)
+
+    monkeypatch.setattr(run, "_run", interrupted)
+    todo = [Step(n, "x", 30, _py("pass"), "") for n in ("first", "second", "third")]
+    outcomes = run_steps(todo, budget_s=120, out=tmp_path, say=lambda _: None)
+    assert [(o.step, o.status) for o in outcomes] == [
+        ("first", "passed"),
+        ("second", "interrupted"),
+    ]
+    assert len(json.loads((tmp_path / "steps.json").read_text())) == 2

@@ -8,7 +8,7 @@ Runs the probe and then the chosen steps (steps.py), each under its own time-out
 under --budget seconds; writes each step's log, the suites' JSON and the sweeps' results
 folder under --out, then summary.md there, prints the summary, and packs --out into
 --archive when asked. Exit status: 0 when every step passed, 1 when any did not, 2 for a
-bad option.
+bad option, 130 when interrupted (the summary and archive of what ran are still written).
 """
 
 from __future__ import annotations
@@ -108,4 +108,6 @@ def main(argv: list[str] | None = None) -> int:
         with tarfile.open(args.archive, "w:gz") as tar:
             tar.add(out, arcname=out.name)
         print(f"\nxfbench acceptance: everything is in {args.archive}")
+    if any(o.status == "interrupted" for o in outcomes):
+        return 130
     return 0 if all(o.status == "passed" for o in outcomes) else 1

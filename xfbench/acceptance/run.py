@@ -25,7 +25,7 @@ TAIL_LINES = 15
 @dataclass
 class Outcome:
     step: str
-    status: str  # passed, failed, timeout, oom, killed, skipped
+    status: str  # passed, failed, timeout, oom, killed, skipped, interrupted
     seconds: float
     reason: str = ""  # one line
     timeout_s: float | None = None
@@ -35,11 +35,16 @@ class Outcome:
 def run_steps(
     steps: list[Step], budget_s: float, out: Path, say=print, clock=time.monotonic
 ) -> list[Outcome]:
+    """Run the steps in order; an interrupt (Ctrl-C) ends the step in flight, records it
+    as interrupted and leaves the rest, returning what was done."""
     logs = out / "logs"
     logs.mkdir(parents=True, exist_ok=True)
     start = clock()
     outcomes = []
+    interrupted = False
     for step in steps:
+        if interrupted:
+            break
         left = budget_s - (clock() - start) - RESERVE_S
         missing = [str(p) for p in step.needs if not p.exists()]
         if missing:
@@ -52,7 +57,12 @@ def run_steps(
             timeout = min(step.cap_s, left)
             say(f"=== {step.name} ({step.what}; time-out {timeout:.0f} s)")
             say("$ " + " ".join(step.argv))
-            outcome = _run(step, timeout, logs / f"{step.name}.log", clock)
+            t0 = clock()
+            try:
+                outcome = _run(step, timeout, logs / f"{step.name}.log", clock)
+            except KeyboardInterrupt:  # launch.wait has killed the step's process group
+                outcome = Outcome(step.name, "interrupted", clock() - t0, "Ctrl-C", timeout)
+                interrupted = True
         outcomes.append(outcome)
         say(f"=== {step.name}: {outcome.status}, {outcome.seconds:.0f} s {outcome.reason}")
         if outcome.log_tail:
