@@ -8,6 +8,7 @@ import json
 import subprocess
 import sys
 import tarfile
+from pathlib import Path
 
 import pytest
 
@@ -93,7 +94,10 @@ def test_the_summary_names_failed_cells_and_gpu_tests(tmp_path):
                     "task": "train",
                     "framework": "jax",
                     "network": "lstm32",
+                    "mode": "jit",
+                    "precision": "bf16",
                     "device": "cuda:0",
+                    "batch_size": 128,
                 },
             }
         )
@@ -137,7 +141,7 @@ def test_the_summary_names_failed_cells_and_gpu_tests(tmp_path):
         "NOT verified",
     ]
     assert "0 cells measured, 1 failed, 0 skipped" in text
-    assert "- timeout: train jax lstm32 cuda:0: no result within 900 s" in text
+    assert "- timeout: train jax lstm32 jit bf16 cuda:0 128: no result within 900 s" in text
     assert "1 passed, 1 failed, 1 skipped" in text and "test_two: bf16 ran as float32" in text
 
 
@@ -177,3 +181,23 @@ def test_an_interrupt_ends_the_step_in_flight_and_keeps_what_ran(tmp_path, monke
         ("second", "interrupted"),
     ]
     assert len(json.loads((tmp_path / "steps.json").read_text())) == 2
+
+
+def test_a_resnet50_cell_on_an_h100_stands_beside_the_published_range(tmp_path):
+    """The summary's ResNet-50 rows take their published figure from the report's anchors
+    (report/anchors.py), matched on the GPU's name, the precision and the batch."""
+    ROOT = Path(__file__).resolve().parents[1]
+    cell = next((ROOT / "results" / "reference").glob("*/cells/train-torch-resnet50-*-t1-*.json"))
+    doc = json.loads(cell.read_text())
+    entry = doc["benchmarks"][0]
+    entry["extra_info"].update(
+        device="cuda:0", device_name="NVIDIA H100 80GB HBM3", precision="bf16", batch_size=256
+    )
+    entry["stats"]["median"] = 0.1  # 2560 images/s
+    (tmp_path / "results" / "cells").mkdir(parents=True)
+    (tmp_path / "results" / "cells" / "train-resnet50.json").write_text(json.dumps(doc))
+    text = summary([], tmp_path)
+    row = next(
+        line for line in text.split("## ResNet-50 training")[1].splitlines() if "H100" in line
+    )
+    assert "| 2560 " in row and "2616-2791 images/s" in row and "0.92-0.98x" in row

@@ -3,9 +3,10 @@ run must reach beside the published ones, from what the steps wrote.
 
 - GEMM: xfbench.gemm.compare's table, and CuPy over torch.matmul per (size, dtype),
   needed at least CUPY_OVER_TORCH_MIN;
-- ResNet-50 training: images/s of every cell beside the published range for its GPU and
-  precision (report/data/anchors.toml);
-- the sweeps: cells measured, failed and skipped, the failures' one-line reasons;
+- ResNet-50 training: images/s of every cell beside the published range the report's
+  anchors match to it (report/anchors.py);
+- the sweeps, read as `xfbench report` reads them: cells measured, failed and skipped,
+  the failures' one-line reasons;
 - the equivalence checks on the device: each check's error, verified or (TF32) recorded;
 - the GPU tests: passed, failed, skipped (their JUnit XML).
 """
@@ -22,14 +23,21 @@ from xfbench.acceptance.run import Outcome
 from xfbench.acceptance.steps import CUPY_OVER_TORCH_MIN
 from xfbench.gemm import compare
 from xfbench.gemm.best import fill_share_of_best
-from xfbench.report.anchors import anchors
-
-CELL_WORDS = ("task", "framework", "network", "mode", "precision", "device", "batch_size")
+from xfbench.report.anchors import matches
+from xfbench.report.load import LoadError, Run, load
+from xfbench.report.model import build
 
 
 def summary(outcomes: list[Outcome], out: Path) -> str:
     parts = [_steps(outcomes)]
-    for section in (_gemm(out), _resnet50(out), _sweeps(out), _equivalence(out), _gpu_tests(out)):
+    sweeps = _sweeps_run(out)
+    if isinstance(sweeps, str):
+        sweeps_sections = [f"## Sweeps\n\nunreadable: {sweeps}"]
+    elif sweeps is None:
+        sweeps_sections = []
+    else:
+        sweeps_sections = [_resnet50(sweeps), _sweeps(sweeps)]
+    for section in (_gemm(out), *sweeps_sections, _equivalence(out), _gpu_tests(out)):
         if section:
             parts.append(section)
     return "\n\n".join(parts)
@@ -67,84 +75,69 @@ def _gemm(out: Path) -> str:
     return "\n".join(lines)
 
 
-def _cells(out: Path) -> list[dict]:
-    """The records of every finished cell of the sweeps (the runner's cells/ folder)."""
-    cells = []
-    for path in sorted((out / "results" / "cells").glob("*.json")):
-        try:
-            doc = json.loads(path.read_text())
-        except (OSError, ValueError):
-            continue
-        cells += [b.get("extra_info", {}) for b in doc.get("benchmarks", [])]
-    return cells
+def _sweeps_run(out: Path) -> Run | str | None:
+    """The sweeps' results folder as the report reads it; a one-line problem; or None
+    when no sweep ran."""
+    folder = out / "results"
+    if not folder.exists():
+        return None
+    try:
+        return load(folder)
+    except (LoadError, ValueError) as e:
+        return f"{folder}: {e}"
 
 
-def _resnet50(out: Path) -> str:
-    rows = []
-    for c in _cells(out):
-        if c.get("network") != "resnet50" or c.get("task") != "train" or not c.get("samples_per_s"):
-            continue
-        name = str(c.get("device_name") or c.get("device"))
-        published = [
-            a
-            for a in anchors()
-            if a.kind == "resnet50_train" and a.device in name and a.precision == c.get("precision")
-        ]
-        a = published[0] if published else None
-        rows.append(
-            [
-                name,
-                c.get("framework"),
-                c.get("mode"),
-                c.get("precision"),
-                c.get("batch_size"),
-                c.get("layout", ""),
-                f"{c['samples_per_s']:.0f}",
-                a.published if a else "",
-                f"{c['samples_per_s'] / a.value:.2f}" if a else "",
-            ]
-        )
-    if not rows:
+def _resnet50(run: Run) -> str:
+    """Every ResNet-50 training cell, with the published figure the report's anchors
+    match to it (on an H100; none elsewhere)."""
+    cells = [r for r in run.results if r.ok and r.task == "train" and r.network == "resnet50"]
+    if not cells:
         return ""
+    published = {
+        (m.device_name, m.what, m.anchor.precision, m.ours_setting): m
+        for m in matches(build([run]))
+        if m.anchor.kind == "resnet50_train"
+    }
+    rows = []
+    for r in cells:
+        what = f"{r.framework} {r.mode}"
+        m = published.get((r.device_name, what, r.precision, f"batch {r.batch_size}"))
+        rows.append(
+            [r.device_name, what, r.precision, r.batch_size, r.info.get("layout", ""),
+             f"{r.batch_size / r.median:.0f}", m.anchor.published if m else "", m.ratio if m else ""]
+        )  # fmt: skip
     headers = [
         "device",
-        "framework",
-        "mode",
+        "ours by",
         "precision",
         "batch",
         "layout",
         "images/s",
         "published",
-        "ours / published low",
+        "ours / published",
     ]
     return "## ResNet-50 training\n\n" + tabulate(
         sorted(rows, key=str), headers=headers, tablefmt="github", disable_numparse=True
     )
 
 
-def _sweeps(out: Path) -> str:
-    folder = out / "results"
-    if not folder.exists():
-        return ""
-    measured = _cells(out)
-    failed = []
-    for path in sorted((folder / "failed").glob("*.json")):
-        try:
-            failed.append(json.loads(path.read_text()))
-        except (OSError, ValueError):
-            continue
-    skipped = [f for f in failed if f.get("status") == "skipped"]
-    lost = [f for f in failed if f.get("status") != "skipped"]
+def _sweeps(run: Run) -> str:
+    measured = [r for r in run.results if r.ok]
+    skipped = [r for r in run.results if r.status == "skipped"]
+    lost = [r for r in run.results if not r.ok and r.status != "skipped"]
     lines = [
         "## Sweeps (Table 7's GPU column, ResNet-50)",
         "",
         f"{len(measured)} cells measured, {len(lost)} failed, {len(skipped)} skipped; "
-        f"the report: xfbench report {folder}",
+        f"the report: xfbench report {run.path}",
     ]
-    for f in lost:
-        cell = f.get("cell") or {}
-        what = " ".join(str(cell[k]) for k in CELL_WORDS if cell.get(k) is not None)
-        lines.append(f"- {f.get('status')}: {what}: {f.get('reason', '')}")
+    for r in lost:
+        what = " ".join(
+            str(v)
+            for v in (r.task, r.framework, r.network, r.mode, r.precision, r.device, r.batch_size)
+            if v
+        )
+        lines.append(f"- {r.status}: {what}: {r.reason}")
     return "\n".join(lines)
 
 
