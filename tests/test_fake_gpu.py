@@ -13,6 +13,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 FAKE = ROOT / "tests" / "fake_gpu"
 
@@ -56,6 +58,11 @@ def test_the_equivalence_suite_checks_each_device_and_records_tf32_apart():
     frameworks can use the fake one, so those checks skip with the framework's reason and
     never run on the CPU instead); TF32, asked for, is a check of its own, skipped on the
     CPU."""
+    torch = pytest.importorskip("torch")
+    if torch.cuda.is_available():
+        pytest.skip(
+            "a real GPU is here: the equivalence suite checks it (tests/test_gpu.py's machine)"
+        )
     proc = under_fake_gpu(
         "-m", "pytest", "xfbench/suites/test_equivalence.py", "-q", "-rs", "-p", "no:cacheprovider",
         "--preset", "smoke", "--framework", "torch", "--model", "fcn5", "--precision", "fp32,tf32",
