@@ -16,9 +16,10 @@ import pytest
 from xfbench.allreduce.bandwidth import algbw, allreduce_bus_factor, busbw
 from xfbench.allreduce.check import errors, expected_sum, verdict
 from xfbench.allreduce.launch import run
-from xfbench.allreduce.plugin import SUITE_FILE, OptionError, default_world_sizes, select
+from xfbench.allreduce.plugin import SUITE_FILE, default_world_sizes, select
 from xfbench.allreduce.sizes import SizeError, cap, label, parse_sizes
 from xfbench.allreduce.worker_args import FAULT_ENV
+from xfbench.errors import UsageError
 from xfbench.plugin import named
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -92,7 +93,7 @@ def test_options_select_cases_and_sizes():
         {"allreduce_sizes": "1KB:x"},
         {"threads": "2", "world_sizes": "2"},
     ):
-        with pytest.raises(OptionError):
+        with pytest.raises(UsageError):
             select(gpus=0, cpus=2, **bad)
     # --threads 2 is the network suites' business when the all-reduce suite does not run
     assert select(threads="2", gpus=0, cpus=2, check_cpus=False).threads_per_rank == 2

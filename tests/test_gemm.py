@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from xfbench.errors import UsageError
 from xfbench.gemm.best import fill_share_of_best
 from xfbench.gemm.check import Sample, quantize, round_bf16, tolerance, within
 from xfbench.gemm.impls.numpy_matmul import NumpyMatmul
@@ -18,7 +19,6 @@ from xfbench.gemm.peaks import peak_share
 from xfbench.gemm.plugin import select
 from xfbench.gemm.shapes import Shape, parse_sizes, preset_shapes, square
 from xfbench.harness.presets import PRESETS
-from xfbench.harness.selection import SelectionError
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -216,9 +216,9 @@ def test_sizes_and_selection():
     assert [s.label for s in parse_sizes("1024,16x48x40,layers:8")][:2] == ["1024", "16x48x40"]
     assert parse_sizes("layers")[2] == Shape(4096, 16000, 2304, "b4096-2304x16000")
     assert all(max(s.m, s.k) <= 4096 for s in preset_shapes("smoke"))
-    with pytest.raises(SelectionError):
+    with pytest.raises(UsageError):
         select(gemm_sizes="12x")
-    with pytest.raises(SelectionError):
+    with pytest.raises(UsageError):
         select(gemm_impl="blas")
     sel = select(framework="torch", precision="fp32,fp8", preset="smoke", device="cpu")
     assert sel.impls == ("torch",) and sel.dtypes == ("fp32", "fp8")

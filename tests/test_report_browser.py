@@ -6,7 +6,6 @@ XFBENCH_REQUIRE_BROWSER=1 (.ci/run installs it and sets that), where its absence
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
 import subprocess
@@ -14,6 +13,7 @@ import subprocess
 import pytest
 from test_report import H100, entry, runner_folder, standard
 
+from xfbench import options
 from xfbench.report import render
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -62,7 +62,7 @@ def _chromium(*args: str) -> subprocess.CompletedProcess:
 @pytest.fixture
 def chromium():
     if CHROMIUM is None:
-        if os.environ.get("XFBENCH_REQUIRE_BROWSER") == "1":
+        if options.ENV["XFBENCH_REQUIRE_BROWSER"].read() == "1":
             pytest.fail("XFBENCH_REQUIRE_BROWSER=1 but no chromium on PATH (apt install chromium)")
         pytest.skip("no chromium on PATH (Debian: apt install chromium)")
     return CHROMIUM

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from xfbench.errors import UsageError
 from xfbench.harness.selection import cells, parse
 from xfbench.harness.threads import allowed_cpus
 from xfbench.runner import cli
@@ -250,7 +251,6 @@ def test_plain_pytest_runs_each_framework_in_its_own_process(tmp_path):
 
 
 def test_the_weights_source_reaches_the_children():
-    from xfbench.harness.selection import SelectionError
     from xfbench.runner.plan import make_plan
 
     plan = make_plan(framework="null", model="fcn_r", threads="1", preset="smoke", weights="onnx")
@@ -258,7 +258,7 @@ def test_the_weights_source_reaches_the_children():
     assert plan.selection["weights"] == "onnx"
     import pytest
 
-    with pytest.raises(SelectionError, match="unknown weights 'disk'"):
+    with pytest.raises(UsageError, match="unknown weights 'disk'"):
         make_plan(framework="null", threads="1", preset="smoke", weights="disk")
 
 

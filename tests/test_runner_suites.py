@@ -171,7 +171,11 @@ def test_node_ids_and_child_options_follow_the_contract():
     assert [c.id for c in job.cells] == [f"resnet56-torch-cpu-w{w}-strong-b64" for w in (1, 2)]
 
     plan = allreduce_plan(
-        framework="torch,jax", device="cpu", preset="smoke", world_sizes="1,2", sizes="1K,4K"
+        framework="torch,jax",
+        device="cpu",
+        preset="smoke",
+        world_sizes="1,2",
+        allreduce_sizes="1K,4K",
     )
     assert [c.node_id for j in plan.jobs for c in j.cells] == [
         f"{xfbench.runner.group.SUITES_DIR / 'test_allreduce.py'}::test_allreduce[{i}]"
@@ -223,14 +227,13 @@ def test_a_test_of_the_suites_is_known_by_its_id_whatever_its_parameter():
 # ------------------------------------------------------------------ sweeps against stand-ins
 
 CONFTEST = """
+from xfbench import options
+
 pytest_plugins = ("xfbench.runner.plugin",)
 
 
 def pytest_addoption(parser):
-    for name in ("framework", "model", "mode", "precision", "device", "threads", "batch-size",
-                 "preset", "data", "weights", "workers", "scaling", "world-sizes",
-                 "allreduce-sizes"):
-        parser.addoption(f"--{name}", default=None)
+    options.add_pytest_options(parser)
 """
 
 # Stand-in for suites/test_scaling.py: expands its cells from the options as the real suite

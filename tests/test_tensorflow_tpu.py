@@ -14,8 +14,9 @@ import pytest
 from xfbench import machine
 from xfbench.adapters import Cell, Unsupported, get_adapter
 from xfbench.adapters.tensorflow import tpu
+from xfbench.errors import UsageError
 from xfbench.harness import measure
-from xfbench.harness.selection import SelectionError, cells, parse
+from xfbench.harness.selection import cells, parse
 from xfbench.models import get_spec, initial_weights
 
 tf = pytest.importorskip("tensorflow")
@@ -177,7 +178,7 @@ def test_a_tpu_cell_on_this_machine_is_refused_or_skipped_with_one_line(no_tpu_h
     """Through the suite's own path: --device tpu:0 is refused before anything runs; with
     --skip-missing-devices the cell (mode xla only) is built and skipped with the reason."""
     options = dict(framework="tensorflow", model="fcn_r", device="tpu:0", preset="smoke")
-    with pytest.raises(SelectionError, match="device tpu:0 is not present on this machine"):
+    with pytest.raises(UsageError, match="device tpu:0 is not present on this machine"):
         parse(**options)
     (cell,) = cells(parse(**options, skip_missing_devices=True), "train")
     assert cell.mode == "xla"

@@ -13,7 +13,6 @@ in force when a framework's thread pool starts.
 
 from __future__ import annotations
 
-import math
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -22,11 +21,12 @@ from typing import Any
 
 import pytest
 
-from xfbench import machine
+from xfbench import machine, options
 from xfbench.data.readers import DataError
+from xfbench.errors import UsageError
 from xfbench.harness import memory, threads
 from xfbench.harness.measure import WEIGHT_SOURCES, RealData, Skip, measure
-from xfbench.harness.selection import Selection, SelectionError, cells, parse
+from xfbench.harness.selection import Selection, cells, parse
 from xfbench.harness.table import cell_table
 
 # Failures recorded, per-cell result files and one process per framework group (runner);
@@ -49,44 +49,16 @@ CONFIGURED = pytest.StashKey()
 NOTHING_MEASURED = pytest.StashKey()
 MEASURED: set[str] = set()  # node ids of cell tests that passed in this session
 
-OPTIONS = {
-    "framework": "frameworks, comma-separated (default: every installed one)",
-    "model": "networks, comma-separated (default: all nine)",
-    "mode": "execution modes, e.g. eager,compile (default: every mode that runs on the device)",
-    "precision": "fp32, tf32, bf16, fp16, fp64 (CPU only) (default: fp32)",
-    "device": "cpu, cuda:N (or gpu:N), tpu:N (default: cpu and every GPU present)",
-    "threads": "CPU threads for this process: variables, framework knobs and affinity "
-    "(default: every CPU this process may use)",
-    "batch-size": "mini-batch size (default: the preset's, Table 7's for paper and quick)",
-    "preset": "paper, quick, table7 or smoke (default: paper)",
-    "data": "resident (default), copied (the batch copied from host memory inside each "
-    "step) or real (the data set under --data-dir, through the framework's own pipeline)",
-    "data-dir": "--data real: the folder holding mnist/, cifar10/, ptb/, imagenet/ "
-    "(docs/data.md; xfbench data check tells what is there)",
-    "data-workers": "--data real: the input pipeline's workers (default: the CPUs, at most 4)",
-}
-
-
-OPTIONS["ci-target"] = (
-    "adaptive rounds (paper and quick presets): time more rounds, within the preset's cap, "
-    "until the median's 95%% interval is within this percentage of it (default: 2)"
-)
-OPTIONS["weights"] = (
-    "initial weights: 'seed' (drawn in memory) or 'onnx' (read from the canonical ONNX "
-    "file, written to $XFBENCH_CACHE first when missing); the same numbers either way"
-)
-
 
 # -- the skeleton every suite declares itself to ------------------------------------------
 @dataclass
 class Suite:
-    """A suite's options and how they become its selection. The root plugin registers the
-    options, and in a session that runs the suites validates every suite's selection in one
-    place: a bad value (SelectionError, ValueError or pytest.UsageError with a one-line
+    """How a suite's options (declared in xfbench.options) become its selection. In a
+    session that runs the suites the root plugin validates every suite's selection in one
+    place: a bad value (UsageError, ValueError or pytest.UsageError with a one-line
     message) is one line and pytest's usage-error exit, before anything runs."""
 
     name: str
-    options: dict[str, str]  # option name (without --) -> help
     select: Callable[[pytest.Config], Any] | None = None  # after threads are pinned
     before_pin: Callable[[pytest.Config], None] | None = None  # before they are
     key: pytest.StashKey = field(default_factory=pytest.StashKey)
@@ -103,40 +75,12 @@ def declare(suite: Suite) -> Suite:
     return suite
 
 
-def add_options(parser, options: dict[str, str]) -> None:
-    group = parser.getgroup("xfbench", "xfbench cell selection")
-    for name, text in options.items():
-        group.addoption(f"--{name}", action="store", default=None, help=text)
-
-
-# The equivalence suite's own: not part of the cell selection.
-EQUIVALENCE_OPTIONS = {
-    "seeds": "equivalence suite: the canonical weights of each of these seeds, e.g. 0-9 "
-    "or 0,3 (default: seed 0); a sweep, not part of CI",
-}
-
-
 def pytest_addoption(parser):
-    add_options(parser, OPTIONS)
-    add_options(parser, EQUIVALENCE_OPTIONS)
-    parser.getgroup("xfbench").addoption(
-        "--skip-missing-devices",
-        action="store_true",
-        default=False,
-        help="skip, with the reason, the cells of a --device this machine lacks "
-        "(default: such a device is an error listing those present)",
-    )
+    options.add_pytest_options(parser)
 
 
 def _parse(config) -> Selection:
-    return parse(
-        **{
-            name.replace("-", "_"): config.getoption(name.replace("-", "_"))
-            for name in OPTIONS
-            if name not in ("weights", "ci-target")
-        },
-        skip_missing_devices=config.getoption("skip_missing_devices", False),
-    )
+    return parse(**{dest: config.getoption(dest) for dest in options.SELECTION_OPTIONS})
 
 
 SUITES_DIR = Path(__file__).resolve().parent / "suites"
@@ -180,7 +124,7 @@ def selection(config):
     if SELECTION not in config.stash:
         try:
             config.stash[SELECTION] = _parse(config)
-        except SelectionError as e:
+        except UsageError as e:
             raise pytest.UsageError(str(e)) from None
     return config.stash[SELECTION]
 
@@ -191,14 +135,15 @@ def pytest_configure(config):
     config.stash[CONFIGURED] = {}
     if not active(config):
         return
-    for suite in SUITES:
-        if suite.before_pin:
-            suite.before_pin(config)
     try:
+        options.check_environment()
+        for suite in SUITES:
+            if suite.before_pin:
+                suite.before_pin(config)
         sel = _parse(config)
         ci_target(config)
         if config.getoption("weights") not in (None, *WEIGHT_SOURCES):
-            raise SelectionError(
+            raise UsageError(
                 f"unknown weights {config.getoption('weights')!r}; "
                 f"valid: {', '.join(WEIGHT_SOURCES)}"
             )
@@ -212,25 +157,17 @@ def pytest_configure(config):
         for suite in SUITES:
             if suite.select:
                 config.stash[suite.key] = suite.select(config)
-    except (SelectionError, ValueError, pytest.UsageError) as e:
+    except (UsageError, ValueError, pytest.UsageError) as e:
         raise pytest.UsageError((str(e).strip().splitlines() or ["bad option"])[0]) from None
 
 
 def ci_target(config) -> float | None:
-    """--ci-target as a share (0.02 for 2), or None for the default; SelectionError
+    """--ci-target as a share (0.02 for 2), or None for the default; UsageError
     unless it is a percentage above 0 and below 100."""
     value = config.getoption("ci_target")
     if value is None:
         return None
-    try:
-        pct = float(value)
-    except ValueError:
-        pct = math.nan
-    if not 0 < pct < 100:
-        raise SelectionError(
-            f"--ci-target must be a percentage above 0 and below 100, not {value!r}"
-        )
-    return pct / 100
+    return options.number("--ci-target", value, high=100, what="a percentage") / 100
 
 
 def pytest_generate_tests(metafunc):

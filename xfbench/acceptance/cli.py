@@ -20,11 +20,12 @@ import sys
 import tarfile
 from pathlib import Path
 
+from xfbench import options
 from xfbench.acceptance.run import run_steps
 from xfbench.acceptance.steps import PARTS, SIZES, chosen, steps
 from xfbench.acceptance.summary import summary
+from xfbench.errors import UsageError
 from xfbench.harness.selection import (
-    SelectionError,
     normalize_device,
     option_list,
     present_devices,
@@ -34,7 +35,7 @@ DEFAULT_BUDGET_S = 540  # one call of the GPU machine (10 minutes) less its star
 
 
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="xfbench acceptance", description=__doc__.splitlines()[0])
+    p = options.ArgumentParser(prog="xfbench acceptance", description=__doc__.splitlines()[0])
     p.add_argument("--part", help=f"comma-separated parts (default: all of {', '.join(PARTS)})")
     p.add_argument(
         "--steps", help="comma-separated step names instead of parts (--list names them)"
@@ -44,7 +45,9 @@ def parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--preset", default="quick", help=f"one of {', '.join(SIZES)} (default quick)")
     p.add_argument(
-        "--budget", type=float, default=DEFAULT_BUDGET_S, help="seconds for the whole run"
+        "--budget",
+        default=DEFAULT_BUDGET_S,
+        help=f"seconds for the whole run (default {DEFAULT_BUDGET_S})",
     )
     p.add_argument(
         "--out", help="folder for everything it writes (default results/acceptance-DATE-HOST)"
@@ -58,33 +61,30 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     try:
-        args = parser().parse_args(argv)
-    except SystemExit as e:
-        return 2 if e.code else 0
-    try:
+        try:
+            args = parser().parse_args(argv)
+        except SystemExit as e:  # --help
+            return 2 if e.code else 0
+        args.budget = options.number("--budget", args.budget, what="a number of seconds")
         device = normalize_device(args.device)
         if args.preset not in SIZES:
-            raise SelectionError(f"unknown --preset {args.preset!r}; valid: {', '.join(SIZES)}")
-        if args.budget <= 0:
-            raise SelectionError(
-                f"--budget takes a positive number of seconds, not {args.budget:g}"
-            )
+            raise UsageError(f"unknown --preset {args.preset!r}; valid: {', '.join(SIZES)}")
         out = Path(args.out or f"results/acceptance-{datetime.date.today()}-{socket.gethostname()}")
         everything = steps(device, args.preset, out.resolve())
         parts = option_list("part", args.part) or list(PARTS)
         unknown = [p for p in parts if p not in PARTS]
         if unknown:
-            raise SelectionError(f"unknown --part {unknown[0]!r}; valid: {', '.join(PARTS)}")
+            raise UsageError(f"unknown --part {unknown[0]!r}; valid: {', '.join(PARTS)}")
         names = option_list("steps", args.steps)
         known = [s.name for s in everything]
         unknown = [n for n in names if n not in known]
         if unknown:
-            raise SelectionError(f"unknown step {unknown[0]!r}; valid: {', '.join(known)}")
+            raise UsageError(f"unknown step {unknown[0]!r}; valid: {', '.join(known)}")
         if not args.list and device not in present_devices():
-            raise SelectionError(
+            raise UsageError(
                 f"device {device} is not present; this machine has: {', '.join(present_devices())}"
             )
-    except SelectionError as e:
+    except UsageError as e:
         print(f"xfbench acceptance: {e}", file=sys.stderr)
         return 2
     todo = chosen(everything, parts, names)

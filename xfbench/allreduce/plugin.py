@@ -23,18 +23,15 @@ from xfbench.allreduce import FRAMEWORKS
 from xfbench.allreduce import sizes as sizes_mod
 from xfbench.allreduce.table import sweep_tables
 from xfbench.allreduce.timing import TIMINGS
+from xfbench.errors import UsageError
 from xfbench.harness.selection import comma_list
-from xfbench.plugin import Suite, add_options, declare, failed_row, named
+from xfbench.plugin import Suite, declare, failed_row, named
 
 RECORDS = pytest.StashKey()
 SUITE_FILE = "test_allreduce.py"
 # The CPUs of this process before the common --threads option narrows them: the ranks
 # share these out (each rank gets --threads of them).
 START_CPUS = sorted(os.sched_getaffinity(0))
-
-
-class OptionError(ValueError):
-    """A bad option; the message is one line for the user."""
 
 
 @dataclass(frozen=True)
@@ -66,12 +63,12 @@ def parse_world_sizes(text: str) -> list[int]:
         except ValueError:
             n = 0
         if n < 1:
-            raise OptionError(
+            raise UsageError(
                 f"bad --world-sizes value {part!r}; write positive whole numbers, e.g. 1,2,4"
             )
         out.append(n)
     if not out:
-        raise OptionError(f"no world size in --world-sizes {text!r}; write e.g. 1,2")
+        raise UsageError(f"no world size in --world-sizes {text!r}; write e.g. 1,2")
     return sorted(set(out))
 
 
@@ -101,7 +98,7 @@ def select(
     check_cpus: whether --threads per rank must fit the largest CPU world size (only when
     the suite runs: elsewhere --threads means the network suites' threads)."""
     from xfbench import machine
-    from xfbench.harness.selection import SelectionError, normalize_device
+    from xfbench.harness.selection import normalize_device
 
     gpus = machine.gpu_count() if gpus is None else gpus
     cpus = len(START_CPUS) if cpus is None else cpus
@@ -124,11 +121,11 @@ def select(
             else sizes_mod.doubling(*(sizes_mod.SMOKE if preset == "smoke" else sizes_mod.DEFAULT))
         )
     except sizes_mod.SizeError as e:
-        raise OptionError(f"--allreduce-sizes: {e}") from None
+        raise UsageError(f"--allreduce-sizes: {e}") from None
     try:
         threads_per_rank = int(threads) if threads not in (None, "") else None
     except ValueError:
-        raise SelectionError(f"bad --threads {threads!r}") from None  # the conftest says why
+        raise UsageError(f"bad --threads {threads!r}") from None  # the conftest says why
     cases = []
     for fw in frameworks:
         for dev in devices:
@@ -136,7 +133,7 @@ def select(
                 cases.append(Case(fw, dev, n))
     cpu_ws = [c.world_size for c in cases if c.device == "cpu"]
     if check_cpus and threads_per_rank and cpu_ws and threads_per_rank * max(cpu_ws) > cpus:
-        raise OptionError(
+        raise UsageError(
             f"--threads {threads_per_rank} per rank times {max(cpu_ws)} ranks needs "
             f"{threads_per_rank * max(cpu_ws)} CPUs; this process may use {cpus}"
         )
@@ -168,22 +165,7 @@ def _select(config) -> AllreduceSelection:
     )
 
 
-SUITE = declare(
-    Suite(
-        "allreduce",
-        {
-            "world-sizes": "all-reduce suite: ranks per sweep, comma-separated (default: 1,2 on "
-            "CPU; 1, 2, 4, ... up to the GPUs present on cuda)",
-            "allreduce-sizes": "all-reduce suite: message sizes, 1KB,4MB,1GB or a doubling range "
-            "1KB:1GB (default: 1KB:1GB, smoke preset 1KB:1MB; capped by memory)",
-        },
-        select=_select,
-    )
-)
-
-
-def pytest_addoption(parser):
-    add_options(parser, SUITE.options)
+SUITE = declare(Suite("allreduce", select=_select))
 
 
 def pytest_generate_tests(metafunc):

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import argparse
-import os
 
+from xfbench import options
 from xfbench.allreduce.sizes import SizeError, parse_sizes
 from xfbench.allreduce.timing import TIMINGS
 
@@ -60,4 +60,4 @@ def parser(prog: str) -> argparse.ArgumentParser:
 
 
 def fault() -> str | None:
-    return os.environ.get(FAULT_ENV) or None
+    return options.ENV[FAULT_ENV].read()

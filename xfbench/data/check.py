@@ -5,10 +5,10 @@ bad options."""
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
+from xfbench import options
 from xfbench.data.readers import DataError
 from xfbench.data.sources import DATASET, WHERE, source_for
 
@@ -36,13 +36,12 @@ def check(data_dir: Path) -> list[tuple[str, str, str]]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="xfbench data", description=__doc__.split("\n\n")[0])
+    p = options.ArgumentParser(prog="xfbench data", description=__doc__.split("\n\n")[0])
     p.add_argument("action", choices=["check"])
     p.add_argument("--data-dir", required=True, help="the folder holding mnist/, cifar10/, ...")
-    try:
-        args = p.parse_args(argv)
-    except SystemExit as e:
-        return int(e.code or 0) if not isinstance(e.code, str) else 2
+    args = options.parse_command_line(p, argv)
+    if isinstance(args, int):
+        return args
     data_dir = Path(args.data_dir)
     if not data_dir.is_dir():
         print(f"xfbench data: {data_dir} is not a folder", file=sys.stderr)

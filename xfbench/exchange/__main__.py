@@ -22,6 +22,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from xfbench import options
 from xfbench.exchange.files import (
     ExchangeError,
     canonical_file,
@@ -120,8 +121,19 @@ def cmd_export(args) -> int:
     return 0
 
 
-def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+def _whole(low: int):
+    """An argparse type: a whole number, at least low (argparse names the option)."""
+
+    def whole(text: str) -> int:
+        if not text.strip().isdigit() or int(text) < low:
+            raise argparse.ArgumentTypeError(f"a whole number, {low} or more, not {text!r}")
+        return int(text)
+
+    return whole
+
+
+def parser() -> options.ArgumentParser:
+    p = options.ArgumentParser(
         prog="python -m xfbench.exchange", description="ONNX files of the suite's networks"
     )
     sub = p.add_subparsers(dest="command", required=True)
@@ -132,8 +144,8 @@ def parser() -> argparse.ArgumentParser:
         else:
             q.add_argument("--model", required=True, choices=list(NETWORKS))
         q.add_argument("--scale", default="full", choices=["full", "smoke"])
-        q.add_argument("--seed", type=int, default=0)
-        q.add_argument("--batch-size", type=int, default=None)
+        q.add_argument("--seed", type=_whole(0), default=0, help="a whole number, 0 or more")
+        q.add_argument("--batch-size", type=_whole(1), default=None, help="a whole number above 0")
 
     w = sub.add_parser("write", help="write the canonical file of a network")
     common(w, model_positional=True)
@@ -150,7 +162,9 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = parser().parse_args(argv)
+    args = options.parse_command_line(parser(), argv)
+    if isinstance(args, int):
+        return args
     try:
         return {"write": cmd_write, "check": cmd_check, "export": cmd_export}[args.command](args)
     except (ExchangeError, KeyError) as e:

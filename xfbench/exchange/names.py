@@ -5,9 +5,9 @@ image, say) finds and runs files written elsewhere through these alone."""
 from __future__ import annotations
 
 import hashlib
-import os
 from pathlib import Path
 
+from xfbench import options
 from xfbench.models import Spec
 
 # onnx 1.23.2 writes IR version 14 and opset 28 by default, which onnxruntime 1.31.1
@@ -20,7 +20,7 @@ FORMAT = 1  # bump when the graph builder changes what a file holds
 
 
 def cache_dir() -> Path:
-    return Path(os.environ.get("XFBENCH_CACHE") or Path.home() / ".cache" / "xfbench" / "onnx")
+    return Path(options.ENV["XFBENCH_CACHE"].read() or Path.home() / ".cache" / "xfbench" / "onnx")
 
 
 def digest(spec: Spec) -> str:

@@ -10,13 +10,14 @@ device) that both ran (--dtype narrows the rows and the check).
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from pathlib import Path
 
 from tabulate import tabulate
 
+from xfbench import options
+from xfbench.errors import UsageError
 from xfbench.gemm.best import fill_share_of_best
 
 # Published cuBLAS GEMM, square 8192, TFLOP/s (community measurements, ANCHORS.md),
@@ -110,7 +111,7 @@ def table(records: list[dict]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(
+    p = options.ArgumentParser(
         prog="python -m xfbench.gemm.compare", description=__doc__.splitlines()[0]
     )
     p.add_argument(
@@ -119,11 +120,18 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--dtype", action="append", help="only this dtype (repeatable)")
     p.add_argument(
         "--min-ratio",
-        type=float,
         default=None,
         help="exit 1 when CuPy's TFLOP/s is below this share of torch.matmul's",
     )
-    args = p.parse_args(argv)
+    args = options.parse_command_line(p, argv)
+    if isinstance(args, int):
+        return args
+    try:
+        if args.min_ratio is not None:
+            args.min_ratio = options.number("--min-ratio", args.min_ratio, what="a share")
+    except UsageError as e:
+        print(f"{p.prog}: {e}", file=sys.stderr)
+        return 2
     try:
         records = load(args.results)
     except (OSError, ValueError) as e:

@@ -18,14 +18,15 @@ from dataclasses import dataclass
 
 import pytest
 
+from xfbench.errors import UsageError
 from xfbench.gemm import DTYPES, FRAMEWORK_IMPL, IMPLS, get_impl
 from xfbench.gemm.best import fill_share_of_best
 from xfbench.gemm.measure import GemmCell, Skip, WrongProduct, measure
 from xfbench.gemm.shapes import Shape, ShapeError, parse_sizes, preset_shapes
 from xfbench.gemm.table import gemm_table
 from xfbench.harness.presets import Preset
-from xfbench.harness.selection import SelectionError, comma_list, parse
-from xfbench.plugin import Suite, add_options, declare, failed_row
+from xfbench.harness.selection import comma_list, parse
+from xfbench.plugin import Suite, declare, failed_row
 
 RECORDS = pytest.StashKey()
 CONFIGURED = pytest.StashKey()
@@ -61,7 +62,7 @@ def select(
     model=None,
     skip_missing_devices=False,
 ) -> GemmSelection:
-    """Validate raw option strings into a GemmSelection (SelectionError on bad input)."""
+    """Validate raw option strings into a GemmSelection (UsageError on bad input)."""
     # The common options, validated exactly as the network suites validate them.
     sel = parse(
         framework="null",
@@ -74,7 +75,7 @@ def select(
     impls = comma_list(gemm_impl)
     for name in impls:
         if name not in IMPLS:
-            raise SelectionError(f"unknown GEMM implementation {name!r}; valid: {', '.join(IMPLS)}")
+            raise UsageError(f"unknown GEMM implementation {name!r}; valid: {', '.join(IMPLS)}")
     if not impls and comma_list(model) and not gemm_sizes:
         pass  # --model names networks: the GEMM suite was not asked for
     elif not impls:
@@ -87,13 +88,11 @@ def select(
     try:
         shapes = parse_sizes(gemm_sizes) if gemm_sizes else preset_shapes(sel.preset.name)
     except ShapeError as e:
-        raise SelectionError(str(e)) from None
+        raise UsageError(str(e)) from None
     dtypes = list(sel.precisions) if comma_list(precision) else list(DTYPES)
     unknown = [d for d in dtypes if d not in DTYPES]
     if unknown:  # fp64 is a network precision (the equivalence proof's), not a GEMM type here
-        raise SelectionError(
-            f"unknown GEMM precision {', '.join(unknown)}; valid: {', '.join(DTYPES)}"
-        )
+        raise UsageError(f"unknown GEMM precision {', '.join(unknown)}; valid: {', '.join(DTYPES)}")
     return GemmSelection(
         tuple(impls), tuple(shapes), tuple(dtypes), sel.devices, sel.threads, sel.preset
     )
@@ -118,23 +117,7 @@ def _select(config) -> GemmSelection:
     )
 
 
-SUITE = declare(
-    Suite(
-        "gemm",
-        {
-            "gemm-impl": "GEMM suite: implementations, comma-separated: "
-            + ", ".join(IMPLS)
-            + " (default: those of --framework, else all)",
-            "gemm-sizes": "GEMM suite: N (square), MxNxK (C is MxN), layers[:BATCH]; "
-            "comma-separated (default: the preset's sizes)",
-        },
-        select=_select,
-    )
-)
-
-
-def pytest_addoption(parser):
-    add_options(parser, SUITE.options)
+SUITE = declare(Suite("gemm", select=_select))
 
 
 def pytest_generate_tests(metafunc):

@@ -9,6 +9,9 @@ from __future__ import annotations
 import importlib
 import sys
 
+from xfbench import options
+from xfbench.errors import UsageError
+
 SUBCOMMANDS = {
     "run": (
         "xfbench.runner.cli",
@@ -38,6 +41,11 @@ def main(argv: list[str] | None = None) -> int:
             f"xfbench: unknown command {name!r}; commands: {', '.join(SUBCOMMANDS)}",
             file=sys.stderr,
         )
+        return 2
+    try:
+        options.check_environment()
+    except UsageError as e:
+        print(f"xfbench: {e}", file=sys.stderr)
         return 2
     module = SUBCOMMANDS[name][0]
     try:

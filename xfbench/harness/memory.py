@@ -9,9 +9,10 @@ reset fails and the figure is the process's lifetime peak, which is labelled.
 from __future__ import annotations
 
 import ctypes
-import os
 import resource
 from pathlib import Path
+
+from xfbench import options
 
 
 def reset_peak_rss() -> bool:
@@ -49,7 +50,7 @@ def keep_freed_memory() -> str:
     Returns the setting in force, for the records.
     """
     global SETTING
-    if os.environ.get("XFBENCH_MALLOC") == "default":
+    if options.ENV["XFBENCH_MALLOC"].read() == "default":
         SETTING = "glibc default (XFBENCH_MALLOC=default)"
         return SETTING
     try:

@@ -1,6 +1,6 @@
 """Which cells to run: the selection options, validated, expanded into cells.
 
-Every option takes a comma-separated list. A bad value raises SelectionError
+Every option takes a comma-separated list. A bad value raises UsageError
 with one line naming the valid values; the caller turns it into a usage error.
 """
 
@@ -12,6 +12,7 @@ from pathlib import Path
 
 from xfbench import machine
 from xfbench.adapters import DATA_MODES, PRECISIONS, Cell, get_adapter
+from xfbench.errors import UsageError
 from xfbench.frameworks import FRAMEWORKS
 from xfbench.harness.presets import PRESETS, Preset
 from xfbench.harness.threads import allowed_cpus
@@ -20,10 +21,6 @@ from xfbench.models import NETWORKS, SMOKE_BATCH, get_spec
 # Precisions only the GEMM suite runs (fp8 through torch._scaled_mm). Network adapters
 # do not list them, so network cells asked for them skip with that reason.
 GEMM_ONLY_PRECISIONS = ("fp8",)
-
-
-class SelectionError(ValueError):
-    """A bad option value; the message is one line for the user."""
 
 
 @dataclass(frozen=True)
@@ -63,10 +60,10 @@ def option_list(option: str, value: str | None) -> list[str]:
         return []
     items = comma_list(str(value))
     if not items:
-        raise SelectionError(f"--{option} is empty: name at least one value, or leave it out")
+        raise UsageError(f"--{option} is empty: name at least one value, or leave it out")
     repeated = [v for v in dict.fromkeys(items) if items.count(v) > 1]
     if repeated:
-        raise SelectionError(f"--{option} names {repeated[0]!r} more than once")
+        raise UsageError(f"--{option} names {repeated[0]!r} more than once")
     return items
 
 
@@ -75,7 +72,7 @@ def _one(option: str, value: str | None) -> str | None:
     if value is None:
         return None
     if not str(value).strip():
-        raise SelectionError(f"--{option} is empty: give a value, or leave it out")
+        raise UsageError(f"--{option} is empty: give a value, or leave it out")
     return str(value).strip()
 
 
@@ -92,18 +89,18 @@ def present_devices() -> list[str]:
 def _check(option: str, values: list[str], valid) -> None:
     for v in values:
         if v not in valid:
-            raise SelectionError(f"unknown {option} {v!r}; valid: {', '.join(valid)}")
+            raise UsageError(f"unknown {option} {v!r}; valid: {', '.join(valid)}")
 
 
 def normalize_device(name: str) -> str:
     """cpu, cuda[:N] (or gpu[:N]), tpu[:N] -> cpu, cuda:N, tpu:N."""
     m = re.fullmatch(r"(cpu|cuda|gpu|tpu)(?::(\d+))?", name.strip().lower())
     if not m:
-        raise SelectionError(f"unknown device {name!r}; valid: cpu, cuda:N (or gpu:N), tpu:N")
+        raise UsageError(f"unknown device {name!r}; valid: cpu, cuda:N (or gpu:N), tpu:N")
     kind, index = m.group(1), m.group(2)
     if kind == "cpu":
         if index not in (None, "0"):
-            raise SelectionError(f"unknown device {name!r}; the host is 'cpu'")
+            raise UsageError(f"unknown device {name!r}; the host is 'cpu'")
         return "cpu"
     return f"{'cuda' if kind == 'gpu' else kind}:{index or 0}"
 
@@ -116,7 +113,7 @@ def _positive(option: str, value: str | None) -> int | None:
     except ValueError:
         n = 0
     if n < 1:
-        raise SelectionError(f"{option} must be a positive whole number, not {value!r}")
+        raise UsageError(f"{option} must be a positive whole number, not {value!r}")
     return n
 
 
@@ -127,7 +124,7 @@ def _count(option: str, value) -> int:
     except (TypeError, ValueError):
         n = -1
     if n < 0:
-        raise SelectionError(f"{option} must be a whole number, 0 or more, not {value!r}")
+        raise UsageError(f"{option} must be a whole number, 0 or more, not {value!r}")
     return n
 
 
@@ -153,7 +150,7 @@ def parse(
     ]
     _check("framework", frameworks, list(FRAMEWORKS))
     if not frameworks:
-        raise SelectionError("no framework is installed; see README.md for the install command")
+        raise UsageError("no framework is installed; see README.md for the install command")
     networks = option_list("model", model) or list(NETWORKS)
     _check("model", networks, list(NETWORKS))
     modes = option_list("mode", mode) or None
@@ -162,20 +159,18 @@ def parse(
         valid = ", ".join(f"{m} ({f})" for m, f in known.items())
         for m in modes:
             if m not in known:
-                raise SelectionError(
-                    f"unknown mode {m!r} for {', '.join(frameworks)}; valid: {valid}"
-                )
+                raise UsageError(f"unknown mode {m!r} for {', '.join(frameworks)}; valid: {valid}")
     precisions = option_list("precision", precision) or ["fp32"]
     _check("precision", precisions, PRECISIONS + GEMM_ONLY_PRECISIONS)
     devices = [normalize_device(d) for d in option_list("device", device)]
     if len(set(devices)) < len(devices):  # gpu:0 and cuda:0 are one device
-        raise SelectionError(f"--device {device!r} names one device more than once")
+        raise UsageError(f"--device {device!r} names one device more than once")
     explicit = bool(devices)
     if explicit and not skip_missing_devices:
         present = present_devices()
         for d in devices:
             if d not in present:
-                raise SelectionError(
+                raise UsageError(
                     f"device {d} is not present on this machine (present: {', '.join(present)}); "
                     "--skip-missing-devices records its cells as skipped instead"
                 )
@@ -184,27 +179,25 @@ def parse(
     n_threads = threads if isinstance(threads, int) else None
     if n_threads is None and threads is not None:
         if "," in str(threads):
-            raise SelectionError(
+            raise UsageError(
                 "--threads takes one count per pytest process; sweep thread "
                 "counts with one pytest invocation per count"
             )
         n_threads = _positive("--threads", threads)
     n_threads = n_threads or cpus
     if n_threads > cpus:
-        raise SelectionError(
-            f"--threads {n_threads} is more than the {cpus} CPUs this process may use"
-        )
+        raise UsageError(f"--threads {n_threads} is more than the {cpus} CPUs this process may use")
     preset_name = _one("preset", preset) or "paper"
     _check("preset", [preset_name], list(PRESETS))
     data_mode = _one("data", data) or "resident"
     _check("data mode", [data_mode], DATA_MODES)
     folder = _one("data-dir", data_dir)
     if data_mode == "real" and not folder:
-        raise SelectionError("--data real needs --data-dir PATH, the folder of the data sets")
+        raise UsageError("--data real needs --data-dir PATH, the folder of the data sets")
     if folder and data_mode != "real":
-        raise SelectionError("--data-dir is read only with --data real")
+        raise UsageError("--data-dir is read only with --data real")
     if folder and not Path(folder).is_dir():
-        raise SelectionError(f"--data-dir {folder}: not a folder (xfbench data check explains)")
+        raise UsageError(f"--data-dir {folder}: not a folder (xfbench data check explains)")
     # the loader's workers share the cell's CPUs (its affinity): by default one per
     # thread, at most 4
     workers = min(4, n_threads) if data_workers is None else _count("--data-workers", data_workers)

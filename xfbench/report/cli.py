@@ -3,20 +3,15 @@
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
+from xfbench import options
 from xfbench.report import FORMATS
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message):  # one line, no usage dump
-        raise SystemExit(f"xfbench report: {message} (see xfbench report --help)")
-
-
-def parser() -> argparse.ArgumentParser:
-    p = _Parser(
+def parser() -> options.ArgumentParser:
+    p = options.ArgumentParser(
         prog="xfbench report",
         description="Render Table 7 of Shi et al. 2016 and more from xfbench results: "
         "runner folders (results/<date>-<host>/) or pytest-benchmark JSON files.",
@@ -65,13 +60,9 @@ def main(argv: list[str] | None = None) -> int:
     from xfbench.report.load import LoadError
     from xfbench.report.procurement import PricesError
 
-    try:
-        args = parser().parse_args(argv)
-    except SystemExit as e:
-        if isinstance(e.code, str):
-            print(e.code, file=sys.stderr)
-            return 2
-        return e.code or 0
+    args = options.parse_command_line(parser(), argv)
+    if isinstance(args, int):
+        return args
     formats = comma_list(args.format)
     unknown = [f for f in formats if f not in FORMATS]
     if unknown or not formats:

@@ -12,11 +12,12 @@ score well by leaving out its slow ones.
 
 from __future__ import annotations
 
-import argparse
 import math
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+
+from xfbench import options
 
 # In a checkout: results/reference/ beside the package.
 REFERENCES = Path(__file__).resolve().parents[2] / "results" / "reference"
@@ -118,7 +119,7 @@ def describe(s: Score, price: dict | None = None) -> str:
 def main(argv: list[str] | None = None) -> int:
     from xfbench.report.load import LoadError, load
 
-    p = argparse.ArgumentParser(
+    p = options.ArgumentParser(
         prog="xfbench score",
         description="One number for RESULTS against a reference result set: the weighted "
         "geometric mean of the reference's seconds over these.",
@@ -134,10 +135,9 @@ def main(argv: list[str] | None = None) -> int:
         help="a prices file (as xfbench report --prices) giving RESULTS' machine a "
         "purchase price: adds the score per $1,000",
     )
-    try:
-        args = p.parse_args(argv)
-    except SystemExit as e:
-        return int(e.code or 0) if not isinstance(e.code, str) else 2
+    args = options.parse_command_line(p, argv)
+    if isinstance(args, int):
+        return args
     try:
         run = load(args.results)
         candidates = [Path(args.reference)] if args.reference else references()

@@ -10,15 +10,13 @@ any cell failed (crash, kill, out of memory, time-out, exception), 130 when inte
 
 from __future__ import annotations
 
-import argparse
-import math
 import os
 import signal
 import sys
 from pathlib import Path
 
-from xfbench.harness.presets import PRESETS
-from xfbench.harness.selection import SelectionError
+from xfbench import options
+from xfbench.errors import UsageError
 from xfbench.records import RecordError
 from xfbench.runner import suites
 from xfbench.runner.group import Job, key, run_group
@@ -29,111 +27,9 @@ from xfbench.runner.store import RunFolder, StoreError, default_folder, find_res
 HARD_FAILURES = ("failed", "timeout", "killed", "oom")
 
 
-class UsageError(Exception):
-    pass
-
-
-class Parser(argparse.ArgumentParser):
-    def error(self, message):  # one line, no usage block
-        raise UsageError(message)
-
-
-def parser() -> Parser:
-    p = Parser(prog="xfbench run", description=__doc__.split("\n\n")[0])
-    p.add_argument(
-        "--suite",
-        default="single",
-        help="single (default: the train/infer cells on one device each), scaling "
-        "(data-parallel training over N workers) or allreduce (collective "
-        "bandwidth)",
-    )
-    sel = p.add_argument_group("cells (comma-separated lists, as for pytest xfbench/suites/)")
-    sel.add_argument("--framework", help="default: every installed framework")
-    sel.add_argument("--model", help="networks (default: all nine)")
-    sel.add_argument(
-        "--mode",
-        help="execution modes (default: the preset's choice, "
-        "else every mode that runs on the device)",
-    )
-    sel.add_argument("--precision", help="fp32, tf32, bf16, fp16, fp64 (CPU only) (default: fp32)")
-    sel.add_argument("--device", help="cpu, cuda:N, tpu:N (default: cpu and every GPU present)")
-    sel.add_argument(
-        "--threads",
-        help="thread counts, e.g. 1,2,4 (default: 1, 2, 4, ... "
-        "up to the CPUs this process may use)",
-    )
-    sel.add_argument("--preset", help=f"{', '.join(PRESETS)} (default: paper)")
-    sel.add_argument("--batch-size", help="mini-batch size (default: the preset's)")
-    sel.add_argument(
-        "--ci-target",
-        help="adaptive rounds (paper, quick): more rounds until the median's 95%% interval "
-        "is within this percentage (default: 2)",
-    )
-    sel.add_argument("--data", help="resident (default), copied, or real (needs --data-dir)")
-    sel.add_argument("--data-dir", help="--data real: the folder of the data sets (docs/data.md)")
-    sel.add_argument(
-        "--data-workers", help="--data real: input pipeline workers (default: CPUs, at most 4)"
-    )
-    sel.add_argument(
-        "--weights", help="seed (default) or onnx: where the initial weights come from"
-    )
-    sel.add_argument("--task", help="train,infer (default: the preset's tasks)")
-    run = p.add_argument_group("the sweep")
-    run.add_argument(
-        "--cell-timeout",
-        type=float,
-        metavar="SECONDS",
-        help="time limit of one cell (default: the preset's, e.g. "
-        + ", ".join(f"{n} {int(pr.cell_timeout_s)}" for n, pr in PRESETS.items())
-        + ")",
-    )
-    run.add_argument(
-        "--results",
-        metavar="DIR",
-        help="results folder (default: resume the newest unfinished "
-        "results/<date>-<host> of this selection, else today's)",
-    )
-    run.add_argument(
-        "--retry-failed", action="store_true", help="run again the cells recorded in failed/"
-    )
-    run.add_argument(
-        "--skip-missing-devices",
-        action="store_true",
-        help="record the cells of a --device this machine lacks as skipped (default: such a "
-        "device is an error listing those present)",
-    )
-    run.add_argument(
-        "--retry-contended",
-        action="store_true",
-        help="measure again the cells whose result is marked contended (other processes "
-        "took more than 10%% of their CPUs); the new record replaces the old",
-    )
-    dp = p.add_argument_group("--suite scaling and --suite allreduce")
-    dp.add_argument(
-        "--workers",
-        help="worker counts, e.g. 1,2,4 (default: 1,2 on cpu; 1, 2, "
-        "4, ... up to the GPUs on cuda); with --suite allreduce, "
-        "the same as --world-sizes. --threads is per worker",
-    )
-    dp.add_argument(
-        "--scaling",
-        help="strong (default: the global batch split over the "
-        "workers) and/or weak (the batch per worker fixed)",
-    )
-    dp.add_argument(
-        "--world-sizes",
-        help="all-reduce world sizes (default: 1,2 on cpu; 1, 2, "
-        "4, ... and the number of GPUs on cuda)",
-    )
-    dp.add_argument(
-        "--allreduce-sizes",
-        help="message sizes, passed to the all-reduce suite (default: the suite's, by preset)",
-    )
-    out = p.add_argument_group("output")
-    out.add_argument(
-        "--quiet", action="store_true", help="no progress bar or table: one line at the end"
-    )
-    out.add_argument("--json-only", action="store_true", help="print only the merged JSON's path")
+def parser() -> options.ArgumentParser:
+    p = options.ArgumentParser(prog="xfbench run", description=__doc__.split("\n\n")[0])
+    options.add_run_arguments(p)
     return p
 
 
@@ -168,12 +64,8 @@ def main(argv: list[str] | None = None) -> int:
             args = parser().parse_args(argv)
         except SystemExit as e:  # --help
             return int(e.code or 0)
-        if args.cell_timeout is not None and not (0 < args.cell_timeout < math.inf):
-            # nan, inf, 0 and below would each disable the limit silently
-            raise UsageError(
-                f"--cell-timeout must be a positive, finite number of seconds, "
-                f"not {args.cell_timeout:g}"
-            )
+        # nan, inf, 0 and below would each disable the limit silently
+        args.cell_timeout = options.seconds("--cell-timeout", args.cell_timeout)
         if args.results is not None and not args.results.strip():
             raise UsageError("--results is empty: name a folder, or leave it out")
         plan = make_suite_plan(args)
@@ -186,7 +78,7 @@ def main(argv: list[str] | None = None) -> int:
             _writable(path)
         folder.check_version()
         folder.lock()
-    except (UsageError, SelectionError, RecordError, StoreError) as e:
+    except (UsageError, RecordError, StoreError) as e:
         print(f"xfbench run: {e}", file=sys.stderr)
         return 2
     try:
@@ -200,95 +92,20 @@ def main(argv: list[str] | None = None) -> int:
         folder.unlock()
 
 
-# Options that belong to one suite only: giving them to another is a mistake, not a no-op.
-SUITE_OPTIONS = {
-    "single": (
-        "framework",
-        "model",
-        "mode",
-        "precision",
-        "device",
-        "threads",
-        "preset",
-        "batch_size",
-        "data",
-        "data_dir",
-        "data_workers",
-        "weights",
-        "task",
-        "ci_target",
-    ),
-    "scaling": (
-        "framework",
-        "model",
-        "precision",
-        "device",
-        "threads",
-        "preset",
-        "batch_size",
-        "workers",
-        "scaling",
-    ),
-    "allreduce": (
-        "framework",
-        "device",
-        "threads",
-        "preset",
-        "workers",
-        "world_sizes",
-        "allreduce_sizes",
-    ),
-}
-EVERY_OPTION = sorted({o for names in SUITE_OPTIONS.values() for o in names})
-
-
 def make_suite_plan(args) -> Plan:
-    """The plan of the suite named by --suite, every option checked (UsageError or
-    SelectionError: one line)."""
+    """The plan of the suite named by --suite, every option checked (UsageError: one line)."""
+    if args.suite is None:
+        args.suite = "single"
     if args.suite not in suites.SUITES:
         raise UsageError(f"unknown suite {args.suite!r}; valid: {', '.join(suites.SUITES)}")
-    for name in EVERY_OPTION:
-        if getattr(args, name) is not None and name not in SUITE_OPTIONS[args.suite]:
-            raise UsageError(f"--{name.replace('_', '-')} does not apply to --suite {args.suite}")
-    if args.suite == "scaling":
-        return suites.scaling_plan(
-            args.framework,
-            args.model,
-            args.precision,
-            args.device,
-            args.threads,
-            args.batch_size,
-            args.preset,
-            args.workers,
-            args.scaling,
-        )
-    if args.suite == "allreduce":
-        if args.workers and args.world_sizes:
-            raise UsageError("--workers and --world-sizes name the same thing here; give one")
-        return suites.allreduce_plan(
-            args.framework,
-            args.device,
-            args.preset,
-            args.world_sizes or args.workers,
-            args.allreduce_sizes,
-            args.threads,
-        )
-    return make_plan(
-        args.framework,
-        args.model,
-        args.mode,
-        args.precision,
-        args.device,
-        args.threads,
-        args.batch_size,
-        args.preset,
-        args.data,
-        args.task,
-        args.weights,
-        args.skip_missing_devices,
-        args.ci_target,
-        args.data_dir,
-        args.data_workers,
+    # Options that belong to one suite only: giving them to another is a mistake, not a no-op.
+    own = options.applies(args.suite)
+    for o in options.RUN_OPTIONS:
+        if getattr(args, o.dest) not in (None, False) and o.dest not in own:
+            raise UsageError(f"--{o.name} does not apply to --suite {args.suite}")
+    plan = {"single": make_plan, "scaling": suites.scaling_plan, "allreduce": suites.allreduce_plan}
+    return plan[args.suite](
+        **{o.dest: getattr(args, o.dest) for o in options.plan_options(args.suite)}
     )
 
 

@@ -5,10 +5,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from xfbench import options
 from xfbench.adapters import TASKS
+from xfbench.errors import UsageError
 from xfbench.harness.measure import WEIGHT_SOURCES
 from xfbench.harness.presets import PRESETS
-from xfbench.harness.selection import SelectionError, cells, option_list, parse
+from xfbench.harness.selection import cells, option_list, parse
 from xfbench.harness.threads import allowed_cpus
 from xfbench.runner.group import Group, Job
 
@@ -29,11 +31,9 @@ def thread_counts(value: str | None) -> list[int]:
     counts = []
     for part in option_list("threads", value):
         if not part.isdigit() or int(part) < 1:
-            raise SelectionError(f"--threads takes positive counts like 1,2,4, not {part!r}")
+            raise UsageError(f"--threads takes positive counts like 1,2,4, not {part!r}")
         if int(part) > cpus:
-            raise SelectionError(
-                f"--threads {part} is more than the {cpus} CPUs this process may use"
-            )
+            raise UsageError(f"--threads {part} is more than the {cpus} CPUs this process may use")
         counts.append(int(part))
     return sorted(set(counts))
 
@@ -50,6 +50,7 @@ class Plan:
 
 
 def make_plan(
+    *,
     framework=None,
     model=None,
     mode=None,
@@ -66,7 +67,7 @@ def make_plan(
     data_dir=None,
     data_workers=None,
 ) -> Plan:
-    """Validate every option (SelectionError: one line for the user) and list the jobs."""
+    """Validate every option (UsageError: one line for the user) and list the jobs."""
     counts = thread_counts(threads)
     base = dict(
         framework=framework,
@@ -85,21 +86,16 @@ def make_plan(
     }
     sel = selections[counts[0]]
     if ci_target is not None:
-        try:
-            ok = 0 < float(ci_target) < 100
-        except ValueError:
-            ok = False
-        if not ok:
-            raise SelectionError(
-                f"--ci-target must be a percentage above 0 and below 100, not {ci_target!r}"
-            )
+        options.number("--ci-target", ci_target, high=100, what="a percentage")
     if weights not in (None, *WEIGHT_SOURCES):
-        raise SelectionError(f"unknown weights {weights!r}; valid: {', '.join(WEIGHT_SOURCES)}")
+        raise UsageError(f"unknown weights {weights!r}; valid: {', '.join(WEIGHT_SOURCES)}")
     tasks = option_list("task", task) or list(sel.preset.tasks)
     for t in tasks:
         if t not in TASKS:
-            raise SelectionError(f"unknown task {t!r}; valid: {', '.join(TASKS)}")
-    options = {
+            raise UsageError(f"unknown task {t!r}; valid: {', '.join(TASKS)}")
+    # What each child is given (options.CHILD_OPTIONS), normalised where the child would
+    # otherwise fill in its own defaults differently.
+    given = {
         "model": ",".join(sel.networks),
         "mode": mode,
         "precision": ",".join(sel.precisions),
@@ -113,6 +109,7 @@ def make_plan(
         # as given: each job's default follows its own thread count
         "data-workers": data_workers if sel.data == "real" else None,
     }
+    assert set(given) == set(options.CHILD_OPTIONS), "each child option is given"
     jobs = []
     for fw in sel.frameworks:
         for dev in sel.devices:
@@ -127,7 +124,7 @@ def make_plan(
                     if c.framework == fw and c.device == dev
                 ]
                 if group_cells:
-                    jobs.append(Job(Group(fw, dev, n), group_cells, options))
+                    jobs.append(Job(Group(fw, dev, n), group_cells, given))
     selection = {
         "frameworks": list(sel.frameworks),
         "networks": list(sel.networks),

@@ -1,4 +1,4 @@
-"""The pytest side of the runner, loaded by the root conftest.
+"""The pytest side of the runner, loaded by the root plugin (xfbench.plugin).
 
 Three jobs:
 - in every pytest run, each cell that fails or is skipped is recorded with its
@@ -16,7 +16,6 @@ Three jobs:
 
 from __future__ import annotations
 
-import math
 import os
 import shutil
 import signal
@@ -26,8 +25,10 @@ from pathlib import Path
 
 import pytest
 
-from xfbench import records
+from xfbench import options, records
 from xfbench.adapters import Cell
+from xfbench.errors import UsageError
+from xfbench.options import CHILD_OPTIONS
 from xfbench.plugin import SUITE_FAILURE
 from xfbench.runner.group import CELL_DIR_ENV, MARKER_ENV, Group, Job, key, run_group
 from xfbench.runner.store import STATUSES, RunFolder, children_runtimes, read_json, write_json
@@ -42,40 +43,14 @@ CACHE = pytest.StashKey()  # config: machine and commit info for per-cell files
 # process, hang, or raise, so the tests can check that the sweep records it and goes on.
 FAULT_ENV = "XFBENCH_FAULT"
 TAIL_LINES = 40
-# Options a child needs to expand the same cells as this session.
-CELL_OPTIONS = (
-    "model",
-    "mode",
-    "precision",
-    "preset",
-    "batch-size",
-    "data",
-    "weights",
-    "skip-missing-devices",
-    "ci-target",
-    "data-dir",
-    "data-workers",
-)
-
-
-def pytest_addoption(parser):
-    parser.getgroup("xfbench").addoption(
-        "--cell-timeout",
-        action="store",
-        type=float,
-        default=None,
-        help="seconds one cell may take when groups run in child processes (default: the preset's)",
-    )
 
 
 def pytest_configure(config):
     config.stash[FAILURES] = []
-    timeout = config.getoption("cell_timeout")
-    if timeout is not None and not (0 < timeout < math.inf):
-        # nan, inf, 0 and below would each disable the limit silently
-        raise pytest.UsageError(
-            f"--cell-timeout must be a positive, finite number of seconds, not {timeout:g}"
-        )
+    try:  # nan, inf, 0 and below would each disable the limit silently
+        options.seconds("--cell-timeout", config.getoption("cell_timeout", None))
+    except UsageError as e:
+        raise pytest.UsageError(str(e)) from None
 
 
 def _cell(item):
@@ -98,12 +73,15 @@ class Isolation:
 
         self.folder = RunFolder(tempfile.mkdtemp(prefix="xfbench-"))
         preset = PRESETS.get(config.getoption("preset") or "paper", PRESETS["paper"])
-        self.timeout = config.getoption("cell_timeout") or preset.cell_timeout_s
-        options = {name: config.getoption(name.replace("-", "_"), None) for name in CELL_OPTIONS}
+        self.timeout = (
+            options.seconds("--cell-timeout", config.getoption("cell_timeout", None))
+            or preset.cell_timeout_s
+        )
+        given = {name: config.getoption(name.replace("-", "_"), None) for name in CHILD_OPTIONS}
         self.jobs: dict[Group, Job] = {}
         for cell in cells:
             group = Group(cell.framework, cell.device, cell.threads)
-            self.jobs.setdefault(group, Job(group, [], options)).cells.append(cell)
+            self.jobs.setdefault(group, Job(group, [], given)).cells.append(cell)
         self.ran: set[Group] = set()
         self.records: list[dict] = []
         self.runtimes: dict[str, dict] = {}  # what the children's frameworks reported
@@ -213,8 +191,7 @@ def pytest_runtest_call(item):
     cell = _unit(item)
     if item.config.stash.get(ISOLATION, None) is not None:
         return  # the cell runs in a child, where the fault belongs
-    faults = dict(f.rsplit(":", 1) for f in os.environ.get(FAULT_ENV, "").split(",") if ":" in f)
-    action = faults.get(key(cell)) if cell is not None else None
+    action = options.faults().get(key(cell)) if cell is not None else None
     if action == "kill":
         os.kill(os.getpid(), signal.SIGKILL)
     elif action == "sleep":
@@ -360,7 +337,7 @@ def pytest_benchmark_update_json(config, benchmarks, output_json):
     # None for an option no loaded plugin declares (a suite run with -p no:xfbench.plugin)
     options = {
         name: config.getoption(name.replace("-", "_"), None)
-        for name in ("framework", "device", "threads") + CELL_OPTIONS
+        for name in ("framework", "device", "threads") + CHILD_OPTIONS
     }
     output_json["xfbench"] = {
         "failures": _once_per_cell(config.stash.get(FAILURES, [])),

@@ -18,8 +18,9 @@ from dataclasses import dataclass
 
 import xfbench.runner.group as group_module
 from xfbench import machine
+from xfbench.errors import UsageError
 from xfbench.frameworks import names
-from xfbench.harness.selection import SelectionError, comma_list, normalize_device, parse
+from xfbench.harness.selection import comma_list, normalize_device, parse
 from xfbench.harness.threads import allowed_cpus
 from xfbench.runner.group import Group, Job
 from xfbench.runner.plan import Plan
@@ -136,10 +137,10 @@ def counts(option: str, value: str | None) -> list[int] | None:
     out = []
     for part in comma_list(value):
         if not part.isdigit() or int(part) < 1:
-            raise SelectionError(f"{option} takes positive counts like 1,2,4, not {part!r}")
+            raise UsageError(f"{option} takes positive counts like 1,2,4, not {part!r}")
         out.append(int(part))
     if not out:
-        raise SelectionError(f"{option} takes positive counts like 1,2,4")
+        raise UsageError(f"{option} takes positive counts like 1,2,4")
     return sorted(set(out))
 
 
@@ -147,11 +148,11 @@ def _frameworks(framework: str | None, known: tuple[str, ...], suite: str, named
     if comma_list(framework):
         for f in named:
             if f not in known:
-                raise SelectionError(f"--suite {suite} runs {', '.join(known)}; not {f!r}")
+                raise UsageError(f"--suite {suite} runs {', '.join(known)}; not {f!r}")
         return list(named)
     found = [f for f in named if f in known]
     if not found:
-        raise SelectionError(f"--suite {suite} needs one of {', '.join(known)} installed")
+        raise UsageError(f"--suite {suite} needs one of {', '.join(known)} installed")
     return found
 
 
@@ -167,15 +168,15 @@ def _devices(device: str | None, suite: str) -> list[str]:
             out.append("cpu")
         elif d.startswith("cuda:"):
             if not gpus:
-                raise SelectionError(f"device {d} is not present: this machine has no NVIDIA GPU")
+                raise UsageError(f"device {d} is not present: this machine has no NVIDIA GPU")
             if int(d.partition(":")[2]) >= gpus:
-                raise SelectionError(
+                raise UsageError(
                     f"device {d} is not present: this machine has {gpus} GPU(s), "
                     f"cuda:0 to cuda:{gpus - 1}"
                 )
             out.append("cuda")
         else:
-            raise SelectionError(f"--suite {suite} runs on cpu and cuda, not {d}")
+            raise UsageError(f"--suite {suite} runs on cpu and cuda, not {d}")
     return list(dict.fromkeys(out))
 
 
@@ -190,7 +191,7 @@ def worker_counts(
         return asked or [1, 2]
     if asked:
         if asked[-1] > gpus:
-            raise SelectionError(
+            raise UsageError(
                 f"{option} {asked[-1]} on cuda needs {asked[-1]} GPUs; this machine has {gpus}"
             )
         return asked
@@ -205,9 +206,9 @@ def _threads(value: str | None) -> int | None:
         return None
     cpus = len(allowed_cpus())
     if not value.strip().isdigit() or int(value) < 1:
-        raise SelectionError(f"--threads takes one positive count per worker here, not {value!r}")
+        raise UsageError(f"--threads takes one positive count per worker here, not {value!r}")
     if int(value) > cpus:
-        raise SelectionError(f"--threads {value} is more than the {cpus} CPUs this process may use")
+        raise UsageError(f"--threads {value} is more than the {cpus} CPUs this process may use")
     return int(value)
 
 
@@ -217,7 +218,7 @@ def _fits_cpus(option: str, counts: list[int], threads: int | None) -> None:
     cpus = len(allowed_cpus())
     need = max(counts) * (threads or 1)
     if need > cpus:
-        raise SelectionError(
+        raise UsageError(
             f"{option} {max(counts)} with {threads or 1} thread(s) each needs "
             f"{need} CPUs; this process may use {cpus}"
         )
@@ -227,6 +228,7 @@ def _fits_cpus(option: str, counts: list[int], threads: int | None) -> None:
 
 
 def scaling_plan(
+    *,
     framework=None,
     model=None,
     precision=None,
@@ -237,7 +239,7 @@ def scaling_plan(
     workers=None,
     scaling=None,
 ):
-    """Validate the options of `xfbench run --suite scaling` (SelectionError: one line)
+    """Validate the options of `xfbench run --suite scaling` (UsageError: one line)
     and list its jobs: one child per (framework, device, network, scaling kind), given
     the batch explicitly so that the suite expands exactly the cells named here."""
     sel = parse(
@@ -247,12 +249,12 @@ def scaling_plan(
     devices = _devices(device, "scaling")
     per_worker_threads = _threads(threads)
     if len(sel.precisions) > 1:
-        raise SelectionError("--suite scaling takes one --precision")
+        raise UsageError("--suite scaling takes one --precision")
     precision = sel.precisions[0]
     kinds = list(dict.fromkeys(comma_list(scaling))) or ["strong"]
     for k in kinds:
         if k not in SCALING_KINDS:
-            raise SelectionError(f"unknown scaling {k!r}; valid: {', '.join(SCALING_KINDS)}")
+            raise UsageError(f"unknown scaling {k!r}; valid: {', '.join(SCALING_KINDS)}")
     workers_by_device = {d: worker_counts(workers, d) for d in devices}
     if "cpu" in workers_by_device:
         _fits_cpus("--workers", workers_by_device["cpu"], per_worker_threads)
@@ -267,7 +269,7 @@ def scaling_plan(
                     if kind == "strong":
                         for w in ws:
                             if batch % w:
-                                raise SelectionError(
+                                raise UsageError(
                                     f"strong scaling splits the global batch {batch} of {network} "
                                     f"over the workers: {w} workers do not divide it; give "
                                     f"--batch-size a multiple of {math.lcm(*ws)}"
@@ -312,23 +314,34 @@ def scaling_plan(
 
 
 def allreduce_plan(
-    framework=None, device=None, preset=None, world_sizes=None, sizes=None, threads=None
+    *,
+    framework=None,
+    device=None,
+    preset=None,
+    world_sizes=None,
+    workers=None,
+    allreduce_sizes=None,
+    threads=None,
 ):
     """Validate the options of `xfbench run --suite allreduce` and list its jobs: one
-    child per (framework, device), one test per world size (all sizes and patterns)."""
+    child per (framework, device), one test per world size (all sizes and patterns).
+    --workers is another name for --world-sizes here."""
+    if workers and world_sizes:
+        raise UsageError("--workers and --world-sizes name the same thing here; give one")
+    world_sizes, sizes = world_sizes or workers, allreduce_sizes
     sel = parse(framework=framework, preset=preset)
     frameworks = _frameworks(framework, ALLREDUCE_FRAMEWORKS, "allreduce", sel.frameworks)
     devices = _devices(device, "allreduce")
     per_rank_threads = _threads(threads)
     if sizes is not None and not comma_list(sizes):
-        raise SelectionError("--allreduce-sizes needs at least one message size")
+        raise UsageError("--allreduce-sizes needs at least one message size")
     if sizes:
         from xfbench.allreduce.sizes import SizeError, parse_sizes
 
         try:  # here, before anything runs, rather than as every child's usage error
             parse_sizes(sizes)
         except SizeError as e:
-            raise SelectionError(f"--allreduce-sizes: {e}") from None
+            raise UsageError(f"--allreduce-sizes: {e}") from None
     by_device = {d: worker_counts(world_sizes, d, "--world-sizes", every_gpu=True) for d in devices}
     if "cpu" in by_device:
         _fits_cpus("--world-sizes", by_device["cpu"], per_rank_threads)

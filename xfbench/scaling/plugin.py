@@ -27,7 +27,7 @@ import pytest
 from xfbench import records
 from xfbench.harness.selection import comma_list
 from xfbench.plugin import SUITE_FAILURE as PENDING
-from xfbench.plugin import Suite, add_options, declare, named
+from xfbench.plugin import Suite, declare, named
 from xfbench.scaling import result as R
 from xfbench.scaling.cell import FRAMEWORKS, CellError, ScalingCell
 from xfbench.scaling.cell import default_batch as cell_default_batch
@@ -66,23 +66,7 @@ def _select(config):
     return parse_workers(config.getoption("workers")), parse_scaling(config.getoption("scaling"))
 
 
-SUITE = declare(
-    Suite(
-        "scaling",
-        {
-            "workers": "scaling suite: worker counts, comma-separated (default: 1,2 on the "
-            "CPU; 1 and powers of two up to the GPUs present on cuda)",
-            "scaling": "scaling suite: strong (global batch split over the workers), weak "
-            "(per-worker batch fixed), or strong,weak (default: strong)",
-        },
-        select=_select,
-        before_pin=_before_pin,
-    )
-)
-
-
-def pytest_addoption(parser):
-    add_options(parser, SUITE.options)
+SUITE = declare(Suite("scaling", select=_select, before_pin=_before_pin))
 
 
 def gpu_worker_counts(gpus: int) -> tuple[int, ...]:

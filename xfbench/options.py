@@ -1,0 +1,535 @@
+"""Every command-line option of the suites and of `xfbench run`, declared once.
+
+From this one table come pytest's options (plugin.pytest_addoption), `xfbench run`'s
+parser (runner.cli), which `--suite` of the runner each option applies to, the options a
+child pytest is given so that it expands the same cells (runner.group), and
+docs/running.md's options table (tests/test_options.py holds the page to this table).
+Adding an option is one entry here; reading and checking its value is the code that
+uses it.
+
+Values stay strings (or booleans for flags) until the code that uses them checks them,
+so that pytest and `xfbench run` check every value in one place and answer a bad one in
+one line (xfbench.errors.UsageError).
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import sys
+from dataclasses import dataclass
+
+from xfbench.errors import UsageError
+
+# The suites of `xfbench run --suite`.
+RUN_SUITES = ("single", "scaling", "allreduce")
+# Where an option shows in `xfbench run --help`.
+GROUPS = {
+    "suite": "",
+    "cells": "cells (comma-separated lists, as for pytest xfbench/suites/)",
+    "sweep": "the sweep",
+    "parallel": "--suite scaling and --suite allreduce",
+    "output": "output",
+}
+
+
+@dataclass(frozen=True, kw_only=True)
+class Option:
+    name: str  # without the leading --
+    values: str  # what it takes: one line, also its help
+    default: str  # what it means when not given
+    pytest: bool = True  # an option of pytest xfbench/suites/...
+    run: tuple[str, ...] = ()  # the `xfbench run --suite`s it applies to; () none
+    child: bool = False  # given to each child pytest of a sweep, as the user gave it
+    selection: bool = False  # read by harness.selection.parse
+    flag: bool = False  # takes no value
+    run_values: str = ""  # where `xfbench run` reads it otherwise (a list, not one count)
+    group: str = "cells"
+    metavar: str | None = None
+
+    @property
+    def dest(self) -> str:
+        return self.name.replace("-", "_")
+
+    def help(self, run: bool = False) -> str:
+        # argparse formats help with %: a literal % is %%
+        text = (self.run_values if run and self.run_values else self.values).replace("`", "")
+        return f"{text} (default: {self.default})".replace("%", "%%")
+
+
+ALL = RUN_SUITES
+OPTIONS: tuple[Option, ...] = (
+    Option(
+        name="suite",
+        values="`single` (the train/infer cells, each on one device), `scaling` "
+        "(data-parallel training over N workers) or `allreduce` (collective bandwidth)",
+        default="single",
+        pytest=False,
+        run=ALL,
+        group="suite",
+    ),
+    Option(
+        name="framework",
+        values="frameworks, comma-separated: `torch`, `tensorflow`, `jax`, `onnxruntime` "
+        "(and `null`, the harness's own cost)",
+        default="every installed framework (a training sweep leaves ONNX Runtime out)",
+        run=ALL,
+        selection=True,
+    ),
+    Option(
+        name="model",
+        values="networks, comma-separated: `fcn5`, `fcn8`, `fcn_r`, `alexnet`, `alexnet_r`, "
+        "`resnet50`, `resnet56`, `lstm32`, `lstm64`",
+        default="all nine",
+        run=("single", "scaling"),
+        child=True,
+        selection=True,
+    ),
+    Option(
+        name="mode",
+        values="execution modes, comma-separated: PyTorch `eager`, `compile`, `cudagraph`; "
+        "TensorFlow `eager`, `function`, `xla`; JAX `jit`; ONNX Runtime `cpu`, `cuda`, "
+        "`tensorrt`",
+        default="the preset's choice, else every mode that runs on the device",
+        run=("single",),
+        child=True,
+        selection=True,
+    ),
+    Option(
+        name="precision",
+        values="`fp32` (TF32 off), `tf32`, `bf16`, `fp16`, `fp64` (CPU only), and `fp8` "
+        "(GEMM suite only), comma-separated",
+        default="fp32 (GEMM suite: every GEMM type)",
+        run=("single", "scaling"),
+        child=True,
+        selection=True,
+    ),
+    Option(
+        name="device",
+        values="devices, comma-separated: `cpu`, `cuda:N` (or `gpu:N`), `tpu:N`",
+        default="cpu and every GPU present",
+        run=ALL,
+        selection=True,
+    ),
+    Option(
+        name="threads",
+        values="CPU threads of this pytest process, one count (scaling suite: per worker; "
+        "all-reduce suite: per rank)",
+        run_values="thread counts, comma-separated, e.g. 1,2,4; each count a process of "
+        "its own (scaling, all-reduce: one count, per worker or rank)",
+        default="every CPU this process may use; xfbench run: 1, 2, 4, ... up to them",
+        run=ALL,
+        selection=True,
+    ),
+    Option(
+        name="preset",
+        values="one of `paper` (Table 7 sizes, 10 s of timed steps a cell), `quick` "
+        "(Table 7 sizes, 1 s), `table7` (Table 7's CPU columns), `smoke` (tiny, for tests)",
+        default="paper",
+        run=ALL,
+        child=True,
+        selection=True,
+    ),
+    Option(
+        name="batch-size",
+        values="one mini-batch size, a whole number above 0",
+        default="the preset's: Table 7's, or the smoke batch",
+        run=("single", "scaling"),
+        child=True,
+        selection=True,
+    ),
+    Option(
+        name="task",
+        values="`train`, `infer`, comma-separated",
+        default="the preset's tasks",
+        pytest=False,
+        run=("single",),
+    ),
+    Option(
+        name="ci-target",
+        values="one percentage above 0 and below 100: adaptive rounds (paper and quick "
+        "presets) time more rounds, within the preset's cap, until the median's 95% "
+        "interval is within it",
+        default="2",
+        run=("single",),
+        child=True,
+    ),
+    Option(
+        name="data",
+        values="one of `resident`, `copied` (the batch copied from host memory inside each "
+        "step), `real` (the data set under --data-dir, through the framework's own pipeline)",
+        default="resident",
+        run=("single",),
+        child=True,
+        selection=True,
+    ),
+    Option(
+        name="data-dir",
+        values="with --data real: one folder holding `mnist/`, `cifar10/`, `ptb/`, "
+        "`imagenet/` (xfbench data check tells what is there)",
+        default="none",
+        run=("single",),
+        child=True,
+        selection=True,
+        metavar="DIR",
+    ),
+    Option(
+        name="data-workers",
+        values="with --data real: the input pipeline's workers, a whole number, 0 or more",
+        default="the cell's threads, at most 4",
+        run=("single",),
+        child=True,
+        selection=True,
+    ),
+    Option(
+        name="weights",
+        values="one of `seed` (drawn in memory) or `onnx` (read back from the canonical ONNX "
+        "files, written to $XFBENCH_CACHE first when missing); the same numbers",
+        default="seed",
+        run=("single",),
+        child=True,
+    ),
+    Option(
+        name="seeds",
+        values="equivalence suite: the canonical weights of these seeds, e.g. `0-9` or `0,3`",
+        default="seed 0",
+    ),
+    Option(
+        name="gemm-impl",
+        values="GEMM suite: implementations, comma-separated: `cupy`, `torch`, `jax`, "
+        "`tensorflow`, `onnxruntime`, `numpy`",
+        default="those of --framework, else all",
+    ),
+    Option(
+        name="gemm-sizes",
+        values="GEMM suite: sizes, comma-separated: `N` (square), `MxNxK` (C is MxN), "
+        "`layers[:BATCH]`",
+        default="the preset's sizes",
+    ),
+    Option(
+        name="workers",
+        values="scaling suite: worker counts, comma-separated, e.g. 1,2,4 (xfbench run "
+        "--suite allreduce: the same as --world-sizes)",
+        default="1,2 on the CPU; 1, 2, 4, ... up to the GPUs present on cuda",
+        run=("scaling", "allreduce"),
+        group="parallel",
+    ),
+    Option(
+        name="scaling",
+        values="scaling suite: `strong` (the global batch split over the workers), `weak` "
+        "(the batch per worker fixed), or both, comma-separated",
+        default="strong",
+        run=("scaling",),
+        group="parallel",
+    ),
+    Option(
+        name="world-sizes",
+        values="all-reduce suite: ranks per sweep, comma-separated",
+        default="1,2 on the CPU; 1, 2, 4, ... up to the GPUs present, and their number, on cuda",
+        run=("allreduce",),
+        group="parallel",
+    ),
+    Option(
+        name="allreduce-sizes",
+        values="all-reduce suite: message sizes, `1KB,4MB,1GB` or a doubling range `1KB:1GB`",
+        default="1KB:1GB (smoke preset 1KB:1MB), capped at 1/8 of each rank's memory",
+        run=("allreduce",),
+        group="parallel",
+    ),
+    Option(
+        name="skip-missing-devices",
+        values="record the cells of a --device this machine lacks as skipped",
+        default="such a device is an error listing those present",
+        flag=True,
+        run=("single",),
+        child=True,
+        selection=True,
+    ),
+    Option(
+        name="cell-timeout",
+        values="seconds one cell may take, a number above 0 (pytest: when groups run in "
+        "child processes)",
+        default="the preset's: smoke 120, quick 900, table7 900, paper 3600",
+        run=ALL,
+        group="sweep",
+        metavar="SECONDS",
+    ),
+    Option(
+        name="results",
+        values="the results folder",
+        default="resume the newest unfinished `results/<date>-<host>` of this selection, "
+        "else start today's",
+        pytest=False,
+        run=ALL,
+        group="sweep",
+        metavar="DIR",
+    ),
+    Option(
+        name="retry-failed",
+        values="run again the cells recorded in failed/ (failed, timed out, killed, out of "
+        "memory, or skipped)",
+        default="a cell with a failure record is finished",
+        flag=True,
+        pytest=False,
+        run=ALL,
+        group="sweep",
+    ),
+    Option(
+        name="retry-contended",
+        values="measure again the cells whose result is marked contended (other processes "
+        "took more than 10% of their CPUs); the new record replaces the old",
+        default="a contended result is finished",
+        flag=True,
+        pytest=False,
+        run=ALL,
+        group="sweep",
+    ),
+    Option(
+        name="quiet",
+        values="no progress bar or table: one line at the end",
+        default="progress bar and table",
+        flag=True,
+        pytest=False,
+        run=ALL,
+        group="output",
+    ),
+    Option(
+        name="json-only",
+        values="print only the merged JSON's path",
+        default="progress bar and table",
+        flag=True,
+        pytest=False,
+        run=ALL,
+        group="output",
+    ),
+)
+
+BY_NAME = {o.name: o for o in OPTIONS}
+PYTEST_OPTIONS = tuple(o for o in OPTIONS if o.pytest)
+RUN_OPTIONS = tuple(o for o in OPTIONS if o.run)
+CHILD_OPTIONS = tuple(o.name for o in OPTIONS if o.child)
+SELECTION_OPTIONS = tuple(o.dest for o in OPTIONS if o.selection)
+
+
+def applies(suite: str) -> tuple[str, ...]:
+    """The dests of the `xfbench run` options that apply to --suite suite."""
+    return tuple(o.dest for o in RUN_OPTIONS if suite in o.run)
+
+
+def plan_options(suite: str) -> tuple[Option, ...]:
+    """The options that choose the cells of `xfbench run --suite suite`: its plan's
+    keyword arguments (the others shape the sweep or its output)."""
+    return tuple(o for o in RUN_OPTIONS if suite in o.run and o.group in ("cells", "parallel"))
+
+
+class ArgumentParser(argparse.ArgumentParser):
+    """argparse for every xfbench command: a bad argument is a UsageError, one line, instead
+    of argparse's usage block and exit."""
+
+    def error(self, message):
+        raise UsageError(f"{message} (see {self.prog} --help)")
+
+
+def parse_command_line(parser: ArgumentParser, argv: list[str] | None):
+    """The parsed arguments, or the exit status when there is nothing to run: 0 after
+    --help, 2 after one line naming a bad argument."""
+    try:
+        return parser.parse_args(argv)
+    except UsageError as e:
+        print(f"{parser.prog}: {e}", file=sys.stderr)
+        return 2
+    except SystemExit as e:  # --help
+        return int(e.code or 0) if not isinstance(e.code, str) else 2
+
+
+def add_pytest_options(parser) -> None:
+    group = parser.getgroup("xfbench", "xfbench cell selection")
+    for o in PYTEST_OPTIONS:
+        if o.flag:
+            group.addoption(f"--{o.name}", action="store_true", default=False, help=o.help())
+        else:
+            group.addoption(
+                f"--{o.name}", action="store", default=None, metavar=o.metavar, help=o.help()
+            )
+
+
+def add_run_arguments(parser) -> None:
+    groups = {}
+    for o in RUN_OPTIONS:
+        if o.group not in groups:
+            title = GROUPS[o.group]
+            groups[o.group] = parser.add_argument_group(title) if title else parser
+        if o.flag:
+            groups[o.group].add_argument(f"--{o.name}", action="store_true", help=o.help(True))
+        else:
+            groups[o.group].add_argument(f"--{o.name}", metavar=o.metavar, help=o.help(True))
+
+
+def markdown_table() -> str:
+    """docs/running.md's options table."""
+
+    def where(o: Option) -> str:
+        out = ["pytest"] if o.pytest else []
+        if o.run == ALL:
+            out.append("run")
+        elif o.run:
+            out.append("run " + ", ".join(o.run))
+        return "; ".join(out)
+
+    lines = ["| option | takes | default | where |", "|---|---|---|---|"]
+    for o in OPTIONS:
+        takes = o.values if not o.run_values else f"{o.values}; xfbench run: {o.run_values}"
+        if o.flag:
+            takes = f"(a flag) {takes}"
+        lines.append(f"| `--{o.name}` | {takes} | {o.default} | {where(o)} |")
+    return "\n".join(lines)
+
+
+def number(
+    option: str,
+    value,
+    *,
+    low: float = 0.0,
+    high: float = math.inf,
+    low_inclusive: bool = False,
+    what: str = "a number",
+) -> float:
+    """A finite number within (low, high) (low included when low_inclusive), or
+    UsageError in one line: nan, inf and out-of-range values never pass, since each would
+    quietly switch off a limit or run without end."""
+    try:
+        x = float(value)
+    except (TypeError, ValueError):
+        x = math.nan
+    above = x >= low if low_inclusive else x > low
+    if not (math.isfinite(x) and above and x < high):
+        bound = f"{'at least' if low_inclusive else 'above'} {low:g}"
+        bound += f" and below {high:g}" if math.isfinite(high) else ""
+        raise UsageError(f"{option} must be {what} {bound}, not {value!r}")
+    return x
+
+
+def seconds(option: str, value) -> float | None:
+    """A time limit: None when not given, else a positive finite number of seconds."""
+    if value is None:
+        return None
+    try:
+        return number(option, value)
+    except UsageError:
+        raise UsageError(
+            f"{option} must be a positive, finite number of seconds, not {value!r}"
+        ) from None
+
+
+# -- environment variables ------------------------------------------------------------
+@dataclass(frozen=True, kw_only=True)
+class Variable:
+    """An environment variable xfbench reads. values: the ones it knows (anything else is
+    refused in one line rather than quietly read as the default); () takes any text."""
+
+    name: str
+    values: tuple[str, ...] = ()
+    meaning: str
+    who: str = "you"  # "you": set by the user; "xfbench": set for its own children
+
+    def read(self) -> str | None:
+        value = os.environ.get(self.name)
+        if value is None or value == "":
+            return None
+        if self.values and value not in self.values:
+            raise UsageError(
+                f"{self.name}={value!r} is not a value xfbench knows; valid: "
+                f"{', '.join(self.values)}, or leave it unset"
+            )
+        return value
+
+
+ENVIRONMENT: tuple[Variable, ...] = (
+    Variable(
+        name="XFBENCH_CACHE",
+        meaning="the folder of the canonical ONNX files (default ~/.cache/xfbench/onnx)",
+    ),
+    Variable(
+        name="XFBENCH_MALLOC",
+        values=("keep", "default"),
+        meaning="`keep` (the default): glibc keeps freed memory for reuse, every framework "
+        "alike; `default`: glibc's own settings",
+    ),
+    Variable(
+        name="XFBENCH_FAULT",
+        meaning="tests only: `<task>-<cell-id>:ACTION`, comma-separated, ACTION `kill`, "
+        "`sleep` or `raise`: that cell kills its process, hangs or raises",
+    ),
+    Variable(
+        name="XFBENCH_ALLREDUCE_FAULT",
+        values=("max",),
+        meaning="tests only: `max` makes the all-reduce workers reduce with max, a wrong "
+        "sum their check must catch",
+    ),
+    Variable(
+        name="XFBENCH_REQUIRE_BROWSER",
+        values=("1",),
+        meaning="tests only: `1` fails the report's browser test where Chromium is absent "
+        "(.ci/run sets it) instead of skipping it",
+    ),
+    Variable(
+        name="XFBENCH_CELL_DIR",
+        meaning="the results folder a runner's child writes its cells into",
+        who="xfbench",
+    ),
+    Variable(
+        name="XFBENCH_MARKER",
+        meaning="the file a runner's child names the cell in flight in",
+        who="xfbench",
+    ),
+    Variable(
+        name="XFBENCH_SCALING_CPUS",
+        meaning="the CPUs, comma-separated, that a scaling cell's workers share out",
+        who="xfbench",
+    ),
+)
+ENV = {v.name: v for v in ENVIRONMENT}
+FAULT_ACTIONS = ("kill", "sleep", "raise")
+
+
+def faults() -> dict[str, str]:
+    """XFBENCH_FAULT as {cell key: action}; UsageError for an entry it cannot read."""
+    out = {}
+    for entry in (ENV["XFBENCH_FAULT"].read() or "").split(","):
+        if not entry.strip():
+            continue
+        cell, _, action = entry.strip().rpartition(":")
+        if not cell or action not in FAULT_ACTIONS:
+            raise UsageError(
+                f"XFBENCH_FAULT entry {entry!r} is not <task>-<cell-id>:{'|'.join(FAULT_ACTIONS)}"
+            )
+        out[cell] = action
+    return out
+
+
+def cpu_list(name: str) -> list[int] | None:
+    """An environment variable holding CPU numbers, comma-separated, or None when unset."""
+    text = ENV[name].read()
+    if text is None:
+        return None
+    parts = [p.strip() for p in text.split(",")]
+    if not all(p.isdigit() for p in parts):
+        raise UsageError(f"{name}={text!r}: write CPU numbers, comma-separated, e.g. 0,1")
+    return sorted({int(p) for p in parts})
+
+
+def check_environment() -> None:
+    """Every xfbench variable that is set holds a value xfbench knows (UsageError: one line)."""
+    for variable in ENVIRONMENT:
+        variable.read()
+    faults()
+    cpu_list("XFBENCH_SCALING_CPUS")
+
+
+def environment_table() -> str:
+    """docs/running.md's table of the environment variables xfbench reads."""
+    lines = ["| variable | values | set by |", "|---|---|---|"]
+    for v in ENVIRONMENT:
+        lines.append(f"| `{v.name}` | {v.meaning} | {v.who} |")
+    return "\n".join(lines)
