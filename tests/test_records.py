@@ -132,3 +132,135 @@ def test_the_writers_stamp_kind_and_version(tmp_path):
         "train-x", {"network": "fcn5"}, "failed", "why"
     )
     assert records.kind_of(failure) == "failure" and failure["schema_version"] == 1
+
+
+# -- every kind, written at smoke size, holds only the fields records.FIELDS declares ------
+SUITES = {
+    "network": [
+        "xfbench/suites/test_train.py",
+        "xfbench/suites/test_infer.py",
+        "--framework",
+        "torch",
+        "--model",
+        "fcn5",
+        "--threads",
+        "1",
+        "--device",
+        "cpu",
+    ],
+    "gemm": [
+        "xfbench/suites/test_gemm.py",
+        "--gemm-impl",
+        "numpy",
+        "--gemm-sizes",
+        "64",
+        "--precision",
+        "fp32",
+        "--device",
+        "cpu",
+        "--threads",
+        "1",
+    ],
+    "scaling": [
+        "xfbench/suites/test_scaling.py",
+        "--framework",
+        "torch",
+        "--model",
+        "fcn_r",
+        "--workers",
+        "1",
+        "--device",
+        "cpu",
+        "--threads",
+        "1",
+    ],
+    "allreduce": [
+        "xfbench/suites/test_allreduce.py",
+        "--framework",
+        "torch",
+        "--device",
+        "cpu",
+        "--world-sizes",
+        "1",
+        "--allreduce-sizes",
+        "1KB",
+    ],
+    "equivalence": [
+        "xfbench/suites/test_equivalence.py",
+        "--framework",
+        "torch",
+        "--model",
+        "fcn5",
+        "--mode",
+        "eager",
+        "--device",
+        "cpu",
+    ],
+}
+
+
+def _written(suite: str, tmp_path) -> list[dict]:
+    out = tmp_path / "out.json"
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider", *SUITES[suite]]
+        + ["--preset", "smoke", f"--benchmark-json={out}"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    return [b["extra_info"] for b in json.loads(out.read_text())["benchmarks"]]
+
+
+def _holds_to(fields: tuple, record: dict, where: str) -> None:
+    """Every key declared; every field written always (and, in an ok GEMM record, every
+    one written when the product was right) present; declared inner keys likewise."""
+    extra = set(record) - records.keys(fields) - {"kind", "schema_version"}
+    assert not extra, f"{where}: fields not in records.FIELDS: {sorted(extra)}"
+    wanted = {
+        f.name
+        for f in fields
+        if not f.when or (f.when == records.OK and record.get("status") == "ok")
+    }
+    missing = wanted - set(record)
+    assert not missing, f"{where}: declared always, not written: {sorted(missing)}"
+    for f in fields:
+        if f.of and f.name in record:
+            inner = record[f.name] if isinstance(record[f.name], list) else [record[f.name]]
+            for i, item in enumerate(inner):
+                _holds_to(f.of, item, f"{where}.{f.name}[{i}]")
+
+
+def _check(records_written: list[dict], kinds: set[str]) -> None:
+    assert {r["kind"] for r in records_written} == kinds
+    for r in records_written:
+        assert r["schema_version"] == records.SCHEMA_VERSION
+        _holds_to(records.FIELDS[r["kind"]], r, r["kind"])
+
+
+@pytest.mark.slow  # torch eager and compile, train and infer: about a minute on 2 cores
+def test_train_and_infer_records_hold_to_their_fields(tmp_path):
+    written = _written("network", tmp_path)
+    assert {r["mode"] for r in written} >= {"eager", "compile"}  # compile_facts are checked
+    _check(written, {"train", "infer"})
+
+
+@pytest.mark.parametrize("suite", ["gemm", "scaling", "allreduce", "equivalence"])
+def test_each_suites_records_hold_to_their_fields(suite, tmp_path):
+    _check(_written(suite, tmp_path), {suite})
+
+
+def test_a_failure_record_holds_to_its_fields(tmp_path):
+    from xfbench.runner.store import RunFolder
+
+    failure = RunFolder(tmp_path / "r").write_failure(
+        "train-x", {"network": "fcn5"}, "timeout", "why", "tail"
+    )
+    _check([failure], {"failure"})
+
+
+def test_the_docs_name_each_declared_field_once_per_kind():
+    for kind, fields in records.FIELDS.items():
+        names = [f.name for f in fields]
+        assert len(names) == len(set(names)), kind

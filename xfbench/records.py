@@ -33,6 +33,18 @@ class Field:
     name: str
     type: str
     meaning: str
+    # "" = in every record of the kind; else when it is written (a test holds both)
+    when: str = ""
+    # the keys of an object, or of each item of a list, where they are declared
+    of: tuple[Field, ...] = ()
+
+
+def keys(fields: tuple[Field, ...]) -> set[str]:
+    return {f.name for f in fields}
+
+
+def required(fields: tuple[Field, ...]) -> set[str]:
+    return {f.name for f in fields if not f.when}
 
 
 def header(kind: str) -> dict:
@@ -78,31 +90,31 @@ def _inferred(record: dict) -> str | None:
 
 
 # --data real (harness/measure.py): absent from synthetic-data records.
-REAL_DATA = (
-    Field("data_set", "str", "mnist, cifar10, ptb or imagenet (data/sources.py)"),
-    Field("data_dir", "str", "the --data-dir it was read from"),
-    Field("data_samples", "int", "samples in the data set"),
-    Field(
-        "loader_workers",
-        "int",
-        "the input pipeline's workers (--data-workers; 0 for ONNX Runtime, which has none)",
-    ),
-    Field("data_wait_s", "float", "median time a step waited for its batch from the pipeline"),
-    Field("data_wait_share", "float", "data_wait_s over the median whole step"),
-    Field(
-        "step_compute_s", "float", "median time of the rest: the copy to the device and the step"
-    ),
-    Field(
-        "samples_per_s_end_to_end", "float", "batch over the median whole step, waiting included"
-    ),
-    Field(
-        "samples_per_s_resident",
-        "float",
-        "batch over the median step on the last batch held on the device (5 steps)",
-    ),
-    Field("input_bound", "bool", "data_wait_share above input_bound_share"),
-    Field("input_bound_share", "float", "the threshold, 0.10"),
-    Field("epoch_s", "float | null", "one epoch's time, where the timed rounds covered one"),
+REAL = "--data real"
+REAL_DATA = tuple(
+    Field(name, type_, meaning, when=REAL)
+    for name, type_, meaning in (
+        ("data_set", "str", "mnist, cifar10, ptb or imagenet (data/sources.py)"),
+        ("data_dir", "str", "the --data-dir it was read from"),
+        ("data_samples", "int", "samples in the data set"),
+        (
+            "loader_workers",
+            "int",
+            "the input pipeline's workers (--data-workers; 0 for ONNX Runtime, which has none)",
+        ),
+        ("data_wait_s", "float", "median time a step waited for its batch from the pipeline"),
+        ("data_wait_share", "float", "data_wait_s over the median whole step"),
+        ("step_compute_s", "float", "median time of the rest: the copy to the device and the step"),
+        ("samples_per_s_end_to_end", "float", "batch over the median whole step, waiting included"),
+        (
+            "samples_per_s_resident",
+            "float",
+            "batch over the median step on the last batch held on the device (5 steps)",
+        ),
+        ("input_bound", "bool", "data_wait_share above input_bound_share"),
+        ("input_bound_share", "float", "the threshold, 0.10"),
+        ("epoch_s", "float | null", "one epoch's time, where the timed rounds covered one"),
+    )
 )
 
 
@@ -126,6 +138,8 @@ ENERGY = (
     ),
 )
 
+# Set by the runner's pytest plugin (runner/plugin.py) on each entry it saw measured.
+PID = Field("pid", "int", "id of the process that measured the entry", when="the runner's plugin")
 
 CELL = (
     Field("network", "str", "network id (docs/models.md)"),
@@ -162,6 +176,108 @@ CONTENTION = (
         "bool | null",
         "threads_used below 0.8 x threads_requested; null on an accelerator",
     ),
+)
+# How the cell ran, as its adapter reports it (Workload.info and compile_facts()); `when`
+# names the frameworks that write each.
+ADAPTER = (
+    Field("device_name", "str", "the device's name (cpu on the host; none for null)"),
+    Field("layout", "str", "the image tensors' layout (NCHW, NHWC) or n/a"),
+    Field(
+        "layer_dtypes",
+        "object",
+        "the dtypes the step's products and convolutions take, read from its program",
+        when="torch, jax, tensorflow",
+    ),
+    Field("lstm_kernel", "str", "what runs the LSTM, or n/a", when="torch, jax, tensorflow"),
+    Field("loss_scale", "str", "the fp16 loss scaling, or none", when="torch, jax, tensorflow"),
+    Field(
+        "backend",
+        "str",
+        "the kernels that ran, as the framework reports them: ATen's CPU capability and "
+        "oneDNN (PyTorch), oneDNN or Eigen (TensorFlow), XLA's CPU target (JAX), the "
+        "execution provider (ONNX Runtime)",
+        when="torch, jax, tensorflow, onnxruntime",
+    ),
+    Field(
+        "onednn",
+        "bool",
+        "whether oneDNN takes the convolutions (PyTorch) or the CPU kernels (TensorFlow)",
+        when="torch on the CPU, tensorflow",
+    ),
+    Field("fp32_precision", "object", "PyTorch's fp32_precision settings", when="torch"),
+    Field("cudnn_benchmark", "bool", "torch.backends.cudnn.benchmark", when="torch"),
+    Field(
+        "aten_cpu_capability", "str", "the ISA ATen's kernels dispatch for", when="torch on the CPU"
+    ),
+    Field("blas", "str", "the GEMM library PyTorch calls", when="torch on the CPU"),
+    Field(
+        "inductor_vec_isa",
+        "str",
+        "the vector ISA Inductor's C++ code is built for",
+        when="torch compiled on the CPU",
+    ),
+    Field(
+        "inductor_weight_prepack",
+        "bool",
+        "Inductor's cpp.weight_prepack setting",
+        when="torch compiled on the CPU",
+    ),
+    Field("compiled_graphs", "int", "graphs Dynamo compiled", when="torch compiled"),
+    Field("graph_breaks", "int", "Dynamo's graph breaks", when="torch compiled"),
+    Field(
+        "graph_break_reasons", "list", "the breaks' reasons, one line each", when="torch compiled"
+    ),
+    Field("jax_device", "str", "JAX's name of the device", when="jax"),
+    Field("xla_cpu_target", "object", "the CPU and ISA XLA compiles for", when="jax on the CPU"),
+    Field("compute_dtype", "str", "the dtype the layers compute in", when="jax, tensorflow"),
+    Field(
+        "matmul_precision",
+        "str",
+        "the products' precision asked of XLA",
+        when="jax, tensorflow on a TPU",
+    ),
+    Field("tf32", "bool", "TensorFlow's TF32 execution setting", when="tensorflow"),
+    Field("batchnorm_kernel", "str", "the batch norm's kernel, or n/a", when="tensorflow"),
+    Field("optimizer", "str", "the kernel of the optimizer's update", when="tensorflow"),
+    Field(
+        "tensorflow_param_count",
+        "int",
+        "parameters as Keras counts them",
+        when="tensorflow",
+    ),
+    Field(
+        "lstm_bias",
+        "str",
+        "how the LSTM's two bias halves map onto Keras's one",
+        when="tensorflow, LSTM",
+    ),
+    Field(
+        "strategy", "str", "the distribution strategy and its replicas", when="tensorflow on a TPU"
+    ),
+    Field("tpu_device", "str", "TensorFlow's name of the TPU core", when="tensorflow on a TPU"),
+    Field("tpu_cores", "int", "cores of the TPU system", when="tensorflow on a TPU"),
+    Field("tpu_mesh_shape", "str", "the TPU system's mesh, e.g. 2x2x1", when="tensorflow on a TPU"),
+    Field(
+        "tpu_core_coordinates",
+        "list",
+        "the mesh coordinates of the core used",
+        when="tensorflow on a TPU",
+    ),
+    Field("execution_provider", "str", "the provider that ran", when="onnxruntime"),
+    Field("session_providers", "list", "the session's providers, in order", when="onnxruntime"),
+    Field(
+        "graph_optimization_level", "str", "the session's graph optimization", when="onnxruntime"
+    ),
+    Field("intra_op_num_threads", "int", "the session's intra-op threads", when="onnxruntime"),
+    Field("inter_op_num_threads", "int", "the session's inter-op threads", when="onnxruntime"),
+    Field("io_binding", "bool", "inputs and outputs bound to the device", when="onnxruntime"),
+    Field(
+        "cuda_use_tf32",
+        "bool | null",
+        "the CUDA provider's use_tf32; null on the CPU",
+        when="onnxruntime",
+    ),
+    Field("onnx_opset", "int", "the graph's opset", when="onnxruntime"),
 )
 NETWORK_CELL = CELL + (
     Field("preset", "str", "the preset that chose warm-up and rounds"),
@@ -216,93 +332,238 @@ NETWORK_CELL = CELL + (
         "the CPU's vector extensions that kernels choose by (avx2, avx512f, avx512_bf16, "
         "amx_tile, ...)",
     ),
-    Field(
-        "backend",
-        "str",
-        "the kernels that ran, as the framework reports them: ATen's CPU capability and "
-        "oneDNN (PyTorch), oneDNN or Eigen (TensorFlow), XLA's CPU target (JAX), the "
-        "execution provider (ONNX Runtime)",
-    ),
     Field("weights_source", "str", "seed or onnx: where the initial weights came from"),
+    *ADAPTER,
+    PID,
+)
+
+# GEMM fields written only when the product was right (a wrong one stops before timing).
+OK = "status ok"
+GEMM = (
+    Field("suite", "str", "gemm"),
+    Field("task", "str", "gemm"),
     Field(
-        "...",
-        "",
-        "and the adapter's facts of how the cell ran (device_name, layout, "
-        "precision settings, kernels), which differ by framework",
+        "impl",
+        "str",
+        "the GEMM implementation (cupy, torch, jax, tensorflow, onnxruntime, numpy)",
     ),
+    Field("framework", "str", "the same as impl"),
+    Field("shape", "str", "the product's label (N, MxNxK or a layer)"),
+    Field("m", "int", "rows of A and C"),
+    Field("n", "int", "columns of B and C"),
+    Field("k", "int", "the inner dimension"),
+    Field("dtype", "str", "fp32, tf32, bf16, fp16 or fp8"),
+    Field("precision", "str", "the same as dtype"),
+    Field("device", "str", "cpu or cuda:N"),
+    Field("threads", "int", "CPU threads"),
+    Field("preset", "str", "the preset that chose warm-up and rounds"),
+    Field("call", "str", "the library call timed (e.g. torch.matmul, torch._scaled_mm)"),
+    Field("device_name", "str", "the device's name"),
+    Field("flops_per_call", "int", "2 m n k"),
+    Field("status", "str", "ok, or failed when the product was wrong"),
+    Field("reason", "str", "why the product was wrong", when="status failed"),
+    Field("check_error", "float", "error of a checked block against float64"),
+    Field("check_tolerance", "float", "the bound for dtype and k, derived in gemm/check.py"),
+    Field("check_block", "list", "[rows, columns] of the block of C checked"),
+    Field("compile_s", "float", "seconds of the first product: compilation, autotuning, check"),
+    Field(
+        "input_sets",
+        "int",
+        "distinct (A, B) pairs cycled through, so no product reuses a cached operand",
+    ),
+    Field("threads_requested", "int", "threads asked for"),
+    Field("threads_config", "object", "CPUs allowed and what the library reports it uses"),
+    Field("versions", "object", "library and runtime versions"),
+    Field("tf32_mode", "str", "the implementation's TF32 setting, or n/a"),
+    Field(
+        "fp16_reduced_precision_reduction",
+        "bool",
+        "whether cuBLAS may reduce fp16 split-K sums in fp16",
+        when="torch",
+    ),
+    Field(
+        "bf16_reduced_precision_reduction",
+        "bool",
+        "whether cuBLAS may reduce bf16 split-K sums in bf16",
+        when="torch",
+    ),
+    Field("fp8", "str", "the fp8 operand and output types and scaling", when="torch, fp8"),
+    Field("seconds_per_call", "float", "median seconds per product", when=OK),
+    Field("tflops", "float", "2 m n k / seconds_per_call / 1e12", when=OK),
+    Field(
+        "peak_tflops",
+        "float | null",
+        "the device's datasheet peak for dtype, if known",
+        when=OK,
+    ),
+    Field("peak_share", "float | null", "tflops / peak_tflops", when=OK),
+    Field(
+        "share_of_best",
+        "float | null",
+        "tflops over the best implementation's (filled in at the session's end)",
+        when=OK,
+    ),
+    Field(
+        "timer",
+        "str",
+        "what timed the rounds: perf_counter (pytest-benchmark) on the CPU, else the "
+        "implementation's device timer",
+        when=OK,
+    ),
+    Field("calls_per_round", "int", "products per timed round (1 on the CPU)", when=OK),
+    Field("rounds", "int", "timed rounds", when=OK),
+    Field("warmup_rounds", "int", "untimed rounds before them", when=OK),
+    Field("threads_used", "float", "process CPU time over wall time in the timed rounds", when=OK),
+    *(Field(f.name, f.type, f.meaning, when=OK) for f in CONTENTION + ENERGY),
+    Field(
+        "gflops_per_joule",
+        "float",
+        "the products' GFLOP over energy_j",
+        when="energy measured",
+    ),
+    PID,
+)
+
+# Written by the scaling workers (scaling/torch_ddp.py, jax_sharding.py, ...), when they say.
+WORKER = "the worker reports it"
+SCALING = (
+    Field("network", "str", "network id"),
+    Field("framework", "str", "torch, jax or tensorflow"),
+    Field("device", "str", "cpu or cuda"),
+    Field("workers", "int", "data-parallel workers"),
+    Field("scaling", "str", "strong (fixed global batch) or weak (fixed per-worker batch)"),
+    Field("batch", "int", "the --batch-size the cell was given (global or per worker)"),
+    Field("threads_per_worker", "int", "CPU threads of each worker"),
+    Field("precision", "str", "fp32, tf32, bf16 or fp16"),
+    Field("scale", "str", "full or smoke"),
+    Field("cell_id", "str", "the cell's test id"),
+    Field("global_batch", "int", "samples per step over all workers"),
+    Field("per_worker_batch", "int", "samples per step per worker"),
+    Field("preset", "str", "the preset that chose warm-up and rounds"),
+    Field("status", "str", "ok"),
+    Field("seconds_per_batch", "float", "median seconds per global step"),
+    Field("samples_per_s", "float", "global_batch / seconds_per_batch"),
+    Field("speedup", "float | null", "against one worker of the same cell, when measured"),
+    Field("efficiency", "float | null", "speedup / workers (weak: per-worker throughput ratio)"),
+    Field("speedup_baseline", "str | null", "the cell_id of the one-worker cell compared with"),
+    Field("flops_per_step", "int", "analytic FLOPs of one global training step"),
+    Field("achieved_tflops", "float", "flops_per_step / seconds_per_batch / 1e12"),
+    Field("rounds", "int", "timed steps"),
+    Field("backend", "str", "gloo, nccl, XLA host devices, ...", when=WORKER),
+    Field(
+        "comm_share",
+        "float | null",
+        "share of the step spent in the gradient all-reduce",
+        when=WORKER,
+    ),
+    Field("comm_share_how", "str", "how comm_share was measured, or why not", when=WORKER),
+    Field("compile_s", "float", "seconds of compilation and the first step", when=WORKER),
+    Field("warmup_steps", "int", "untimed steps", when=WORKER),
+    Field("replicas_agree", "bool", "every replica ended with the same weights", when=WORKER),
+    Field("replicas_max_diff", "float", "the largest difference between replicas", when=WORKER),
+    Field("loss", "float", "the last step's loss, averaged over workers", when=WORKER),
+    Field("threads_used", "float", "CPU time over wall time of the workers", when=WORKER),
+    Field("threads_config", "object", "what the framework reports it uses", when=WORKER),
+    Field("device_name", "str", "the device's name", when=WORKER),
+    Field("versions", "object", "library and runtime versions", when=WORKER),
+    Field("layout", "str", "the image tensors' layout, or n/a", when=WORKER),
+    Field("mode", "str", "execution mode", when=WORKER),
+    Field("cpus", "list | null", "the CPUs each worker was pinned to; null on GPUs", when=WORKER),
+    Field("sharding", "str", "how the batch and weights are sharded", when="jax"),
+    PID,
+)
+
+ALLREDUCE_ROW = (
+    Field("kind", "str", "allreduce (the worker's row)"),
+    Field("framework", "str", "torch or jax"),
+    Field("backend", "str", "gloo, nccl or XLA"),
+    Field("device", "str", "cpu or cuda"),
+    Field("device_name", "str", "the device's name"),
+    Field("world_size", "int", "ranks"),
+    Field("pattern", "str", "allreduce, or torch's reduce+broadcast or parameter server"),
+    Field("dtype", "str", "fp32"),
+    Field("bytes", "int", "message size"),
+    Field("count", "int", "elements of the message"),
+    Field("status", "str", "ok or failed"),
+    Field("seconds", "float", "median seconds per operation, the maximum over ranks"),
+    Field("algbw_gbps", "float", "bytes / seconds / 1e9"),
+    Field("busbw_gbps", "float", "algbw scaled by 2 (n - 1) / n, as nccl-tests does"),
+    Field("correct", "bool", "every rank's result was the exact sum"),
+    Field("max_abs_err", "float", "largest error against the exact sum"),
+    Field("wrong", "int", "elements that were wrong"),
+    Field("rounds", "int", "timed operations"),
+    Field("warmup", "int", "untimed operations"),
+    Field("versions", "object", "library versions"),
+    Field("reason", "str", "why the sum was wrong", when="status failed"),
+)
+ALLREDUCE = (
+    Field("framework", "str", "torch or jax"),
+    Field("backend", "str", "gloo, nccl or XLA"),
+    Field("device", "str", "cpu or cuda"),
+    Field("device_name", "str", "the device's name"),
+    Field("world_size", "int", "ranks"),
+    Field("threads_per_rank", "int | null", "CPU threads of each rank; null on GPUs"),
+    Field("preset", "str", "the --preset"),
+    Field("timing", "object", "the rounds rule: warmup, min_rounds, max_rounds, budget_s"),
+    Field("status", "str", "ok, or failed when a sum was wrong"),
+    Field("stats_are", "str", "what the entry's stats time (the largest all-reduce)"),
+    Field("memory_cap_bytes", "int", "the largest message per rank this device holds"),
+    Field("sizes_left_out", "list", "message sizes over memory_cap_bytes, not run"),
+    Field("versions", "object", "library and runtime versions"),
+    Field("rows", "list", "one per (pattern, bytes)", of=ALLREDUCE_ROW),
+    PID,
+)
+
+TRAIN = "train"
+FP64 = "train-fp64"
+EQUIVALENCE = (
+    Field("network", "str", "network id"),
+    Field("framework", "str", "torch, tensorflow or jax"),
+    Field("mode", "str", "execution mode"),
+    Field("device", "str", "cpu or cuda:N", when="infer, train"),
+    Field("precision", "str", "fp32 or tf32 (train-fp64: fp64)"),
+    Field("check", "str", "infer, train or train-fp64"),
+    Field("seed", "int", "the canonical weights' seed"),
+    Field("scale", "str", "full or smoke"),
+    Field("batch_size", "int", "batch checked"),
+    Field("verified", "bool", "max_rel_err within tolerance"),
+    Field("asserted", "bool", "false: recorded only, as tf32", when="infer, train"),
+    Field("max_rel_err", "float", "the largest relative error of the checks"),
+    Field("worst_tensor", "str", "the tensor it is in"),
+    Field("tolerance", "float", "the bound (harness/equivalence.py)"),
+    Field("reference", "str", "what it was compared with"),
+    Field("loss", "float", "the framework's loss", when=TRAIN),
+    Field("float64_loss", "float", "the float64 step's loss", when=TRAIN),
+    Field("loss_rel_err", "float", "the loss's relative error", when=f"{TRAIN}, {FP64}"),
+    Field("weights_rel_err", "float", "the updated weights' relative error", when=TRAIN),
+    Field("weights_tolerance", "float", "the updated weights' bound", when=TRAIN),
+    Field("fp32_floor", "float", "a plain fp32 step's distance from float64", when=TRAIN),
+    Field(
+        "near_ties", "int", "ReLU and max-pool decisions within fp32's error of a tie", when=TRAIN
+    ),
+    Field("tie_allowance", "float", "what those ties are allowed", when=TRAIN),
+    Field("worst_single_tensor", "str", "the weight tensor with the largest error", when=TRAIN),
+    Field("worst_tensor_rel_err", "float", "its relative error", when=TRAIN),
+    Field(
+        "update_rel_err", "float", "the update's (w1 - w0) relative error", when=f"{TRAIN}, {FP64}"
+    ),
+    Field("logits_rel_err", "float", "the logits' relative error", when=FP64),
+    Field("worst_update_tensor", "str", "the tensor of the largest update error", when=FP64),
+    Field("closest_tie", "float", "the float64 reference's nearest decision to a tie", when=FP64),
 )
 
 FIELDS: dict[str, tuple[Field, ...]] = {
     "train": NETWORK_CELL,
     "infer": NETWORK_CELL,
-    "gemm": (
-        Field("suite", "str", "gemm"),
-        Field(
-            "impl",
-            "str",
-            "the GEMM implementation (cupy, torch, jax, tensorflow, onnxruntime, numpy)",
-        ),
-        Field("framework", "str", "the same as impl"),
-        Field("shape", "str", "the product's label (N, MxNxK or a layer)"),
-        Field("m", "int", "rows of A and C"),
-        Field("n", "int", "columns of B and C"),
-        Field("k", "int", "the inner dimension"),
-        Field("dtype", "str", "fp32, tf32, bf16, fp16 or fp8"),
-        Field("precision", "str", "the same as dtype"),
-        Field("device", "str", "cpu or cuda:N"),
-        Field("threads", "int", "CPU threads"),
-        Field("status", "str", "ok"),
-        Field("seconds_per_call", "float", "median seconds per product"),
-        Field("tflops", "float", "2 m n k / seconds_per_call / 1e12"),
-        Field("peak_tflops", "float | null", "the device's datasheet peak for dtype, if known"),
-        Field("peak_share", "float | null", "tflops / peak_tflops"),
-        Field("share_of_best", "float | null", "tflops over the best implementation's"),
-        Field("check_error", "float", "error of a checked block against float64"),
-        Field("check_tolerance", "float", "the bound for dtype and k, derived in gemm/check.py"),
-        *CONTENTION,
-        *ENERGY,
-        Field("gflops_per_joule", "float", "the products' GFLOP over energy_j, where measured"),
-        Field("...", "", "and the timer, rounds, compile time, threads and versions"),
-    ),
-    "scaling": (
-        Field("network", "str", "network id"),
-        Field("framework", "str", "torch, jax or tensorflow"),
-        Field("device", "str", "cpu or cuda"),
-        Field("workers", "int", "data-parallel workers"),
-        Field("scaling", "str", "strong (fixed global batch) or weak (fixed per-worker batch)"),
-        Field("cell_id", "str", "the cell's test id"),
-        Field("global_batch", "int", "samples per step over all workers"),
-        Field("per_worker_batch", "int", "samples per step per worker"),
-        Field("status", "str", "ok"),
-        Field("seconds_per_batch", "float", "median seconds per global step"),
-        Field("samples_per_s", "float", "global_batch / seconds_per_batch"),
-        Field("speedup", "float | null", "against one worker of the same cell, when measured"),
-        Field(
-            "efficiency", "float | null", "speedup / workers (weak: per-worker throughput ratio)"
-        ),
-        Field("comm_share", "float | null", "share of the step spent in the gradient all-reduce"),
-        Field("backend", "str", "gloo, nccl, XLA host devices, ..."),
-        Field("replicas_agree", "bool", "every replica ended with the same weights"),
-        Field("...", "", "and compile time, threads, versions, layout"),
-    ),
-    "allreduce": (
-        Field("framework", "str", "torch or jax"),
-        Field("backend", "str", "gloo, nccl or XLA"),
-        Field("device", "str", "cpu or cuda"),
-        Field("world_size", "int", "ranks"),
-        Field("status", "str", "ok, or failed when a sum was wrong"),
-        Field("stats_are", "str", "what the entry's stats time (the largest all-reduce)"),
-        Field("rows", "list", "one per (pattern, bytes): seconds, algbw_gbps, busbw_gbps, correct"),
-        Field("...", "", "and threads per rank, memory cap, sizes left out, versions"),
-    ),
+    "gemm": GEMM,
+    "scaling": SCALING,
+    "allreduce": ALLREDUCE,
     "equivalence": (
         Field(
             "equivalence",
             "object",
-            "network, framework, mode, device, precision, check (infer or train), "
-            "verified, asserted (false: recorded only, as tf32), max_rel_err, tolerance, "
-            "reference; train checks add the loss and "
-            "weights errors, fp32_floor, near_ties, tie_allowance (docs/exchange.md)",
+            "one check of a framework against the reference (docs/exchange.md)",
+            of=EQUIVALENCE,
         ),
     ),
     "failure": (
@@ -333,6 +594,9 @@ def render_markdown() -> str:
         "`kind`, reads files written before records carried one (version 0), and stops",
         "with one line at an unknown kind or a newer version.",
         "",
+        "A record holds no field but these; `written` says which are in every record of",
+        "its kind and when the others are (a test writes each kind and holds it to this).",
+        "",
     ]
     done = set()
     for _kind, fields in FIELDS.items():
@@ -343,17 +607,22 @@ def render_markdown() -> str:
         lines += [
             f"## {' and '.join(f'`{k}`' for k in same)}",
             "",
-            "| field | type | meaning |",
-            "|---|---|---|",
+            "| field | type | written | meaning |",
+            "|---|---|---|---|",
         ]
-        lines += [
-            f"| `{f.name}` | {f.type} | {f.meaning} |"
-            if f.name != "..."
-            else f"| ... | | {f.meaning} |"
-            for f in fields
-        ]
+        lines += _rows(fields, "")
         lines.append("")
     return "\n".join(lines)
+
+
+def _rows(fields: tuple[Field, ...], prefix: str) -> list[str]:
+    out = []
+    for f in fields:
+        type_ = f.type.replace("|", "\\|")  # a bare | would split the table's cell
+        out.append(f"| `{prefix}{f.name}` | {type_} | {f.when or 'always'} | {f.meaning} |")
+        # a list's items are named name[].key, an object's name.key
+        out += _rows(f.of, f"{prefix}{f.name}{'[]' if f.type == 'list' else ''}.")
+    return out
 
 
 if __name__ == "__main__":

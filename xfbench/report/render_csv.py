@@ -8,6 +8,7 @@ from __future__ import annotations
 import csv
 from pathlib import Path
 
+from xfbench import records
 from xfbench.report import paper
 from xfbench.report.files import replacing
 from xfbench.report.model import Report
@@ -68,16 +69,9 @@ COLUMNS = (
 )
 
 
-# --data real cells' own fields (harness/measure.py), empty for the others
-REAL_DATA = (
-    "data_set",
-    "data_wait_s",
-    "data_wait_share",
-    "samples_per_s_resident",
-    "input_bound",
-    "loader_workers",
-    "epoch_s",
-)
+# Columns that are fields of a network record (records.FIELDS) are copied from it;
+# rows() then sets the ones the report computes or reads from the loaded result.
+RECORD_COLUMNS = tuple(c for c in COLUMNS if c in records.keys(records.FIELDS["train"]))
 
 
 def _cell(r) -> dict:
@@ -106,6 +100,7 @@ def rows(report: Report) -> list[dict]:
         run = next((run.name for run in d.machine.runs if r in run.results), "")
         out.append(
             {
+                **{k: info.get(k) for k in RECORD_COLUMNS},
                 "source": "xfbench",
                 "machine": d.machine.label,
                 "host": d.machine.host,
@@ -118,20 +113,6 @@ def rows(report: Report) -> list[dict]:
                 "peak_share": d.peak_share,
                 "speedup_vs_1t": d.speedup,
                 "parallel_efficiency": d.efficiency,
-                "threads_used": info.get("threads_used"),
-                "other_cpu_share": info.get("other_cpu_share"),
-                **{k: info.get(k) for k in REAL_DATA},
-                "energy_method": info.get("energy_method"),
-                "energy_j": info.get("energy_j"),
-                "joules_per_sample": info.get("joules_per_sample"),
-                "samples_per_kj": info.get("samples_per_kj"),
-                "steal_share": info.get("steal_share"),
-                "contended": info.get("contended"),
-                "thread_shortfall": info.get("thread_shortfall"),
-                "compile_s": info.get("compile_s"),
-                "peak_host_rss_bytes": info.get("peak_host_rss_bytes"),
-                "peak_device_bytes": info.get("peak_device_bytes"),
-                "rounds": info.get("rounds"),
                 "best_in_column": d.best_in_column,
                 "verified": None if d.verified is None else d.verified["verified"],
                 "max_rel_err": d.verified["max_rel_err"] if d.verified else None,
