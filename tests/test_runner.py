@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -416,3 +417,27 @@ def test_a_gpu_cell_runs_once_not_once_per_cpu_thread_count():
     )
     groups = [(j.group.device, j.group.threads) for j in plan.jobs]
     assert groups == [("cpu", 1), ("cpu", 2), ("cuda:0", 2)]
+
+
+def test_runs_from_inside_another_checkout(tmp_path):
+    """Run from a folder holding another xfbench (a second checkout, another version), the
+    children still import this xfbench: with the working directory on their path they
+    collected that one's suites beside ours and failed every cell ("import file mismatch")."""
+    other = tmp_path / "other-checkout"
+    shutil.copytree(
+        ROOT / "xfbench", other / "xfbench", ignore=shutil.ignore_patterns("__pycache__")
+    )
+    shutil.copy(ROOT / "conftest.py", other / "conftest.py")
+    proc = subprocess.run(
+        # -P: as the installed `xfbench` command, the parent itself imports this xfbench
+        [sys.executable, "-P", "-m", "xfbench.harness.cli", "run", "--framework", "null"]
+        + ["--model", "fcn_r", "--preset", "smoke", "--threads", "1", "--task", "train"]
+        + ["--results", str(tmp_path / "r"), "--quiet"],
+        capture_output=True,
+        text=True,
+        cwd=other,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "1 of 1 cells measured, 0 failed" in proc.stdout

@@ -1,9 +1,10 @@
 """Every child process xfbench starts (the runner's pytest groups, data-parallel workers,
 all-reduce ranks) starts here, under one policy:
 
-- environment: the parent's, with PYTHONPATH led by the folder that holds this `xfbench`,
-  so the child imports the same code as its parent wherever it runs (a checkout without
-  an install, an editable install, a wheel), plus what the caller adds;
+- environment: the parent's, with PYTHONPATH led by the folder that holds this `xfbench`
+  and the working directory kept off the path, so the child imports the same code as its
+  parent wherever it runs (a checkout without an install, an editable install, a wheel,
+  from inside another checkout), plus what the caller adds;
 - lifetime: the child leads a process group of its own and dies with its parent
   (PR_SET_PDEATHSIG), so a killed sweep leaves no orphan writing into its folder; a
   time-out or an interrupt kills the whole group and every descendant (torchrun starts
@@ -39,6 +40,10 @@ def child_env(extra: dict[str, str] | None = None, base: dict[str, str] | None =
         p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p and p != str(PACKAGE_PARENT)
     ]
     env["PYTHONPATH"] = os.pathsep.join([str(PACKAGE_PARENT)] + rest)
+    # `python -m` would put the working directory ahead of PYTHONPATH: run from inside
+    # another xfbench checkout, the child would import that one's xfbench (pytest: "import
+    # file mismatch"). Python 3.11's safe path leaves the working directory out.
+    env["PYTHONSAFEPATH"] = "1"
     env.update(extra or {})
     return env
 
