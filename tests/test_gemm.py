@@ -10,11 +10,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from xfbench.errors import UsageError
+from xfbench.errors import CannotRun, UsageError
 from xfbench.gemm.best import fill_share_of_best
 from xfbench.gemm.check import Sample, quantize, round_bf16, tolerance, within
 from xfbench.gemm.impls.numpy_matmul import NumpyMatmul
-from xfbench.gemm.measure import GemmCell, Skip, WrongProduct, input_sets, measure
+from xfbench.gemm.measure import GemmCell, WrongProduct, input_sets, measure
 from xfbench.gemm.peaks import peak_share
 from xfbench.gemm.plugin import select
 from xfbench.gemm.shapes import Shape, parse_sizes, preset_shapes, square
@@ -167,7 +167,7 @@ def test_measure_fails_a_wrong_product(monkeypatch):
 
 def test_measure_skips_when_the_matrices_do_not_fit():
     cell = GemmCell("numpy", square(400_000), "fp32", "cpu", 1)
-    with pytest.raises(Skip, match="the three matrices need"):
+    with pytest.raises(CannotRun, match="the three matrices need"):
         measure(FakeBenchmark(), cell, PRESETS["smoke"], {})
 
 

@@ -12,10 +12,11 @@ import pytest
 jax = pytest.importorskip("jax")
 
 from xfbench.adapters import get_adapter  # noqa: E402
-from xfbench.adapters.base import Cell, Unsupported  # noqa: E402
+from xfbench.adapters.base import Cell  # noqa: E402
 from xfbench.adapters.jax import networks  # noqa: E402
 from xfbench.adapters.jax import weights as W  # noqa: E402
 from xfbench.adapters.jax.workload import JaxWorkload  # noqa: E402
+from xfbench.errors import CannotRun  # noqa: E402
 from xfbench.models import NETWORKS, get_spec, initial_weights  # noqa: E402
 from xfbench.models.layers import (  # noqa: E402
     BasicBlock,
@@ -236,7 +237,7 @@ def test_absent_accelerator_is_refused_not_replaced():
         pytest.skip("a GPU is present")
     assert "not present" in adapter.check(cell("fcn_r", device="cuda:0"))
     spec = get_spec("fcn_r", "smoke")
-    with pytest.raises(Unsupported, match="no cuda device"):
+    with pytest.raises(CannotRun, match="no cuda device"):
         JaxWorkload(spec, cell("fcn_r", device="cuda:0"), initial_weights(spec, 0))
 
 

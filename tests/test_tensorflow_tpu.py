@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 
 from xfbench import machine
-from xfbench.adapters import Cell, Unsupported, get_adapter
+from xfbench.adapters import Cell, get_adapter
 from xfbench.adapters.tensorflow import tpu
-from xfbench.errors import UsageError
+from xfbench.errors import CannotRun, UsageError
 from xfbench.harness import measure
 from xfbench.harness.selection import cells, parse
 from xfbench.models import get_spec, initial_weights
@@ -142,7 +142,7 @@ def test_core_0_is_where_device_assignment_build_puts_one_replica():
     )
     ours = tpu.device_assignment(tf, topology, 0)
     assert ours.core_assignment.tolist() == built.core_assignment.tolist()
-    with pytest.raises(Unsupported, match=r"tpu:8 is not present \(TensorFlow's TPU host has 8"):
+    with pytest.raises(CannotRun, match=r"tpu:8 is not present \(TensorFlow's TPU host has 8"):
         tpu.device_assignment(tf, topology, 8)
 
 
@@ -182,7 +182,7 @@ def test_a_tpu_cell_on_this_machine_is_refused_or_skipped_with_one_line(no_tpu_h
         parse(**options)
     (cell,) = cells(parse(**options, skip_missing_devices=True), "train")
     assert cell.mode == "xla"
-    with pytest.raises(measure.Skip) as skip:
+    with pytest.raises(measure.CannotRun) as skip:
         measure.build(cell)
     assert str(skip.value) == (
         "tpu:0 is not present to tensorflow (it sees: cpu); "

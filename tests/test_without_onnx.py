@@ -18,7 +18,8 @@ ROOT = Path(__file__).resolve().parents[1]
 RUN = """
 import sys
 sys.modules["onnx"] = None
-from xfbench.adapters import Cell, Unsupported, get_adapter
+from xfbench.errors import CannotRun
+from xfbench.adapters import Cell, get_adapter
 from xfbench.models import get_spec, initial_weights
 spec = get_spec("fcn_r", "smoke")
 cell = Cell("fcn_r", "onnxruntime", "cpu", "fp32", "cpu", 1, 8, "infer", "resident", "smoke")
@@ -26,7 +27,7 @@ adapter = get_adapter("onnxruntime")
 assert adapter.versions()["onnx"] is None
 try:
     work = adapter.build(spec, cell, initial_weights(spec))
-except Unsupported as e:
+except CannotRun as e:
     print("UNSUPPORTED", e)
 else:
     work.prepare(); work.step()

@@ -23,9 +23,9 @@ import pytest
 
 from xfbench import machine, options
 from xfbench.data.readers import DataError
-from xfbench.errors import UsageError
+from xfbench.errors import CannotRun, UsageError
 from xfbench.harness import memory, threads
-from xfbench.harness.measure import WEIGHT_SOURCES, RealData, Skip, measure
+from xfbench.harness.measure import WEIGHT_SOURCES, RealData, measure
 from xfbench.harness.selection import Selection, cells, parse
 from xfbench.harness.table import cell_table
 
@@ -204,7 +204,7 @@ def run_cell(request, benchmark):
                 ci_target(config),
                 RealData(sel.data_dir, sel.data_workers) if sel.data == "real" else None,
             )
-        except Skip as e:
+        except CannotRun as e:
             pytest.skip(str(e))
         except (memory.TooLarge, DataError) as e:
             config.stash[RECORDS].append(failed_row(cell.as_dict(), e))

@@ -13,7 +13,6 @@ from xfbench.adapters.base import (
     TASKS,
     Adapter,
     Cell,
-    Unsupported,
     Workload,
 )
 from xfbench.frameworks import FRAMEWORKS
@@ -35,7 +34,6 @@ __all__ = [
     "DATA_MODES",
     "PRECISIONS",
     "TASKS",
-    "Unsupported",
     "Workload",
     "all_modes",
     "get_adapter",

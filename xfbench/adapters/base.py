@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from xfbench.errors import CannotRun
 from xfbench.frameworks import FRAMEWORKS, Framework
 
 # fp64 is IEEE float64 throughout, on the CPU only: it is there to prove, far below fp32's
@@ -66,11 +67,6 @@ def check_layer_dtypes(precision: str, dtypes: dict[str, str], math_kinds) -> No
     if wrong:
         said = ", ".join(f"{kind} ran {ran}" for kind, ran in sorted(wrong.items()))
         raise RuntimeError(f"a {precision} cell must compute in {want}, but {said}")
-
-
-class Unsupported(Exception):
-    """This adapter cannot run this cell; the message says why (the cell is skipped
-    and the reason recorded, never silently run some other way)."""
 
 
 @dataclass(frozen=True)
@@ -132,7 +128,7 @@ class Workload:
         """Write the network, with its current weights, as an ONNX file at path that
         maps "input" (the batch as synthetic_batch gives it) to "logits" (as output()
         returns them), in evaluation mode. Frameworks without an exporter raise."""
-        raise Unsupported(f"{type(self).__name__} has no ONNX export")
+        raise CannotRun(f"{type(self).__name__} has no ONNX export")
 
     # --data real: the loader workers the pipeline really runs, where that is not the
     # number asked for (ONNX Runtime's has none); None: as asked
@@ -143,12 +139,12 @@ class Workload:
         the framework's own input pipeline, with workers loader workers, in the shared
         seeded order; each batch goes to feed(). Its close(), where it has one, stops
         the workers."""
-        raise Unsupported(f"{type(self).__name__} has no input pipeline")
+        raise CannotRun(f"{type(self).__name__} has no input pipeline")
 
     def feed(self, x, y) -> None:
         """Make a batch from input_batches the one the next step trains on (on the
         device, in the network's layout), as the resident batch is made."""
-        raise Unsupported(f"{type(self).__name__} has no input pipeline")
+        raise CannotRun(f"{type(self).__name__} has no input pipeline")
 
     def compile_facts(self) -> dict:
         """After the first step: what was compiled (graphs, graph breaks), for the record.

@@ -17,13 +17,10 @@ from pathlib import Path
 from xfbench.allreduce.jax_psum import host_devices_env
 from xfbench.frameworks import FRAMEWORKS
 from xfbench.harness import launch
+from xfbench.harness.launch import LaunchError
 from xfbench.harness.processes import free_port
 
 TAIL_CHARS = 4000
-
-
-class LaunchError(RuntimeError):
-    """The worker crashed or timed out; the message ends with its output's tail."""
 
 
 def command(
@@ -99,11 +96,14 @@ def run(
         if end.timed_out:
             raise LaunchError(
                 f"{framework} all-reduce over {world_size} ranks: "
-                f"{launch.failure(end, timeout)[1]}\n{output[-TAIL_CHARS:]}"
+                f"{launch.failure(end, timeout)[1]}\n{output[-TAIL_CHARS:]}",
+                "timeout",
+                output[-TAIL_CHARS:],
             )
         if not out.exists():
             raise LaunchError(
                 f"{framework} all-reduce over {world_size} ranks gave no result "
-                f"({launch.failure(end, timeout)[1]})\n{output[-TAIL_CHARS:]}"
+                f"({launch.failure(end, timeout)[1]})\n{output[-TAIL_CHARS:]}",
+                tail=output[-TAIL_CHARS:],
             )
         return json.loads(out.read_text()), output

@@ -30,9 +30,9 @@ from typing import Any
 import psutil
 
 from xfbench import records
+from xfbench.errors import CannotRun
 from xfbench.gemm import get_impl
 from xfbench.gemm.check import Sample, random_pool, tolerance, within
-from xfbench.gemm.impls.base import Unsupported
 from xfbench.gemm.peaks import peak_share, peak_tflops
 from xfbench.gemm.shapes import Shape
 from xfbench.harness.energy import EnergyMeter
@@ -46,10 +46,6 @@ MAX_SETS = 32
 SHIFT = 7936  # offset between input sets drawn from one random pool (16 x 496)
 ITEMSIZE = {"fp32": 4, "tf32": 4, "bf16": 2, "fp16": 2, "fp8": 1}
 OUT_ITEMSIZE = {**ITEMSIZE, "fp8": 2}  # fp8 products are written as bf16
-
-
-class Skip(Exception):
-    """The cell cannot run here; the message says why."""
 
 
 class WrongProduct(AssertionError):
@@ -112,19 +108,16 @@ def measure(
     benchmark, cell: GemmCell, preset: Preset, threads_config: dict[str, Any], seed: int = 0
 ) -> dict:
     """Run one GEMM cell under pytest-benchmark; returns the record put in extra_info.
-    Raises Skip when the cell cannot run here, WrongProduct when the check fails
+    Raises CannotRun when the cell cannot run here, WrongProduct when the check fails
     (after putting the failed record in `benchmark.extra_info`)."""
     impl = get_impl(cell.impl)
     reason = impl.import_error() or impl.reason(cell.dtype, cell.device)
     if reason:
-        raise Skip(reason)
+        raise CannotRun(reason)
     shape, dtype, device = cell.shape, cell.dtype, cell.device
     pairs = None
     try:
-        try:
-            mode = impl.prepare(dtype, device)
-        except Unsupported as e:
-            raise Skip(str(e)) from e
+        mode = impl.prepare(dtype, device)
         operands, out = matrix_bytes(shape, dtype)
         pool_bytes = 4 * (sum(shape.elements()[:2]) + (MAX_SETS - 1) * SHIFT)
         if device == "cpu":
@@ -132,7 +125,7 @@ def measure(
         else:
             free = impl.free_bytes(device)
         if free is not None and operands + out > free:
-            raise Skip(
+            raise CannotRun(
                 f"the three matrices need {_gib(operands + out)}; {device} has "
                 f"{_gib(max(free, 0))} free"
             )
@@ -150,13 +143,9 @@ def measure(
             for i in range(n_sets)
         ]
         sample = Sample.of(*host[0], seed=seed)
-        try:
-            pairs = [
-                (impl.load(a, "a", dtype, device), impl.load(b, "b", dtype, device))
-                for a, b in host
-            ]
-        except Unsupported as e:
-            raise Skip(str(e)) from e
+        pairs = [
+            (impl.load(a, "a", dtype, device), impl.load(b, "b", dtype, device)) for a, b in host
+        ]
         del host, pool
 
         # First product: compilation, autotuning and the check, timed apart.

@@ -18,10 +18,10 @@ from dataclasses import dataclass
 
 import pytest
 
-from xfbench.errors import UsageError
+from xfbench.errors import CannotRun, UsageError
 from xfbench.gemm import DTYPES, FRAMEWORK_IMPL, IMPLS, get_impl
 from xfbench.gemm.best import fill_share_of_best
-from xfbench.gemm.measure import GemmCell, Skip, WrongProduct, measure
+from xfbench.gemm.measure import GemmCell, WrongProduct, measure
 from xfbench.gemm.shapes import Shape, ShapeError, parse_sizes, preset_shapes
 from xfbench.gemm.table import gemm_table
 from xfbench.harness.presets import Preset
@@ -143,7 +143,7 @@ def run_gemm(request, benchmark):
         benchmark.group = f"gemm {cell.shape.label} {cell.dtype} {cell.device}"
         try:
             record = measure(benchmark, cell, sel.preset, configured[cell.impl])
-        except Skip as e:
+        except CannotRun as e:
             pytest.skip(str(e))
         except WrongProduct:
             config.stash[RECORDS].append(dict(benchmark.extra_info))

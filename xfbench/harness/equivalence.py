@@ -60,7 +60,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from xfbench.adapters import Cell, Unsupported, get_adapter
+from xfbench.adapters import Cell, get_adapter
+from xfbench.errors import CannotRun
 from xfbench.exchange.reference import (
     TOL,
     max_rel_err,
@@ -80,7 +81,7 @@ def first_mode(framework: str, device: str = "cpu") -> str:
     for mode in adapter.modes:
         if adapter.mode_reason(mode, device) is None:
             return mode
-    raise Unsupported(f"{framework} has no mode that runs on {device}")
+    raise CannotRun(f"{framework} has no mode that runs on {device}")
 
 
 # Modes checked only when named (--mode): torch.compile's Inductor compiles each network's
@@ -145,7 +146,7 @@ def _build(framework: str, spec: Spec, cell: Cell, weights):
     if cell.precision != "fp32" or cell.device != "cpu":
         reason = adapter.check(cell)
         if reason:
-            raise Unsupported(reason)
+            raise CannotRun(reason)
     return adapter.build(spec, cell, weights)
 
 
@@ -315,7 +316,7 @@ class ReferenceStep:
     @classmethod
     def compute(cls, spec: Spec, weights, batch: int) -> ReferenceStep:
         if get_adapter("torch").import_error():
-            raise Unsupported(
+            raise CannotRun(
                 "the float64 reference step is computed with PyTorch, which is not installed"
             )
         from xfbench.adapters.torch.reference import train_step
@@ -440,7 +441,7 @@ class Float64Reference:
     @classmethod
     def compute(cls, spec: Spec, weights, batch: int) -> Float64Reference:
         if get_adapter("torch").import_error():
-            raise Unsupported(
+            raise CannotRun(
                 "the float64 reference is computed with PyTorch, which is not installed"
             )
         from xfbench.adapters.torch.reference import logits, train_step

@@ -32,6 +32,15 @@ POLL_S = 0.25
 TAIL_LINES = 40
 
 
+class LaunchError(RuntimeError):
+    """Workers ended without a result: status "failed" or "timeout", and their output's
+    tail (the scaling and all-reduce launchers)."""
+
+    def __init__(self, message: str, status: str = "failed", tail: str = ""):
+        super().__init__(message)
+        self.status, self.tail = status, tail
+
+
 def child_env(extra: dict[str, str] | None = None, base: dict[str, str] | None = None) -> dict:
     """The environment of a child: base (default: this process's), PYTHONPATH led by the
     folder holding this xfbench, then extra."""

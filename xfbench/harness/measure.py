@@ -15,8 +15,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from xfbench import machine, records
-from xfbench.adapters import Cell, Unsupported, get_adapter
+from xfbench.adapters import Cell, get_adapter
 from xfbench.data.readers import DataError, one_line
+from xfbench.errors import CannotRun
 from xfbench.harness import memory, stats
 from xfbench.harness.energy import EnergyMeter
 from xfbench.harness.memory import peak_rss_bytes, reset_peak_rss
@@ -28,10 +29,6 @@ from xfbench.models import Spec, get_spec, initial_weights
 # back from the canonical ONNX file (written to the cache first when missing).
 # Both give the same numbers; the ONNX route proves the exchange file is what ran.
 WEIGHT_SOURCES = ("seed", "onnx")
-
-
-class Skip(Exception):
-    """The cell cannot run here; the message says why."""
 
 
 # --data real: a cell is input-bound when, at the median, waiting for the next batch takes
@@ -101,17 +98,14 @@ def initial(spec: Spec, seed: int = 0, source: str = "seed"):
 
 
 def build(cell: Cell, seed: int = 0, weights: str = "seed"):
-    """The adapter, spec and built workload of a cell; raises Skip with the reason."""
+    """The adapter, spec and built workload of a cell; raises CannotRun with the reason."""
     adapter = get_adapter(cell.framework)
     reason = adapter.import_error() or adapter.check(cell)
     if reason:
-        raise Skip(reason)
+        raise CannotRun(reason)
     spec = get_spec(cell.network, cell.scale)
     memory.check_fits(spec, cell.task, cell.batch_size, cell.precision, cell.device)
-    try:
-        workload = adapter.build(spec, cell, initial(spec, seed, weights))
-    except Unsupported as e:
-        raise Skip(str(e)) from e
+    workload = adapter.build(spec, cell, initial(spec, seed, weights))
     return adapter, spec, workload
 
 
@@ -132,9 +126,11 @@ def measure(
         from xfbench.data.sources import DATASET
 
         if cell.network not in DATASET:
-            raise Skip(f"{cell.network} has no real data set (the paper ran it on synthetic data)")
+            raise CannotRun(
+                f"{cell.network} has no real data set (the paper ran it on synthetic data)"
+            )
         if real is None:
-            raise Skip("--data real needs --data-dir")
+            raise CannotRun("--data real needs --data-dir")
     own_peak = reset_peak_rss()
     t0 = time.perf_counter()
     adapter, spec, work = build(cell, weights=weights)
@@ -145,10 +141,7 @@ def measure(
             from xfbench.data.sources import source_for
 
             source = source_for(spec, real.folder)
-            try:
-                pipeline = work.input_batches(source, 0, real.workers)
-            except Unsupported as e:
-                raise Skip(str(e)) from e
+            pipeline = work.input_batches(source, 0, real.workers)
             timer = InputTimer(work, pipeline, f"{real.folder}/{source.dataset}")
             work.feed(*timer.next_batch())  # the first batch, for the compile step
         work.reset_peak_memory()

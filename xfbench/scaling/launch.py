@@ -29,6 +29,7 @@ from pathlib import Path
 
 from xfbench.frameworks import FRAMEWORKS
 from xfbench.harness import launch
+from xfbench.harness.launch import LaunchError
 from xfbench.harness.processes import free_port
 from xfbench.scaling import result as R
 from xfbench.scaling.cell import CellError, ScalingCell, cell_from, parser, to_argv
@@ -37,14 +38,6 @@ MODULES = {name: f.scaling for name, f in FRAMEWORKS.items() if f.scaling}
 HOST_DEVICES_FLAG = "--xla_force_host_platform_device_count"
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
 TAIL_LINES = 40
-
-
-class LaunchError(RuntimeError):
-    """The workers ended without a result; status is "failed" or "timeout"."""
-
-    def __init__(self, message: str, status: str = "failed", tail: str = ""):
-        super().__init__(message)
-        self.status, self.tail = status, tail
 
 
 def _option(options: list[str], name: str) -> str | None:

@@ -44,7 +44,8 @@ from __future__ import annotations
 import pytest
 
 from xfbench import records
-from xfbench.adapters import Unsupported, get_adapter
+from xfbench.adapters import get_adapter
+from xfbench.errors import CannotRun
 from xfbench.frameworks import FRAMEWORKS, training
 from xfbench.harness.equivalence import check_modes, parse_seeds
 from xfbench.harness.selection import comma_list
@@ -161,7 +162,7 @@ def test_inference_matches_onnxruntime(
 
     try:
         record = check_inference(framework, spec, weights, batch, mode, device, precision)
-    except Unsupported as e:
+    except CannotRun as e:
         pytest.skip(str(e))
     _asserted(record)
     _record(benchmark, record, seed)
@@ -183,7 +184,7 @@ def test_training_step_agrees(
         record, _ = check_training(
             framework, spec, weights, batch, mode, reference, device, precision
         )
-    except Unsupported as e:
+    except CannotRun as e:
         pytest.skip(str(e))
     _asserted(record)
     _record(benchmark, record, seed)
@@ -206,7 +207,7 @@ def test_float64_step_agrees(request, benchmark, network, framework, mode, devic
     try:
         reference = _cached(_FLOAT64, key, lambda: Float64Reference.compute(spec, weights, batch))
         record = check_float64(framework, spec, weights, batch, mode, reference)
-    except Unsupported as e:
+    except CannotRun as e:
         pytest.skip(str(e))
     _record(benchmark, record, seed)
     assert record["verified"], (

@@ -27,10 +27,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from xfbench.adapters.base import Cell, Unsupported, Workload, check_layer_dtypes
+from xfbench.adapters.base import Cell, Workload, check_layer_dtypes
 from xfbench.adapters.jax import networks
 from xfbench.adapters.jax import weights as W
 from xfbench.adapters.jax.layers import cross_entropy
+from xfbench.errors import CannotRun
 from xfbench.models import Spec, synthetic_batch
 
 COMPUTE_DTYPES = {
@@ -122,14 +123,14 @@ def resolve_device(name: str):
     kind, _, index = name.partition(":")
     backend = {"cpu": "cpu", "cuda": "cuda", "tpu": "tpu"}.get(kind)
     if backend is None:
-        raise Unsupported(f"JAX has no device {name!r}")
+        raise CannotRun(f"JAX has no device {name!r}")
     try:
         found = jax.devices(backend)
     except RuntimeError as e:
-        raise Unsupported(f"JAX sees no {kind} device: {str(e).splitlines()[0]}") from e
+        raise CannotRun(f"JAX sees no {kind} device: {str(e).splitlines()[0]}") from e
     i = int(index or 0)
     if i >= len(found):
-        raise Unsupported(f"{name} is not present to JAX (it sees {len(found)} {kind} devices)")
+        raise CannotRun(f"{name} is not present to JAX (it sees {len(found)} {kind} devices)")
     return found[i]
 
 
@@ -244,9 +245,9 @@ def make_infer_step(spec: Spec, dtype):
 class JaxWorkload(Workload):
     def __init__(self, spec: Spec, cell: Cell, weights: dict[str, np.ndarray], seed: int = 0):
         if cell.mode != "jit":
-            raise Unsupported(f"unknown JAX mode {cell.mode!r}")
+            raise CannotRun(f"unknown JAX mode {cell.mode!r}")
         if cell.precision not in COMPUTE_DTYPES:
-            raise Unsupported(f"JAX adapter does not run {cell.precision}")
+            raise CannotRun(f"JAX adapter does not run {cell.precision}")
         self.spec, self.cell = spec, cell
         self.fp64 = cell.precision == "fp64"
         with self._x64():

@@ -14,8 +14,9 @@ from __future__ import annotations
 import numpy as np
 import onnxruntime as ort
 
-from xfbench.adapters.base import Cell, Unsupported, Workload
+from xfbench.adapters.base import Cell, Workload
 from xfbench.adapters.onnxruntime import TRAIN_REASON
+from xfbench.errors import CannotRun
 from xfbench.exchange.names import INPUT, OPSET, OUTPUT, canonical_path
 from xfbench.models import Spec, synthetic_batch
 
@@ -54,7 +55,7 @@ def _model(spec: Spec, weights, seed: int):
     except ImportError:
         path = canonical_path(spec, seed)
         if not path.exists():
-            raise Unsupported(
+            raise CannotRun(
                 f"onnx is not installed, and the canonical file {path.name} is not in "
                 f"{path.parent}: write it where onnx is (python -m xfbench.exchange write "
                 f"{spec.id} --scale {spec.scale}) and copy it, with its .data file, here, "
@@ -68,7 +69,7 @@ def _model(spec: Spec, weights, seed: int):
 class OrtWorkload(Workload):
     def __init__(self, spec: Spec, cell: Cell, weights: dict[str, np.ndarray], seed: int = 0):
         if cell.task != "infer":
-            raise Unsupported(TRAIN_REASON)
+            raise CannotRun(TRAIN_REASON)
         self.spec, self.cell, self._weights = spec, cell, weights
         model = _model(spec, weights, seed)
 
@@ -141,7 +142,7 @@ class OrtWorkload(Workload):
         self.binding.bind_cpu_input(INPUT, self.x_host)
 
     def loss(self) -> float:
-        raise Unsupported(TRAIN_REASON)
+        raise CannotRun(TRAIN_REASON)
 
     def output(self) -> np.ndarray:
         if self.where[0] != "cpu":

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from xfbench import machine
-from xfbench.adapters.base import Unsupported
+from xfbench.errors import CannotRun
 
 # The precisions a TPU cell runs: bf16 is the TPU's half type; fp16 has no fast path there
 # (tf32 and fp64 are refused for every accelerator but their own, in Adapter.check).
@@ -95,7 +95,7 @@ def device_assignment(tf, topology, core: int):
     the core is named by its coordinates in the topology instead."""
     per_host = topology.num_tpus_per_task
     if not 0 <= core < per_host:
-        raise Unsupported(f"tpu:{core} is not present (TensorFlow's TPU host has {per_host} cores)")
+        raise CannotRun(f"tpu:{core} is not present (TensorFlow's TPU host has {per_host} cores)")
     coordinates = np.asarray(topology.device_coordinates[0, core], dtype=np.int32)
     # [replicas, cores per replica, mesh axes]
     return tf.tpu.experimental.DeviceAssignment(topology, coordinates.reshape(1, 1, -1))
@@ -106,7 +106,7 @@ def one_core_strategy(tf, core: int):
     system first if this process has not."""
     system = connect(tf)
     if system is None:
-        raise Unsupported(failure())
+        raise CannotRun(failure())
     assignment = device_assignment(tf, system.topology, core)
     strategy = tf.distribute.TPUStrategy(system.resolver, experimental_device_assignment=assignment)
     facts = {

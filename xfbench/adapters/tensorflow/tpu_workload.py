@@ -17,16 +17,17 @@ from __future__ import annotations
 import numpy as np
 import tensorflow as tf
 
-from xfbench.adapters.base import Cell, Unsupported
+from xfbench.adapters.base import Cell
 from xfbench.adapters.tensorflow import tpu
 from xfbench.adapters.tensorflow.workload import TensorFlowWorkload
+from xfbench.errors import CannotRun
 from xfbench.models import Spec
 
 
 class TpuWorkload(TensorFlowWorkload):
     def __init__(self, spec: Spec, cell: Cell, weights: dict[str, np.ndarray], seed: int = 0):
         if cell.mode != tpu.MODE or cell.precision not in tpu.PRECISIONS:
-            raise Unsupported(
+            raise CannotRun(
                 f"a TPU cell runs mode {tpu.MODE} in {' or '.join(tpu.PRECISIONS)}, "
                 f"not {cell.mode} in {cell.precision}"
             )

@@ -19,8 +19,9 @@ import functools
 import numpy as np
 import tensorflow as tf
 
-from xfbench.adapters.base import Cell, Unsupported, Workload, check_layer_dtypes
+from xfbench.adapters.base import Cell, Workload, check_layer_dtypes
 from xfbench.adapters.tensorflow.networks import Network
+from xfbench.errors import CannotRun
 from xfbench.models import Spec, synthetic_batch
 from xfbench.models import layers as L
 
@@ -43,7 +44,7 @@ def tf_device(device: str) -> str:
     kind, _, index = device.partition(":")
     names = {"cpu": "/CPU:0", "cuda": f"/GPU:{index or 0}", "tpu": f"/TPU:{index or 0}"}
     if kind not in names:
-        raise Unsupported(f"TensorFlow has no device {device!r}")
+        raise CannotRun(f"TensorFlow has no device {device!r}")
     return names[kind]
 
 
@@ -135,7 +136,7 @@ def _same_device(actual: str, wanted: str) -> bool:
 class TensorFlowWorkload(Workload):
     def __init__(self, spec: Spec, cell: Cell, weights: dict[str, np.ndarray], seed: int = 0):
         if cell.mode not in MODES:
-            raise Unsupported(f"unknown TensorFlow mode {cell.mode!r}")
+            raise CannotRun(f"unknown TensorFlow mode {cell.mode!r}")
         self.spec, self.cell = spec, cell
         self.device = self._device()
         self.gpu = cell.device.startswith("cuda")
@@ -213,7 +214,7 @@ class TensorFlowWorkload(Workload):
         """TensorFlow's name of the cell's device."""
         if self.cell.device.startswith("tpu"):
             # A TPU runs only under TPUStrategy: TpuWorkload (tpu_workload.py).
-            raise Unsupported(
+            raise CannotRun(
                 "a TPU cell is a TpuWorkload; TensorFlowWorkload runs CPU and GPU cells"
             )
         return tf_device(self.cell.device)

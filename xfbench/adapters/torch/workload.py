@@ -23,10 +23,11 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from xfbench.adapters.base import Cell, Unsupported, Workload, check_layer_dtypes
+from xfbench.adapters.base import Cell, Workload, check_layer_dtypes
 from xfbench.adapters.torch import weights as W
 from xfbench.adapters.torch.networks import build_network
 from xfbench.adapters.torch.precision import MATH_LAYERS, probe
+from xfbench.errors import CannotRun
 from xfbench.models import Spec, synthetic_batch
 
 AMP_DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
@@ -165,7 +166,7 @@ class TorchWorkload(Workload):
 
         compile_mode = {"eager": None, "compile": "default", "cudagraph": "reduce-overhead"}
         if cell.mode not in compile_mode:
-            raise Unsupported(f"unknown PyTorch mode {cell.mode!r}")
+            raise CannotRun(f"unknown PyTorch mode {cell.mode!r}")
         mode = compile_mode[cell.mode]
         compile_ = (lambda f: torch.compile(f, mode=mode)) if mode else (lambda f: f)
         if mode and self.device.type == "cpu":

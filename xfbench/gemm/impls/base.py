@@ -21,10 +21,6 @@ import numpy as np
 from xfbench.adapters.base import not_installed
 
 
-class Unsupported(Exception):
-    """This implementation cannot run this cell; the message says why."""
-
-
 class Timer:
     """Brackets `calls` products; stop() returns seconds for all of them."""
 

@@ -17,7 +17,8 @@ import os
 
 import numpy as np
 
-from xfbench.gemm.impls.base import GemmImpl, Timer, Unsupported, gpu_index
+from xfbench.errors import CannotRun
+from xfbench.gemm.impls.base import GemmImpl, Timer, gpu_index
 
 LAUNCH_S = 50e-6
 MAX_SLEEP_S = 0.05
@@ -147,7 +148,7 @@ class CupyMatmul(GemmImpl):
             pass  # the switch is missing or refused: the check below says what runs
         got = linalg.get_compute_type(np.float32)
         if want is None or got != want:
-            raise Unsupported(
+            raise CannotRun(
                 f"CuPy reads CUPY_TF32 once per process and this one runs fp32 products as "
                 f"{linalg.compute_type_to_str(got)}; run {dtype} CuPy cells in a process of "
                 f"their own (--gemm-impl cupy --precision {dtype})"

@@ -19,7 +19,8 @@ import tempfile
 
 import numpy as np
 
-from xfbench.gemm.impls.base import GemmImpl, Unsupported, WallTimer, gpu_index
+from xfbench.errors import CannotRun
+from xfbench.gemm.impls.base import GemmImpl, WallTimer, gpu_index
 
 IR_VERSION = 10
 OPSET = 21
@@ -136,18 +137,18 @@ class OrtMatmul(GemmImpl):
                     matmul_model(m, n, k, ELEM[self.dtype]), so, providers=providers
                 )
             except Exception as e:
-                raise Unsupported(
+                raise CannotRun(
                     f"ONNX Runtime cannot run a {self.dtype} MatMul on {self.device}: "
                     f"{str(e).splitlines()[0][:200]}"
                 ) from e
             ops = [node.op_type for node in onnx.load(so.optimized_model_filepath).graph.node]
         if ops != ["MatMul"]:
-            raise Unsupported(
+            raise CannotRun(
                 f"ONNX Runtime has no {self.dtype} MatMul kernel on {self.device}: "
                 f"it would run {' + '.join(ops)} instead"
             )
         if self.device != "cpu" and session.get_providers()[0] != "CUDAExecutionProvider":
-            raise Unsupported(f"ONNX Runtime did not put the MatMul on {self.device}")
+            raise CannotRun(f"ONNX Runtime did not put the MatMul on {self.device}")
         return session
 
     def load(self, x, role, dtype, device):
