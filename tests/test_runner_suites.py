@@ -16,7 +16,8 @@ from xfbench.runner import cli
 from xfbench.runner.group import Group, child_command, key
 from xfbench.runner.plugin import FAULT_ENV
 from xfbench.runner.store import RunFolder
-from xfbench.runner.suites import allreduce_plan, from_item, scaling_id, scaling_plan
+from xfbench.runner.suites import allreduce_plan, from_item, scaling_plan
+from xfbench.scaling.cell import default_threads_per_worker
 
 ROOT = Path(__file__).resolve().parents[1]
 SMOKE = ["--framework", "torch", "--preset", "smoke"]
@@ -148,9 +149,9 @@ def test_node_ids_and_child_options_follow_the_contract():
         "batch": 8,
         "precision": "fp32",
         "scale": "smoke",
-        "threads_per_worker": None,
+        # the suite's own default, from the one expansion (scaling.cell.expand)
+        "threads_per_worker": default_threads_per_worker(2),
     }
-    assert scaling_id("fcn_r", "torch", "cpu", 2, "weak", 8) == weak.cells[1].id
 
     # --threads is per worker and reaches the child; a given batch is the batch of every cell
     plan = scaling_plan(

@@ -94,7 +94,7 @@ def select(
     cpus: int | None = None,
     check_cpus: bool = True,
 ) -> AllreduceSelection:
-    """Validate raw option strings (the common ones already checked by the root conftest).
+    """Validate raw option strings (the common ones already checked by the root plugin, xfbench.plugin).
     check_cpus: whether --threads per rank must fit the largest CPU world size (only when
     the suite runs: elsewhere --threads means the network suites' threads)."""
     from xfbench import machine
@@ -125,7 +125,7 @@ def select(
     try:
         threads_per_rank = int(threads) if threads not in (None, "") else None
     except ValueError:
-        raise UsageError(f"bad --threads {threads!r}") from None  # the conftest says why
+        raise UsageError(f"bad --threads {threads!r}") from None  # the root plugin says why
     cases = []
     for fw in frameworks:
         for dev in devices:

@@ -249,7 +249,7 @@ def _cell_result(cell: dict, status: str, source: str) -> Result:
 
 def failure_result(record: dict, source: str) -> Result:
     """A failure record ({"cell": {...}, "status", "reason", ...}, or the cell fields at
-    the top level as the conftest keeps them) as a Result."""
+    the top level as the runner's plugin keeps them) as a Result."""
     cell = record.get("cell") if isinstance(record.get("cell"), dict) else record
     status = str(record.get("status") or "failed")
     result = _cell_result(cell, status if status != "ok" else "failed", source)

@@ -2,7 +2,7 @@
 (The scaling and all-reduce suites' cells run the same way: runner.suites.)
 
 The child is an ordinary `pytest xfbench/suites/...` process given exactly the group's
-remaining cells as node ids; conftest pins its threads and affinity before any
+remaining cells as node ids; xfbench's plugin (xfbench.plugin) pins its threads and affinity before any
 framework is imported. With XFBENCH_CELL_DIR set, the child writes each cell's
 result (or failure, or skip) into the results folder as the cell finishes, and a
 marker naming the cell it is starting. That is how this side knows which cell a

@@ -14,17 +14,18 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
 import xfbench.runner.group as group_module
 from xfbench import machine
+from xfbench.allreduce.plugin import select
 from xfbench.errors import UsageError
 from xfbench.frameworks import names
 from xfbench.harness.selection import comma_list, normalize_device, parse
 from xfbench.harness.threads import allowed_cpus
 from xfbench.runner.group import Group, Job
 from xfbench.runner.plan import Plan
-from xfbench.scaling.cell import ScalingCell, default_batch
+from xfbench.scaling.cell import ScalingCell, expand
 
 SUITES = ("single", "scaling", "allreduce")
 SUITE_FILES = {"scaling": "test_scaling.py", "allreduce": "test_allreduce.py"}
@@ -35,17 +36,6 @@ ALLREDUCE_FRAMEWORKS = names(allreduce=True)
 SCALING_KINDS = ("strong", "weak")
 # The all-reduce suite's pytest option for its world sizes.
 WORLD_SIZES_OPTION = "world-sizes"
-
-
-def scaling_id(
-    network: str, framework: str, device: str, workers: int, scaling: str, batch: int
-) -> str:
-    """ScalingCell.id of a data-parallel cell."""
-    return ScalingCell(network, framework, device, workers, scaling, batch, 1).id
-
-
-def allreduce_id(framework: str, device: str, world_size: int) -> str:
-    return f"{framework}-{device}-n{world_size}"
 
 
 SCALING_ID = re.compile(
@@ -72,41 +62,9 @@ class SuiteCell:
         return {"kind": KINDS[self.task], **dict(self.fields)}
 
 
-def scaling_cell(
-    network,
-    framework,
-    device,
-    workers,
-    scaling,
-    batch,
-    *,
-    precision="fp32",
-    scale="full",
-    threads_per_worker=None,
-) -> SuiteCell:
-    fields = dict(
-        network=network,
-        framework=framework,
-        device=device,
-        workers=workers,
-        scaling=scaling,
-        batch=batch,
-        precision=precision,
-        scale=scale,
-        threads_per_worker=threads_per_worker,
-    )
-    return SuiteCell(
-        "scaling",
-        scaling_id(network, framework, device, workers, scaling, batch),
-        tuple(fields.items()),
-    )
-
-
-def allreduce_cell(framework, device, world_size) -> SuiteCell:
-    fields = dict(framework=framework, device=device, world_size=world_size)
-    return SuiteCell(
-        "allreduce", allreduce_id(framework, device, world_size), tuple(fields.items())
-    )
+def suite_cell(cell: ScalingCell) -> SuiteCell:
+    """The runner's view of a scaling cell of the suite's own expansion."""
+    return SuiteCell("scaling", cell.id, tuple(cell.as_dict().items()))
 
 
 def from_item(item) -> SuiteCell | None:
@@ -261,43 +219,44 @@ def scaling_plan(
     scale = sel.preset.scale
     jobs = []
     for fw in frameworks:
+        # One expansion (scaling.cell.expand), the suite's own, per framework and device:
+        # the children collect exactly these cells.
         for dev in devices:
-            ws = workers_by_device[dev]
-            for network in sel.networks:
-                for kind in kinds:
-                    batch = sel.batch_size or default_batch(network, scale, kind, ws)
-                    if kind == "strong":
-                        for w in ws:
-                            if batch % w:
-                                raise UsageError(
-                                    f"strong scaling splits the global batch {batch} of {network} "
-                                    f"over the workers: {w} workers do not divide it; give "
-                                    f"--batch-size a multiple of {math.lcm(*ws)}"
-                                )
-                    cells = [
-                        scaling_cell(
-                            network,
-                            fw,
-                            dev,
-                            w,
-                            kind,
-                            batch,
-                            precision=precision,
-                            scale=scale,
-                            threads_per_worker=per_worker_threads,
-                        )
-                        for w in ws
-                    ]
-                    options = {
-                        "model": network,
-                        "scaling": kind,
-                        "workers": ",".join(map(str, ws)),
-                        "batch-size": str(batch),
-                        "precision": precision,
-                        "preset": sel.preset.name,
-                    }
-                    group = Group(fw, dev, per_worker_threads or 0, "scaling", f"{network}-{kind}")
-                    jobs.append(Job(group, cells, options))
+            cells = expand(
+                frameworks=[fw],
+                networks=sel.networks,
+                devices=[dev],
+                workers=tuple(workers_by_device[dev]),
+                kinds=kinds,
+                batch=sel.batch_size,
+                precisions=[precision],
+                scale=scale,
+                threads=per_worker_threads,
+                gpus=machine.gpu_count(),
+            )
+            by_part: dict[tuple[str, str], list[ScalingCell]] = {}
+            for c in cells:
+                by_part.setdefault((c.network, c.scaling), []).append(c)
+            for (network, kind), part in by_part.items():
+                ws = [c.workers for c in part]
+                batch = part[0].batch
+                if kind == "strong" and any(batch % w for w in ws):
+                    w = next(w for w in ws if batch % w)
+                    raise UsageError(
+                        f"strong scaling splits the global batch {batch} of {network} "
+                        f"over the workers: {w} workers do not divide it; give "
+                        f"--batch-size a multiple of {math.lcm(*ws)}"
+                    )
+                options = {
+                    "model": network,
+                    "scaling": kind,
+                    "workers": ",".join(map(str, ws)),
+                    "batch-size": str(batch),
+                    "precision": precision,
+                    "preset": sel.preset.name,
+                }
+                group = Group(fw, dev, per_worker_threads or 0, "scaling", f"{network}-{kind}")
+                jobs.append(Job(group, [suite_cell(c) for c in part], options))
     selection = {
         "suite": "scaling",
         "frameworks": frameworks,
@@ -335,28 +294,32 @@ def allreduce_plan(
     per_rank_threads = _threads(threads)
     if sizes is not None and not comma_list(sizes):
         raise UsageError("--allreduce-sizes needs at least one message size")
-    if sizes:
-        from xfbench.allreduce.sizes import SizeError, parse_sizes
-
-        try:  # here, before anything runs, rather than as every child's usage error
-            parse_sizes(sizes)
-        except SizeError as e:
-            raise UsageError(f"--allreduce-sizes: {e}") from None
     by_device = {d: worker_counts(world_sizes, d, "--world-sizes", every_gpu=True) for d in devices}
     if "cpu" in by_device:
         _fits_cpus("--world-sizes", by_device["cpu"], per_rank_threads)
+    # The suite's own expansion (allreduce.plugin.select, which also checks the sizes here,
+    # before anything runs): the children collect exactly these cases.
+    chosen = select(
+        world_sizes=world_sizes,
+        allreduce_sizes=sizes,
+        framework=",".join(frameworks),
+        device=",".join(devices),
+        preset=sel.preset.name,
+        threads=threads,
+    )
     jobs = []
     for fw in frameworks:
         for dev in devices:
+            cases = [c for c in chosen.cases if (c.framework, c.device) == (fw, dev)]
             options = {
-                WORLD_SIZES_OPTION: ",".join(map(str, by_device[dev])),
+                WORLD_SIZES_OPTION: ",".join(str(c.world_size) for c in cases),
                 "allreduce-sizes": sizes,
                 "preset": sel.preset.name,
             }
             jobs.append(
                 Job(
                     Group(fw, dev, per_rank_threads or 0, "allreduce"),
-                    [allreduce_cell(fw, dev, n) for n in by_device[dev]],
+                    [SuiteCell("allreduce", c.id, tuple(asdict(c).items())) for c in cases],
                     options,
                 )
             )
@@ -381,27 +344,6 @@ def _fmt(value, spec: str) -> str:
         if isinstance(value, (int, float)) and not isinstance(value, bool)
         else ""
     )
-
-
-def _scaling_row(r: dict) -> list:
-    base = [
-        r.get("network"),
-        r.get("framework"),
-        r.get("device"),
-        r.get("workers"),
-        r.get("scaling"),
-        r.get("batch"),
-    ]
-    if r.get("status", "ok") != "ok":
-        return base + [f"{r.get('status') or 'failed'}: {r.get('reason', '')}"[:60]] + [""] * 5
-    return base + [
-        r.get("backend", ""),
-        _fmt(r.get("seconds_per_batch"), ".4g"),
-        _fmt(r.get("samples_per_s"), ".4g"),
-        _fmt(r.get("speedup"), ".2f"),
-        _fmt(r.get("efficiency") and r["efficiency"] * 100, ".0f"),
-        _fmt(r.get("comm_share") and r["comm_share"] * 100, ".0f"),
-    ]
 
 
 # summary columns: the busbw of each pattern some sweep measured, at its largest size
@@ -447,38 +389,19 @@ def summary_table(suite: str, records: list[dict]) -> str:
     from tabulate import tabulate
 
     if suite == "scaling":
-        try:  # the scaling suite's own table, with speedup over its 1-worker cells
-            from xfbench.scaling.speedup import fill_speedup, scaling_table
-        except ImportError:
-            pass
-        else:
-            fill_speedup(records)
-            return scaling_table(records)
-        headers = (
-            "network",
-            "framework",
-            "device",
-            "workers",
-            "scaling",
-            "batch",
-            "backend",
-            "s/step",
-            "samples/s",
-            "speedup",
-            "eff. %",
-            "comm %",
-        )
-        rows = [_scaling_row(r) for r in records]
-    else:
-        patterns = _allreduce_patterns(records)
-        headers = (
-            "framework",
-            "device",
-            "world size",
-            "backend",
-            "sizes",
-            *(ALLREDUCE_PATTERN_HEADERS.get(p, f"busbw GB/s {p}") for p in patterns),
-            "correct",
-        )
-        rows = [_allreduce_row(r, patterns) for r in records]
+        from xfbench.scaling.speedup import fill_speedup, scaling_table
+
+        fill_speedup(records)
+        return scaling_table(records)
+    patterns = _allreduce_patterns(records)
+    headers = (
+        "framework",
+        "device",
+        "world size",
+        "backend",
+        "sizes",
+        *(ALLREDUCE_PATTERN_HEADERS.get(p, f"busbw GB/s {p}") for p in patterns),
+        "correct",
+    )
+    rows = [_allreduce_row(r, patterns) for r in records]
     return tabulate(rows, headers=headers, tablefmt="github", disable_numparse=True)

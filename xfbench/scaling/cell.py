@@ -215,6 +215,56 @@ def default_threads_per_worker(max_workers: int) -> int:
     return max(1, len(available_cpus()) // max(1, max_workers))
 
 
+def gpu_worker_counts(gpus: int) -> tuple[int, ...]:
+    """1, 2, 4, ... up to the GPUs present (1 where there is none)."""
+    return tuple(2**k for k in range(gpus.bit_length())) if gpus else (1,)
+
+
+def expand(
+    *,
+    frameworks,
+    networks,
+    devices,
+    workers: tuple[int, ...] | None = None,
+    kinds=("strong",),
+    batch: int | None = None,
+    precisions=("fp32",),
+    scale: str = "full",
+    threads: int | None = None,
+    gpus: int = 0,
+) -> list[ScalingCell]:
+    """Every scaling cell of a selection, in one order (device, network, framework, kind,
+    precision, workers). The suite (scaling/plugin.py) and `xfbench run --suite scaling`
+    (runner/suites.py) both expand cells here, so the runner names exactly the cells its
+    children collect. Defaults: workers 1 and 2 on the CPU, 1, 2, 4, ... up to the GPUs on
+    cuda; threads per worker the available CPUs over the most workers; the batch of
+    default_batch."""
+    out = []
+    for device in devices:
+        counts = tuple(workers or ((1, 2) if device == "cpu" else gpu_worker_counts(gpus)))
+        per_worker = threads or default_threads_per_worker(max(counts))
+        for network in networks:
+            for framework in frameworks:
+                for kind in kinds:
+                    b = batch or default_batch(network, scale, kind, counts)
+                    for precision in precisions:
+                        out += [
+                            ScalingCell(
+                                network=network,
+                                framework=framework,
+                                device=device,
+                                workers=w,
+                                scaling=kind,
+                                batch=b,
+                                threads_per_worker=per_worker,
+                                precision=precision,
+                                scale=scale,
+                            )
+                            for w in counts
+                        ]
+    return out
+
+
 def to_argv(cell: ScalingCell, warmup: int, steps: int, out: str) -> list[str]:
     """The worker arguments for a cell (what parse_args reads back)."""
     return [

@@ -18,7 +18,6 @@ The suite (suites/test_scaling.py) runs only when named on the command line.
 from __future__ import annotations
 
 import importlib.util
-import math
 import os
 import statistics
 
@@ -29,8 +28,7 @@ from xfbench.harness.selection import comma_list
 from xfbench.plugin import SUITE_FAILURE as PENDING
 from xfbench.plugin import Suite, declare, named
 from xfbench.scaling import result as R
-from xfbench.scaling.cell import FRAMEWORKS, CellError, ScalingCell
-from xfbench.scaling.cell import default_batch as cell_default_batch
+from xfbench.scaling.cell import FRAMEWORKS, CellError, ScalingCell, expand
 from xfbench.scaling.speedup import fill_speedup, scaling_table
 
 RECORDS = pytest.StashKey()
@@ -69,52 +67,26 @@ def _select(config):
 SUITE = declare(Suite("scaling", select=_select, before_pin=_before_pin))
 
 
-def gpu_worker_counts(gpus: int) -> tuple[int, ...]:
-    return tuple(2**k for k in range(int(math.log2(gpus)) + 1)) if gpus else (1,)
-
-
-def default_batch(sel, network: str, scaling: str, counts) -> int:
-    return sel.batch_size or cell_default_batch(network, sel.preset.scale, scaling, counts)
-
-
 def scaling_cells(config) -> list[ScalingCell]:
     """The cells the options select; cells that cannot run here are kept, to skip with why."""
     from xfbench import machine
     from xfbench.plugin import selection
-    from xfbench.scaling.cell import default_threads_per_worker
 
     sel = selection(config)
     counts_asked, kinds = SUITE.selection(config)
-    frameworks = [f for f in sel.frameworks if f in FRAMEWORKS]
     devices = dict.fromkeys(d.split(":")[0] for d in sel.devices)
-    out = []
-    for device in (d for d in devices if d in ("cpu", "cuda")):
-        counts = counts_asked or (
-            (1, 2) if device == "cpu" else gpu_worker_counts(machine.gpu_count())
-        )
-        threads = (
-            sel.threads if config.getoption("threads") else default_threads_per_worker(max(counts))
-        )
-        for network in sel.networks:
-            for framework in frameworks:
-                for kind in kinds:
-                    batch = default_batch(sel, network, kind, counts)
-                    for precision in sel.precisions:
-                        out += [
-                            ScalingCell(
-                                network,
-                                framework,
-                                device,
-                                w,
-                                kind,
-                                batch,
-                                threads,
-                                precision,
-                                sel.preset.scale,
-                            )
-                            for w in counts
-                        ]
-    return out
+    return expand(
+        frameworks=[f for f in sel.frameworks if f in FRAMEWORKS],
+        networks=sel.networks,
+        devices=[d for d in devices if d in ("cpu", "cuda")],
+        workers=counts_asked,
+        kinds=kinds,
+        batch=sel.batch_size,
+        precisions=sel.precisions,
+        scale=sel.preset.scale,
+        threads=sel.threads if config.getoption("threads") else None,
+        gpus=machine.gpu_count(),
+    )
 
 
 def pytest_generate_tests(metafunc):
