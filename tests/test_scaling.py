@@ -13,9 +13,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from xfbench.errors import UsageError
 from xfbench.harness.external import record_durations
 from xfbench.scaling import launch
-from xfbench.scaling.cell import CellError, ScalingCell, parse_args, to_argv
+from xfbench.scaling.cell import ScalingCell, parse_args, to_argv
+from xfbench.scaling.protocol import Hooks, measure
 from xfbench.scaling.speedup import fill_speedup
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -23,7 +25,16 @@ TIMEOUT = 300
 
 
 def cell(network, framework, workers, batch=16, scaling="strong", device="cpu"):
-    return ScalingCell(network, framework, device, workers, scaling, batch, 1, scale="smoke")
+    return ScalingCell(
+        network=network,
+        framework=framework,
+        device=device,
+        workers=workers,
+        scaling=scaling,
+        batch=batch,
+        threads_per_worker=1,
+        scale="smoke",
+    )
 
 
 def check_ran(result, workers, steps):
@@ -48,11 +59,14 @@ def l2_relative(a: dict, b: dict) -> float:
 
 # -- the cell and the commands --------------------------------------------------------
 def test_cell_batches_id_and_the_workers_command_line(tmp_path):
-    strong, weak = cell("resnet56", "torch", 2, 16), cell("resnet56", "torch", 2, 16, "weak")
+    strong, weak = (
+        cell("resnet56", "torch", 2, 16),
+        cell(network="resnet56", framework="torch", workers=2, batch=16, scaling="weak"),
+    )
     assert (strong.global_batch, strong.per_worker_batch) == (16, 8)
     assert (weak.global_batch, weak.per_worker_batch) == (32, 16)
     assert strong.id == "resnet56-torch-cpu-w2-strong-b16"
-    with pytest.raises(CellError, match="must divide by 3"):
+    with pytest.raises(UsageError, match="must divide by 3"):
         cell("resnet56", "torch", 3, 16).check()
     run = parse_args(to_argv(strong, 1, 4, str(tmp_path / "r.json")))
     assert (run.cell, run.warmup, run.steps) == (strong, 1, 4)
@@ -71,11 +85,11 @@ def test_commands_follow_the_contract(tmp_path, monkeypatch):
     assert argv[1:3] == ["-m", "xfbench.scaling.tensorflow_mirrored"]
     # Several machines: torchrun's node and rendezvous options pass through.
     argv, _ = launch.command(
-        cell("fcn_r", "torch", 4),
-        1,
-        3,
-        tmp_path / "r.json",
-        ["--nnodes", "2", "--node-rank", "1", "--rdzv-endpoint", "h:29500"],
+        cell=cell("fcn_r", "torch", 4),
+        warmup=1,
+        steps=3,
+        out=tmp_path / "r.json",
+        torchrun_options=["--nnodes", "2", "--node-rank", "1", "--rdzv-endpoint", "h:29500"],
     )
     assert argv[argv.index("--nproc-per-node") + 1] == "2" and "--master-port" not in argv
     for opt, value in (
@@ -102,7 +116,9 @@ def test_external_durations_become_the_benchmark_stats(benchmark):
 
 def test_speedup_and_efficiency_over_one_worker():
     def rec(workers, scaling, seconds, batch):
-        c = cell("resnet56", "torch", workers, batch, scaling)
+        c = cell(
+            network="resnet56", framework="torch", workers=workers, batch=batch, scaling=scaling
+        )
         return {
             "kind": "scaling",
             **c.as_dict(),
@@ -130,6 +146,151 @@ def test_speedup_and_efficiency_over_one_worker():
     assert records[4]["speedup"] == pytest.approx(1.6) and records[4]["efficiency"] == 0.8
     # no one-worker run of the same global batch: no speedup rather than a wrong one
     assert records[5]["speedup"] is None and records[5]["speedup_baseline"] is None
+
+
+# -- the one measuring sequence every worker runs (scaling/protocol.py) ------------------
+class FakeSteps(Hooks):
+    """Hooks with no framework: each call is logged, and the steps move a fake clock
+    (normal step 1 s, step without the all-reduce 0.25 s, compile 5 s)."""
+
+    backend, device_name, versions = "fake", "fake device", {"fake": "0"}
+    threads_config, layout, mode = {"intra_op": 1}, "channels_first", "eager"
+
+    def __init__(self, diff=0.0):
+        self.calls, self.now, self.diff = [], 0.0, diff
+
+    def clock(self):
+        return self.now
+
+    def compile(self):
+        self.calls.append("compile")
+        self.now += 5.0
+
+    def barrier(self):
+        self.calls.append("barrier")
+
+    def step(self, local=False):
+        self.calls.append("local" if local else "step")
+        self.now += 0.25 if local else 1.0
+
+    def loss(self):
+        self.calls.append("loss")
+        return 2.5
+
+    def slowest(self, seconds):
+        self.calls.append(f"slowest {len(seconds)}")
+        return seconds
+
+    def mean(self, values):
+        self.calls.append(f"mean {len(values)}")
+        return values
+
+    def replica_difference(self):
+        self.calls.append("replicas")
+        return self.diff, 1.0
+
+    def save_weights(self, path):
+        self.calls.append(f"save {path}")
+
+    def cpus(self):
+        return [0, 1]
+
+    def extra(self):
+        return {"own": 1}
+
+
+COMMON_KEYS = [
+    "step_seconds",
+    "median_step_s",
+    "compile_s",
+    "warmup_steps",
+    "comm_share",
+    "comm_share_how",
+    "replicas_agree",
+    "replicas_max_diff",
+    "loss",
+    "threads_used",
+    "threads_config",
+    "layout",
+    "mode",
+]
+
+
+def test_the_protocol_runs_the_sequence_once_for_every_worker():
+    from xfbench.scaling import result as R
+    from xfbench.scaling.cell import WorkerTask
+    from xfbench.scaling.plugin import record
+
+    c = cell("fcn_r", "torch", 2)
+    hooks = FakeSteps()
+    out = measure(
+        WorkerTask(c, warmup=2, steps=3, out="-", save_weights="w.npz"), hooks, hooks.clock
+    )
+    pairs = ["barrier", "step", "barrier", "local"] * R.COMM_PAIRS
+    assert hooks.calls == (
+        ["barrier", "compile", "step"]  # the first step, compile_s
+        + ["barrier", "step"] * 2  # warm-up
+        + ["barrier", "step"] * 3  # timed
+        + ["slowest 3", "loss", "mean 2", "replicas", "save w.npz"]
+        + ["barrier", "local"]  # the step without the all-reduce, its first run untimed
+        + pairs
+        + [f"slowest {2 * R.COMM_PAIRS}"]
+    )
+    header = list(R.header(c, "fake", "fake device", {}))
+    assert list(out) == header + COMMON_KEYS + ["own", "cpus"]
+    assert out["status"] == "ok" and out["backend"] == "fake"
+    assert out["step_seconds"] == [1.0] * 3 and out["median_step_s"] == 1.0
+    assert out["compile_s"] == 6.0 and out["warmup_steps"] == 2
+    assert out["comm_share"] == 0.75 and out["comm_share_how"] == hooks.comm_comparison
+    assert out["replicas_agree"] is True and out["replicas_max_diff"] == 0.0
+    assert out["loss"] == 2.5 and out["cpus"] == [0, 1]
+    assert isinstance(out["threads_used"], float)
+    # The pytest plugin's record reads the same keys.
+    rec = record(c, out, "smoke")
+    assert rec["compile_s"] == 6.0 and rec["comm_share"] == 0.75 and rec["rounds"] == 3
+
+
+def test_the_protocol_one_worker_no_barrier_first_and_disagreeing_replicas():
+    from xfbench.scaling.cell import WorkerTask
+
+    hooks = FakeSteps(diff=0.5)
+    hooks.barrier_first_steps = hooks.warm_local_step = False
+    out = measure(
+        WorkerTask(cell("fcn_r", "torch", 1, device="cuda"), 1, 2, "-"), hooks, hooks.clock
+    )
+    assert hooks.calls == (
+        ["compile", "step", "step", "barrier", "step", "barrier", "step"]
+        + ["slowest 2", "loss", "mean 2", "replicas"]
+    )
+    assert out["comm_share"] is None and "one worker" in out["comm_share_how"]
+    assert out["threads_used"] is None and out["cpus"] is None  # not on the CPU
+    assert out["status"] == "failed" and out["replicas_agree"] is False
+    assert out["reason"] == ("replicas disagree after the timed steps: weights differ by up to 0.5")
+
+
+@pytest.mark.parametrize("module", ["torch_ddp", "jax_sharding", "tensorflow_mirrored"])
+def test_the_workers_only_give_hooks(module):
+    """No worker times steps, meters the CPU or fills the common keys itself: it hands
+    its hooks to protocol.measure."""
+    import ast
+
+    tree = ast.parse((ROOT / "xfbench" / "scaling" / f"{module}.py").read_text())
+    names, keys = set(), set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name):
+            names.add(node.id)
+        elif isinstance(node, ast.Attribute):
+            names.add(node.attr)
+        elif isinstance(node, ast.alias):
+            names.add(node.name)
+        elif isinstance(node, ast.Dict):  # the keys a dict literal fills
+            keys |= {k.value for k in node.keys if isinstance(k, ast.Constant)}
+        elif isinstance(node, ast.Call) and ast.unparse(node.func).endswith("update"):
+            keys |= {k.arg for k in node.keywords}  # out.update(key=...)
+    timing = {"time", "perf_counter", "monotonic", "CpuMeter", "warmup", "REPLICA_RTOL"}
+    assert not names & timing, module
+    assert not keys & set(COMMON_KEYS + ["status", "reason"]), module
+    assert "measure" in names and "Hooks" in names
 
 
 # -- PyTorch DDP over Gloo, two processes -----------------------------------------------
@@ -160,7 +321,18 @@ def test_ddp_on_the_split_batch_is_the_one_process_step_on_the_whole_batch(ddp_f
     from xfbench.models import get_spec, initial_weights
 
     spec = get_spec("fcn_r", "smoke")
-    one = Cell("fcn_r", "torch", "eager", "fp32", "cpu", 1, 16, "train", "resident", "smoke")
+    one = Cell(
+        network="fcn_r",
+        framework="torch",
+        mode="eager",
+        precision="fp32",
+        device="cpu",
+        threads=1,
+        batch_size=16,
+        task="train",
+        data="resident",
+        scale="smoke",
+    )
     work = get_adapter("torch").build(spec, one, initial_weights(spec, 0))
     work.step()
     work.step()
@@ -511,7 +683,20 @@ def test_a_timeout_ends_torchrun_and_its_workers(tmp_path):
     with ThreadPoolExecutor(1) as pool:
         # Full-size ResNet-56 for 50 steps: far longer than the 3 s allowed.
         future = pool.submit(
-            launch.run, ScalingCell("resnet56", "torch", "cpu", 2, "strong", 128, 1), 1, 50, out, 3
+            launch.run,
+            ScalingCell(
+                network="resnet56",
+                framework="torch",
+                device="cpu",
+                workers=2,
+                scaling="strong",
+                batch=128,
+                threads_per_worker=1,
+            ),
+            1,
+            50,
+            out,
+            3,
         )
         try:
             future.result(timeout=20)
@@ -591,9 +776,11 @@ def test_resnet56_every_framework_normalises_per_worker(tmp_path, jax_resnet56):
         )
         got[framework] = dict(np.load(path))
 
-    per_worker = plain_steps(spec, 16, 2, 2, torch.float64)
-    global_bn = plain_steps(spec, 16, 1, 2, torch.float64)
-    floor = l2_relative(plain_steps(spec, 16, 2, 2, torch.float32), per_worker)
+    per_worker = plain_steps(spec=spec, batch=16, workers=2, steps=2, dtype=torch.float64)
+    global_bn = plain_steps(spec=spec, batch=16, workers=1, steps=2, dtype=torch.float64)
+    floor = l2_relative(
+        plain_steps(spec=spec, batch=16, workers=2, steps=2, dtype=torch.float32), per_worker
+    )
     tolerance = max(1e-4, 4 * floor)
     apart = l2_relative(global_bn, per_worker)
     near = {f: l2_relative(w, per_worker) for f, w in got.items()}

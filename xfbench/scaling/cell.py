@@ -14,6 +14,7 @@ import sys
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from xfbench.errors import UsageError
 from xfbench.frameworks import names
 
 FRAMEWORKS = names(scaling=True)  # those with a data-parallel worker
@@ -40,11 +41,7 @@ def default_batch(network: str, scale: str, scaling: str, counts) -> int:
     return -(-SMOKE_BATCH * max(counts) // step) * step
 
 
-class CellError(ValueError):
-    """A cell that cannot be; the message is one line for the user."""
-
-
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class ScalingCell:
     network: str
     framework: str
@@ -65,7 +62,7 @@ class ScalingCell:
         if self.scaling == "weak":
             return self.batch
         if self.batch % self.workers:
-            raise CellError(
+            raise UsageError(
                 f"strong scaling splits the global batch {self.batch} over "
                 f"{self.workers} workers: it must divide by {self.workers}"
             )
@@ -82,7 +79,7 @@ class ScalingCell:
         return asdict(self)
 
     def check(self) -> None:
-        """Raise CellError with one line when a field is out of range."""
+        """Raise UsageError with one line when a field is out of range."""
         from xfbench.models import NETWORKS
 
         for name, value, valid in (
@@ -94,9 +91,9 @@ class ScalingCell:
             ("scale", self.scale, SCALES),
         ):
             if value not in valid:
-                raise CellError(f"unknown {name} {value!r}; valid: {', '.join(valid)}")
+                raise UsageError(f"unknown {name} {value!r}; valid: {', '.join(valid)}")
         if self.precision == "tf32" and self.device != "cuda":
-            raise CellError(
+            raise UsageError(
                 f"tf32 is a mode of NVIDIA tensor cores; it has no meaning on {self.device}"
             )
         for name, value in (
@@ -105,12 +102,12 @@ class ScalingCell:
             ("threads per worker", self.threads_per_worker),
         ):
             if value < 1:
-                raise CellError(f"{name} must be at least 1, not {value}")
+                raise UsageError(f"{name} must be at least 1, not {value}")
         self.per_worker_batch  # noqa: B018 (raises when the batch does not split)
 
 
 @dataclass(frozen=True)
-class Run:
+class WorkerTask:
     """What a worker is asked to do: the cell, how many steps, where to write."""
 
     cell: ScalingCell
@@ -166,44 +163,46 @@ def parser(prog: str | None = None) -> argparse.ArgumentParser:
 
 
 def cell_from(a: argparse.Namespace) -> ScalingCell:
-    """The cell named by parsed worker options (defaults filled); CellError when it cannot be."""
+    """The cell named by parsed worker options (defaults filled); UsageError when it cannot be."""
     cell = ScalingCell(
-        a.network,
-        a.framework,
-        a.device,
-        a.workers,
-        a.scaling,
-        a.batch or _default_batch(a.network, a.scale),
-        a.threads_per_worker or default_threads_per_worker(a.workers),
-        a.precision,
-        a.scale,
+        network=a.network,
+        framework=a.framework,
+        device=a.device,
+        workers=a.workers,
+        scaling=a.scaling,
+        batch=a.batch or _default_batch(a.network, a.scale),
+        threads_per_worker=a.threads_per_worker or default_threads_per_worker(a.workers),
+        precision=a.precision,
+        scale=a.scale,
     )
     cell.check()
     if a.warmup < 0 or a.steps < 1:
-        raise CellError("--warmup must be at least 0 and --steps at least 1")
+        raise UsageError("--warmup must be at least 0 and --steps at least 1")
     return cell
 
 
 def parse_args(
     argv: list[str] | None = None, framework: str | None = None, prog: str | None = None
-) -> Run:
-    """The worker's Run from its command line; a bad value exits 2 with one line."""
+) -> WorkerTask:
+    """The worker's task from its command line; a bad value exits 2 with one line."""
     p = parser(prog)
     a = p.parse_args(argv)
     try:
         cell = cell_from(a)
         if framework and cell.framework != framework:
-            raise CellError(f"this worker runs {framework}, not {cell.framework}")
-    except CellError as e:
+            raise UsageError(f"this worker runs {framework}, not {cell.framework}")
+    except UsageError as e:
         p.error(str(e))
-    return Run(cell, a.warmup, a.steps, a.out, a.save_weights)
+    return WorkerTask(
+        cell=cell, warmup=a.warmup, steps=a.steps, out=a.out, save_weights=a.save_weights
+    )
 
 
 def _default_batch(network: str, scale: str) -> int:
     from xfbench.models import NETWORKS, get_spec
 
     if network not in NETWORKS:
-        raise CellError(f"unknown network {network!r}; valid: {', '.join(NETWORKS)}")
+        raise UsageError(f"unknown network {network!r}; valid: {', '.join(NETWORKS)}")
     return get_spec(network, scale).batch_size
 
 

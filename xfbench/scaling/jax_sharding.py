@@ -30,10 +30,10 @@ import math
 import os
 import re
 import sys
-import time
 
 from xfbench.scaling import result as R
-from xfbench.scaling.cell import Run, parse_args
+from xfbench.scaling.cell import WorkerTask, parse_args
+from xfbench.scaling.protocol import Hooks, measure
 
 PROG = "python -m xfbench.scaling.jax_sharding"
 HOST_DEVICES_FLAG = "--xla_force_host_platform_device_count"
@@ -62,167 +62,145 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def _measure(run: Run) -> dict:
-    import jax
-    import numpy as np
-    from jax.sharding import Mesh, NamedSharding
-    from jax.sharding import PartitionSpec as P
-
-    from xfbench.adapters.base import Cell
-    from xfbench.adapters.jax import ADAPTER
-    from xfbench.adapters.jax.workload import JaxWorkload
-    from xfbench.harness.threads import CpuMeter
-    from xfbench.models import get_spec, initial_weights
-
-    cell = run.cell
-    kind = {"cpu": "cpu", "cuda": "cuda"}[cell.device]
-    try:
-        devices = jax.devices(kind)
-    except RuntimeError as e:
-        raise RuntimeError(f"JAX sees no {kind} device: {str(e).splitlines()[0]}") from None
-    if len(devices) < cell.workers:
-        hint = f" (is {HOST_DEVICES_FLAG} in XLA_FLAGS?)" if kind == "cpu" else ""
-        raise RuntimeError(
-            f"{cell.workers} workers need {cell.workers} {kind} devices; JAX "
-            f"sees {len(devices)}{hint}"
-        )
-    devices = devices[: cell.workers]
-    spec = get_spec(cell.network, cell.scale)
-    threads = (
-        ADAPTER.configure_threads(cell.threads_per_worker * cell.workers) if kind == "cpu" else {}
-    )
-
-    # The adapter's own one-device cell on the global batch: its state and batch, in the
-    # layouts its network computes in, are then spread over the mesh.
-    one = Cell(
-        cell.network,
-        "jax",
-        "jit",
-        cell.precision,
-        f"{kind}:0" if kind != "cpu" else "cpu",
-        cell.threads_per_worker,
-        cell.global_batch,
-        "train",
-        "resident",
-        cell.scale,
-    )
-    work = JaxWorkload(spec, one, initial_weights(spec, 0))
-    mesh = Mesh(np.array(devices), (AXIS,))
-    replicated = NamedSharding(mesh, P())
-    rows = NamedSharding(mesh, batch_spec(spec))
-    state = jax.device_put(work.state, replicated)
-    x, y = jax.device_put(work.x_host, rows), jax.device_put(work.y_host, rows)
-    work.state = work.x = work.y = None  # the one-device copies are not used again
-
-    # The same step without the gradient average, for comm_share: compiled here, before
-    # anything is timed, and run only after the timed steps and the replica check.
-    local = None
-    if cell.workers > 1:
-        with jax.default_matmul_precision(work.matmul_precision):
-            local = (
-                data_parallel_step(
-                    spec, work.dtype, work.loss_scaling, mesh, average_gradients=False
-                )
-                .lower(state, x, y)
-                .compile()
-            )
-    step = data_parallel_step(spec, work.dtype, work.loss_scaling, mesh)
-    t0 = time.perf_counter()
-    with jax.default_matmul_precision(work.matmul_precision):
-        compiled = step.lower(state, x, y).compile()
-    sharding = _check_sharded(
-        compiled, x, devices, sum(leaf.size for leaf in jax.tree.leaves(state["params"]))
-    )
-    if local is not None:
-        sharding["all_reduced_values_without_gradient_average"] = all_reduced_values(
-            local.as_text()
-        )[1]
-
-    def timed(program=compiled) -> float:
-        nonlocal state
-        t0 = time.perf_counter()
-        state, loss_ = program(state, x, y)
-        jax.block_until_ready((state, loss_))
-        timed.loss = loss_
-        return time.perf_counter() - t0
-
-    timed()
-    compile_s = time.perf_counter() - t0
-    for _ in range(run.warmup):
-        timed()
-    with CpuMeter() as meter:
-        steps = [timed() for _ in range(run.steps)]
-    loss = float(timed.loss)
-
-    max_diff, scale = 0.0, 0.0
-    for leaf in jax.tree.leaves(state["params"]):
-        copies = [np.asarray(s.data) for s in leaf.addressable_shards]
-        scale = max(scale, float(np.abs(copies[0]).max()))
-        max_diff = max([max_diff] + [float(np.abs(c - copies[0]).max()) for c in copies[1:]])
-    agree = max_diff <= R.REPLICA_RTOL * scale and all(
-        leaf.sharding.is_fully_replicated for leaf in jax.tree.leaves(state["params"])
-    )
-    work.state = state
-    if run.save_weights:
-        np.savez(run.save_weights, **work.weights())
-    # Last: the no-average steps leave the devices' states apart (nothing reads them after).
-    comm_share, how = _comm_share(timed, compiled, local)
-
-    what = "host device" if kind == "cpu" else "GPU"
-    out = R.header(
-        cell,
-        f"XLA all-reduce over {cell.workers} {what}" + ("s" if cell.workers > 1 else ""),
-        devices[0].device_kind,
-        ADAPTER.versions(),
-    )
-    out.update(
-        {
-            **R.step_summary(steps),
-            "compile_s": compile_s,
-            "warmup_steps": run.warmup,
-            "comm_share": comm_share,
-            "comm_share_how": how,
-            "replicas_agree": agree,
-            "replicas_max_diff": max_diff,
-            "loss": loss,
-            "threads_used": round(meter.threads_used / cell.workers, 2) if kind == "cpu" else None,
-            "threads_config": threads,
-            "layout": work.info["layout"],
-            "mode": "jit",
-            "sharding": sharding,
-            "cpus": sorted(os.sched_getaffinity(0)) if kind == "cpu" else None,
-        }
-    )
-    if not agree:
-        out.update(
-            status="failed",
-            reason=f"replicas disagree after the timed steps: weights "
-            f"differ by up to {max_diff:.3g}",
-        )
-    return out
+def _measure(run: WorkerTask) -> dict:
+    return measure(run, ShardedSteps(run))
 
 
-def _comm_share(timed, compiled, local):
-    """(share, how): the step time the gradient all-reduce adds, from interleaved pairs of
-    the normal step and the same step without the gradient average (one process: each
-    step's time is already the slowest device's)."""
-    if local is None:
-        return None, "one worker: nothing to communicate"
-    timed(local)  # its first run, untimed
-    normal, alone = [], []
-    for _ in range(R.COMM_PAIRS):  # interleaved, so drift in the machine hits both alike
-        normal.append(timed(compiled))
-        alone.append(timed(local))
-    share, clipped = R.comm_share(normal, alone)
-    how = (
+class ShardedSteps(Hooks):
+    """The JAX adapter's step over a one-axis mesh of W devices, in this one process."""
+
+    mode = "jit"
+    comm_comparison = (
         f"1 - median(step compiled without the gradient pmean, each device updating with "
         f"its own gradient) / median(normal step), {R.COMM_PAIRS} interleaved pairs of "
         "extra steps after the timed ones, the replica check and the saved weights; the "
         "all-reduce time XLA does not hide (it may overlap the all-reduce with backward or "
         "fuse it), as DDP's no_sync share"
-        + ("; clipped at 0 (the difference was within noise)" if clipped else "")
     )
-    return share, how
+
+    def __init__(self, run: WorkerTask):
+        import jax
+        import numpy as np
+        from jax.sharding import Mesh, NamedSharding
+        from jax.sharding import PartitionSpec as P
+
+        from xfbench.adapters.base import Cell
+        from xfbench.adapters.jax import ADAPTER
+        from xfbench.adapters.jax.workload import JaxWorkload
+        from xfbench.models import get_spec, initial_weights
+
+        cell = run.cell
+        kind = {"cpu": "cpu", "cuda": "cuda"}[cell.device]
+        try:
+            devices = jax.devices(kind)
+        except RuntimeError as e:
+            raise RuntimeError(f"JAX sees no {kind} device: {str(e).splitlines()[0]}") from None
+        if len(devices) < cell.workers:
+            hint = f" (is {HOST_DEVICES_FLAG} in XLA_FLAGS?)" if kind == "cpu" else ""
+            raise RuntimeError(
+                f"{cell.workers} workers need {cell.workers} {kind} devices; JAX "
+                f"sees {len(devices)}{hint}"
+            )
+        self.jax, self.devices = jax, devices[: cell.workers]
+        spec = get_spec(cell.network, cell.scale)
+        self.threads_config = (
+            ADAPTER.configure_threads(cell.threads_per_worker * cell.workers)
+            if kind == "cpu"
+            else {}
+        )
+
+        # The adapter's own one-device cell on the global batch: its state and batch, in the
+        # layouts its network computes in, are then spread over the mesh.
+        one = Cell(
+            network=cell.network,
+            framework="jax",
+            mode="jit",
+            precision=cell.precision,
+            device=f"{kind}:0" if kind != "cpu" else "cpu",
+            threads=cell.threads_per_worker,
+            batch_size=cell.global_batch,
+            task="train",
+            data="resident",
+            scale=cell.scale,
+        )
+        work = JaxWorkload(spec, one, initial_weights(spec, 0))
+        mesh = Mesh(np.array(self.devices), (AXIS,))
+        replicated = NamedSharding(mesh, P())
+        rows = NamedSharding(mesh, batch_spec(spec))
+        self.state = jax.device_put(work.state, replicated)
+        self.x, self.y = jax.device_put(work.x_host, rows), jax.device_put(work.y_host, rows)
+        work.state = work.x = work.y = None  # the one-device copies are not used again
+        self.work = work
+
+        # The same step without the gradient average, for comm_share: compiled here, before
+        # anything is timed, and run only after the timed steps and the replica check.
+        self.local = None
+        if cell.workers > 1:
+            with jax.default_matmul_precision(work.matmul_precision):
+                self.local = (
+                    data_parallel_step(
+                        spec, work.dtype, work.loss_scaling, mesh, average_gradients=False
+                    )
+                    .lower(self.state, self.x, self.y)
+                    .compile()
+                )
+        self.program = data_parallel_step(spec, work.dtype, work.loss_scaling, mesh)
+        self.compiled = self._loss = None
+
+        what = "host device" if kind == "cpu" else "GPU"
+        self.replicas_here = cell.workers
+        self.backend = f"XLA all-reduce over {cell.workers} {what}" + (
+            "s" if cell.workers > 1 else ""
+        )
+        self.device_name = self.devices[0].device_kind
+        self.versions = ADAPTER.versions()
+        self.layout = work.info["layout"]
+
+    def compile(self) -> None:
+        jax = self.jax
+        with jax.default_matmul_precision(self.work.matmul_precision):
+            self.compiled = self.program.lower(self.state, self.x, self.y).compile()
+        params = jax.tree.leaves(self.state["params"])
+        self.sharding = _check_sharded(
+            self.compiled, self.x, self.devices, sum(leaf.size for leaf in params)
+        )
+        if self.local is not None:
+            self.sharding["all_reduced_values_without_gradient_average"] = all_reduced_values(
+                self.local.as_text()
+            )[1]
+
+    def step(self, local: bool = False) -> None:
+        program = self.local if local else self.compiled
+        self.state, self._loss = program(self.state, self.x, self.y)
+        self.jax.block_until_ready((self.state, self._loss))
+
+    def loss(self) -> float:
+        return float(self._loss)
+
+    def _params(self) -> list:
+        return self.jax.tree.leaves(self.state["params"])
+
+    def replica_difference(self) -> tuple[float, float]:
+        import numpy as np
+
+        max_diff, scale = 0.0, 0.0
+        for leaf in self._params():
+            copies = [np.asarray(s.data) for s in leaf.addressable_shards]
+            scale = max(scale, float(np.abs(copies[0]).max()))
+            max_diff = max([max_diff] + [float(np.abs(c - copies[0]).max()) for c in copies[1:]])
+        return max_diff, scale
+
+    def replicated(self) -> bool:
+        return all(leaf.sharding.is_fully_replicated for leaf in self._params())
+
+    def save_weights(self, path: str) -> None:
+        import numpy as np
+
+        self.work.state = self.state
+        np.savez(path, **self.work.weights())
+
+    def extra(self) -> dict:
+        return {"sharding": self.sharding}
 
 
 def batch_spec(spec):

@@ -27,12 +27,13 @@ import sys
 import tempfile
 from pathlib import Path
 
+from xfbench.errors import UsageError
 from xfbench.frameworks import FRAMEWORKS
 from xfbench.harness import launch
 from xfbench.harness.launch import LaunchError
 from xfbench.harness.processes import free_port
 from xfbench.scaling import result as R
-from xfbench.scaling.cell import CellError, ScalingCell, cell_from, parser, to_argv
+from xfbench.scaling.cell import ScalingCell, cell_from, parser, to_argv
 
 MODULES = {name: f.scaling for name, f in FRAMEWORKS.items() if f.scaling}
 HOST_DEVICES_FLAG = "--xla_force_host_platform_device_count"
@@ -78,7 +79,7 @@ def command(
         if nnodes:
             n = int(nnodes.split(":")[-1])
             if cell.workers % n:
-                raise CellError(f"{cell.workers} workers do not split over {n} nodes")
+                raise UsageError(f"{cell.workers} workers do not split over {n} nodes")
             per_node = cell.workers // n
             if _option(options, "--rdzv-endpoint") and not _option(options, "--rdzv-backend"):
                 options += ["--rdzv-backend", "c10d"]
@@ -89,7 +90,7 @@ def command(
             argv += ["--master-port", str(free_port())]
         return argv + options + ["-m", MODULES["torch"]] + args, env
     if options:
-        raise CellError(f"torchrun options are for torch; {cell.framework} runs in one process")
+        raise UsageError(f"torchrun options are for torch; {cell.framework} runs in one process")
     if cell.framework == "jax" and cell.device == "cpu":
         flags = env.get("XLA_FLAGS", "")
         env["XLA_FLAGS"] = f"{flags} {HOST_DEVICES_FLAG}={cell.workers}".strip()
@@ -115,7 +116,14 @@ def run(
         out = Path(tmp.name) / "worker.json"
     out = Path(out)
     out.unlink(missing_ok=True)
-    argv, env = command(cell, warmup, steps, out, torchrun_options, save_weights)
+    argv, env = command(
+        cell=cell,
+        warmup=warmup,
+        steps=steps,
+        out=out,
+        torchrun_options=torchrun_options,
+        save_weights=save_weights,
+    )
     try:
         end = launch.run(argv, timeout, env=env, cwd=cwd)
         tail = end.tail
@@ -157,7 +165,7 @@ def main(argv: list[str] | None = None) -> int:
     a = p.parse_args(argv)
     try:
         cell = cell_from(a)
-    except CellError as e:
+    except UsageError as e:
         p.error(str(e))
     options = []
     for name in (
@@ -172,8 +180,15 @@ def main(argv: list[str] | None = None) -> int:
         if getattr(a, name) is not None:
             options += ["--" + name.replace("_", "-"), str(getattr(a, name))]
     try:
-        argv_, env = command(cell, a.warmup, a.steps, a.out, options, a.save_weights)
-    except CellError as e:
+        argv_, env = command(
+            cell=cell,
+            warmup=a.warmup,
+            steps=a.steps,
+            out=a.out,
+            torchrun_options=options,
+            save_weights=a.save_weights,
+        )
+    except UsageError as e:
         p.error(str(e))
     if a.print_command:
         print(" ".join(argv_))
@@ -190,7 +205,15 @@ def main(argv: list[str] | None = None) -> int:
             print(f"no result on this node (global rank 0 ran on another node); exit {code}")
         return code
     try:
-        data = run(cell, a.warmup, a.steps, a.out, a.timeout, options, a.save_weights)
+        data = run(
+            cell=cell,
+            warmup=a.warmup,
+            steps=a.steps,
+            out=a.out,
+            timeout=a.timeout,
+            torchrun_options=options,
+            save_weights=a.save_weights,
+        )
     except LaunchError as e:
         sys.stderr.write(f"{e.tail}\n{e}\n")
         return 1

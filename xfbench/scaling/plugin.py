@@ -24,11 +24,12 @@ import statistics
 import pytest
 
 from xfbench import records
+from xfbench.errors import UsageError
 from xfbench.harness.selection import comma_list
 from xfbench.plugin import SUITE_FAILURE as PENDING
 from xfbench.plugin import Suite, declare, named
 from xfbench.scaling import result as R
-from xfbench.scaling.cell import FRAMEWORKS, CellError, ScalingCell, expand
+from xfbench.scaling.cell import FRAMEWORKS, ScalingCell, expand
 from xfbench.scaling.speedup import fill_speedup, scaling_table
 
 RECORDS = pytest.StashKey()
@@ -118,7 +119,7 @@ def _why_not(cell: ScalingCell) -> str | None:
 
     try:
         cell.check()
-    except CellError as e:
+    except UsageError as e:
         return str(e)
     reason = get_adapter(cell.framework).import_error()
     if reason:

@@ -12,6 +12,7 @@ import statistics
 from pathlib import Path
 from typing import Any
 
+from xfbench import options
 from xfbench.harness import threads
 
 # The CPUs a scaling run may spread its workers over, as "0,1,2,3". The launcher sets
@@ -32,10 +33,7 @@ COMM_PAIRS = 3
 
 def available_cpus() -> list[int]:
     """The CPUs the workers may use (CPUS_ENV if set, else this process's affinity)."""
-    text = os.environ.get(CPUS_ENV, "").strip()
-    if text:
-        return sorted(int(c) for c in text.split(","))
-    return threads.allowed_cpus()
+    return options.cpu_list(CPUS_ENV) or threads.allowed_cpus()
 
 
 def worker_cpus(index: int, per_worker: int, count: int = 1) -> list[int]:

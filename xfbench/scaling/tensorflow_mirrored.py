@@ -48,18 +48,15 @@ from __future__ import annotations
 import json
 import os
 import sys
-import time
 
 import numpy as np
 
+from xfbench.errors import UsageError
 from xfbench.scaling import result as R
-from xfbench.scaling.cell import Run, ScalingCell, parse_args
+from xfbench.scaling.cell import ScalingCell, WorkerTask, parse_args
+from xfbench.scaling.protocol import Hooks, measure
 
 PROG = "python -m xfbench.scaling.tensorflow_mirrored"
-
-
-class UsageError(Exception):
-    """Bad input: reported as one line, exit status 2."""
 
 
 # -- before TensorFlow starts: the cluster, the replicas of this process, its CPUs ----
@@ -194,7 +191,13 @@ def build(tf, strategy, spec, layout: str, precision: str, use_cudnn: bool):
             weights = initial_weights(spec, 0)
             with strategy.scope():
                 with tf.variable_creator_scope(statistics_per_replica):
-                    self.net = Network(spec, layout, weights, use_cudnn, self.compute_dtype)
+                    self.net = Network(
+                        spec=spec,
+                        layout=layout,
+                        weights=weights,
+                        use_cudnn=use_cudnn,
+                        compute_dtype=self.compute_dtype,
+                    )
                 self.trainable = self.net.trainable
                 # Momentum buffers: mirrored, updated on each replica by the fused op.
                 self.slots = [
@@ -233,7 +236,14 @@ class Trainer:
         self.gpu = device == "cuda"
         self.tf32 = set_fp32_precision(precision)
         self.layout = preferred_layout(spec, "cuda" if self.gpu else "cpu", precision)
-        self.workload = build(tf, strategy, spec, self.layout, precision, use_cudnn=self.gpu)
+        self.workload = build(
+            tf=tf,
+            strategy=strategy,
+            spec=spec,
+            layout=self.layout,
+            precision=precision,
+            use_cudnn=self.gpu,
+        )
         self.replicas = strategy.num_replicas_in_sync
         self.local_devices = list(strategy.extended.worker_devices)
         if global_batch % self.replicas:
@@ -446,13 +456,11 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def _measure(run: Run, local: int, tasks: dict | None) -> dict:
-    from xfbench.harness.threads import CpuMeter
+def _measure(run: WorkerTask, local: int, tasks: dict | None) -> dict:
     from xfbench.models import get_spec
 
     cell = run.cell
     multi = tasks is not None
-    cpu = cell.device == "cpu"
     tf, names, threads_config = start_runtime(
         cell.device, local, cell.threads_per_worker, tasks["rank"] if multi else None
     )
@@ -463,110 +471,92 @@ def _measure(run: Run, local: int, tasks: dict | None) -> dict:
             f"--workers {cell.workers}, but the strategy has "
             f"{strategy.num_replicas_in_sync} replicas"
         )
-    from xfbench.adapters.tensorflow import ADAPTER
-
     trainer = Trainer(
         tf,
         strategy,
-        get_spec(cell.network, cell.scale),
-        cell.device,
-        cell.precision,
-        cell.global_batch,
+        spec=get_spec(cell.network, cell.scale),
+        device=cell.device,
+        precision=cell.precision,
+        global_batch=cell.global_batch,
     )
     if cell.workers > 1:
         trainer.trace_local_step()  # for comm_share, traced before anything is timed
-    t0 = time.perf_counter()
-    loss = trainer.step()  # traces, compiles and runs the first step
-    compile_s = time.perf_counter() - t0
-    for _ in range(run.warmup):
-        loss = trainer.step()
-
-    def timed(local: bool = False) -> float:
-        if multi:
-            trainer.barrier()
-        t0 = time.perf_counter()
-        timed.loss = trainer.step(local)
-        return time.perf_counter() - t0
-
-    timed.loss = loss
-    with CpuMeter() as meter:
-        seconds = [timed() for _ in range(run.steps)]
-    loss = timed.loss  # the last timed step's, not a later comm_share step's
-    # CPU time of this process over the timed steps, per replica it runs (the barriers'
-    # few microseconds of waiting included).
-    used = meter.threads_used / local if cpu else float("nan")
-
-    diff, scale = trainer.local_disagreement()
-    if multi:
-        diff = max(diff, trainer.cluster_disagreement())
-        # Per step the slowest worker's time; threads_used and the loss averaged.
-        rows = trainer.gather(seconds + [used, loss])
-        seconds = [float(t) for t in rows[:, :-2].max(axis=0)]
-        used, loss = float(rows[:, -2].mean()), float(rows[:, -1].mean())
-    agree = bool(np.isfinite(diff) and diff <= R.REPLICA_RTOL * scale)
-    if run.save_weights:
-        # Read on every process: under MultiWorkerMirroredStrategy reading the batch-norm
-        # statistics (their mean over replicas) is a collective.
-        weights = trainer.workload.net.weights()
-        if tasks is None or tasks["chief"]:
-            np.savez(run.save_weights, **weights)
-    # Last: the steps without the all-reduce leave the replicas apart (nothing reads them after).
-    comm_share, how = _comm_share(trainer, timed, multi)
-
-    out = R.header(cell, backend, trainer.device_name(), ADAPTER.versions())
-    out.update(
-        {
-            **R.step_summary(seconds),
-            "compile_s": compile_s,
-            "warmup_steps": run.warmup,
-            "comm_share": comm_share,
-            "comm_share_how": how,
-            "replicas_agree": agree,
-            "replicas_max_diff": diff,
-            "loss": loss,
-            "threads_used": round(used, 2) if cpu else None,
-            "threads_config": threads_config,
-            "layout": trainer.layout,
-            "mode": "function",
-            "tf32": trainer.tf32,
-            "cpus": sorted(os.sched_getaffinity(0)) if cpu else None,
-            "multi_worker": {"tasks": tasks["tasks"], "rank": tasks["rank"]} if multi else None,
-        }
+    hooks = MirroredSteps(
+        trainer, tasks=tasks, local=local, backend=backend, threads_config=threads_config
     )
-    if not agree:
-        out.update(
-            status="failed",
-            reason=f"replicas disagree after the timed steps: weights differ by up to {diff:.3g}",
-        )
-    return out
+    return measure(run, hooks)
 
 
-def _comm_share(trainer: Trainer, timed, multi: bool):
-    """(share, how): the step time the gradient all-reduce adds, from interleaved pairs of
-    the normal step and the traced step without it; per step the slowest worker's time."""
-    if trainer.local_fn is None:
-        return None, "one worker: nothing to communicate"
-    timed(local=True)  # its first run (the graph's first execution), untimed
-    normal, alone = [], []
-    for _ in range(R.COMM_PAIRS):  # interleaved, so drift in the machine hits both alike
-        normal.append(timed())
-        alone.append(timed(local=True))
-    if multi:
-        rows = trainer.gather(normal + alone)
-        normal, alone = (
-            list(rows[:, : R.COMM_PAIRS].max(axis=0)),
-            list(rows[:, R.COMM_PAIRS :].max(axis=0)),
-        )
-    share, clipped = R.comm_share(normal, alone)
-    how = (
+class MirroredSteps(Hooks):
+    """The Trainer's step on this process's replicas; across processes (TF_CONFIG) the
+    per-step times, the loss and threads_used are exchanged between the replicas."""
+
+    mode = "function"
+    # The first and warm-up steps start without a barrier (the timed steps have one): as
+    # this worker always ran them, so that its compile_s stays comparable.
+    barrier_first_steps = False
+    comm_comparison = (
         f"1 - median(step traced without the gradient all-reduce, each replica updating "
         f"with its own gradient) / median(normal step), {R.COMM_PAIRS} interleaved pairs of "
         "extra steps after the timed ones, the replica check and the saved weights, slowest "
         "worker per step; the all-reduce time not hidden (TensorFlow's executor may run it "
         "beside other ops), as DDP's no_sync share"
-        + ("; clipped at 0 (the difference was within noise)" if clipped else "")
     )
-    return share, how
+
+    def __init__(
+        self, trainer: Trainer, *, tasks: dict | None, local: int, backend: str, threads_config
+    ):
+        from xfbench.adapters.tensorflow import ADAPTER
+
+        self.trainer, self.tasks, self.multi = trainer, tasks, tasks is not None
+        self.replicas_here = local
+        self.backend = backend
+        self.device_name = trainer.device_name()
+        self.versions = ADAPTER.versions()
+        self.threads_config = threads_config
+        self.layout = trainer.layout
+        self._loss = float("nan")
+
+    def barrier(self) -> None:
+        if self.multi:
+            self.trainer.barrier()
+
+    def step(self, local: bool = False) -> None:
+        self._loss = self.trainer.step(local)
+
+    def loss(self) -> float:
+        return self._loss
+
+    def slowest(self, seconds: list[float]) -> list[float]:
+        if not self.multi:
+            return seconds
+        return [float(t) for t in self.trainer.gather(seconds).max(axis=0)]
+
+    def mean(self, values: list[float]) -> list[float]:
+        if not self.multi:
+            return values
+        return [float(v) for v in self.trainer.gather(values).mean(axis=0)]
+
+    def replica_difference(self) -> tuple[float, float]:
+        diff, scale = self.trainer.local_disagreement()
+        if self.multi:
+            diff = max(diff, self.trainer.cluster_disagreement())
+        return diff, scale
+
+    def save_weights(self, path: str) -> None:
+        # Read on every process: under MultiWorkerMirroredStrategy reading the batch-norm
+        # statistics (their mean over replicas) is a collective.
+        weights = self.trainer.workload.net.weights()
+        if self.tasks is None or self.tasks["chief"]:
+            np.savez(path, **weights)
+
+    def extra(self) -> dict:
+        return {
+            "tf32": self.trainer.tf32,
+            "multi_worker": (
+                {"tasks": self.tasks["tasks"], "rank": self.tasks["rank"]} if self.multi else None
+            ),
+        }
 
 
 if __name__ == "__main__":

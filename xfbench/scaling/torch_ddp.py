@@ -27,13 +27,12 @@ from __future__ import annotations
 
 import os
 import sys
-import time
 
 from xfbench.scaling import result as R
-from xfbench.scaling.cell import Run, parse_args
+from xfbench.scaling.cell import WorkerTask, parse_args
+from xfbench.scaling.protocol import Hooks, measure
 
 PROG = "python -m torch.distributed.run ... -m xfbench.scaling.torch_ddp"
-COMM_PAIRS = R.COMM_PAIRS  # (normal, no_sync) step pairs after the timed steps, for comm_share
 
 
 def _env_int(name: str) -> int | None:
@@ -71,17 +70,11 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def _measure(run: Run, rank: int, world: int, local_rank: int) -> dict:
+def _measure(run: WorkerTask, rank: int, world: int, local_rank: int) -> dict:
     import torch
     import torch.distributed as dist
-    from torch.nn.parallel import DistributedDataParallel as DDP
 
-    from xfbench.adapters.base import Cell
     from xfbench.adapters.torch import ADAPTER
-    from xfbench.adapters.torch import weights as W
-    from xfbench.adapters.torch.workload import TorchWorkload
-    from xfbench.harness.threads import CpuMeter
-    from xfbench.models import get_spec, initial_weights
 
     cell = run.cell
     cuda = cell.device == "cuda"
@@ -103,20 +96,56 @@ def _measure(run: Run, rank: int, world: int, local_rank: int) -> dict:
         dist.init_process_group("gloo")
         threads = ADAPTER.configure_threads(cell.threads_per_worker)
     try:
-        spec = get_spec(cell.network, cell.scale)
+        hooks = DDPSteps(
+            run, rank=rank, world=world, local_rank=local_rank, device=device, threads=threads
+        )
+        return measure(run, hooks)
+    finally:
+        dist.destroy_process_group()
+
+
+class DDPSteps(Hooks):
+    """The PyTorch adapter's step on this rank's rows, its module wrapped in DDP."""
+
+    mode = "eager"
+    # no_sync() runs the normal step's kernels: nothing to compile first.
+    warm_local_step = False
+    comm_comparison = (
+        f"1 - median(step under DDP no_sync(), no gradient all-reduce) / median(normal "
+        f"step), {R.COMM_PAIRS} interleaved pairs of extra steps after the timed ones, slowest "
+        "worker per step; the all-reduce time not hidden behind backward"
+    )
+
+    def __init__(
+        self, run: WorkerTask, *, rank: int, world: int, local_rank: int, device, threads: dict
+    ):
+        import torch
+        import torch.distributed as dist
+        from torch.nn.parallel import DistributedDataParallel as DDP
+
+        from xfbench.adapters.base import Cell
+        from xfbench.adapters.torch import ADAPTER
+        from xfbench.adapters.torch.workload import TorchWorkload
+        from xfbench.models import get_spec, initial_weights
+
+        cell = run.cell
+        self.torch, self.dist = torch, dist
+        self.rank, self.world, self.local_rank, self.device = rank, world, local_rank, device
+        self.cuda = cell.device == "cuda"
+        self.spec = spec = get_spec(cell.network, cell.scale)
         b = cell.per_worker_batch
         # The adapter's own cell, on the global batch: this worker then keeps its rows.
         one = Cell(
-            cell.network,
-            "torch",
-            "eager",
-            cell.precision,
-            str(device),
-            cell.threads_per_worker,
-            cell.global_batch,
-            "train",
-            "resident",
-            cell.scale,
+            network=cell.network,
+            framework="torch",
+            mode="eager",
+            precision=cell.precision,
+            device=str(device),
+            threads=cell.threads_per_worker,
+            batch_size=cell.global_batch,
+            task="train",
+            data="resident",
+            scale=cell.scale,
         )
         work = TorchWorkload(spec, one, initial_weights(spec, 0))
         rows = slice(rank * b, (rank + 1) * b)
@@ -126,114 +155,67 @@ def _measure(run: Run, rank: int, world: int, local_rank: int) -> dict:
             work.x_host, work.y_host = work.x_host[rows], work.y_host[rows]
         work.x_host, work.y_host = work.x_host.contiguous(), work.y_host.contiguous()
         work.x, work.y = work._to_device()
-        module = work.net
-        ddp = DDP(module, device_ids=[local_rank] if cuda else None)
-        work.net = ddp  # the adapter's step now runs forward and backward through DDP
+        self.module = work.net
+        self.ddp = DDP(self.module, device_ids=[local_rank] if self.cuda else None)
+        work.net = self.ddp  # the adapter's step now runs forward and backward through DDP
+        self.work = work
 
-        def barrier():
-            dist.barrier(device_ids=[local_rank]) if cuda else dist.barrier()
+        self.backend = "nccl" if self.cuda else "gloo"
+        self.device_name = torch.cuda.get_device_name(device) if self.cuda else "cpu"
+        self.versions = ADAPTER.versions()
+        self.threads_config = threads
+        self.layout = work.layout
 
-        def timed(step) -> float:
-            barrier()
-            t0 = time.perf_counter()
-            step()  # the adapter's step returns once the device has finished
-            return time.perf_counter() - t0
+    def barrier(self) -> None:
+        if self.cuda:
+            self.dist.barrier(device_ids=[self.local_rank])
+        else:
+            self.dist.barrier()
 
-        compile_s = timed(work.step)
-        for _ in range(run.warmup):
-            timed(work.step)
-        with CpuMeter() as meter:
-            local = [timed(work.step) for _ in range(run.steps)]
-        steps = _max_over_workers(torch, dist, local, device)
+    def step(self, local: bool = False) -> None:
+        if not local:
+            self.work.step()  # the adapter's step returns once the device has finished
+            return
+        with self.ddp.no_sync():  # gradients stay local: no all-reduce in backward
+            self.work.step()
 
-        flat = torch.cat([p.detach().reshape(-1) for p in module.parameters()])
+    def loss(self) -> float:
+        return self.work.loss()
+
+    def _all_reduce(self, values: list[float], op):
+        t = self.torch.tensor(values, dtype=self.torch.float64, device=self.device)
+        self.dist.all_reduce(t, op=op)
+        return t
+
+    def slowest(self, seconds: list[float]) -> list[float]:
+        # Steps start together at a barrier: the slowest worker's time is the step's.
+        return self._all_reduce(seconds, self.dist.ReduceOp.MAX).tolist()
+
+    def mean(self, values: list[float]) -> list[float]:
+        return (self._all_reduce(values, self.dist.ReduceOp.SUM) / self.world).tolist()
+
+    def replica_difference(self) -> tuple[float, float]:
+        torch, dist = self.torch, self.dist
+        flat = torch.cat([p.detach().reshape(-1) for p in self.module.parameters()])
         ref = flat.clone()
         dist.broadcast(ref, 0)
         diff = (flat - ref).abs().max()
-        scale = ref.abs().max()
         dist.all_reduce(diff, op=dist.ReduceOp.MAX)
-        max_diff = float(diff)
-        agree = max_diff <= R.REPLICA_RTOL * float(scale)
-        loss = torch.tensor([work.loss()], dtype=torch.float64, device=device)
-        dist.all_reduce(loss)
-        used = torch.tensor([meter.threads_used], dtype=torch.float64, device=device)
-        dist.all_reduce(used)
-        if run.save_weights and rank == 0:
+        return float(diff), float(ref.abs().max())
+
+    def save_weights(self, path: str) -> None:
+        if self.rank == 0:
             import numpy as np
 
-            np.savez(run.save_weights, **W.from_module(spec, module))
+            from xfbench.adapters.torch import weights as W
 
-        comm_share, how = _comm_share(torch, dist, ddp, work, timed, world, device)
-        out = R.header(
-            cell,
-            "nccl" if cuda else "gloo",
-            torch.cuda.get_device_name(device) if cuda else "cpu",
-            ADAPTER.versions(),
-        )
-        out.update(
-            {
-                **R.step_summary(steps),
-                "compile_s": compile_s,
-                "warmup_steps": run.warmup,
-                "comm_share": comm_share,
-                "comm_share_how": how,
-                "replicas_agree": agree,
-                "replicas_max_diff": max_diff,
-                "loss": float(loss) / world,
-                "threads_used": None if cuda else round(float(used) / world, 2),
-                "threads_config": threads,
-                "layout": work.layout,
-                "mode": "eager",
-                "cpus": _gather_cpus(dist, world) if not cuda else None,
-            }
-        )
-        if not agree:
-            out.update(
-                status="failed",
-                reason=f"replicas disagree after the timed steps: "
-                f"weights differ by up to {max_diff:.3g}",
-            )
+            np.savez(path, **W.from_module(self.spec, self.module))
+
+    def cpus(self) -> list[list[int]]:
+        """Each rank's CPUs, in rank order (the pinning as it really was)."""
+        out = [None] * self.world
+        self.dist.all_gather_object(out, sorted(os.sched_getaffinity(0)))
         return out
-    finally:
-        dist.destroy_process_group()
-
-
-def _gather_cpus(dist, world: int) -> list[list[int]]:
-    """Each rank's CPUs, in rank order (the pinning as it really was)."""
-    out = [None] * world
-    dist.all_gather_object(out, sorted(os.sched_getaffinity(0)))
-    return out
-
-
-def _max_over_workers(torch, dist, seconds: list[float], device) -> list[float]:
-    """Each step's time as the slowest worker saw it (steps start together at a barrier)."""
-    t = torch.tensor(seconds, dtype=torch.float64, device=device)
-    dist.all_reduce(t, op=dist.ReduceOp.MAX)
-    return t.tolist()
-
-
-def _comm_share(torch, dist, ddp, work, timed, world: int, device):
-    if world == 1:
-        return None, "one worker: nothing to communicate"
-    normal, local = [], []
-
-    def local_step():
-        with ddp.no_sync():  # gradients stay local: no all-reduce in backward
-            work.step()
-
-    for _ in range(COMM_PAIRS):  # interleaved, so drift in the machine hits both alike
-        normal.append(timed(work.step))
-        local.append(timed(local_step))
-    normal = _max_over_workers(torch, dist, normal, device)
-    local = _max_over_workers(torch, dist, local, device)
-    share, clipped = R.comm_share(normal, local)
-    how = (
-        f"1 - median(step under DDP no_sync(), no gradient all-reduce) / median(normal "
-        f"step), {COMM_PAIRS} interleaved pairs of extra steps after the timed ones, slowest "
-        "worker per step; the all-reduce time not hidden behind backward"
-        + ("; clipped at 0 (the difference was within noise)" if clipped else "")
-    )
-    return share, how
 
 
 if __name__ == "__main__":
