@@ -25,10 +25,29 @@ def _py(code: str) -> tuple[str, ...]:
 def test_a_failing_or_slow_step_never_stops_the_others(tmp_path):
     said = []
     todo = [
-        Step("fails", "x", 30, _py("import sys; print('broken here'); sys.exit(3)"), "fails"),
-        Step("slow", "x", 1, _py("import time; time.sleep(30)"), "runs past its time-out"),
-        Step("absent", "x", 30, _py("pass"), "needs a file", needs=(tmp_path / "nope.py",)),
-        Step("fine", "x", 30, _py("print('ok')"), "passes"),
+        Step(
+            name="fails",
+            part="x",
+            cap_s=30,
+            argv=_py("import sys; print('broken here'); sys.exit(3)"),
+            what="fails",
+        ),
+        Step(
+            name="slow",
+            part="x",
+            cap_s=1,
+            argv=_py("import time; time.sleep(30)"),
+            what="runs past its time-out",
+        ),
+        Step(
+            name="absent",
+            part="x",
+            cap_s=30,
+            argv=_py("pass"),
+            what="needs a file",
+            needs=(tmp_path / "nope.py",),
+        ),
+        Step(name="fine", part="x", cap_s=30, argv=_py("print('ok')"), what="passes"),
     ]
     outcomes = run_steps(todo, budget_s=120, out=tmp_path, say=said.append)
     got = {o.step: o for o in outcomes}
@@ -43,7 +62,10 @@ def test_a_failing_or_slow_step_never_stops_the_others(tmp_path):
 
 def test_a_step_gets_what_is_left_of_the_budget_and_is_skipped_when_too_little_is(tmp_path):
     now = [0.0]
-    todo = [Step("first", "x", 500, _py("pass"), ""), Step("second", "x", 500, _py("pass"), "")]
+    todo = [
+        Step(name="first", part="x", cap_s=500, argv=_py("pass"), what=""),
+        Step(name="second", part="x", cap_s=500, argv=_py("pass"), what=""),
+    ]
 
     def clock():  # the first step takes 100 s of a 140 s budget
         now[0] += 50.0
@@ -174,7 +196,10 @@ def test_an_interrupt_ends_the_step_in_flight_and_keeps_what_ran(tmp_path, monke
         return Outcome(step.name, "passed", 1.0)
 
     monkeypatch.setattr(run, "_run", interrupted)
-    todo = [Step(n, "x", 30, _py("pass"), "") for n in ("first", "second", "third")]
+    todo = [
+        Step(name=n, part="x", cap_s=30, argv=_py("pass"), what="")
+        for n in ("first", "second", "third")
+    ]
     outcomes = run_steps(todo, budget_s=120, out=tmp_path, say=lambda _: None)
     assert [(o.step, o.status) for o in outcomes] == [
         ("first", "passed"),

@@ -17,7 +17,7 @@ from xfbench.allreduce.bandwidth import algbw, allreduce_bus_factor, busbw
 from xfbench.allreduce.check import errors, expected_sum, verdict
 from xfbench.allreduce.launch import run
 from xfbench.allreduce.plugin import SUITE_FILE, default_world_sizes, select
-from xfbench.allreduce.sizes import SizeError, cap, label, parse_sizes
+from xfbench.allreduce.sizes import cap, label, parse_sizes
 from xfbench.allreduce.worker_args import FAULT_ENV
 from xfbench.errors import UsageError
 from xfbench.plugin import named
@@ -49,7 +49,7 @@ def test_sizes_parse_lists_and_doubling_ranges_in_binary_units():
     assert len(parse_sizes("1KB:1GB")) == 21
     assert [label(s) for s in (1024, 3 * 2**20, 2**30, 12)] == ["1KB", "3MB", "1GB", "12B"]
     for bad in ("3", "1XB", "8KB:1KB", "1KB:2KB:4KB", "", "-4"):
-        with pytest.raises(SizeError):
+        with pytest.raises(UsageError):
             parse_sizes(bad)
 
 
@@ -182,7 +182,9 @@ def test_suite_runs_gloo_and_jax_over_two_ranks(tmp_path):
 @pytest.mark.parametrize("framework", ["torch", "jax"])
 def test_a_wrong_reduction_is_caught(framework, monkeypatch):
     monkeypatch.setenv(FAULT_ENV, "max")  # the workers reduce with max instead of sum
-    result, output = run(framework, "cpu", 2, [1024], "smoke", timeout=240)
+    result, output = run(
+        framework=framework, device="cpu", world_size=2, sizes=[1024], preset="smoke", timeout=240
+    )
     assert result["status"] == "ok", output[-3000:]
     rows = result["rows"]
     # torch: all_reduce, reduce + broadcast, and rank 0's own sum of the point-to-point

@@ -168,7 +168,18 @@ def _workload(framework: str, network: str, task="train"):
 
     spec = get_spec(network, "smoke")
     mode = {"torch": "eager", "tensorflow": "function", "jax": "jit", "onnxruntime": "cpu"}
-    cell = Cell(network, framework, mode[framework], "fp32", "cpu", 1, 8, task, "real", "smoke")
+    cell = Cell(
+        network=network,
+        framework=framework,
+        mode=mode[framework],
+        precision="fp32",
+        device="cpu",
+        threads=1,
+        batch_size=8,
+        task=task,
+        data="real",
+        scale="smoke",
+    )
     adapter = get_adapter(framework)
     if adapter.import_error():
         pytest.skip(adapter.import_error())

@@ -223,7 +223,13 @@ def test_export_reproduces_the_framework_in_onnxruntime(framework, network, tmp_
     if get_adapter(framework).import_error():
         pytest.skip(get_adapter(framework).import_error())
     spec = get_spec(network, "smoke")
-    err = framework_export(framework, spec, initial_weights(spec), 4, tmp_path / "t.onnx")
+    err = framework_export(
+        framework=framework,
+        spec=spec,
+        weights=initial_weights(spec),
+        batch=4,
+        path=tmp_path / "t.onnx",
+    )
     assert err <= TOL
     assert (tmp_path / "t.onnx").exists()
 
@@ -247,9 +253,13 @@ def test_a_different_update_is_caught(network):
     spec = get_spec(network, "smoke")
     weights = initial_weights(spec)
     right = ReferenceStep.compute(spec, weights, 4)
-    assert check_training("torch", spec, weights, 4, None, right)[0]["verified"]
+    assert check_training(
+        framework="torch", spec=spec, weights=weights, batch=4, mode=None, reference=right
+    )[0]["verified"]
     doubled = ReferenceStep.compute(replace(spec, lr=2 * spec.lr), weights, 4)
-    record, _ = check_training("torch", spec, weights, 4, None, doubled)
+    record, _ = check_training(
+        framework="torch", spec=spec, weights=weights, batch=4, mode=None, reference=doubled
+    )
     assert not record["verified"]
     assert record["weights_rel_err"] > 3 * record["weights_tolerance"]
 
@@ -270,15 +280,30 @@ def test_float64_catches_a_change_fp32_cannot_see():
     spec = get_spec("fcn_r", "smoke")
     weights = initial_weights(spec)
     off = replace(spec, lr=spec.lr * (1 + 1e-6))
-    assert check_training("torch", spec, weights, 4, None, ReferenceStep.compute(off, weights, 4))[
-        0
-    ]["verified"]
+    assert check_training(
+        framework="torch",
+        spec=spec,
+        weights=weights,
+        batch=4,
+        mode=None,
+        reference=ReferenceStep.compute(off, weights, 4),
+    )[0]["verified"]
     right = check_float64(
-        "torch", spec, weights, 4, None, Float64Reference.compute(spec, weights, 4)
+        framework="torch",
+        spec=spec,
+        weights=weights,
+        batch=4,
+        mode=None,
+        reference=Float64Reference.compute(spec, weights, 4),
     )
     assert right["verified"] and right["update_rel_err"] <= FP64_TOL
     wrong = check_float64(
-        "torch", spec, weights, 4, None, Float64Reference.compute(off, weights, 4)
+        framework="torch",
+        spec=spec,
+        weights=weights,
+        batch=4,
+        mode=None,
+        reference=Float64Reference.compute(off, weights, 4),
     )
     assert not wrong["verified"]
     assert wrong["update_rel_err"] == pytest.approx(1e-6, rel=1e-2)
@@ -289,7 +314,15 @@ def test_fp64_is_refused_off_the_cpu():
     from xfbench.adapters import Cell, get_adapter
 
     for framework in ("torch", "tensorflow", "jax"):
-        cell = Cell("fcn5", framework, get_adapter(framework).modes[0], "fp64", "cuda:0", 1, 8)
+        cell = Cell(
+            network="fcn5",
+            framework=framework,
+            mode=get_adapter(framework).modes[0],
+            precision="fp64",
+            device="cuda:0",
+            threads=1,
+            batch_size=8,
+        )
         assert "CPU only" in get_adapter(framework).check(cell)
 
 

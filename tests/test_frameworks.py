@@ -37,12 +37,12 @@ def throwaway(tmp_path, monkeypatch):
         FRAMEWORKS,
         "throwaway",
         Framework(
-            "throwaway",
-            "Throwaway Framework",
-            "numpy",
-            "nothing to install",
-            "throwaway_adapter",
-            ("none",),
+            name="throwaway",
+            display="Throwaway Framework",
+            package="numpy",
+            install_hint="nothing to install",
+            adapter="throwaway_adapter",
+            modes=("none",),
         ),
     )
     return "throwaway"

@@ -158,7 +158,7 @@ def test_round_bf16_keeps_8_significant_bits():
 def test_measure_fails_a_wrong_product(monkeypatch):
     monkeypatch.setattr(NumpyMatmul, "matmul", lambda self, a, b: np.matmul(a, b.T))
     bench = FakeBenchmark()
-    cell = GemmCell("numpy", square(64), "fp32", "cpu", 1)
+    cell = GemmCell(impl="numpy", shape=square(64), dtype="fp32", device="cpu", threads=1)
     with pytest.raises(WrongProduct, match="wrong product"):
         measure(bench, cell, PRESETS["smoke"], {})
     assert bench.extra_info["status"] == "failed"
@@ -166,7 +166,7 @@ def test_measure_fails_a_wrong_product(monkeypatch):
 
 
 def test_measure_skips_when_the_matrices_do_not_fit():
-    cell = GemmCell("numpy", square(400_000), "fp32", "cpu", 1)
+    cell = GemmCell(impl="numpy", shape=square(400_000), dtype="fp32", device="cpu", threads=1)
     with pytest.raises(CannotRun, match="the three matrices need"):
         measure(FakeBenchmark(), cell, PRESETS["smoke"], {})
 

@@ -38,7 +38,17 @@ def jax_cuda():
 
 
 def cell(network, framework, mode, precision, task="train", batch=8):
-    return Cell(network, framework, mode, precision, DEVICE, 1, batch, task, scale="smoke")
+    return Cell(
+        network=network,
+        framework=framework,
+        mode=mode,
+        precision=precision,
+        device=DEVICE,
+        threads=1,
+        batch_size=batch,
+        task=task,
+        scale="smoke",
+    )
 
 
 def torch_workload(network, precision, mode="eager", task="train", batch=8):
@@ -46,7 +56,9 @@ def torch_workload(network, precision, mode="eager", task="train", batch=8):
     from xfbench.adapters.torch.workload import TorchWorkload
 
     spec = get_spec(network, "smoke")
-    c = cell(network, "torch", mode, precision, task, batch)
+    c = cell(
+        network=network, framework="torch", mode=mode, precision=precision, task=task, batch=batch
+    )
     return TorchWorkload(spec, c, initial_weights(spec, 0))
 
 
@@ -160,7 +172,9 @@ def test_onnxruntime_cuda_cells_run_on_the_cuda_provider():
 
     spec = get_spec("fcn_r", "smoke")
     work = ADAPTER.build(
-        spec, cell("fcn_r", "onnxruntime", "cuda", "fp32", "infer"), initial_weights(spec, 0)
+        spec,
+        cell(network="fcn_r", framework="onnxruntime", mode="cuda", precision="fp32", task="infer"),
+        initial_weights(spec, 0),
     )
     work.step()
     assert work.info["execution_provider"] == "CUDAExecutionProvider", work.info

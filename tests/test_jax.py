@@ -43,7 +43,17 @@ PARAMETERS = {
 
 
 def cell(network, task="train", precision="fp32", device="cpu", framework="jax", mode="jit"):
-    return Cell(network, framework, mode, precision, device, 1, 8, task, scale="smoke")
+    return Cell(
+        network=network,
+        framework=framework,
+        mode=mode,
+        precision=precision,
+        device=device,
+        threads=1,
+        batch_size=8,
+        task=task,
+        scale="smoke",
+    )
 
 
 def jax_workload(network, task="train", precision="fp32", spec=None):
@@ -180,14 +190,22 @@ def test_fp32_traces_every_product_at_highest_precision():
 def tiny_resnet() -> Spec:
     """Convolution, BatchNorm and an option-A block, cheap to compile."""
     layers = (
-        Conv("conv1", 8, 3, 1, 1, bias=False),
+        Conv(name="conv1", filters=8, kernel=3, stride=1, pad=1, bias=False),
         BatchNorm("bn1"),
         ReLU(),
         BasicBlock("layer2.0", 16, 2),
         GlobalAvgPool(),
         Dense("fc", 10),
     )
-    return Spec("resnet56", "tiny ResNet", (3, 8, 8), 10, layers, 8, scale="smoke")
+    return Spec(
+        id="resnet56",
+        paper_name="tiny ResNet",
+        input_shape=(3, 8, 8),
+        classes=10,
+        layers=layers,
+        batch_size=8,
+        scale="smoke",
+    )
 
 
 @functools.lru_cache
@@ -257,7 +275,18 @@ def test_peak_device_memory_is_the_cells_own_from_xlas_buffer_assignment():
     peaks = []
     for network in ("fcn_r", "resnet56", "fcn_r"):
         spec = get_spec(network, "smoke")
-        cell = Cell(network, "jax", "jit", "fp32", "cpu", 1, 8, "train", "resident", "smoke")
+        cell = Cell(
+            network=network,
+            framework="jax",
+            mode="jit",
+            precision="fp32",
+            device="cpu",
+            threads=1,
+            batch_size=8,
+            task="train",
+            data="resident",
+            scale="smoke",
+        )
         work = get_adapter("jax").build(spec, cell, initial_weights(spec))
         work.prepare()
         peaks.append(step_peak_bytes(work._compiled.memory_analysis()))
@@ -301,7 +330,9 @@ def test_a_product_in_another_dtype_fails_the_cell(monkeypatch):
     monkeypatch.setattr(
         networks,
         "apply",
-        lambda spec, p, s, x, train, dtype: apply(spec, p, s, x, train, jnp.float32),
+        lambda spec, params, stats, x, train, dtype: apply(
+            spec=spec, params=params, stats=stats, x=x, train=train, dtype=jnp.float32
+        ),
     )
     work = jax_workload("fcn_r", precision="bf16")
     with pytest.raises(

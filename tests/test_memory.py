@@ -82,9 +82,11 @@ def test_a_cell_that_cannot_fit_is_refused_with_both_numbers(monkeypatch):
 
     monkeypatch.setattr(memory, "host_available_bytes", lambda: 2**30)
     spec = get_spec("resnet50")
-    memory.check_fits(spec, "train", 1, "fp32", "cpu")  # 0.4 GiB fits in 1
+    memory.check_fits(
+        spec=spec, task="train", batch=1, precision="fp32", device="cpu"
+    )  # 0.4 GiB fits in 1
     with pytest.raises(memory.TooLarge) as e:
-        memory.check_fits(spec, "train", 16, "fp32", "cpu")
+        memory.check_fits(spec=spec, task="train", batch=16, precision="fp32", device="cpu")
     assert "needs at least 2.01 GiB" in str(e.value) and "1.00 GiB host memory available" in (
         str(e.value)
     )

@@ -31,7 +31,18 @@ def cell(
     data="resident",
     threads=1,
 ):
-    return Cell(network, "onnxruntime", mode, precision, device, threads, 4, task, data, "smoke")
+    return Cell(
+        network=network,
+        framework="onnxruntime",
+        mode=mode,
+        precision=precision,
+        device=device,
+        threads=threads,
+        batch_size=4,
+        task=task,
+        data=data,
+        scale="smoke",
+    )
 
 
 def test_adapter_module_does_not_import_onnxruntime():

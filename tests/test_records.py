@@ -255,7 +255,7 @@ def test_a_failure_record_holds_to_its_fields(tmp_path):
     from xfbench.runner.store import RunFolder
 
     failure = RunFolder(tmp_path / "r").write_failure(
-        "train-x", {"network": "fcn5"}, "timeout", "why", "tail"
+        key="train-x", cell={"network": "fcn5"}, status="timeout", reason="why", output_tail="tail"
     )
     _check([failure], {"failure"})
 

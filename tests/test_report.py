@@ -578,7 +578,7 @@ def test_the_gemm_and_equivalence_suites_own_records_are_read(tmp_path):
     from xfbench.gemm.shapes import square
 
     bench = standard()
-    cell = GemmCell("cupy", square(8192), "fp32", "cuda:0", 8)
+    cell = GemmCell(impl="cupy", shape=square(8192), dtype="fp32", device="cuda:0", threads=8)
     gemm = [
         {
             "group": "gemm",

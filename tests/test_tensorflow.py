@@ -46,7 +46,17 @@ MODELS_DOC_PARAMS = {
 
 
 def cell(network, mode="eager", task="train", precision="fp32", batch=8):
-    return Cell(network, "tensorflow", mode, precision, "cpu", 1, batch, task=task, scale="smoke")
+    return Cell(
+        network=network,
+        framework="tensorflow",
+        mode=mode,
+        precision=precision,
+        device="cpu",
+        threads=1,
+        batch_size=batch,
+        task=task,
+        scale="smoke",
+    )
 
 
 def build(spec, mode="eager", task="train", precision="fp32", weights=None, framework=TF):

@@ -33,7 +33,17 @@ V3_8 = dict(mesh_shape=[2, 2, 1, 2], device_coordinates=[DEVICE_COORDINATES])
 
 
 def tpu_cell(precision="fp32", mode="xla", network="fcn_r", task="train", device="tpu:0"):
-    return Cell(network, "tensorflow", mode, precision, device, 1, 8, task=task, scale="smoke")
+    return Cell(
+        network=network,
+        framework="tensorflow",
+        mode=mode,
+        precision=precision,
+        device=device,
+        threads=1,
+        batch_size=8,
+        task=task,
+        scale="smoke",
+    )
 
 
 @pytest.fixture(autouse=True)

@@ -15,16 +15,16 @@ ADAPTER = get_adapter("torch")
 def build(network, task="train", mode="eager", precision="fp32", batch=8, seed=0, data="resident"):
     spec = get_spec(network, "smoke")
     cell = Cell(
-        network,
-        "torch",
-        mode,
-        precision,
-        "cpu",
-        torch.get_num_threads(),
-        batch,
-        task,
-        data,
-        "smoke",
+        network=network,
+        framework="torch",
+        mode=mode,
+        precision=precision,
+        device="cpu",
+        threads=torch.get_num_threads(),
+        batch_size=batch,
+        task=task,
+        data=data,
+        scale="smoke",
     )
     return spec, ADAPTER.build(spec, cell, initial_weights(spec, seed))
 
@@ -129,12 +129,36 @@ def test_mixed_precision_trains_with_fp32_master_weights(precision):
 
 
 def test_unavailable_cells_give_reasons():
-    cell = Cell("fcn_r", "torch", "eager", "tf32", "cpu", 1, 8)
+    cell = Cell(
+        network="fcn_r",
+        framework="torch",
+        mode="eager",
+        precision="tf32",
+        device="cpu",
+        threads=1,
+        batch_size=8,
+    )
     assert "tf32" in ADAPTER.check(cell)
-    cell = Cell("fcn_r", "torch", "cudagraph", "fp32", "cpu", 1, 8)
+    cell = Cell(
+        network="fcn_r",
+        framework="torch",
+        mode="cudagraph",
+        precision="fp32",
+        device="cpu",
+        threads=1,
+        batch_size=8,
+    )
     assert "CUDA" in ADAPTER.check(cell)
     if not torch.cuda.is_available():
-        cell = Cell("fcn_r", "torch", "eager", "fp32", "cuda:0", 1, 8)
+        cell = Cell(
+            network="fcn_r",
+            framework="torch",
+            mode="eager",
+            precision="fp32",
+            device="cuda:0",
+            threads=1,
+            batch_size=8,
+        )
         assert "not present" in ADAPTER.check(cell)
 
 

@@ -198,11 +198,11 @@ def run_cell(request, benchmark):
             record = measure(
                 benchmark,
                 cell,
-                sel.preset,
-                configured[cell.framework],
-                config.getoption("weights") or "seed",
-                ci_target(config),
-                RealData(sel.data_dir, sel.data_workers) if sel.data == "real" else None,
+                preset=sel.preset,
+                threads_config=configured[cell.framework],
+                weights=config.getoption("weights") or "seed",
+                ci_target=ci_target(config),
+                real=RealData(sel.data_dir, sel.data_workers) if sel.data == "real" else None,
             )
         except CannotRun as e:
             pytest.skip(str(e))

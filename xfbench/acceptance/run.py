@@ -61,7 +61,13 @@ def run_steps(
             try:
                 outcome = _run(step, timeout, logs / f"{step.name}.log", clock)
             except KeyboardInterrupt:  # launch.wait has killed the step's process group
-                outcome = Outcome(step.name, "interrupted", clock() - t0, "Ctrl-C", timeout)
+                outcome = Outcome(
+                    step=step.name,
+                    status="interrupted",
+                    seconds=clock() - t0,
+                    reason="Ctrl-C",
+                    timeout_s=timeout,
+                )
                 interrupted = True
         outcomes.append(outcome)
         say(f"=== {step.name}: {outcome.status}, {outcome.seconds:.0f} s {outcome.reason}")
@@ -81,4 +87,11 @@ def _run(step: Step, timeout: float, log: Path, clock) -> Outcome:
         return Outcome(step.name, "passed", seconds, timeout_s=timeout)
     status, reason = launch.failure(end, timeout)
     tail = "\n".join(log.read_text(errors="replace").rstrip().splitlines()[-TAIL_LINES:])
-    return Outcome(step.name, status, seconds, reason, timeout, tail)
+    return Outcome(
+        step=step.name,
+        status=status,
+        seconds=seconds,
+        reason=reason,
+        timeout_s=timeout,
+        log_tail=tail,
+    )

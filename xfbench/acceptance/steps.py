@@ -79,17 +79,17 @@ def steps(device: str, preset: str, out: Path) -> list[Step]:
 
     return [
         Step(
-            "probe",
-            "probe",
-            120,
-            (sys.executable, "-m", "xfbench.acceptance.probe", str(out / "probe.json")),
-            "the machine, and the versions and devices each framework sees",
+            name="probe",
+            part="probe",
+            cap_s=120,
+            argv=(sys.executable, "-m", "xfbench.acceptance.probe", str(out / "probe.json")),
+            what="the machine, and the versions and devices each framework sees",
         ),
         Step(
-            "gemm",
-            "gemm",
-            300,
-            _pytest(
+            name="gemm",
+            part="gemm",
+            cap_s=300,
+            argv=_pytest(
                 str(SUITES / "test_gemm.py"),
                 "--gemm-impl=cupy,torch,jax",
                 f"--gemm-sizes={s.gemm}",
@@ -98,13 +98,13 @@ def steps(device: str, preset: str, out: Path) -> list[Step]:
                 f"--preset={s.preset}",
                 json("gemm"),
             ),
-            f"GEMM {s.gemm}: CuPy, torch.matmul and JAX at fp32 (TF32 off), TF32 and bf16",
+            what=f"GEMM {s.gemm}: CuPy, torch.matmul and JAX at fp32 (TF32 off), TF32 and bf16",
         ),
         Step(
-            "resnet50-torch",
-            "resnet50",
-            420,
-            _sweep(
+            name="resnet50-torch",
+            part="resnet50",
+            cap_s=420,
+            argv=_sweep(
                 "--framework=torch",
                 "--model=resnet50",
                 "--task=train",
@@ -113,13 +113,13 @@ def steps(device: str, preset: str, out: Path) -> list[Step]:
                 f"--batch-size={s.batch}",
                 *sweep,
             ),
-            f"ResNet-50 training, batch {s.batch}, PyTorch eager and compiled, bf16 and TF32",
+            what=f"ResNet-50 training, batch {s.batch}, PyTorch eager and compiled, bf16 and TF32",
         ),
         Step(
-            "resnet50-jax",
-            "resnet50",
-            300,
-            _sweep(
+            name="resnet50-jax",
+            part="resnet50",
+            cap_s=300,
+            argv=_sweep(
                 "--framework=jax",
                 "--model=resnet50",
                 "--task=train",
@@ -127,13 +127,13 @@ def steps(device: str, preset: str, out: Path) -> list[Step]:
                 f"--batch-size={s.batch}",
                 *sweep,
             ),
-            f"ResNet-50 training, batch {s.batch}, JAX, bf16 and TF32",
+            what=f"ResNet-50 training, batch {s.batch}, JAX, bf16 and TF32",
         ),
         Step(
-            "table7-torch-eager",
-            "table7",
-            420,
-            _sweep(
+            name="table7-torch-eager",
+            part="table7",
+            cap_s=420,
+            argv=_sweep(
                 "--framework=torch",
                 "--mode=eager",
                 "--precision=fp32,tf32,bf16",
@@ -141,26 +141,26 @@ def steps(device: str, preset: str, out: Path) -> list[Step]:
                 *models,
                 *sweep,
             ),
-            "Table 7's GPU column: PyTorch eager, training and inference, fp32, TF32, bf16",
+            what="Table 7's GPU column: PyTorch eager, training and inference, fp32, TF32, bf16",
         ),
         Step(
-            "table7-jax",
-            "table7",
-            480,
-            _sweep(
+            name="table7-jax",
+            part="table7",
+            cap_s=480,
+            argv=_sweep(
                 "--framework=jax",
                 "--precision=fp32,tf32,bf16",
                 "--task=train,infer",
                 *models,
                 *sweep,
             ),
-            "Table 7's GPU column: JAX, training and inference, fp32, TF32, bf16",
+            what="Table 7's GPU column: JAX, training and inference, fp32, TF32, bf16",
         ),
         Step(
-            "table7-torch-compiled",
-            "table7",
-            540,
-            _sweep(
+            name="table7-torch-compiled",
+            part="table7",
+            cap_s=540,
+            argv=_sweep(
                 "--framework=torch",
                 "--mode=compile,cudagraph",
                 "--precision=fp32",
@@ -168,39 +168,39 @@ def steps(device: str, preset: str, out: Path) -> list[Step]:
                 *models,
                 *sweep,
             ),
-            "Table 7's GPU column: PyTorch compiled and CUDA graphs, fp32",
+            what="Table 7's GPU column: PyTorch compiled and CUDA graphs, fp32",
         ),
         Step(
-            "gpu-tests",
-            "checks",
-            300,
-            _pytest(
+            name="gpu-tests",
+            part="checks",
+            cap_s=300,
+            argv=_pytest(
                 str(TESTS / "test_gpu.py"),
                 "-m",
                 "gpu",
                 f"--junitxml={out / 'gpu-tests.xml'}",
             ),
-            "the GPU tests (the gpu marker)",
+            what="the GPU tests (the gpu marker)",
             needs=(TESTS / "test_gpu.py",),
         ),
         Step(
-            "equivalence",
-            "checks",
-            420,
-            _pytest(
+            name="equivalence",
+            part="checks",
+            cap_s=420,
+            argv=_pytest(
                 str(SUITES / "test_equivalence.py"),
                 f"--device={device}",
                 "--precision=fp32,tf32",
                 "--preset=smoke",  # the function, not the size, is what is checked
                 json("equivalence"),
             ),
-            "the equivalence checks on the device: fp32 (TF32 off) held to the rule, TF32 recorded",
+            what="the equivalence checks on the device: fp32 (TF32 off) held to the rule, TF32 recorded",
         ),
         Step(
-            "allreduce",
-            "checks",
-            150,
-            _pytest(
+            name="allreduce",
+            part="checks",
+            cap_s=150,
+            argv=_pytest(
                 str(SUITES / "test_allreduce.py"),
                 "--framework=torch",
                 "--world-sizes=1",
@@ -208,13 +208,13 @@ def steps(device: str, preset: str, out: Path) -> list[Step]:
                 f"--preset={s.preset}",
                 json("allreduce"),
             ),
-            "all-reduce at world size 1 (NCCL on a GPU)",
+            what="all-reduce at world size 1 (NCCL on a GPU)",
         ),
         Step(
-            "ddp",
-            "checks",
-            240,
-            _pytest(
+            name="ddp",
+            part="checks",
+            cap_s=240,
+            argv=_pytest(
                 str(SUITES / "test_scaling.py"),
                 "--framework=torch",
                 "--model=resnet56",
@@ -223,7 +223,7 @@ def steps(device: str, preset: str, out: Path) -> list[Step]:
                 f"--preset={s.preset}",
                 json("scaling"),
             ),
-            "data-parallel training on one worker (DDP over NCCL on a GPU)",
+            what="data-parallel training on one worker (DDP over NCCL on a GPU)",
         ),
     ]
 

@@ -69,7 +69,7 @@ def check_layer_dtypes(precision: str, dtypes: dict[str, str], math_kinds) -> No
         raise RuntimeError(f"a {precision} cell must compute in {want}, but {said}")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Cell:
     """One measurement: (network, framework, mode, precision, device, threads, batch)."""
 

@@ -106,7 +106,18 @@ def sweep(c: Collectives, sizes, timing, warmup, fixed_rounds, meta) -> list[dic
     for nbytes in sizes:
         x = c.inputs(nbytes // ITEM_BYTES)
         for pattern in PATTERNS:
-            rows.append(measure(c, pattern, nbytes, x, timing, warmup, fixed_rounds, meta))
+            rows.append(
+                measure(
+                    c=c,
+                    pattern=pattern,
+                    nbytes=nbytes,
+                    data=x,
+                    timing=timing,
+                    warmup=warmup,
+                    fixed_rounds=fixed_rounds,
+                    meta=meta,
+                )
+            )
         del x
     return rows
 
@@ -153,7 +164,14 @@ def main(argv=None) -> int:
         "versions": {"jax": jax.__version__, "jaxlib": jaxlib.__version__},
     }
     try:
-        rows = sweep(Collectives(devices, world), args.sizes, timing, warmup, args.rounds, meta)
+        rows = sweep(
+            c=Collectives(devices, world),
+            sizes=args.sizes,
+            timing=timing,
+            warmup=warmup,
+            fixed_rounds=args.rounds,
+            meta=meta,
+        )
     except Exception as e:
         traceback.print_exc()
         write_result(

@@ -89,7 +89,14 @@ def run(
     with tempfile.TemporaryDirectory(prefix="xfbench-allreduce-") as tmp:
         out = Path(tmp) / "result.json"
         argv, env = command(
-            framework, device, world_size, sizes, preset, str(out), threads_per_rank, rounds
+            framework=framework,
+            device=device,
+            world_size=world_size,
+            sizes=sizes,
+            preset=preset,
+            out=str(out),
+            threads_per_rank=threads_per_rank,
+            rounds=rounds,
         )
         end = launch.run(argv, timeout, env=env, cpus=cpus)
         output = end.output

@@ -45,7 +45,7 @@ class Case:
         return f"{self.framework}-{self.device}-n{self.world_size}"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class AllreduceSelection:
     cases: tuple[Case, ...]
     sizes: tuple[int, ...]
@@ -120,7 +120,7 @@ def select(
             if allreduce_sizes not in (None, "")
             else sizes_mod.doubling(*(sizes_mod.SMOKE if preset == "smoke" else sizes_mod.DEFAULT))
         )
-    except sizes_mod.SizeError as e:
+    except sizes_mod.UsageError as e:
         raise UsageError(f"--allreduce-sizes: {e}") from None
     try:
         threads_per_rank = int(threads) if threads not in (None, "") else None
@@ -138,12 +138,12 @@ def select(
             f"{threads_per_rank * max(cpu_ws)} CPUs; this process may use {cpus}"
         )
     return AllreduceSelection(
-        tuple(cases),
-        tuple(nbytes),
-        allreduce_sizes not in (None, ""),
-        preset or "paper",
-        threads_per_rank,
-        not_selected,
+        cases=tuple(cases),
+        sizes=tuple(nbytes),
+        sizes_explicit=allreduce_sizes not in (None, ""),
+        preset=preset or "paper",
+        threads_per_rank=threads_per_rank,
+        not_selected=not_selected,
     )
 
 
@@ -241,12 +241,12 @@ def run_allreduce(request, benchmark):
         threads = _threads_per_rank(sel, case)
         try:
             result, output = run(
-                case.framework,
-                case.device,
-                case.world_size,
-                chosen,
-                timing,
-                timeout,
+                framework=case.framework,
+                device=case.device,
+                world_size=case.world_size,
+                sizes=chosen,
+                preset=timing,
+                timeout=timeout,
                 threads_per_rank=threads,
                 cpus=START_CPUS,
             )

@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 
 from xfbench.allreduce import ITEM_BYTES
+from xfbench.errors import UsageError
 from xfbench.harness.selection import comma_list
 
 UNITS = {
@@ -28,17 +29,13 @@ SMOKE = (2**10, 2**20)  # 1 KB to 1 MB
 MEMORY_SHARE = 8  # one buffer takes at most 1/8 of the memory per rank
 
 
-class SizeError(ValueError):
-    """A bad size; the message is one line for the user."""
-
-
 def parse_size(text: str) -> int:
     m = re.fullmatch(r"\s*(\d+)\s*([A-Za-z]*)\s*", text)
     if not m or m.group(2).upper() not in UNITS:
-        raise SizeError(f"bad message size {text!r}; write e.g. 1024, 1KB, 4MB or 1GB")
+        raise UsageError(f"bad message size {text!r}; write e.g. 1024, 1KB, 4MB or 1GB")
     n = int(m.group(1)) * UNITS[m.group(2).upper()]
     if n < ITEM_BYTES or n % ITEM_BYTES:
-        raise SizeError(
+        raise UsageError(
             f"message size {text!r} is not a whole number of fp32 values "
             f"(a positive multiple of {ITEM_BYTES} bytes)"
         )
@@ -61,15 +58,15 @@ def parse_sizes(text: str) -> list[int]:
         if ":" in part:
             ends = part.split(":")
             if len(ends) != 2:
-                raise SizeError(f"bad size range {part!r}; write FROM:TO, e.g. 1KB:1GB")
+                raise UsageError(f"bad size range {part!r}; write FROM:TO, e.g. 1KB:1GB")
             lo, hi = parse_size(ends[0]), parse_size(ends[1])
             if lo > hi:
-                raise SizeError(f"size range {part!r} runs backwards")
+                raise UsageError(f"size range {part!r} runs backwards")
             out.extend(doubling(lo, hi))
         else:
             out.append(parse_size(part))
     if not out:
-        raise SizeError(f"no message size in {text!r}; write e.g. 1KB:1GB or 1KB,4MB")
+        raise UsageError(f"no message size in {text!r}; write e.g. 1KB:1GB or 1KB,4MB")
     return sorted(set(out))
 
 

@@ -158,14 +158,14 @@ def sweep(
             # Zeros while timing (in place): sums of zeros stay zero, however many rounds.
             rows.append(
                 measure(
-                    c,
-                    pattern,
-                    nbytes,
-                    buf,
-                    timing,
-                    warmup,
-                    fixed_rounds,
-                    meta,
+                    c=c,
+                    pattern=pattern,
+                    nbytes=nbytes,
+                    data=buf,
+                    timing=timing,
+                    warmup=warmup,
+                    fixed_rounds=fixed_rounds,
+                    meta=meta,
                     before_timing=buf.zero_,
                 )
             )
@@ -228,7 +228,14 @@ def main(argv=None) -> int:
     }
     status = 0
     try:
-        rows = sweep(Collectives(device), args.sizes, timing, warmup, args.rounds, meta)
+        rows = sweep(
+            c=Collectives(device),
+            sizes=args.sizes,
+            timing=timing,
+            warmup=warmup,
+            fixed_rounds=args.rounds,
+            meta=meta,
+        )
         result = {
             "status": "ok",
             **meta,

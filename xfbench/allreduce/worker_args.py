@@ -5,8 +5,9 @@ from __future__ import annotations
 import argparse
 
 from xfbench import options
-from xfbench.allreduce.sizes import SizeError, parse_sizes
+from xfbench.allreduce.sizes import parse_sizes
 from xfbench.allreduce.timing import TIMINGS
+from xfbench.errors import UsageError
 
 # Test hook: "max" makes the workers reduce with max instead of sum, a wrong
 # reduction the correctness check must catch.
@@ -16,7 +17,7 @@ FAULT_ENV = "XFBENCH_ALLREDUCE_FAULT"
 def _sizes(text: str) -> list[int]:
     try:
         return parse_sizes(text)
-    except SizeError as e:
+    except UsageError as e:
         raise argparse.ArgumentTypeError(str(e)) from None
 
 

@@ -88,20 +88,30 @@ def source_for(spec, data_dir: str | Path) -> Source:
     root = Path(data_dir) / dataset
     if dataset == "mnist":
         x, y = readers.read_mnist(root)
-        return Source(dataset, spec.id, x, y, spec.input_shape)
+        return Source(dataset=dataset, network=spec.id, x=x, y=y, size=spec.input_shape)
     if dataset == "cifar10":
         x, y = readers.read_cifar10(root)
-        return Source(dataset, spec.id, x, y, spec.input_shape)
+        return Source(dataset=dataset, network=spec.id, x=x, y=y, size=spec.input_shape)
     if dataset == "ptb":
         ids = readers.read_ptb(root, spec.vocab)
         window = spec.input_shape[0]
         if len(ids) < window + 1:
             raise DataError(f"{root / readers.PTB_FILES['train']}: fewer than {window + 1} words")
-        return Source(dataset, spec.id, ids, None, spec.input_shape, window=window)
+        return Source(
+            dataset=dataset, network=spec.id, x=ids, y=None, size=spec.input_shape, window=window
+        )
     paths, labels = readers.list_jpeg_folder(root / "train", spec.classes)
     for p in paths:
         readers.check_jpeg(p)
-    return Source(dataset, spec.id, None, None, spec.input_shape, paths=paths, labels=labels)
+    return Source(
+        dataset=dataset,
+        network=spec.id,
+        x=None,
+        y=None,
+        size=spec.input_shape,
+        paths=paths,
+        labels=labels,
+    )
 
 
 # -- one sample, in numpy (the PyTorch and JAX pipelines; TensorFlow's maps its own ops) --

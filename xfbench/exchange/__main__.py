@@ -102,7 +102,13 @@ def cmd_export(args) -> int:
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=".export-", dir=out.parent))
     try:
-        err = framework_export(args.framework, spec, weights, _batch(args), tmp / out.name)
+        err = framework_export(
+            framework=args.framework,
+            spec=spec,
+            weights=weights,
+            batch=_batch(args),
+            path=tmp / out.name,
+        )
         if err > TOL:
             print(
                 f"{args.framework} {spec.id}: the exported file's logits differ from "

@@ -128,7 +128,7 @@ def _blocks(g: _Graph, parts, x: str, train: bool) -> dict[str, str]:
         if isinstance(layer, L.Conv):
             x = _conv(g, layer, x, shape)
         else:
-            x = _batchnorm(g, layer, x, shape, train)
+            x = _batchnorm(g=g, layer=layer, x=x, shape=shape, train=train)
         out[layer.name] = x
     return out
 
@@ -151,8 +151,8 @@ def _bottleneck(g: _Graph, layer: L.Bottleneck, x: str, shape, train: bool) -> s
 
 def _basic_block(g: _Graph, layer: L.BasicBlock, x: str, shape, train: bool) -> str:
     (c1, s1), (b1, sb1), (c2, s2), (b2, sb2) = layer.parts(shape)
-    y = g.op("Relu", [_batchnorm(g, b1, _conv(g, c1, x, s1), sb1, train)])
-    y = _batchnorm(g, b2, _conv(g, c2, y, s2), sb2, train)
+    y = g.op("Relu", [_batchnorm(g=g, layer=b1, x=_conv(g, c1, x, s1), shape=sb1, train=train)])
+    y = _batchnorm(g=g, layer=b2, x=_conv(g, c2, y, s2), shape=sb2, train=train)
     identity = x
     extra = layer.filters - shape[0]
     if layer.stride != 1 or extra:
@@ -212,7 +212,7 @@ def build_graph(
         elif isinstance(layer, L.Conv):
             x = _conv(g, layer, x, shape)
         elif isinstance(layer, L.BatchNorm):
-            x = _batchnorm(g, layer, x, shape, train)
+            x = _batchnorm(g=g, layer=layer, x=x, shape=shape, train=train)
         elif isinstance(layer, L.ReLU):
             x = g.op("Relu", [x])
         elif isinstance(layer, L.Sigmoid):
@@ -241,9 +241,9 @@ def build_graph(
         elif isinstance(layer, L.Flatten):
             x = g.op("Flatten", [x], axis=1)  # channels-first order, as the spec flattens
         elif isinstance(layer, L.Bottleneck):
-            x = _bottleneck(g, layer, x, shape, train)
+            x = _bottleneck(g=g, layer=layer, x=x, shape=shape, train=train)
         elif isinstance(layer, L.BasicBlock):
-            x = _basic_block(g, layer, x, shape, train)
+            x = _basic_block(g=g, layer=layer, x=x, shape=shape, train=train)
         elif isinstance(layer, L.LSTM):
             x = _lstm_stack(g, layer, x, shape)
         else:

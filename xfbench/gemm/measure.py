@@ -52,7 +52,7 @@ class WrongProduct(AssertionError):
     """The product failed the correctness check."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class GemmCell:
     impl: str
     shape: Shape

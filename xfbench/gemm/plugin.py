@@ -22,7 +22,7 @@ from xfbench.errors import CannotRun, UsageError
 from xfbench.gemm import DTYPES, FRAMEWORK_IMPL, IMPLS, get_impl
 from xfbench.gemm.best import fill_share_of_best
 from xfbench.gemm.measure import GemmCell, WrongProduct, measure
-from xfbench.gemm.shapes import Shape, ShapeError, parse_sizes, preset_shapes
+from xfbench.gemm.shapes import Shape, parse_sizes, preset_shapes
 from xfbench.gemm.table import gemm_table
 from xfbench.harness.presets import Preset
 from xfbench.harness.selection import comma_list, parse
@@ -32,7 +32,7 @@ RECORDS = pytest.StashKey()
 CONFIGURED = pytest.StashKey()
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class GemmSelection:
     impls: tuple[str, ...]
     shapes: tuple[Shape, ...]
@@ -43,7 +43,7 @@ class GemmSelection:
 
     def cells(self) -> list[GemmCell]:
         return [
-            GemmCell(impl, shape, dtype, device, self.threads)
+            GemmCell(impl=impl, shape=shape, dtype=dtype, device=device, threads=self.threads)
             for impl in self.impls
             for device in self.devices
             for dtype in self.dtypes
@@ -87,14 +87,19 @@ def select(
         )
     try:
         shapes = parse_sizes(gemm_sizes) if gemm_sizes else preset_shapes(sel.preset.name)
-    except ShapeError as e:
+    except UsageError as e:
         raise UsageError(str(e)) from None
     dtypes = list(sel.precisions) if comma_list(precision) else list(DTYPES)
     unknown = [d for d in dtypes if d not in DTYPES]
     if unknown:  # fp64 is a network precision (the equivalence proof's), not a GEMM type here
         raise UsageError(f"unknown GEMM precision {', '.join(unknown)}; valid: {', '.join(DTYPES)}")
     return GemmSelection(
-        tuple(impls), tuple(shapes), tuple(dtypes), sel.devices, sel.threads, sel.preset
+        impls=tuple(impls),
+        shapes=tuple(shapes),
+        dtypes=tuple(dtypes),
+        devices=sel.devices,
+        threads=sel.threads,
+        preset=sel.preset,
     )
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from xfbench.errors import UsageError
 from xfbench.harness.selection import comma_list
 
 SQUARES = (1024, 2048, 4096, 8192, 16384)
@@ -23,10 +24,6 @@ SMOKE_SQUARES = (256, 512)
 LAYERS = ((576, 1024), (1024, 4096), (2304, 16000), (4096, 11008))  # (in, out)
 LAYER_BATCH = 4096
 SMOKE_LAYER_BATCH = 16
-
-
-class ShapeError(ValueError):
-    """A bad --gemm-sizes value; the message is one line for the user."""
 
 
 @dataclass(frozen=True)
@@ -79,11 +76,11 @@ def parse_sizes(text: str) -> list[Shape]:
             mm, nn, kk = (int(g) for g in m.groups())
             out.append(Shape(mm, nn, kk, f"{mm}x{nn}x{kk}"))
             continue
-        raise ShapeError(
+        raise UsageError(
             f"--gemm-sizes: cannot read {token!r}; use N (square), MxNxK, or layers[:BATCH]"
         )
     if any(min(s.m, s.n, s.k) < 1 for s in out):
-        raise ShapeError("--gemm-sizes: every dimension must be at least 1")
+        raise UsageError("--gemm-sizes: every dimension must be at least 1")
     if not out:
-        raise ShapeError("--gemm-sizes: no sizes given")
+        raise UsageError("--gemm-sizes: no sizes given")
     return list(dict.fromkeys(out))

@@ -127,16 +127,16 @@ def _cell(
     device: str = "cpu",
 ) -> Cell:
     return Cell(
-        spec.id,
-        framework,
-        mode or first_mode(framework, device),
-        precision,
-        device,
-        1,
-        batch,
-        task,
-        "resident",
-        spec.scale,
+        network=spec.id,
+        framework=framework,
+        mode=mode or first_mode(framework, device),
+        precision=precision,
+        device=device,
+        threads=1,
+        batch_size=batch,
+        task=task,
+        data="resident",
+        scale=spec.scale,
     )
 
 
@@ -161,7 +161,15 @@ def framework_logits(
 ) -> np.ndarray:
     """The framework's logits (fp32 on the CPU unless asked) on the synthetic batch, in
     evaluation mode."""
-    cell = _cell(spec, framework, "infer", batch, mode, precision, device)
+    cell = _cell(
+        spec=spec,
+        framework=framework,
+        task="infer",
+        batch=batch,
+        mode=mode,
+        precision=precision,
+        device=device,
+    )
     work = _build(framework, spec, cell, weights)
     try:
         work.prepare()
@@ -182,7 +190,15 @@ def framework_train_step(
 ) -> tuple[float, dict[str, np.ndarray]]:
     """The loss of one training step (fp32 on the CPU unless asked) and the weights after
     its update."""
-    cell = _cell(spec, framework, "train", batch, mode, precision, device)
+    cell = _cell(
+        spec=spec,
+        framework=framework,
+        task="train",
+        batch=batch,
+        mode=mode,
+        precision=precision,
+        device=device,
+    )
     work = _build(framework, spec, cell, weights)
     try:
         work.prepare()
@@ -197,7 +213,9 @@ def framework_export(
 ) -> float:
     """Export the framework's network to path and return the relative error of the
     exported file's logits in ONNX Runtime against the framework's own."""
-    work = get_adapter(framework).build(spec, _cell(spec, framework, "infer", batch, mode), weights)
+    work = get_adapter(framework).build(
+        spec, _cell(spec=spec, framework=framework, task="infer", batch=batch, mode=mode), weights
+    )
     try:
         work.prepare()
         work.step()
@@ -222,7 +240,15 @@ def check_inference(
     (which runs on the CPU)."""
     mode = mode or first_mode(framework, device)
     err = rel_err(
-        framework_logits(framework, spec, weights, batch, mode, precision, device),
+        framework_logits(
+            framework=framework,
+            spec=spec,
+            weights=weights,
+            batch=batch,
+            mode=mode,
+            precision=precision,
+            device=device,
+        ),
         reference_logits(spec, weights, batch),
     )
     return {
@@ -331,7 +357,14 @@ class ReferenceStep:
         if count:
             _, flipped = train_step(spec, weights, batch, "float64", flips=ties)
             allowance, _ = weights_error(spec, flipped, ref)
-        return cls(loss, ref, floor, max(TOL, FLOOR_FACTOR * floor) + allowance, count, allowance)
+        return cls(
+            loss=loss,
+            weights=ref,
+            fp32_floor=floor,
+            tolerance=max(TOL, FLOOR_FACTOR * floor) + allowance,
+            near_ties=count,
+            tie_allowance=allowance,
+        )
 
     def __repr__(self) -> str:  # without the weights: this is what a failed check prints
         return (
@@ -355,7 +388,15 @@ def check_training(
     the CPU). Returns the record and the updated weights."""
     mode = mode or first_mode(framework, device)
     reference = reference or ReferenceStep.compute(spec, weights, batch)
-    loss, after = framework_train_step(framework, spec, weights, batch, mode, precision, device)
+    loss, after = framework_train_step(
+        framework=framework,
+        spec=spec,
+        weights=weights,
+        batch=batch,
+        mode=mode,
+        precision=precision,
+        device=device,
+    )
     loss_err = rel_err(np.array(loss), np.array(reference_loss(spec, weights, batch)))
     w_err, w_worst = weights_error(spec, after, reference.weights)
     # For information: the worst single tensor, and how far the update itself
@@ -489,8 +530,12 @@ def check_float64(
     its evaluation logits, and its training step's loss and update, each to FP64_TOL."""
     mode = mode or first_mode(framework)
     reference = reference or Float64Reference.compute(spec, weights, batch)
-    logits = framework_logits(framework, spec, weights, batch, mode, "fp64")
-    loss, after = framework_train_step(framework, spec, weights, batch, mode, "fp64")
+    logits = framework_logits(
+        framework=framework, spec=spec, weights=weights, batch=batch, mode=mode, precision="fp64"
+    )
+    loss, after = framework_train_step(
+        framework=framework, spec=spec, weights=weights, batch=batch, mode=mode, precision="fp64"
+    )
     logits_err = rel_err(logits, reference.logits)
     loss_err = rel_err(np.array(loss), np.array(reference.loss))
     update_err, update_worst = update_error(spec, weights, after, reference.weights)

@@ -104,7 +104,13 @@ def build(cell: Cell, seed: int = 0, weights: str = "seed"):
     if reason:
         raise CannotRun(reason)
     spec = get_spec(cell.network, cell.scale)
-    memory.check_fits(spec, cell.task, cell.batch_size, cell.precision, cell.device)
+    memory.check_fits(
+        spec=spec,
+        task=cell.task,
+        batch=cell.batch_size,
+        precision=cell.precision,
+        device=cell.device,
+    )
     workload = adapter.build(spec, cell, initial(spec, seed, weights))
     return adapter, spec, workload
 
@@ -112,6 +118,7 @@ def build(cell: Cell, seed: int = 0, weights: str = "seed"):
 def measure(
     benchmark,
     cell: Cell,
+    *,
     preset: Preset,
     threads_config: dict[str, Any],
     weights: str = "seed",
@@ -170,21 +177,25 @@ def measure(
         record = _record(
             benchmark,
             cell,
-            spec,
-            work,
-            adapter,
-            preset,
-            rounds,
-            build_s,
-            compile_s,
-            meter,
-            threads_config,
-            own_peak,
+            spec=spec,
+            work=work,
+            adapter=adapter,
+            preset=preset,
+            rounds=rounds,
+            build_s=build_s,
+            compile_s=compile_s,
+            meter=meter,
+            threads_config=threads_config,
+            own_peak=own_peak,
         )
         record["weights_source"] = weights
         record.update(energy.fields(rounds, cell.batch_size))
         if timer:
-            record.update(_real_data_fields(timer, work, cell, source, real, record))
+            record.update(
+                _real_data_fields(
+                    timer=timer, work=work, cell=cell, source=source, real=real, record=record
+                )
+            )
         record.update(compiled)
         record.update(_confidence(benchmark, ci_target, chosen_by))
         benchmark.extra_info.update(record)
@@ -250,6 +261,7 @@ def _confidence(benchmark, target: float | None, chosen_by: str) -> dict:
 def _record(
     benchmark,
     cell,
+    *,
     spec: Spec,
     work,
     adapter,

@@ -23,7 +23,7 @@ from xfbench.models import NETWORKS, SMOKE_BATCH, get_spec
 GEMM_ONLY_PRECISIONS = ("fp8",)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Selection:
     frameworks: tuple[str, ...]
     frameworks_explicit: bool  # named by --framework (else: every installed one)
@@ -202,19 +202,19 @@ def parse(
     # thread, at most 4
     workers = min(4, n_threads) if data_workers is None else _count("--data-workers", data_workers)
     return Selection(
-        tuple(frameworks),
-        framework is not None,
-        tuple(networks),
-        tuple(modes) if modes else None,
-        tuple(precisions),
-        tuple(dict.fromkeys(devices)),
-        explicit,
-        n_threads,
-        _positive("--batch-size", batch_size),
-        PRESETS[preset_name],
-        data_mode,
-        str(Path(folder).resolve()) if folder else None,
-        workers,
+        frameworks=tuple(frameworks),
+        frameworks_explicit=framework is not None,
+        networks=tuple(networks),
+        modes=tuple(modes) if modes else None,
+        precisions=tuple(precisions),
+        devices=tuple(dict.fromkeys(devices)),
+        devices_explicit=explicit,
+        threads=n_threads,
+        batch_size=_positive("--batch-size", batch_size),
+        preset=PRESETS[preset_name],
+        data=data_mode,
+        data_dir=str(Path(folder).resolve()) if folder else None,
+        data_workers=workers,
     )
 
 
@@ -239,16 +239,16 @@ def cells(sel: Selection, task: str) -> list[Cell]:
                     for precision in sel.precisions:
                         out.append(
                             Cell(
-                                network,
-                                fw,
-                                mode,
-                                precision,
-                                device,
-                                sel.threads,
-                                sel.batch_for(network),
-                                task,
-                                sel.data,
-                                sel.preset.scale,
+                                network=network,
+                                framework=fw,
+                                mode=mode,
+                                precision=precision,
+                                device=device,
+                                threads=sel.threads,
+                                batch_size=sel.batch_for(network),
+                                task=task,
+                                data=sel.data,
+                                scale=sel.preset.scale,
                             )
                         )
     return out

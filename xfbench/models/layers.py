@@ -229,7 +229,14 @@ class Bottleneck(Layer):
         seq: list[Layer] = [
             Conv(f"{n}.conv1", self.width, 1, bias=False),
             BatchNorm(f"{n}.bn1"),
-            Conv(f"{n}.conv2", self.width, 3, self.stride, 1, bias=False),
+            Conv(
+                name=f"{n}.conv2",
+                filters=self.width,
+                kernel=3,
+                stride=self.stride,
+                pad=1,
+                bias=False,
+            ),
             BatchNorm(f"{n}.bn2"),
             Conv(f"{n}.conv3", self.width * self.expansion, 1, bias=False),
             BatchNorm(f"{n}.bn3"),
@@ -278,9 +285,11 @@ class BasicBlock(Layer):
 
     def parts(self, x: Shape) -> list[tuple[Layer, Shape]]:
         n = self.name
-        c1 = Conv(f"{n}.conv1", self.filters, 3, self.stride, 1, bias=False)
+        c1 = Conv(
+            name=f"{n}.conv1", filters=self.filters, kernel=3, stride=self.stride, pad=1, bias=False
+        )
         mid = c1.out_shape(x)
-        c2 = Conv(f"{n}.conv2", self.filters, 3, 1, 1, bias=False)
+        c2 = Conv(name=f"{n}.conv2", filters=self.filters, kernel=3, stride=1, pad=1, bias=False)
         return [(c1, x), (BatchNorm(f"{n}.bn1"), mid), (c2, mid), (BatchNorm(f"{n}.bn2"), mid)]
 
     def out_shape(self, x):

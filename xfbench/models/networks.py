@@ -50,28 +50,55 @@ def _fcn(
     for i, units in enumerate(hidden):
         layers += [Dense(f"fc{i + 1}", _w(units, width)), Sigmoid()]
     layers.append(Dense(f"fc{len(hidden) + 1}", out))
-    return Spec(id, paper, (io,), out, tuple(layers), batch, real_data=real, table7_row=row)
+    return Spec(
+        id=id,
+        paper_name=paper,
+        input_shape=(io,),
+        classes=out,
+        layers=tuple(layers),
+        batch_size=batch,
+        real_data=real,
+        table7_row=row,
+    )
 
 
 def fcn5(width: float = 1.0, size: int | None = None) -> Spec:
-    return _fcn("fcn5", "FCN-5 / FCN-S", "FCN-S", 26752, [2048] * 3, 26752, 64, width)
+    return _fcn(
+        id="fcn5",
+        paper="FCN-5 / FCN-S",
+        row="FCN-S",
+        features=26752,
+        hidden=[2048] * 3,
+        classes=26752,
+        batch=64,
+        width=width,
+    )
 
 
 def fcn8(width: float = 1.0, size: int | None = None) -> Spec:
-    return _fcn("fcn8", "FCN-8", None, 26752, [2048] * 6, 26752, 64, width)
+    return _fcn(
+        id="fcn8",
+        paper="FCN-8",
+        row=None,
+        features=26752,
+        hidden=[2048] * 6,
+        classes=26752,
+        batch=64,
+        width=width,
+    )
 
 
 def fcn_r(width: float = 1.0, size: int | None = None) -> Spec:
     # MNIST's 784 pixels and 10 classes are the data's, not the network's width.
     return _fcn(
-        "fcn_r",
-        "FCN-R (MNIST)",
-        "FCN-R",
-        784,
-        [2048, 4096, 1024],
-        10,
-        1024,
-        width,
+        id="fcn_r",
+        paper="FCN-R (MNIST)",
+        row="FCN-R",
+        features=784,
+        hidden=[2048, 4096, 1024],
+        classes=10,
+        batch=1024,
+        width=width,
         real="mnist",
         scale_io=False,
     )
@@ -81,17 +108,17 @@ def alexnet(width: float = 1.0, size: int | None = None) -> Spec:
     w = lambda n: _w(n, width)  # noqa: E731
     size = size or 224
     layers = (
-        Conv("conv1", w(96), 11, 4, 2),
+        Conv(name="conv1", filters=w(96), kernel=11, stride=4, pad=2),
         ReLU(),
         MaxPool(3, 2),
-        Conv("conv2", w(256), 5, 1, 2),
+        Conv(name="conv2", filters=w(256), kernel=5, stride=1, pad=2),
         ReLU(),
         MaxPool(3, 2),
-        Conv("conv3", w(384), 3, 1, 1),
+        Conv(name="conv3", filters=w(384), kernel=3, stride=1, pad=1),
         ReLU(),
-        Conv("conv4", w(384), 3, 1, 1),
+        Conv(name="conv4", filters=w(384), kernel=3, stride=1, pad=1),
         ReLU(),
-        Conv("conv5", w(256), 3, 1, 1),
+        Conv(name="conv5", filters=w(256), kernel=3, stride=1, pad=1),
         ReLU(),
         MaxPool(3, 2),
         Flatten(),
@@ -102,32 +129,38 @@ def alexnet(width: float = 1.0, size: int | None = None) -> Spec:
         Dense("fc8", 1000),
     )
     return Spec(
-        "alexnet", "AlexNet / AlexNet-S", (3, size, size), 1000, layers, 16, table7_row="AlexNet-S"
+        id="alexnet",
+        paper_name="AlexNet / AlexNet-S",
+        input_shape=(3, size, size),
+        classes=1000,
+        layers=layers,
+        batch_size=16,
+        table7_row="AlexNet-S",
     )
 
 
 def alexnet_r(width: float = 1.0, size: int | None = None) -> Spec:
     w = lambda n: _w(n, width)  # noqa: E731
     layers = (
-        Conv("conv1", w(32), 5, 1, 2),
+        Conv(name="conv1", filters=w(32), kernel=5, stride=1, pad=2),
         ReLU(),
         MaxPool(3, 2),
-        Conv("conv2", w(32), 5, 1, 2),
+        Conv(name="conv2", filters=w(32), kernel=5, stride=1, pad=2),
         ReLU(),
         MaxPool(3, 2),
-        Conv("conv3", w(64), 5, 1, 2),
+        Conv(name="conv3", filters=w(64), kernel=5, stride=1, pad=2),
         ReLU(),
         AvgPool(3, 2),
         Flatten(),
         Dense("fc4", 10),
     )
     return Spec(
-        "alexnet_r",
-        "AlexNet-R (CIFAR-10)",
-        (3, 32, 32),
-        10,
-        layers,
-        1024,
+        id="alexnet_r",
+        paper_name="AlexNet-R (CIFAR-10)",
+        input_shape=(3, 32, 32),
+        classes=10,
+        layers=layers,
+        batch_size=1024,
         real_data="cifar10",
         table7_row="AlexNet-R",
     )
@@ -136,7 +169,7 @@ def alexnet_r(width: float = 1.0, size: int | None = None) -> Spec:
 def resnet50(width: float = 1.0, size: int | None = None) -> Spec:
     w = lambda n: _w(n, width)  # noqa: E731
     layers: list = [
-        Conv("conv1", w(64), 7, 2, 3, bias=False),
+        Conv(name="conv1", filters=w(64), kernel=7, stride=2, pad=3, bias=False),
         BatchNorm("bn1"),
         ReLU(),
         MaxPool(3, 2, pad=1),
@@ -147,31 +180,35 @@ def resnet50(width: float = 1.0, size: int | None = None) -> Spec:
             layers.append(Bottleneck(f"layer{stage + 1}.{b}", w(width_), stride))
     layers += [GlobalAvgPool(), Dense("fc", 1000)]
     return Spec(
-        "resnet50",
-        "ResNet-50",
-        (3, size or 224, size or 224),
-        1000,
-        tuple(layers),
-        16,
+        id="resnet50",
+        paper_name="ResNet-50",
+        input_shape=(3, size or 224, size or 224),
+        classes=1000,
+        layers=tuple(layers),
+        batch_size=16,
         table7_row="ResNet-50",
     )
 
 
 def resnet56(width: float = 1.0, size: int | None = None) -> Spec:
     w = lambda n: _w(n, width)  # noqa: E731
-    layers: list = [Conv("conv1", w(16), 3, 1, 1, bias=False), BatchNorm("bn1"), ReLU()]
+    layers: list = [
+        Conv(name="conv1", filters=w(16), kernel=3, stride=1, pad=1, bias=False),
+        BatchNorm("bn1"),
+        ReLU(),
+    ]
     for stage, filters in enumerate([16, 32, 64]):
         for b in range(9):
             stride = 2 if (b == 0 and stage > 0) else 1
             layers.append(BasicBlock(f"layer{stage + 1}.{b}", w(filters), stride))
     layers += [GlobalAvgPool(), Dense("fc", 10)]
     return Spec(
-        "resnet56",
-        "ResNet-56 (CIFAR-10)",
-        (3, size or 32, size or 32),
-        10,
-        tuple(layers),
-        128,
+        id="resnet56",
+        paper_name="ResNet-56 (CIFAR-10)",
+        input_shape=(3, size or 32, size or 32),
+        classes=10,
+        layers=tuple(layers),
+        batch_size=128,
         real_data="cifar10",
         table7_row="ResNet-56",
     )
@@ -181,12 +218,12 @@ def _lstm(id: str, steps: int, row: str | None, width: float) -> Spec:
     vocab, dim = _w(10000, width), _w(256, width)
     layers = (Embedding("embed", vocab, dim), LSTM("lstm", dim, 2), Dense("fc", vocab))
     return Spec(
-        id,
-        f"LSTM-{steps} (PTB)",
-        (steps,),
-        vocab,
-        layers,
-        128,
+        id=id,
+        paper_name=f"LSTM-{steps} (PTB)",
+        input_shape=(steps,),
+        classes=vocab,
+        layers=layers,
+        batch_size=128,
         input_kind="tokens",
         vocab=vocab,
         clip_norm=5.0,

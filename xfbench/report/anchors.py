@@ -47,15 +47,15 @@ def anchors() -> tuple[Anchor, ...]:
             raise ValueError(f"{DATA}: unknown anchor kind {a['kind']!r}; valid: {KINDS}")
         out.append(
             Anchor(
-                a["kind"],
-                a["device"],
-                a["precision"],
-                float(a["value"]),
-                float(a["high"]) if "high" in a else None,
-                a["unit"],
-                a["setting"],
-                a["source"],
-                a.get("n"),
+                kind=a["kind"],
+                device=a["device"],
+                precision=a["precision"],
+                value=float(a["value"]),
+                high=float(a["high"]) if "high" in a else None,
+                unit=a["unit"],
+                setting=a["setting"],
+                source=a["source"],
+                n=a.get("n"),
             )
         )
     return tuple(out)
@@ -96,12 +96,12 @@ def matches(report: Report) -> list[Match]:
                     ):
                         found.append(
                             Match(
-                                a,
-                                m.short,
-                                r.device_name,
-                                f"{r.framework} {r.mode}",
-                                r.batch_size / r.median,
-                                f"batch {r.batch_size}",
+                                anchor=a,
+                                machine=m.short,
+                                device_name=r.device_name,
+                                what=f"{r.framework} {r.mode}",
+                                ours=r.batch_size / r.median,
+                                ours_setting=f"batch {r.batch_size}",
                             )
                         )
             else:
@@ -114,12 +114,12 @@ def matches(report: Report) -> list[Match]:
                     ):
                         found.append(
                             Match(
-                                a,
-                                m.short,
-                                g["device_name"],
-                                g["implementation"],
-                                g["tflops"],
-                                f"n {g['size']:g}",
+                                anchor=a,
+                                machine=m.short,
+                                device_name=g["device_name"],
+                                what=g["implementation"],
+                                ours=g["tflops"],
+                                ours_setting=f"n {g['size']:g}",
                             )
                         )
     return found

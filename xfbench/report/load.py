@@ -347,7 +347,9 @@ def add_document(run: Run, doc: dict, source: str) -> None:
                 median, error = _median(entry), None
             except ValueError as e:
                 median, error = None, str(e)
-            taken, problem = scaling.read_entry(run, extra, median, error, source)
+            taken, problem = scaling.read_entry(
+                run=run, extra=extra, median=median, error=error, source=source
+            )
             if problem:
                 run.problems.append(f"{source}: {name}: {problem}")
             used += taken

@@ -290,7 +290,7 @@ class Buy:
     figures: dict[str, float | None]
 
 
-@dataclass
+@dataclass(kw_only=True)
 class Report:
     machines: list[Machine]
     blocks: list[Block]
@@ -373,11 +373,11 @@ def _details(m: Machine) -> list[Detail]:
         peak = _peak_for(peaks, r)
         out.append(
             Detail(
-                m,
-                block,
-                row,
-                col,
-                r,
+                machine=m,
+                block=block,
+                row=row,
+                col=col,
+                result=r,
                 samples_per_s=r.batch_size / r.median if r.median > 0 else math.nan,
                 tflops=tflops,
                 gemm_peak_tflops=peak,
@@ -405,7 +405,7 @@ def _paper_block(key: BlockKey) -> PaperBlock | None:
     t = paper.table()
     values = t.rows.get(row, [])
     tools = [(tool, [f"{v[c]:.3f}" if c in v else "-" for c in t.columns]) for tool, v in values]
-    return PaperBlock(row, t.batch.get(row), t.labels, tools, values)
+    return PaperBlock(row=row, batch=t.batch.get(row), labels=t.labels, tools=tools, values=values)
 
 
 def _geomean(ratios: list[float]) -> float | None:
@@ -435,7 +435,13 @@ def summarise(machines: list[Machine], reference: Machine) -> list[Summary]:
             (acc if r.accelerator else cpu).append(ratio)
         out.append(
             Summary(
-                m, len(every), _geomean(every), len(cpu), _geomean(cpu), len(acc), _geomean(acc)
+                machine=m,
+                cells=len(every),
+                geomean=_geomean(every),
+                cpu_cells=len(cpu),
+                cpu_geomean=_geomean(cpu),
+                acc_cells=len(acc),
+                acc_geomean=_geomean(acc),
             )
         )
     return out
@@ -548,7 +554,15 @@ def build(
         title = f"{network_title(network)}: {task}, batch {batch}" + (
             "" if scale == "full" else f", {scale} size"
         )
-        blocks.append(Block(bk, title, columns, rows, _paper_block(bk) if with_paper else None))
+        blocks.append(
+            Block(
+                key=bk,
+                title=title,
+                columns=columns,
+                rows=rows,
+                paper=_paper_block(bk) if with_paper else None,
+            )
+        )
 
     for d in details:
         if d.machine.prices:
@@ -563,15 +577,15 @@ def build(
     buys.sort(key=lambda b: (block_keys.index(b.block), machines.index(b.machine)))
     gemm = [(m, g) for m in machines for g in m.gemm]
     return Report(
-        machines,
-        blocks,
-        details,
-        footnotes,
-        summarise(machines, ref) if ref and len(machines) > 1 else [],
-        ref,
-        buys,
-        gemm,
-        problems,
-        with_paper,
-        scaling.build(machines, first_footnote=len(footnotes) + 1, problems=problems),
+        machines=machines,
+        blocks=blocks,
+        details=details,
+        footnotes=footnotes,
+        summaries=summarise(machines, ref) if ref and len(machines) > 1 else [],
+        reference=ref,
+        buys=buys,
+        gemm=gemm,
+        problems=problems,
+        with_paper=with_paper,
+        scaling=scaling.build(machines, first_footnote=len(footnotes) + 1, problems=problems),
     )

@@ -65,7 +65,13 @@ def table() -> PaperTable:
     sizes = next((c for c in comments if c.startswith("Mini-batch sizes:")), "")
     batch = {name: int(n) for name, n in re.findall(r"([\w-]+) (\d+)", sizes.split(":", 1)[-1])}
     machines = next((c for c in comments if c.startswith("desktop =")), "")
-    return PaperTable(columns, tuple(column_label(c) for c in columns), rows, batch, machines)
+    return PaperTable(
+        columns=columns,
+        labels=tuple(column_label(c) for c in columns),
+        rows=rows,
+        batch=batch,
+        machines=machines,
+    )
 
 
 def paper_row(network: str) -> str | None:

@@ -360,7 +360,7 @@ def build(machines: list, first_footnote: int, problems: list[str]) -> ScalingRe
     # timed cells first: a failure record that does not know its threads per worker (the
     # runner's, for a crash) then joins the row of the cells it belongs with
     for mi, m, r in sorted(scaling, key=lambda x: x[2]["seconds"] is None):
-        _add_point(rows, mi, m, r, problems)
+        _add_point(rows=rows, mi=mi, machine=m, r=r, problems=problems)
     for mi, m in enumerate(machines):
         for run in m.runs:
             for s in run.allreduce:
@@ -368,12 +368,12 @@ def build(machines: list, first_footnote: int, problems: list[str]) -> ScalingRe
                 sweep = sweeps.get(key)
                 if sweep is None:
                     sweep = sweeps[key] = Sweep(
-                        m,
-                        s["framework"],
-                        s["backend"],
-                        s["device"],
-                        s["device_name"],
-                        s["world_size"],
+                        machine=m,
+                        framework=s["framework"],
+                        backend=s["backend"],
+                        device=s["device"],
+                        device_name=s["device_name"],
+                        world_size=s["world_size"],
                     )
                 explained = any(r["status"] != "ok" or r["correct"] is False for r in s["rows"])
                 if s["status"] != "ok" and not explained:  # else its rows say what went wrong
@@ -437,15 +437,15 @@ def _add_point(rows: dict, mi: int, machine, r: dict, problems: list[str]) -> No
     row = rows.get(key)
     if row is None:
         row = rows[key] = ScalingRow(
-            machine,
-            r["network"],
-            r["framework"],
-            r["device"],
-            r["device_name"],
-            r["precision"],
-            r["scale"],
-            r["batch"],
-            r["threads_per_worker"],
+            machine=machine,
+            network=r["network"],
+            framework=r["framework"],
+            device=r["device"],
+            device_name=r["device_name"],
+            precision=r["precision"],
+            scale=r["scale"],
+            batch=r["batch"],
+            threads_per_worker=r["threads_per_worker"],
         )
     if r["seconds"] is not None and row.device_name == row.device:
         row.device_name = r["device_name"]

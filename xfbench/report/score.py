@@ -24,7 +24,7 @@ REFERENCES = Path(__file__).resolve().parents[2] / "results" / "reference"
 WEIGHTS = "each network equal (its cells' log ratios averaged first)"
 
 
-@dataclass
+@dataclass(kw_only=True)
 class Score:
     value: float | None  # None when no cell is shared
     cells: int  # cells compared
@@ -64,14 +64,14 @@ def score(results, reference) -> Score:
     energy, energy_cells = _mean(by_network_energy)
     failed = sum(1 for f in results.results if not f.ok)
     return Score(
-        value,
-        cells,
-        len(by_network),
-        failed,
-        len(results.results),
-        reference.name,
-        energy,
-        energy_cells,
+        value=value,
+        cells=cells,
+        networks=len(by_network),
+        failed=failed,
+        total=len(results.results),
+        reference=reference.name,
+        energy=energy,
+        energy_cells=energy_cells,
     )
 
 

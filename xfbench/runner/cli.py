@@ -168,7 +168,7 @@ def sweep(args, plan: Plan, folder: RunFolder) -> int:
         finally:
             signal.signal(signal.SIGTERM, previous)
     merged = folder.merge(plan.selection, machine_description)
-    return _summary(args, plan, folder, merged, interrupted)
+    return _summary(args=args, plan=plan, folder=folder, merged=merged, interrupted=interrupted)
 
 
 def _report(folder: RunFolder) -> None:

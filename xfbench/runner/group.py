@@ -162,13 +162,21 @@ def run_group(job: Job, folder: RunFolder, timeout_s: float, on_poll=None) -> No
     remaining = [c for c in job.cells if not done(key(c))]
     cells_by_key = {key(c): c for c in job.cells}
     while remaining:
-        end = _run_child(job, remaining, folder, timeout_s, on_poll)
+        end = _run_child(
+            job=job, cells=remaining, folder=folder, timeout_s=timeout_s, on_poll=on_poll
+        )
         tail = _tail(folder.logs / f"{job.group.name}.log", end.log_start)
         in_flight = end.marker["key"] if end.marker else None
         abnormal = end.end.timed_out or end.end.returncode not in (0, 1)
         if abnormal and in_flight in cells_by_key and not done(in_flight):
             status, reason = _why(end, timeout_s)
-            folder.write_failure(in_flight, cells_by_key[in_flight].as_dict(), status, reason, tail)
+            folder.write_failure(
+                key=in_flight,
+                cell=cells_by_key[in_flight].as_dict(),
+                status=status,
+                reason=reason,
+                output_tail=tail,
+            )
         left = [c for c in remaining if not done(key(c))]
         if len(left) == len(remaining):
             # No cell got a record: starting again would loop. Record why, and move on.
@@ -179,6 +187,12 @@ def run_group(job: Job, folder: RunFolder, timeout_s: float, on_poll=None) -> No
             else:
                 reason = f"pytest (exit code {end.end.returncode}) did not run this cell"
             for cell in left:
-                folder.write_failure(key(cell), cell.as_dict(), "failed", reason, tail)
+                folder.write_failure(
+                    key=key(cell),
+                    cell=cell.as_dict(),
+                    status="failed",
+                    reason=reason,
+                    output_tail=tail,
+                )
             return
         remaining = left

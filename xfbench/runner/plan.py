@@ -38,7 +38,7 @@ def thread_counts(value: str | None) -> list[int]:
     return sorted(set(counts))
 
 
-@dataclass
+@dataclass(kw_only=True)
 class Plan:
     selection: dict  # normalised, stored with the results to recognise a resume
     jobs: list[Job]
@@ -139,7 +139,7 @@ def make_plan(
         "data_dir": sel.data_dir,
         "weights": weights or "seed",
     }
-    return Plan(selection, jobs, sel.preset.name)
+    return Plan(selection=selection, jobs=jobs, preset_name=sel.preset.name)
 
 
 def default_timeout(preset_name: str) -> float:

@@ -255,7 +255,13 @@ def scaling_plan(
                     "precision": precision,
                     "preset": sel.preset.name,
                 }
-                group = Group(fw, dev, per_worker_threads or 0, "scaling", f"{network}-{kind}")
+                group = Group(
+                    framework=fw,
+                    device=dev,
+                    threads=per_worker_threads or 0,
+                    suite="scaling",
+                    part=f"{network}-{kind}",
+                )
                 jobs.append(Job(group, [suite_cell(c) for c in part], options))
     selection = {
         "suite": "scaling",
@@ -269,7 +275,7 @@ def scaling_plan(
         "threads_per_worker": per_worker_threads,
         "preset": sel.preset.name,
     }
-    return Plan(selection, jobs, sel.preset.name)
+    return Plan(selection=selection, jobs=jobs, preset_name=sel.preset.name)
 
 
 def allreduce_plan(
@@ -332,7 +338,7 @@ def allreduce_plan(
         "threads_per_rank": per_rank_threads,
         "preset": sel.preset.name,
     }
-    return Plan(selection, jobs, sel.preset.name)
+    return Plan(selection=selection, jobs=jobs, preset_name=sel.preset.name)
 
 
 # ------------------------------------------------------------------ the end-of-sweep table

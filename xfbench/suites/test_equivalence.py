@@ -161,7 +161,15 @@ def test_inference_matches_onnxruntime(
     from xfbench.harness.equivalence import check_inference
 
     try:
-        record = check_inference(framework, spec, weights, batch, mode, device, precision)
+        record = check_inference(
+            framework=framework,
+            spec=spec,
+            weights=weights,
+            batch=batch,
+            mode=mode,
+            device=device,
+            precision=precision,
+        )
     except CannotRun as e:
         pytest.skip(str(e))
     _asserted(record)
@@ -182,7 +190,14 @@ def test_training_step_agrees(
     try:
         reference = _cached(_REFERENCE, key, lambda: ReferenceStep.compute(spec, weights, batch))
         record, _ = check_training(
-            framework, spec, weights, batch, mode, reference, device, precision
+            framework=framework,
+            spec=spec,
+            weights=weights,
+            batch=batch,
+            mode=mode,
+            reference=reference,
+            device=device,
+            precision=precision,
         )
     except CannotRun as e:
         pytest.skip(str(e))
@@ -206,7 +221,14 @@ def test_float64_step_agrees(request, benchmark, network, framework, mode, devic
     key = (network, spec.scale, batch, seed)
     try:
         reference = _cached(_FLOAT64, key, lambda: Float64Reference.compute(spec, weights, batch))
-        record = check_float64(framework, spec, weights, batch, mode, reference)
+        record = check_float64(
+            framework=framework,
+            spec=spec,
+            weights=weights,
+            batch=batch,
+            mode=mode,
+            reference=reference,
+        )
     except CannotRun as e:
         pytest.skip(str(e))
     _record(benchmark, record, seed)

@@ -59,11 +59,15 @@ def export_onnx(work, path: str) -> None:
 
     def forward(x):
         if spec.sequence:
-            logits, _ = networks.apply(spec, params, stats, x.T, False, work.dtype)
+            logits, _ = networks.apply(
+                spec=spec, params=params, stats=stats, x=x.T, train=False, dtype=work.dtype
+            )
             return jnp.transpose(logits, (1, 0, 2))
         if networks.image_layout(spec):
             x = jnp.transpose(x, (0, 2, 3, 1))
-        logits, _ = networks.apply(spec, params, stats, x, False, work.dtype)
+        logits, _ = networks.apply(
+            spec=spec, params=params, stats=stats, x=x, train=False, dtype=work.dtype
+        )
         return logits
 
     dtype = jnp.int32 if spec.sequence else jnp.float32

@@ -87,7 +87,7 @@ def apply(spec: Spec, params: dict, tokens, dtype):
     x = jnp.take(params[f"{embed.name}.weight"], tokens, axis=0).astype(dtype)
     for i in range(rnn.layers):
         n = f"{rnn.name}.l{i}"
-        x = lstm_layer(x, params[f"{n}.W"], params[f"{n}.R"], params[f"{n}.B"], dtype)
+        x = lstm_layer(x=x, W=params[f"{n}.W"], R=params[f"{n}.R"], B=params[f"{n}.B"], dtype=dtype)
     return jnp.matmul(x, params[f"{fc.name}.weight"].astype(dtype)) + params[
         f"{fc.name}.bias"
     ].astype(dtype)

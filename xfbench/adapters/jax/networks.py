@@ -43,14 +43,22 @@ def apply_layer(layer: L.Layer, params, stats, x, train: bool, new_stats: dict):
         return dense(x, params[f"{layer.name}.weight"], params.get(f"{layer.name}.bias"))
     if isinstance(layer, L.Conv):
         return conv(
-            x,
-            params[f"{layer.name}.weight"],
-            layer.stride,
-            layer.pad,
-            params.get(f"{layer.name}.bias"),
+            x=x,
+            w=params[f"{layer.name}.weight"],
+            stride=layer.stride,
+            pad=layer.pad,
+            b=params.get(f"{layer.name}.bias"),
         )
     if isinstance(layer, L.BatchNorm):
-        return batch_norm(x, params, stats, layer.name, layer, train, new_stats)
+        return batch_norm(
+            x=x,
+            params=params,
+            stats=stats,
+            name=layer.name,
+            layer=layer,
+            train=train,
+            new_stats=new_stats,
+        )
     if isinstance(layer, L.ReLU):
         return jax.nn.relu(x)
     if isinstance(layer, L.Sigmoid):
@@ -66,9 +74,13 @@ def apply_layer(layer: L.Layer, params, stats, x, train: bool, new_stats: dict):
         # (weights.py), so the function is the spec's channels-first flatten.
         return x.reshape(x.shape[0], -1)
     if isinstance(layer, L.BasicBlock):
-        return resnet.basic_block(layer, params, stats, x, train, new_stats)
+        return resnet.basic_block(
+            layer=layer, params=params, stats=stats, x=x, train=train, new_stats=new_stats
+        )
     if isinstance(layer, L.Bottleneck):
-        return resnet.bottleneck(layer, params, stats, x, train, new_stats)
+        return resnet.bottleneck(
+            layer=layer, params=params, stats=stats, x=x, train=train, new_stats=new_stats
+        )
     raise TypeError(f"no JAX function for {type(layer).__name__}")
 
 
@@ -83,7 +95,9 @@ def init_layer(layer: L.Layer, x: tuple[int, ...], key) -> tuple[dict, dict]:
             params[f"{layer.name}.bias"] = uniform(kb, (layer.units,), fan_in)
         return params, {}
     if isinstance(layer, L.Conv):
-        return conv_init(key, x[0], layer.filters, layer.kernel, layer.bias, layer.name), {}
+        return conv_init(
+            key=key, cin=x[0], cout=layer.filters, k=layer.kernel, bias=layer.bias, name=layer.name
+        ), {}
     if isinstance(layer, L.BatchNorm):
         return bn_init(x[0], layer.name)
     if isinstance(layer, L.BasicBlock):
@@ -115,7 +129,9 @@ def apply(spec: Spec, params: dict, stats: dict, x, train: bool, dtype) -> tuple
     x = x.astype(dtype)
     new_stats: dict = {}
     for layer, _ in spec.shapes:
-        x = apply_layer(layer, params, stats, x, train, new_stats)
+        x = apply_layer(
+            layer=layer, params=params, stats=stats, x=x, train=train, new_stats=new_stats
+        )
     return x.astype(wide(dtype)), new_stats
 
 

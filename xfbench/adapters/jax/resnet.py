@@ -19,10 +19,26 @@ def basic_block(layer: L.BasicBlock, params, stats, x, train: bool, new_stats: d
     n = layer.name
     out = conv(x, params[f"{n}.conv1.weight"], layer.stride, 1)
     out = jax.nn.relu(
-        batch_norm(out, params, stats, f"{n}.bn1", L.BatchNorm(f"{n}.bn1"), train, new_stats)
+        batch_norm(
+            x=out,
+            params=params,
+            stats=stats,
+            name=f"{n}.bn1",
+            layer=L.BatchNorm(f"{n}.bn1"),
+            train=train,
+            new_stats=new_stats,
+        )
     )
     out = conv(out, params[f"{n}.conv2.weight"], 1, 1)
-    out = batch_norm(out, params, stats, f"{n}.bn2", L.BatchNorm(f"{n}.bn2"), train, new_stats)
+    out = batch_norm(
+        x=out,
+        params=params,
+        stats=stats,
+        name=f"{n}.bn2",
+        layer=L.BatchNorm(f"{n}.bn2"),
+        train=train,
+        new_stats=new_stats,
+    )
     identity = x
     extra = layer.filters - x.shape[-1]
     if layer.stride != 1 or extra:
@@ -37,7 +53,15 @@ def bottleneck(layer: L.Bottleneck, params, stats, x, train: bool, new_stats: di
     n = layer.name
 
     def bn(y, name):
-        return batch_norm(y, params, stats, name, L.BatchNorm(name), train, new_stats)
+        return batch_norm(
+            x=y,
+            params=params,
+            stats=stats,
+            name=name,
+            layer=L.BatchNorm(name),
+            train=train,
+            new_stats=new_stats,
+        )
 
     out = jax.nn.relu(bn(conv(x, params[f"{n}.conv1.weight"], 1, 0), f"{n}.bn1"))
     out = jax.nn.relu(bn(conv(out, params[f"{n}.conv2.weight"], layer.stride, 1), f"{n}.bn2"))
@@ -54,8 +78,8 @@ def basic_block_init(layer: L.BasicBlock, x: tuple[int, ...], key) -> tuple[dict
     n, f = layer.name, layer.filters
     k1, k2 = jax.random.split(key)
     params, stats = {}, {}
-    params.update(conv_init(k1, x[0], f, 3, False, f"{n}.conv1"))
-    params.update(conv_init(k2, f, f, 3, False, f"{n}.conv2"))
+    params.update(conv_init(key=k1, cin=x[0], cout=f, k=3, bias=False, name=f"{n}.conv1"))
+    params.update(conv_init(key=k2, cin=f, cout=f, k=3, bias=False, name=f"{n}.conv2"))
     for bn in ("bn1", "bn2"):
         p, s = bn_init(f, f"{n}.{bn}")
         params.update(p)
@@ -68,13 +92,15 @@ def bottleneck_init(layer: L.Bottleneck, x: tuple[int, ...], key) -> tuple[dict,
     cout = w * layer.expansion
     k1, k2, k3, k4 = jax.random.split(key, 4)
     params = {
-        **conv_init(k1, x[0], w, 1, False, f"{n}.conv1"),
-        **conv_init(k2, w, w, 3, False, f"{n}.conv2"),
-        **conv_init(k3, w, cout, 1, False, f"{n}.conv3"),
+        **conv_init(key=k1, cin=x[0], cout=w, k=1, bias=False, name=f"{n}.conv1"),
+        **conv_init(key=k2, cin=w, cout=w, k=3, bias=False, name=f"{n}.conv2"),
+        **conv_init(key=k3, cin=w, cout=cout, k=1, bias=False, name=f"{n}.conv3"),
     }
     norms = [(f"{n}.bn1", w), (f"{n}.bn2", w), (f"{n}.bn3", cout)]
     if layer.projected(x):
-        params.update(conv_init(k4, x[0], cout, 1, False, f"{n}.downsample.conv"))
+        params.update(
+            conv_init(key=k4, cin=x[0], cout=cout, k=1, bias=False, name=f"{n}.downsample.conv")
+        )
         norms.append((f"{n}.downsample.bn", cout))
     stats = {}
     for name, c in norms:

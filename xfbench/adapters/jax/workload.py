@@ -195,7 +195,9 @@ def make_train_step(
         scale = state["scaler"]["scale"] if loss_scaling else None
 
         def objective(p):
-            logits, new_stats = networks.apply(spec, p, stats, x, True, dtype)
+            logits, new_stats = networks.apply(
+                spec=spec, params=p, stats=stats, x=x, train=True, dtype=dtype
+            )
             loss = cross_entropy(logits, y)
             return (loss * scale if loss_scaling else loss), (loss, new_stats)
 
@@ -236,7 +238,9 @@ def make_train_step(
 
 def make_infer_step(spec: Spec, dtype):
     def infer_step(state, x):
-        logits, _ = networks.apply(spec, state["params"], state["stats"], x, False, dtype)
+        logits, _ = networks.apply(
+            spec=spec, params=state["params"], stats=state["stats"], x=x, train=False, dtype=dtype
+        )
         return logits
 
     return infer_step

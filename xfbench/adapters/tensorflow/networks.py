@@ -61,7 +61,9 @@ class SpecNet(tf.Module):
         self.layers = []
         flattened = None
         for layer, x in spec.shapes:
-            self.layers.append(_module(layer, x, fmt, variables, flattened))
+            self.layers.append(
+                _module(layer=layer, x=x, fmt=fmt, variables=variables, flattened=flattened)
+            )
             flattened = (
                 x if isinstance(layer, L.Flatten) and len(x) == 3 and fmt == "NHWC" else None
             )

@@ -157,7 +157,13 @@ class TensorFlowWorkload(Workload):
         self.x_host, self.y_host = x, y
 
         with self._placement():
-            self.net = Network(spec, self.layout, weights, use_cudnn, self.compute_dtype)
+            self.net = Network(
+                spec=spec,
+                layout=self.layout,
+                weights=weights,
+                use_cudnn=use_cudnn,
+                compute_dtype=self.compute_dtype,
+            )
             self.x, self.y = self._to_device()
             self.trainable = self.net.trainable
             if cell.task == "train":
@@ -324,7 +330,13 @@ class TensorFlowWorkload(Workload):
     def input_batches(self, source, seed: int, workers: int):
         from xfbench.adapters.tensorflow.input_pipeline import batches
 
-        return batches(source, self.cell.batch_size, seed, workers, self.layout == "channels_last")
+        return batches(
+            src=source,
+            batch=self.cell.batch_size,
+            seed=seed,
+            workers=workers,
+            channels_last=self.layout == "channels_last",
+        )
 
     def feed(self, x, y) -> None:
         with tf.device(self.device):

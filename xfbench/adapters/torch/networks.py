@@ -39,7 +39,13 @@ def _module(layer: L.Layer, x: tuple[int, ...]) -> nn.Module:
         # Logical NCHW order whatever the memory format, as the spec (and ONNX) flattens.
         return nn.Flatten()
     if isinstance(layer, L.Bottleneck):
-        return Bottleneck(x[0], layer.width, layer.stride, layer.expansion, layer.projected(x))
+        return Bottleneck(
+            cin=x[0],
+            width=layer.width,
+            stride=layer.stride,
+            expansion=layer.expansion,
+            projected=layer.projected(x),
+        )
     if isinstance(layer, L.BasicBlock):
         return BasicBlock(x[0], layer.filters, layer.stride)
     raise TypeError(f"no PyTorch module for {type(layer).__name__}")

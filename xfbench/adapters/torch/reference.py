@@ -119,7 +119,7 @@ def logits(
     """The logits in evaluation mode on the synthetic batch, shaped as Workload.output()
     gives them ((N, classes) or (N, T, classes)). In float64 this is the reference of the
     float64 proof: ONNX Runtime has no float64 convolution on the CPU."""
-    net, x, _ = _net_and_batch(spec, weights, batch, dtype, seed)
+    net, x, _ = _net_and_batch(spec=spec, weights=weights, batch=batch, dtype=dtype, seed=seed)
     with torch.no_grad():
         out = net.eval()(x).numpy()
     return out.transpose(1, 0, 2) if spec.sequence else out
@@ -138,7 +138,7 @@ def train_step(
     canonical weights (as float64 numpy arrays). decisions, when given, receives every
     ReLU and max-pool call's Decisions; flips (one boolean array or None per call, shaped
     like that call's margin) takes the marked decisions the other way."""
-    net, x, y = _net_and_batch(spec, weights, batch, dtype, seed)
+    net, x, y = _net_and_batch(spec=spec, weights=weights, batch=batch, dtype=dtype, seed=seed)
     net.train()
     if decisions is not None or flips is not None:
         _decision_hooks(net, decisions, flips)

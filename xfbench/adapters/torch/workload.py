@@ -241,7 +241,13 @@ class TorchWorkload(Workload):
     def input_batches(self, source, seed: int, workers: int):
         from xfbench.adapters.torch.input_pipeline import batches
 
-        return batches(source, self.cell.batch_size, seed, workers, self.device.type == "cuda")
+        return batches(
+            src=source,
+            batch=self.cell.batch_size,
+            seed=seed,
+            workers=workers,
+            cuda=self.device.type == "cuda",
+        )
 
     def feed(self, x, y) -> None:
         if self.spec.sequence:  # time-major, as the resident batch
