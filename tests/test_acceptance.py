@@ -95,7 +95,8 @@ def test_every_part_starts_with_the_probe_and_names_choose_steps(tmp_path):
         (["--device", "cuda:7"], "device cuda:7 is not present"),
         (["--device", "abacus"], "unknown device 'abacus'"),
         (["--preset", "huge"], "unknown --preset 'huge'"),
-        (["--budget", "0"], "--budget takes a positive number"),
+        (["--budget", "0"], "--budget must be a number of seconds above 0"),
+        (["--budget", "nan"], "--budget must be a number of seconds above 0"),
     ],
 )
 def test_bad_options_are_one_line_and_exit_2(argv, says, capsys, tmp_path):

@@ -451,7 +451,7 @@ from xfbench.scaling.jax_sharding import AXIS, batch_spec, data_parallel_step
 
 spec = dataclasses.replace(get_spec("lstm32", "smoke"), clip_norm=float(sys.argv[1]))
 w0 = initial_weights(spec, 0)
-cell = Cell("lstm32", "jax", "jit", "fp32", "cpu", 1, 16, "train", "resident", "smoke")
+cell = Cell(network="lstm32", framework="jax", mode="jit", precision="fp32", device="cpu", threads=1, batch_size=16, task="train", data="resident", scale="smoke")
 one = JaxWorkload(spec, cell, w0)
 one.step()
 two = JaxWorkload(spec, cell, w0)

@@ -196,7 +196,7 @@ trainer.step()
 np.savez(sys.argv[1], **trainer.workload.net.weights())
 np.savez(sys.argv[2], *[v.numpy() for v in trainer.workload.slots])
 
-cell = Cell("fcn_r", "tensorflow", "function", "fp32", "cpu", 1, 8, scale="smoke")
+cell = Cell(network="fcn_r", framework="tensorflow", mode="function", precision="fp32", device="cpu", threads=1, batch_size=8, scale="smoke")
 single = get_adapter("tensorflow").build(spec, cell, initial_weights(spec))
 single.prepare()
 single.step()

@@ -22,7 +22,7 @@ from xfbench.errors import CannotRun
 from xfbench.adapters import Cell, get_adapter
 from xfbench.models import get_spec, initial_weights
 spec = get_spec("fcn_r", "smoke")
-cell = Cell("fcn_r", "onnxruntime", "cpu", "fp32", "cpu", 1, 8, "infer", "resident", "smoke")
+cell = Cell(network="fcn_r", framework="onnxruntime", mode="cpu", precision="fp32", device="cpu", threads=1, batch_size=8, task="infer", data="resident", scale="smoke")
 adapter = get_adapter("onnxruntime")
 assert adapter.versions()["onnx"] is None
 try:
