@@ -219,7 +219,7 @@ def test_a_test_of_the_suites_is_known_by_its_id_whatever_its_parameter():
         "device": "cpu",
         "world_size": 2,
     }
-    Item.callspec.id = "not-named"  # a suite's placeholder when it is not named: no cell
+    Item.callspec.id = "not-selected"  # a suite's placeholder when it does not run: no cell
     assert from_item(Item) is None
     Item.originalname, Item.callspec.id = "test_train", "jax-cpu-n2"
     assert from_item(Item) is None

@@ -44,27 +44,49 @@ SELECTION = pytest.StashKey()
 # cell failed (a worker's own status, such as "timeout", and its output tail); the
 # runner's plugin records it.
 SUITE_FAILURE = pytest.StashKey()
-RECORDS = pytest.StashKey()
 CONFIGURED = pytest.StashKey()
 NOTHING_MEASURED = pytest.StashKey()
 MEASURED: set[str] = set()  # node ids of cell tests that passed in this session
 
 
 # -- the skeleton every suite declares itself to ------------------------------------------
-@dataclass
+@dataclass(kw_only=True)
 class Suite:
-    """How a suite's options (declared in xfbench.options) become its selection. In a
-    session that runs the suites the root plugin validates every suite's selection in one
-    place: a bad value (UsageError, ValueError or pytest.UsageError with a one-line
-    message) is one line and pytest's usage-error exit, before anything runs."""
+    """What a suite declares; the root plugin does the rest once for every suite.
+
+    A suite gives its cells (the test parameter `param` they fill, and `cells`, from the
+    session), when it runs (only when its `file` is named; `not_selected`, why none of
+    its cells is), and its summary (`title` and `table` of the records its fixture keeps
+    in `records(config)`); its fixture measures a cell and skips, with the reason, one
+    that cannot run here. The root plugin registers the options (xfbench.options),
+    validates every suite's selection (`select`, after threads are pinned; `before_pin`)
+    in one place, so that a bad value (UsageError, ValueError or pytest.UsageError with a
+    one-line message) is one line and pytest's usage-error exit before anything runs, and
+    writes pytest_generate_tests and the terminal summary."""
 
     name: str
-    select: Callable[[pytest.Config], Any] | None = None  # after threads are pinned
-    before_pin: Callable[[pytest.Config], None] | None = None  # before they are
+    param: str
+    cells: Callable[[pytest.Metafunc], list]
+    file: str | None = None
+    not_selected: Callable[[pytest.Config], str | None] | None = None
+    select: Callable[[pytest.Config], Any] | None = None
+    before_pin: Callable[[pytest.Config], None] | None = None
+    title: str = ""
+    table: Callable[[list[dict]], str] | None = None
     key: pytest.StashKey = field(default_factory=pytest.StashKey)
+    records_key: pytest.StashKey = field(default_factory=pytest.StashKey)
 
     def selection(self, config: pytest.Config):
         return config.stash[self.key]
+
+    def records(self, config: pytest.Config) -> list[dict]:
+        """The rows of this suite's summary: each measured cell's record, or its failure."""
+        return config.stash.setdefault(self.records_key, [])
+
+    def skip_reason(self, config: pytest.Config) -> str | None:
+        if self.file and not named(config, self.file):
+            return f"the {self.name} suite runs when named: pytest xfbench/suites/{self.file}"
+        return self.not_selected(config) if self.not_selected else None
 
 
 SUITES: list[Suite] = []
@@ -73,6 +95,18 @@ SUITES: list[Suite] = []
 def declare(suite: Suite) -> Suite:
     SUITES.append(suite)
     return suite
+
+
+# The train and infer suites (suites/test_train.py, test_infer.py): their module says TASK.
+NETWORKS = declare(
+    Suite(
+        name="network",
+        param="cell",
+        cells=lambda metafunc: cells(selection(metafunc.config), metafunc.module.TASK),
+        title="xfbench: seconds per mini-batch (median)",
+        table=cell_table,
+    )
+)
 
 
 def pytest_addoption(parser):
@@ -131,7 +165,8 @@ def selection(config):
 
 def pytest_configure(config):
     MEASURED.clear()
-    config.stash[RECORDS] = []
+    for suite in SUITES:
+        config.stash[suite.records_key] = []
     config.stash[CONFIGURED] = {}
     if not active(config):
         return
@@ -171,10 +206,18 @@ def ci_target(config) -> float | None:
 
 
 def pytest_generate_tests(metafunc):
-    if "cell" in metafunc.fixturenames:
-        task = metafunc.module.TASK
-        selected = cells(selection(metafunc.config), task)
-        metafunc.parametrize("cell", selected, ids=[c.id for c in selected])
+    """Every suite's cells, or one placeholder skipped with the reason the suite does not
+    run (not named, nothing selected)."""
+    for suite in SUITES:
+        if suite.param not in metafunc.fixturenames:
+            continue
+        reason = suite.skip_reason(metafunc.config)
+        if reason:
+            placeholder = pytest.param(None, marks=pytest.mark.skip(reason=reason))
+            metafunc.parametrize(suite.param, [placeholder], ids=["not-selected"])
+        else:
+            selected = suite.cells(metafunc)
+            metafunc.parametrize(suite.param, selected, ids=[c.id for c in selected])
 
 
 @pytest.fixture
@@ -207,14 +250,14 @@ def run_cell(request, benchmark):
         except CannotRun as e:
             pytest.skip(str(e))
         except (memory.TooLarge, DataError) as e:
-            config.stash[RECORDS].append(failed_row(cell.as_dict(), e))
+            NETWORKS.records(config).append(failed_row(cell.as_dict(), e))
             record = str(e)
         except Exception as e:
-            config.stash[RECORDS].append(failed_row(cell.as_dict(), e))
+            NETWORKS.records(config).append(failed_row(cell.as_dict(), e))
             raise
         if isinstance(record, str):  # outside the except: one line, no chained traceback
             pytest.fail(record, pytrace=False)
-        config.stash[RECORDS].append(record)
+        NETWORKS.records(config).append(record)
         return record
 
     return run
@@ -240,12 +283,13 @@ def pytest_sessionfinish(session, exitstatus):
 
 
 def pytest_terminal_summary(terminalreporter, config):
-    records = config.stash.get(RECORDS, [])
     if config.stash.get(NOTHING_MEASURED, False):
         terminalreporter.write_line("xfbench: no cell was measured (every one was skipped: -rs)")
-    if records:
-        terminalreporter.write_sep("=", "xfbench: seconds per mini-batch (median)")
-        terminalreporter.write_line(cell_table(records))
+    for suite in SUITES:
+        records = config.stash.get(suite.records_key, [])
+        if records and suite.table:
+            terminalreporter.write_sep("=", suite.title)
+            terminalreporter.write_line(suite.table(records))
 
 
 def pytest_benchmark_update_machine_info(config, machine_info):

@@ -27,7 +27,6 @@ from xfbench.errors import UsageError
 from xfbench.harness.selection import comma_list
 from xfbench.plugin import Suite, declare, failed_row, named
 
-RECORDS = pytest.StashKey()
 SUITE_FILE = "test_allreduce.py"
 # The CPUs of this process before the common --threads option narrows them: the ranks
 # share these out (each rank gets --threads of them).
@@ -148,7 +147,6 @@ def select(
 
 
 def _select(config) -> AllreduceSelection:
-    config.stash[RECORDS] = []
     return select(
         **{
             name: config.getoption(name)
@@ -163,29 +161,6 @@ def _select(config) -> AllreduceSelection:
         },
         check_cpus=named(config, SUITE_FILE),
     )
-
-
-SUITE = declare(Suite("allreduce", select=_select))
-
-
-def pytest_generate_tests(metafunc):
-    if "allreduce_case" not in metafunc.fixturenames:
-        return
-    sel = SUITE.selection(metafunc.config)
-    reason = (
-        None
-        if named(metafunc.config, SUITE_FILE)
-        else f"the all-reduce suite runs when named: pytest xfbench/suites/{SUITE_FILE}"
-    )
-    reason = reason or sel.not_selected
-    if reason:
-        metafunc.parametrize(
-            "allreduce_case",
-            [pytest.param(None, marks=pytest.mark.skip(reason=reason))],
-            ids=["not-selected"],
-        )
-        return
-    metafunc.parametrize("allreduce_case", sel.cases, ids=[c.id for c in sel.cases])
 
 
 def _skip_reason(case: Case) -> str | None:
@@ -251,12 +226,12 @@ def run_allreduce(request, benchmark):
                 cpus=START_CPUS,
             )
         except LaunchError as e:
-            config.stash[RECORDS].append(failed_row({"case": case.id}, str(e)))
+            SUITE.records(config).append(failed_row({"case": case.id}, str(e)))
             raise
         if result.get("unavailable"):
             pytest.skip(result["reason"])
         if result["status"] != "ok":
-            config.stash[RECORDS].append({"case": case.id, **result})
+            SUITE.records(config).append({"case": case.id, **result})
             raise RuntimeError(f"{case.id}: {result.get('reason')}\n{output[-3000:]}")
         rows = result["rows"]
         largest = max((r for r in rows if r["pattern"] == "allreduce"), key=lambda r: r["bytes"])
@@ -281,29 +256,39 @@ def run_allreduce(request, benchmark):
         }
         benchmark.extra_info.update(record)
         record_durations(benchmark, largest["round_seconds"])
-        config.stash[RECORDS].append(record)
+        SUITE.records(config).append(record)
         return record
 
     return go
 
 
-def pytest_terminal_summary(terminalreporter, config):
-    records = config.stash.get(RECORDS, [])
-    if not records:
-        return
-    terminalreporter.write_sep(
-        "=", "xfbench all-reduce: median time per operation, nccl-tests' algbw and busbw"
-    )
+def summary(records: list[dict]) -> str:
+    """Each sweep's table (sizes left out under the memory cap named), or its failure."""
+    out = []
     for r in records:
         if r.get("rows"):
-            terminalreporter.write_line(sweep_tables(r["rows"]))
+            out.append(sweep_tables(r["rows"]))
             if r.get("sizes_left_out"):
-                terminalreporter.write_line(
+                out.append(
                     f"  (left out, over the memory cap of {r['memory_cap_bytes']} bytes: "
                     + ", ".join(sizes_mod.label(s) for s in r["sizes_left_out"])
                     + ")"
                 )
         else:
-            terminalreporter.write_line(
-                f"# {r.get('case')}: {r.get('status')}: {str(r.get('reason', '')).splitlines()[0]}"
-            )
+            reason = (str(r.get("reason", "")).splitlines() or [""])[0]
+            out.append(f"# {r.get('case')}: {r.get('status')}: {reason}")
+    return "\n".join(out)
+
+
+SUITE = declare(
+    Suite(
+        name="all-reduce",
+        param="allreduce_case",
+        cells=lambda metafunc: list(SUITE.selection(metafunc.config).cases),
+        file=SUITE_FILE,
+        not_selected=lambda config: SUITE.selection(config).not_selected,
+        select=_select,
+        title="xfbench all-reduce: median time per operation, nccl-tests' algbw and busbw",
+        table=summary,
+    )
+)

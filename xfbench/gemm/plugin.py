@@ -28,7 +28,6 @@ from xfbench.harness.presets import Preset
 from xfbench.harness.selection import comma_list, parse
 from xfbench.plugin import Suite, declare, failed_row
 
-RECORDS = pytest.StashKey()
 CONFIGURED = pytest.StashKey()
 
 
@@ -104,7 +103,6 @@ def select(
 
 
 def _select(config) -> GemmSelection:
-    config.stash[RECORDS] = []
     config.stash[CONFIGURED] = {}
     names = (
         "gemm_impl",
@@ -122,13 +120,17 @@ def _select(config) -> GemmSelection:
     )
 
 
-SUITE = declare(Suite("gemm", select=_select))
-
-
-def pytest_generate_tests(metafunc):
-    if "gemm_cell" in metafunc.fixturenames:
-        cells = SUITE.selection(metafunc.config).cells()
-        metafunc.parametrize("gemm_cell", cells, ids=[c.id for c in cells])
+SUITE = declare(
+    Suite(
+        name="GEMM",
+        param="gemm_cell",
+        cells=lambda metafunc: SUITE.selection(metafunc.config).cells(),
+        select=_select,
+        title="xfbench GEMM: TFLOP/s (median), share of datasheet peak and of the best "
+        "implementation",
+        table=lambda records: summary(records),
+    )
+)
 
 
 @pytest.fixture
@@ -151,12 +153,12 @@ def run_gemm(request, benchmark):
         except CannotRun as e:
             pytest.skip(str(e))
         except WrongProduct:
-            config.stash[RECORDS].append(dict(benchmark.extra_info))
+            SUITE.records(config).append(dict(benchmark.extra_info))
             raise
         except Exception as e:
-            config.stash[RECORDS].append(failed_row(cell.as_dict(), e))
+            SUITE.records(config).append(failed_row(cell.as_dict(), e))
             raise
-        config.stash[RECORDS].append(record)
+        SUITE.records(config).append(record)
         return record
 
     return run
@@ -166,13 +168,6 @@ def pytest_benchmark_update_json(config, benchmarks, output_json):
     fill_share_of_best(b.get("extra_info", {}) for b in output_json.get("benchmarks", []))
 
 
-def pytest_terminal_summary(terminalreporter, config):
-    records = config.stash.get(RECORDS, [])
-    if records:
-        fill_share_of_best(records)
-        terminalreporter.write_sep(
-            "=",
-            "xfbench GEMM: TFLOP/s (median), share of datasheet peak "
-            "and of the best implementation",
-        )
-        terminalreporter.write_line(gemm_table(records))
+def summary(records: list[dict]) -> str:
+    fill_share_of_best(records)
+    return gemm_table(records)

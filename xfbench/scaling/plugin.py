@@ -27,12 +27,11 @@ from xfbench import records
 from xfbench.errors import UsageError
 from xfbench.harness.selection import comma_list
 from xfbench.plugin import SUITE_FAILURE as PENDING
-from xfbench.plugin import Suite, declare, named
+from xfbench.plugin import Suite, declare
 from xfbench.scaling import result as R
 from xfbench.scaling.cell import FRAMEWORKS, ScalingCell, expand
 from xfbench.scaling.speedup import fill_speedup, scaling_table
 
-RECORDS = pytest.StashKey()
 # PENDING (item): the failure record a cell's run left; the runner's plugin records it
 # (status "timeout" and the workers' output tail, rather than a bare exception).
 SUITE_FILE = "test_scaling.py"
@@ -61,11 +60,7 @@ def _before_pin(config) -> None:
 
 
 def _select(config):
-    config.stash[RECORDS] = []
     return parse_workers(config.getoption("workers")), parse_scaling(config.getoption("scaling"))
-
-
-SUITE = declare(Suite("scaling", select=_select, before_pin=_before_pin))
 
 
 def scaling_cells(config) -> list[ScalingCell]:
@@ -90,25 +85,24 @@ def scaling_cells(config) -> list[ScalingCell]:
     )
 
 
-def pytest_generate_tests(metafunc):
-    if "scaling_cell" not in metafunc.fixturenames:
-        return
-    if not named(metafunc.config, SUITE_FILE):
-        metafunc.parametrize(
-            "scaling_cell",
-            [
-                pytest.param(
-                    None,
-                    marks=pytest.mark.skip(
-                        reason=f"the scaling suite runs when named: pytest xfbench/suites/{SUITE_FILE}"
-                    ),
-                )
-            ],
-            ids=["not-named"],
-        )
-        return
-    cells = scaling_cells(metafunc.config)
-    metafunc.parametrize("scaling_cell", cells, ids=[c.id for c in cells])
+def summary(records: list[dict]) -> str:
+    fill_speedup(records)
+    return scaling_table(records)
+
+
+SUITE = declare(
+    Suite(
+        name="scaling",
+        param="scaling_cell",
+        cells=lambda metafunc: scaling_cells(metafunc.config),
+        file=SUITE_FILE,
+        select=_select,
+        before_pin=_before_pin,
+        title="xfbench scaling: seconds per step of the global batch (median), speedup and "
+        "efficiency over one worker",
+        table=summary,
+    )
+)
 
 
 def _why_not(cell: ScalingCell) -> str | None:
@@ -230,7 +224,7 @@ def run_scaling(request, benchmark):
         stats = record_durations(benchmark, result["step_seconds"])
         out = record(cell, result, preset.name, stats.stats if stats is not None else None)
         benchmark.extra_info.update(out)
-        config.stash[RECORDS].append(out)
+        SUITE.records(config).append(out)
         return out
 
     return go
@@ -260,7 +254,7 @@ def pytest_runtest_makereport(item, call):
                 "\n".join(report.longreprtext.splitlines()[-40:]),
             )
     # The runner's plugin records the failure for --benchmark-json and the results folder.
-    item.config.stash[RECORDS].append(
+    SUITE.records(item.config).append(
         {
             **failure["cell"],
             "cell_id": cell.id,
@@ -273,15 +267,3 @@ def pytest_runtest_makereport(item, call):
 
 def pytest_benchmark_update_json(config, benchmarks, output_json):
     fill_speedup(b.get("extra_info", {}) for b in output_json.get("benchmarks", []))
-
-
-def pytest_terminal_summary(terminalreporter, config):
-    records = config.stash.get(RECORDS, [])
-    if records:
-        fill_speedup(records)
-        terminalreporter.write_sep(
-            "=",
-            "xfbench scaling: seconds per step of the global batch "
-            "(median), speedup and efficiency over one worker",
-        )
-        terminalreporter.write_line(scaling_table(records))

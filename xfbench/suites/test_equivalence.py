@@ -89,7 +89,7 @@ def pytest_generate_tests(metafunc):
                     ),
                 )
             ],
-            ids=["not-named"],
+            ids=["not-selected"],
         )
         return
     sel = _selection(metafunc.config)
