@@ -168,6 +168,7 @@ def test_the_summary_names_failed_cells_and_gpu_tests(tmp_path):
     assert "1 passed, 1 failed, 1 skipped" in text and "test_two: bf16 ran as float32" in text
 
 
+@pytest.mark.slow
 def test_its_real_steps_run_on_the_cpu_at_smoke_sizes(tmp_path):
     out, archive = tmp_path / "acc", tmp_path / "acc.tar.gz"
     done = subprocess.run(

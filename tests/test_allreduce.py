@@ -124,6 +124,7 @@ def test_bad_options_are_one_line_and_a_usage_error(option):
 
 
 # -- the workers -------------------------------------------------------------------------
+@pytest.mark.slow
 def test_suite_runs_gloo_and_jax_over_two_ranks(tmp_path):
     out = tmp_path / "bench.json"
     proc = subprocess.run(

@@ -188,6 +188,7 @@ def _workload(framework: str, network: str, task="train"):
 
 @pytest.mark.parametrize("network", FAMILIES)
 @pytest.mark.parametrize("framework", ["torch", "tensorflow", "jax"])
+@pytest.mark.slow
 def test_a_training_step_per_family_runs_on_real_files_in_every_framework(
     data_dir, framework, network
 ):
@@ -297,6 +298,7 @@ def _suite(tmp_path, data_dir, *args, suite="test_train.py"):
     ],
     ids=["torch", "tensorflow", "jax"],
 )
+@pytest.mark.slow
 def test_real_data_cells_record_waiting_and_both_throughputs(
     tmp_path, data_dir, framework, mode, networks
 ):

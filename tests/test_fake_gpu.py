@@ -38,6 +38,7 @@ def test_the_fake_nvml_gives_default_devices_a_gpu():
     assert "'cuda:0'" in proc.stdout
 
 
+@pytest.mark.slow
 def test_the_tests_hold_where_nvml_sees_a_gpu():
     proc = under_fake_gpu(
         "-m",

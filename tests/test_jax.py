@@ -94,6 +94,7 @@ def test_built_workload_reports_the_weights_it_was_given():
 
 
 @pytest.mark.parametrize("network", list(NETWORKS))
+@pytest.mark.slow
 def test_agrees_with_pytorch_and_learns(network):
     """Same logits, same loss and the same weights after one update as PyTorch
     (catches layout, flatten-order, gate-order and optimizer mistakes); then the

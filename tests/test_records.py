@@ -247,6 +247,7 @@ def test_train_and_infer_records_hold_to_their_fields(tmp_path):
 
 
 @pytest.mark.parametrize("suite", ["gemm", "scaling", "allreduce", "equivalence"])
+@pytest.mark.slow
 def test_each_suites_records_hold_to_their_fields(suite, tmp_path):
     _check(_written(suite, tmp_path), {suite})
 

@@ -324,6 +324,7 @@ def stand_ins(tmp_path, monkeypatch):
     return tmp_path
 
 
+@pytest.mark.slow
 def test_scaling_sweep_records_failures_resumes_and_reports(stand_ins, monkeypatch):
     folder = RunFolder(stand_ins / "r")
     argv = SMOKE + [

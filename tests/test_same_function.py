@@ -49,6 +49,7 @@ def run(tmp_path_factory):
     return proc, data
 
 
+@pytest.mark.slow
 def test_suite_passes(run):
     proc, _ = run
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]

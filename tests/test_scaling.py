@@ -294,6 +294,7 @@ def test_the_workers_only_give_hooks(module):
 
 
 # -- PyTorch DDP over Gloo, two processes -----------------------------------------------
+@pytest.mark.slow
 def test_ddp_two_processes_resnet56():
     result = launch.run(cell("resnet56", "torch", 2), 1, 2, timeout=TIMEOUT)
     check_ran(result, 2, 2)
@@ -310,6 +311,7 @@ def ddp_fcn_r(tmp_path_factory):
     return result, dict(np.load(path))
 
 
+@pytest.mark.slow
 def test_ddp_two_processes_fcn_r(ddp_fcn_r):
     check_ran(ddp_fcn_r[0], 2, 1)
 
@@ -339,6 +341,7 @@ def test_ddp_on_the_split_batch_is_the_one_process_step_on_the_whole_batch(ddp_f
     assert relative_error(ddp_fcn_r[1], work.weights()) < 1e-5
 
 
+@pytest.mark.slow
 def test_ddp_two_nodes_over_loopback(tmp_path):
     """Several machines, played by two launchers on this one: torchrun's node and rendezvous
     options pass through, and one of the two nodes (the one given global rank 0) writes."""
@@ -408,6 +411,7 @@ def jax_resnet56(tmp_path_factory):
     return result, dict(np.load(path))
 
 
+@pytest.mark.slow
 def test_jax_two_host_devices_resnet56(jax_resnet56):
     result = jax_resnet56[0]
     check_ran(result, 2, 1)
@@ -621,6 +625,7 @@ def test_bad_input_is_one_line_and_exit_2(argv, words, tmp_path):
 
 
 # -- the suite: records, speedup at session end, skipped cells with their reason ------------
+@pytest.mark.slow
 def test_suite_records_speedup_and_skips(tmp_path):
     out = tmp_path / "out.json"
     proc = subprocess.run(
@@ -745,6 +750,7 @@ def plain_steps(spec, batch: int, workers: int, steps: int, dtype) -> dict:
     return TW.from_module(spec, net, np.float64)
 
 
+@pytest.mark.slow
 def test_resnet56_every_framework_normalises_per_worker(tmp_path, jax_resnet56):
     """Two workers on 8 rows each of a global batch of 16 (ResNet-56, smoke size): PyTorch
     DDP, JAX under shard_map and TensorFlow's MirroredStrategy compute the same function,

@@ -142,6 +142,7 @@ def two_replicas(tmp_path_factory):
 
 
 @pytest.mark.parametrize("network", ["resnet56", "fcn_r"])
+@pytest.mark.slow
 def test_two_cpu_replicas_train_and_write_the_worker_json(two_replicas, network):
     r = two_replicas(network)
     assert KEYS <= set(r), f"missing: {KEYS - set(r)}"
@@ -276,6 +277,7 @@ def test_the_step_without_all_reduce_updates_each_replica_alone(tmp_path):
     assert after["traces"] == [1, 1]
 
 
+@pytest.mark.slow
 def test_multi_worker_mirrored_over_loopback_matches_one_process(tmp_path, two_replicas):
     """Two processes, one CPU replica each, joined through TF_CONFIG on 127.0.0.1:
     the chief writes the JSON, and the training is the one-process run's."""

@@ -160,6 +160,7 @@ def test_canonical_weights_round_trip(network):
 
 
 @pytest.mark.parametrize("network", NETWORKS)
+@pytest.mark.slow
 def test_loss_decreases_in_every_mode_and_modes_agree(network):
     spec = get_spec(network, "smoke")
     first = {}

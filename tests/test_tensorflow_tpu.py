@@ -207,6 +207,7 @@ def test_a_tpu_cell_on_this_machine_is_refused_or_skipped_with_one_line(no_tpu_h
     "network, task",
     [("fcn_r", "train"), ("fcn_r", "infer"), ("resnet56", "train"), ("lstm32", "train")],
 )
+@pytest.mark.slow
 def test_the_tpu_step_computes_the_cpu_step_under_a_one_replica_strategy(
     monkeypatch, network, task
 ):

@@ -163,6 +163,7 @@ def test_unavailable_cells_give_reasons():
 
 
 @pytest.mark.parametrize("network", ["fcn_r", "lstm32"])
+@pytest.mark.slow
 def test_compile_mode_matches_eager_and_compiles_once(network):
     from torch._dynamo.utils import counters
 
@@ -188,6 +189,7 @@ def test_copied_data_gives_the_same_step():
     assert copied.x_host.data_ptr() != copied._batch()[0].data_ptr()  # a new copy each step
 
 
+@pytest.mark.slow
 def test_compiled_cells_stay_compiled_past_dynamos_recompile_limit():
     """Every workload's _forward_loss is one code object: without a reset, Dynamo stops
     compiling it after 8 workloads and the cell runs eagerly while labelled compile."""
