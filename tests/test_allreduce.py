@@ -141,6 +141,9 @@ def test_suite_runs_gloo_and_jax_over_two_ranks(tmp_path):
             SIZES,
             "--preset",
             "smoke",
+            # a number of seconds, reaching the launcher as one (it once arrived as text)
+            "--cell-timeout",
+            "300",
             f"--benchmark-json={out}",
         ],
         cwd=ROOT,

@@ -187,3 +187,17 @@ def test_a_pytest_session_refuses_an_unknown_environment_value(tmp_path):
     assert proc.returncode == 4, proc.stdout + proc.stderr
     lines = [line for line in proc.stderr.splitlines() if line.strip()]
     assert len(lines) == 1 and "XFBENCH_MALLOC='sometimes'" in lines[0], proc.stderr
+
+
+def test_scaling_launcher_refuses_a_timeout_that_is_no_limit(capsys):
+    from xfbench.scaling.launch import main
+
+    for value in ("nan", "inf", "0"):
+        with pytest.raises(SystemExit) as end:
+            main(
+                ["--network", "fcn_r", "--framework", "torch", "--workers", "1"]
+                + ["--out", "-", "--timeout", value]
+            )
+        assert end.value.code == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and "--timeout must be a positive" in err, err

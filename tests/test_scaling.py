@@ -647,6 +647,9 @@ def test_suite_records_speedup_and_skips(tmp_path):
             "1,2",
             "--device",
             "cpu",
+            # a number of seconds, reaching the launcher as one (it once arrived as text)
+            "--cell-timeout",
+            "300",
             f"--benchmark-json={out}",
         ],
         cwd=ROOT,

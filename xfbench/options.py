@@ -248,8 +248,8 @@ OPTIONS: tuple[Option, ...] = (
     ),
     Option(
         name="cell-timeout",
-        values="seconds one cell may take, a number above 0 (pytest: when groups run in "
-        "child processes)",
+        values="seconds one cell may take, a number above 0 (pytest: a group run in a child "
+        "process, and each scaling or all-reduce cell's workers)",
         default="the preset's: smoke 120, quick 900, table7 900, paper 3600",
         run=ALL,
         group="sweep",

@@ -177,6 +177,7 @@ def pytest_configure(config):
                 suite.before_pin(config)
         sel = _parse(config)
         ci_target(config)
+        cell_timeout(config)
         if config.getoption("weights") not in (None, *WEIGHT_SOURCES):
             raise UsageError(
                 f"unknown weights {config.getoption('weights')!r}; "
@@ -194,6 +195,12 @@ def pytest_configure(config):
                 config.stash[suite.key] = suite.select(config)
     except (UsageError, ValueError, pytest.UsageError) as e:
         raise pytest.UsageError((str(e).strip().splitlines() or ["bad option"])[0]) from None
+
+
+def cell_timeout(config) -> float | None:
+    """--cell-timeout in seconds, or None for the preset's; UsageError unless a positive,
+    finite number (nan, inf, 0 and below would each switch the limit off)."""
+    return options.seconds("--cell-timeout", config.getoption("cell_timeout", None))
 
 
 def ci_target(config) -> float | None:

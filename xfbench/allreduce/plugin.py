@@ -25,7 +25,7 @@ from xfbench.allreduce.table import sweep_tables
 from xfbench.allreduce.timing import TIMINGS
 from xfbench.errors import UsageError
 from xfbench.harness.selection import comma_list
-from xfbench.plugin import Suite, declare, failed_row, named
+from xfbench.plugin import Suite, cell_timeout, declare, failed_row, named
 
 SUITE_FILE = "test_allreduce.py"
 # The CPUs of this process before the common --threads option narrows them: the ranks
@@ -33,7 +33,7 @@ SUITE_FILE = "test_allreduce.py"
 START_CPUS = sorted(os.sched_getaffinity(0))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Case:
     framework: str
     device: str  # "cpu" or "cuda" (all GPUs of the machine, one per rank)
@@ -129,7 +129,7 @@ def select(
     for fw in frameworks:
         for dev in devices:
             for n in explicit_ws or default_world_sizes(dev, gpus):
-                cases.append(Case(fw, dev, n))
+                cases.append(Case(framework=fw, device=dev, world_size=n))
     cpu_ws = [c.world_size for c in cases if c.device == "cpu"]
     if check_cpus and threads_per_rank and cpu_ws and threads_per_rank * max(cpu_ws) > cpus:
         raise UsageError(
@@ -209,9 +209,7 @@ def run_allreduce(request, benchmark):
         if not chosen:
             pytest.skip(f"every message size is over the memory cap of {cap} bytes per rank")
         preset = PRESETS.get(sel.preset)
-        timeout = config.getoption("cell_timeout", None) or (
-            preset.cell_timeout_s if preset else 3600.0
-        )
+        timeout = cell_timeout(config) or (preset.cell_timeout_s if preset else 3600.0)
         timing = sel.preset if sel.preset in TIMINGS else "paper"
         threads = _threads_per_rank(sel, case)
         try:

@@ -106,7 +106,7 @@ class ScalingCell:
         self.per_worker_batch  # noqa: B018 (raises when the batch does not split)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class WorkerTask:
     """What a worker is asked to do: the cell, how many steps, where to write."""
 
@@ -170,8 +170,13 @@ def cell_from(a: argparse.Namespace) -> ScalingCell:
         device=a.device,
         workers=a.workers,
         scaling=a.scaling,
-        batch=a.batch or _default_batch(a.network, a.scale),
-        threads_per_worker=a.threads_per_worker or default_threads_per_worker(a.workers),
+        # 0 is refused by check(), not taken for "the default"
+        batch=a.batch if a.batch is not None else _default_batch(a.network, a.scale),
+        threads_per_worker=(
+            a.threads_per_worker
+            if a.threads_per_worker is not None
+            else default_threads_per_worker(a.workers)
+        ),
         precision=a.precision,
         scale=a.scale,
     )

@@ -32,6 +32,7 @@ from xfbench.frameworks import FRAMEWORKS
 from xfbench.harness import launch
 from xfbench.harness.launch import LaunchError
 from xfbench.harness.processes import free_port
+from xfbench.options import seconds
 from xfbench.scaling import result as R
 from xfbench.scaling.cell import ScalingCell, cell_from, parser, to_argv
 
@@ -150,7 +151,7 @@ def main(argv: list[str] | None = None) -> int:
     """python -m xfbench.scaling.launch: run one cell (worker options, plus torchrun's node options
     and --timeout) and print its worker JSON, or only the command with --print-command."""
     p = parser("python -m xfbench.scaling.launch")
-    p.add_argument("--timeout", type=float, default=3600.0)
+    p.add_argument("--timeout", default="3600", help="seconds (default 3600)")
     p.add_argument("--print-command", action="store_true")
     for opt in (
         "--nnodes",
@@ -165,6 +166,7 @@ def main(argv: list[str] | None = None) -> int:
     a = p.parse_args(argv)
     try:
         cell = cell_from(a)
+        a.timeout = seconds("--timeout", a.timeout)
     except UsageError as e:
         p.error(str(e))
     options = []

@@ -27,7 +27,7 @@ from xfbench import records
 from xfbench.errors import UsageError
 from xfbench.harness.selection import comma_list
 from xfbench.plugin import SUITE_FAILURE as PENDING
-from xfbench.plugin import Suite, declare
+from xfbench.plugin import Suite, cell_timeout, declare
 from xfbench.scaling import result as R
 from xfbench.scaling.cell import FRAMEWORKS, ScalingCell, expand
 from xfbench.scaling.speedup import fill_speedup, scaling_table
@@ -41,7 +41,7 @@ def parse_workers(value: str | None) -> tuple[int, ...] | None:
     counts = []
     for v in comma_list(value):
         if not v.isdigit() or int(v) < 1:
-            raise pytest.UsageError(f"--workers takes positive whole numbers, not {v!r}")
+            raise UsageError(f"--workers takes positive whole numbers, not {v!r}")
         counts.append(int(v))
     return tuple(sorted(set(counts))) or None
 
@@ -50,7 +50,7 @@ def parse_scaling(value: str | None) -> tuple[str, ...]:
     kinds = comma_list(value) or ["strong"]
     for k in kinds:
         if k not in ("strong", "weak"):
-            raise pytest.UsageError(f"unknown scaling {k!r}; valid: strong, weak")
+            raise UsageError(f"unknown scaling {k!r}; valid: strong, weak")
     return tuple(dict.fromkeys(kinds))
 
 
@@ -209,7 +209,7 @@ def run_scaling(request, benchmark):
         if reason:
             pytest.skip(reason)
         benchmark.group = f"scaling {cell.network} {cell.scaling}"
-        timeout = config.getoption("cell_timeout", None) or preset.cell_timeout_s
+        timeout = cell_timeout(config) or preset.cell_timeout_s
         try:
             result = run(cell, preset.warmup, preset.min_rounds, timeout=timeout)
         except LaunchError as e:
