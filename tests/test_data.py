@@ -333,6 +333,7 @@ def test_an_onnxruntime_inference_cell_records_no_loader_workers(tmp_path, data_
     assert info["samples_per_s_end_to_end"] > 0 and info["samples_per_s_resident"] > 0
 
 
+@pytest.mark.slow
 def test_a_slow_loader_is_reported_input_bound(tmp_path):
     """Large JPEGs decoded and cropped by one DataLoader worker process, feeding a tiny
     network on the same CPU. The worker's CPU time is the cell's own: threads_used counts
@@ -365,6 +366,7 @@ def test_a_bad_data_file_is_one_line_and_no_other_cell_is_lost(tmp_path):
     assert "data_batch_1.bin: 100 bytes, not a whole number" in failure["reason"]
 
 
+@pytest.mark.slow
 def test_xfbench_run_records_a_bad_data_file_as_a_failure_and_keeps_the_others(tmp_path):
     """The runner's own failure recording: the good cell in cells/, the bad one in failed/
     with its one line, and a non-zero exit."""

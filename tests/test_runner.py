@@ -207,6 +207,7 @@ def test_table7_preset_runs_one_mode_per_framework_and_trains_only():
     ]
 
 
+@pytest.mark.slow
 def test_plain_pytest_runs_each_framework_in_its_own_process(tmp_path):
     """Two frameworks in one `pytest suites/`: each group in a child; the parent's
     --benchmark-json holds every cell, and the failure of a killed one."""

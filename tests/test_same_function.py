@@ -18,6 +18,9 @@ from xfbench.models import NETWORKS
 ROOT = Path(__file__).resolve().parents[1]
 FRAMEWORKS = [f for f in training() if get_adapter(f).import_error() is None]
 
+# One whole-suite run (minutes) behind every test here.
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture(scope="module")
 def run(tmp_path_factory):
@@ -49,7 +52,6 @@ def run(tmp_path_factory):
     return proc, data
 
 
-@pytest.mark.slow
 def test_suite_passes(run):
     proc, _ = run
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]

@@ -224,7 +224,7 @@ def test_the_protocol_runs_the_sequence_once_for_every_worker():
     c = cell("fcn_r", "torch", 2)
     hooks = FakeSteps()
     out = measure(
-        WorkerTask(c, warmup=2, steps=3, out="-", save_weights="w.npz"), hooks, hooks.clock
+        WorkerTask(cell=c, warmup=2, steps=3, out="-", save_weights="w.npz"), hooks, hooks.clock
     )
     pairs = ["barrier", "step", "barrier", "local"] * R.COMM_PAIRS
     assert hooks.calls == (
@@ -256,7 +256,9 @@ def test_the_protocol_one_worker_no_barrier_first_and_disagreeing_replicas():
     hooks = FakeSteps(diff=0.5)
     hooks.barrier_first_steps = hooks.warm_local_step = False
     out = measure(
-        WorkerTask(cell("fcn_r", "torch", 1, device="cuda"), 1, 2, "-"), hooks, hooks.clock
+        WorkerTask(cell=cell("fcn_r", "torch", 1, device="cuda"), warmup=1, steps=2, out="-"),
+        hooks,
+        hooks.clock,
     )
     assert hooks.calls == (
         ["compile", "step", "step", "barrier", "step", "barrier", "step"]
@@ -316,6 +318,7 @@ def test_ddp_two_processes_fcn_r(ddp_fcn_r):
     check_ran(ddp_fcn_r[0], 2, 1)
 
 
+@pytest.mark.slow
 def test_ddp_on_the_split_batch_is_the_one_process_step_on_the_whole_batch(ddp_fcn_r):
     """fcn_r has no BatchNorm, so two workers on 8 rows each, gradients averaged, must give
     the weights one process gets on all 16 rows (the same two steps: first + timed)."""
@@ -430,6 +433,7 @@ def test_jax_two_host_devices_resnet56(jax_resnet56):
     )
 
 
+@pytest.mark.slow
 def test_jax_two_devices_fcn_r_is_the_one_device_step(tmp_path):
     weights = {}
     for workers in (2, 1):

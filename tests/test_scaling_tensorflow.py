@@ -206,6 +206,7 @@ np.savez(sys.argv[4], *[v.numpy() for v in single.slots])
 """
 
 
+@pytest.mark.slow
 def test_two_replica_step_on_halves_is_the_one_device_step_on_the_batch(tmp_path):
     """fcn_r has no batch norm, so the mean of the halves' mean gradients is the whole
     batch's mean gradient: the gradient each replica applies (its momentum buffer after
