@@ -410,6 +410,17 @@ def number(
     return x
 
 
+def whole_number(low: int):
+    """An argparse type: a whole number, at least low (argparse names the option)."""
+
+    def whole(text: str) -> int:
+        if not text.strip().isdigit() or int(text) < low:
+            raise argparse.ArgumentTypeError(f"a whole number, {low} or more, not {text!r}")
+        return int(text)
+
+    return whole
+
+
 def seconds(option: str, value) -> float | None:
     """A time limit: None when not given, else a positive finite number of seconds."""
     if value is None:

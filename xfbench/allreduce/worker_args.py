@@ -21,17 +21,6 @@ def _sizes(text: str) -> list[int]:
         raise argparse.ArgumentTypeError(str(e)) from None
 
 
-def _at_least(low: int):
-    """An argparse type: a whole number, at least low."""
-
-    def whole(text: str) -> int:
-        if not text.strip().isdigit() or int(text) < low:
-            raise argparse.ArgumentTypeError(f"a whole number, {low} or more, not {text!r}")
-        return int(text)
-
-    return whole
-
-
 def parser(prog: str) -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog=prog,
@@ -54,19 +43,19 @@ def parser(prog: str) -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--warmup",
-        type=_at_least(0),
+        type=options.whole_number(0),
         default=None,
         help="warm-up operations (default: the preset's)",
     )
     p.add_argument(
         "--rounds",
-        type=_at_least(1),
+        type=options.whole_number(1),
         default=None,
         help="timed operations per size (default: the preset's time budget)",
     )
     p.add_argument(
         "--threads-per-rank",
-        type=_at_least(1),
+        type=options.whole_number(1),
         default=None,
         help="CPU threads per rank (default: this host's CPUs / ranks on it)",
     )

@@ -16,7 +16,6 @@ Bad input gives one line on stderr and exit status 2, and writes nothing.
 
 from __future__ import annotations
 
-import argparse
 import shutil
 import sys
 import tempfile
@@ -127,17 +126,6 @@ def cmd_export(args) -> int:
     return 0
 
 
-def _whole(low: int):
-    """An argparse type: a whole number, at least low (argparse names the option)."""
-
-    def whole(text: str) -> int:
-        if not text.strip().isdigit() or int(text) < low:
-            raise argparse.ArgumentTypeError(f"a whole number, {low} or more, not {text!r}")
-        return int(text)
-
-    return whole
-
-
 def parser() -> options.ArgumentParser:
     p = options.ArgumentParser(
         prog="python -m xfbench.exchange", description="ONNX files of the suite's networks"
@@ -150,8 +138,15 @@ def parser() -> options.ArgumentParser:
         else:
             q.add_argument("--model", required=True, choices=list(NETWORKS))
         q.add_argument("--scale", default="full", choices=["full", "smoke"])
-        q.add_argument("--seed", type=_whole(0), default=0, help="a whole number, 0 or more")
-        q.add_argument("--batch-size", type=_whole(1), default=None, help="a whole number above 0")
+        q.add_argument(
+            "--seed", type=options.whole_number(0), default=0, help="a whole number, 0 or more"
+        )
+        q.add_argument(
+            "--batch-size",
+            type=options.whole_number(1),
+            default=None,
+            help="a whole number above 0",
+        )
 
     w = sub.add_parser("write", help="write the canonical file of a network")
     common(w, model_positional=True)

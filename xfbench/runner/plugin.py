@@ -29,7 +29,7 @@ from xfbench import options, records
 from xfbench.adapters import Cell
 from xfbench.errors import UsageError
 from xfbench.options import CHILD_OPTIONS
-from xfbench.plugin import SUITE_FAILURE
+from xfbench.plugin import SUITE_FAILURE, cell_timeout
 from xfbench.runner.group import CELL_DIR_ENV, MARKER_ENV, Group, Job, key, run_group
 from xfbench.runner.store import STATUSES, RunFolder, children_runtimes, read_json, write_json
 from xfbench.runner.suites import from_item
@@ -48,7 +48,7 @@ TAIL_LINES = 40
 def pytest_configure(config):
     config.stash[FAILURES] = []
     try:  # nan, inf, 0 and below would each disable the limit silently
-        options.seconds("--cell-timeout", config.getoption("cell_timeout", None))
+        cell_timeout(config)
     except UsageError as e:
         raise pytest.UsageError(str(e)) from None
 
@@ -73,10 +73,7 @@ class Isolation:
 
         self.folder = RunFolder(tempfile.mkdtemp(prefix="xfbench-"))
         preset = PRESETS.get(config.getoption("preset") or "paper", PRESETS["paper"])
-        self.timeout = (
-            options.seconds("--cell-timeout", config.getoption("cell_timeout", None))
-            or preset.cell_timeout_s
-        )
+        self.timeout = cell_timeout(config) or preset.cell_timeout_s
         given = {name: config.getoption(name.replace("-", "_"), None) for name in CHILD_OPTIONS}
         self.jobs: dict[Group, Job] = {}
         for cell in cells:
