@@ -168,6 +168,17 @@ def test_the_console_script_runs_a_smoke_sweep_outside_the_checkout(installed):
     assert len(merged["benchmarks"]) == 2  # train and infer
 
 
+def test_the_installed_score_finds_the_references_in_the_wheel(installed):
+    """`xfbench score` outside any checkout: the reference result sets are package data."""
+    from xfbench.report import score
+
+    home, env = installed
+    [ref] = [p for p in score.references() if p.name.startswith("2026-11-24-amd-epyc")]
+    proc = _run(["xfbench", "score", str(ref / "merged.json")], home, env)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert proc.stdout.startswith("machine score 1 (95 % CI") and ref.name in proc.stdout
+
+
 def test_pytest_pyargs_runs_a_suite_with_the_plugins_options(installed):
     home, env = installed
     out = home / "cell.json"

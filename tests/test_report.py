@@ -830,20 +830,78 @@ def test_the_machine_score_weighs_networks_equally_and_counts_failures(tmp_path,
     ref = runner_folder(
         tmp_path,
         "ref",
-        [entry("fcn5", [2.0], threads=t) for t in (1, 2)] + [entry("resnet56", [8.0], batch=128)],
+        [entry("fcn5", [2.0] * 3, threads=t) for t in (1, 2)]
+        + [entry("resnet56", [8.0] * 3, batch=128)],
     )
     # 2x faster on both fcn5 cells, 8x on resnet56: networks equal -> sqrt(2 * 8) = 4
     ours = runner_folder(
         tmp_path,
         "ours",
-        [entry("fcn5", [1.0], threads=t) for t in (1, 2)] + [entry("resnet56", [1.0], batch=128)],
+        [entry("fcn5", [1.0] * 3, threads=t) for t in (1, 2)]
+        + [entry("resnet56", [1.0] * 3, batch=128)],
         [failure("alexnet", "oom", "out of memory")],
     )
-    assert score_main([str(ours), "--reference", str(ref)]) == 0
+    assert score_main([str(ours), "--reference", str(ref), "--winners"]) == 0
     out = capsys.readouterr().out
-    assert out.startswith("score 4 against ref") and "3 cells of 2 networks" in out
-    assert "1 of 4 cells of RESULTS failed" in out
+    assert out.startswith("machine score 4 (95 % CI 4-4) against ref") and "2 workloads of 2" in out
+    assert "per-core score 4 (95 % CI 4-4): the same cells" in out and "3 cells of 2" in out
+    assert "1 of 4 cells of RESULTS failed (alexnet train torch (oom))" in out
+    assert "fcn5 train, PyTorch, fp32" in out and "PyTorch eager fp32, 1 thread, batch 16" in out
     assert score_main([str(ours), "--reference", str(tmp_path / "nowhere")]) == 1
+
+
+def _relabelled(tmp_path, name, relabel, factor):
+    """The checked-in reference's 2-thread cells, relabelled and made factor x faster (its
+    1-thread cells dropped): another machine at its best."""
+    from xfbench.report import score
+
+    [ref] = [p for p in score.references() if p.name.startswith("2026-11-24-amd-epyc")]
+    doc = json.loads((ref / "merged.json").read_text())
+    kept = []
+    for b in doc["benchmarks"]:
+        extra, stats = b["extra_info"], b["stats"]
+        if extra["threads"] != 2:
+            continue
+        relabel(extra)
+        stats["data"] = [x / factor for x in stats["data"]]
+        for k in ("median", "min", "max", "mean"):
+            stats[k] /= factor
+        extra["seconds_per_batch"] = stats["median"]
+        extra["ci_low_s"], extra["ci_high_s"] = min(stats["data"]), max(stats["data"])
+        kept.append(b)
+    doc["benchmarks"] = kept
+    folder = tmp_path / name
+    folder.mkdir()
+    (folder / "merged.json").write_text(json.dumps(doc))
+    return ref, folder
+
+
+def test_a_bigger_cpu_and_a_gpu_machine_score_at_their_best_with_an_interval(tmp_path, capsys):
+    """A machine whose cells share no column with the reference (16 threads, or cuda:0)
+    still gets a machine score: each workload at each machine's best. 4x faster at 16
+    threads scores about 4, 10x faster on a GPU about 10 (and is said to differ in kind),
+    each with a 95 % interval around it; neither has a per-core score."""
+    from xfbench.report import score
+
+    def sixteen(extra):
+        extra["threads"] = 16
+
+    def gpu(extra):
+        extra["device"], extra["device_name"] = "cuda:0", "NVIDIA H100 80GB HBM3"
+
+    for name, relabel, factor in (("big", sixteen, 4.0), ("gpu", gpu, 10.0)):
+        ref, folder = _relabelled(tmp_path, name, relabel, factor)
+        s = score.score(score.load_run(folder), score.load_run(ref))
+        m = s.machine
+        assert m.workloads == 27 and m.networks == 9 and s.per_core.value is None
+        assert m.value == pytest.approx(factor, rel=0.02)
+        assert m.low < m.value < m.high and m.high / m.low < 1.2 and not m.within_noise
+        assert m.differ_in_kind == (name == "gpu")
+        assert score.main([str(folder)]) == 0
+        out = capsys.readouterr().out
+        assert out.startswith(f"machine score {score.value_text(m)} against {ref.name}")
+        assert ("differ in kind" in out) == (name == "gpu")
+        assert "per-core score: none" in out and "too few for an interval" in out
 
 
 def test_table7_is_also_one_table_in_the_papers_order_with_ratios_to_the_fastest(tmp_path):
@@ -912,21 +970,50 @@ def test_published_anchors_stand_beside_our_cells_on_the_same_gpu(tmp_path):
 def test_the_checked_in_reference_scores_itself_one_and_a_sweep_prints_its_score(
     tmp_path, capsys, monkeypatch
 ):
-    """results/reference/ holds a whole command-1 run that loads and covers all nine
-    networks; a finished sweep prints its score against the reference sharing the most
-    cells, with the method, and prints nothing when none shares a cell."""
+    """The package holds a whole command-1 run that loads and covers all nine networks;
+    against itself both scores are 1 with an interval that holds 1 ("within noise"); a
+    finished sweep prints its scores against the reference sharing the most workloads,
+    and nothing when none shares one."""
     from xfbench.report import score
     from xfbench.runner.cli import _score
     from xfbench.runner.store import RunFolder
 
     [ref] = [p for p in score.references() if p.name.startswith("2026-11-24-amd-epyc")]
     s = score.score(score.load_run(ref), score.load_run(ref))
-    assert s.value == pytest.approx(1.0) and s.networks == 9 and s.failed == 0
+    for one in (s.machine, s.per_core):
+        assert one.value == pytest.approx(1.0) and one.networks == 9 and one.within_noise
+    assert s.failed == 0 and s.machine.workloads == 27 and s.per_core.workloads == 54
     _score(RunFolder(ref))
-    assert capsys.readouterr().out.startswith(f"score 1 against {ref.name} (above 1: faster)")
+    out = capsys.readouterr().out
+    assert out.startswith(f"machine score 1 (95 % CI {s.machine.low:.3g}-{s.machine.high:.3g})")
+    assert f", within noise against {ref.name} (above 1: faster)" in out
     monkeypatch.setattr(score, "REFERENCES", tmp_path / "none")
     _score(RunFolder(ref))
     assert capsys.readouterr().out == ""
+
+
+def test_the_report_opens_with_the_scores_energy_and_what_the_numbers_are(tmp_path):
+    """report.md and report.html start with the machine and per-core scores (interval,
+    method, reference, winning configurations), the energy status and the preset and
+    interval coverage of the numbers below; a cell whose interval is wider than its
+    target is marked; the CSV carries every cell's interval."""
+    _, folder = _relabelled(tmp_path, "big", lambda e: e.update(threads=16), 4.0)
+    render([folder], folder, ["md", "html", "csv"])
+    md = (folder / "report.md").read_text()
+    first = md.split("\n## ")[1]
+    assert first.startswith("Scores") and "machine score" in first and "(95 % CI" in first
+    assert "2026-11-24-amd-epyc-zen5-2c" in first and "best configuration per workload" in first
+    assert "| not measured " in first  # these records predate energy_reason
+    assert "preset table7, 3 timed rounds per cell" in first and "75 % coverage" in first
+    assert "PyTorch eager fp32, 16 threads, batch 16" in first
+    assert "§ wide: the median's interval is wider than ±2%" in md
+    html = (folder / "report.html").read_text()
+    assert html.index('id="scores"') < html.index('id="machines"')
+    rows = read_csv(folder / "report.csv")
+    assert all(
+        float(r["ci_low_s"]) <= float(r["seconds_per_batch"]) <= float(r["ci_high_s"]) for r in rows
+    )
+    assert {r["ci_level"] for r in rows} == {"0.75"}
 
 
 def test_side_by_side_plots_give_each_machine_its_own_colour(tmp_path, monkeypatch):
@@ -992,7 +1079,7 @@ def test_the_score_adds_energy_where_both_measured_it_and_a_price_per_1000(tmp_p
     assert score_main([str(ours), "--reference", str(ref), "--prices", str(prices)]) == 0
     out = capsys.readouterr().out
     assert "energy score 3 (above 1: more samples per kJ)" in out and "2 cells measured" in out
-    assert "score per $1,000: 0.5 (price $4,000, 2026-11-01, quote)" in out
+    assert "machine score per $1,000: 0.5 (price $4,000, 2026-11-01, quote)" in out
     other = tmp_path / "q.toml"
     other.write_text("[machines.nobody]\nwatts = 1\n")
     assert score_main([str(ours), "--reference", str(ref), "--prices", str(other)]) == 1

@@ -103,6 +103,7 @@ SHORTFALL_RATIO = 0.8
 
 CONTENDED_MARK = "\u2020"  # dagger
 SHORTFALL_MARK = "\u2021"  # double dagger
+WIDE_MARK = "\u00a7"  # section sign
 
 
 def read_proc_stat() -> str:
@@ -296,9 +297,12 @@ def contention_fields(meter: CpuMeter, threads_requested: int, on_cpu: bool) -> 
 
 
 def marks(record: dict) -> str:
-    """The marks to put beside a record's number: contended, thread shortfall."""
-    return (CONTENDED_MARK if record.get("contended") else "") + (
-        SHORTFALL_MARK if record.get("thread_shortfall") else ""
+    """The marks to put beside a record's number: contended, thread shortfall, and an
+    interval wider than its target."""
+    return (
+        (CONTENDED_MARK if record.get("contended") else "")
+        + (SHORTFALL_MARK if record.get("thread_shortfall") else "")
+        + (WIDE_MARK if record.get("ci_target_met") is False else "")
     )
 
 
@@ -315,5 +319,15 @@ def legend(records) -> list[str]:
         lines.append(
             f"{SHORTFALL_MARK} thread shortfall: fewer than {SHORTFALL_RATIO:g} x the "
             "requested threads were busy (threads_used)"
+        )
+    wide = [r for r in records if r.get("ci_target_met") is False]
+    if wide:
+        targets = sorted(
+            {r.get("ci_target") for r in wide if isinstance(r.get("ci_target"), float)}
+        )
+        lines.append(
+            f"{WIDE_MARK} wide: the median's interval is wider than "
+            + (f"±{targets[0]:.0%}" if len(targets) == 1 else "its target")
+            + " (ci_half_width over ci_target): more rounds, or a quieter machine, to trust it"
         )
     return lines

@@ -36,6 +36,7 @@ def render(
         render_html,
         render_md,
         scaling_plots,
+        score,
     )
     from xfbench.report.files import write_text
     from xfbench.report.load import load
@@ -43,6 +44,7 @@ def render(
     runs = [load(p) for p in results]
     price_table = procurement.load_prices(prices) if prices else None
     rep = model.build(runs, with_paper=with_paper, reference=reference, prices=price_table)
+    rep.scores = score.machine_scores(rep)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     generated = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")

@@ -72,6 +72,9 @@ class Result:
     reason: str = ""
     info: dict[str, Any] = field(default_factory=dict)  # extra_info as written
     source: str = ""
+    rounds: list[float] = field(default_factory=list)  # every timed round (stats.data)
+    copies: int = 1  # processes run at once (xfbench run --copies); median: theirs
+    copy_rounds: list[list[float]] = field(default_factory=list)  # each copy's rounds
 
     @property
     def ok(self) -> bool:
@@ -312,6 +315,14 @@ def _median(entry: dict) -> float:
     return float(median)
 
 
+def _rounds(data) -> list[float]:
+    """The positive, finite round times of a list (anything else: none)."""
+    if not isinstance(data, list):
+        return []
+    out = [_number(x) for x in data]
+    return [x for x in out if x is not None and x > 0] if all(out) else []
+
+
 def add_document(run: Run, doc: dict, source: str) -> None:
     """Add the entries and failures of one pytest-benchmark document (or one failure
     record) to a run; entries that cannot be used go to run.problems."""
@@ -370,6 +381,11 @@ def add_document(run: Run, doc: dict, source: str) -> None:
         result = _cell_result(extra, "ok", source)
         result.median = median
         result.info = extra
+        result.rounds = _rounds(entry.get("stats", {}).get("data"))
+        copies = extra.get("copy_rounds")
+        if isinstance(copies, list) and len(copies) > 1:
+            result.copy_rounds = [_rounds(c) or [median] for c in copies]
+            result.copies = len(result.copy_rounds)
         quoted = extra.get("seconds_per_batch")
         if isinstance(quoted, (int, float)) and not math.isclose(quoted, median, rel_tol=1e-9):
             run.problems.append(

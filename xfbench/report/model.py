@@ -304,6 +304,9 @@ class Report:
     with_paper: bool
     # data-parallel scaling and all-reduce results (report.scaling), apart from Table 7
     scaling: scaling.ScalingReport | None = None
+    # each machine's scores against its reference (report.score.Scores, None: no reference
+    # shares a workload), filled by report.render
+    scores: list[tuple[Machine, Any]] = field(default_factory=list)
 
 
 def format_seconds(value: float) -> str:

@@ -30,6 +30,7 @@ def render(report: Report, plots: dict, generated: str) -> str:
         "backends": tables.backends_table(report),
         "fastest": tables.fastest_table(report),
         "procurement_summary": tables.procurement_summary(report),
+        "answer": tables.answer_table(report),
         "compared": tables.machines_compared_table(report),
         "compact": tables.compact_table7(report),
         "summary": tables.summary_table(report),

@@ -91,8 +91,11 @@ def render(report: Report, plots: dict, out: Path, generated: str) -> str:
         f"Generated {generated}. {INTRO}",
         "",
     ]
+    answer = tables.answer_table(report)
+    if answer:  # the answer first: the scores, with what they rest on
+        lines += [table(answer, 2), ""]
     summary = tables.procurement_summary(report)
-    if summary:  # a buyer's answer first
+    if summary:  # then what money buys
         lines += [table(summary, 2), ""]
     fastest = tables.fastest_table(report)
     if fastest:  # the answer first

@@ -1,85 +1,277 @@
-"""`xfbench score RESULTS`: one number for a machine against a reference result set.
+"""`xfbench score RESULTS`: two numbers for a machine against a reference result set, each
+with its 95 % interval.
 
-The score is a weighted geometric mean, over the cells both measured, of the reference's
-median time over this machine's (above 1: faster than the reference). Each network
-weighs the same, however many cells it has (its cells' log ratios are averaged first),
-so a network measured at more thread counts does not count for more. The reference is a
-runner folder checked in under results/reference/ (the one sharing the most cells with
-RESULTS, unless --reference names one); the output names it, the cells compared, the
-weights, and how many of RESULTS' cells failed, since a machine that fails cells must not
-score well by leaving out its slow ones.
+- The **machine score** compares each machine at its best. A workload is (task, network,
+  framework, precision class: fp32, or mixed for bf16/fp16/tf32); each run's best
+  configuration of it is its lowest seconds per sample over thread counts, devices, modes,
+  batch sizes and copies (`xfbench run --copies`), and the workload's ratio is the
+  reference's best over this run's. The framework stays in the workload: a machine is
+  credited for its hardware, not for running a framework the reference did not.
+- The **per-core score** compares equal columns only: the same cell (network, framework,
+  mode, precision, batch) at the same thread count or on the same device, one process. On
+  two CPUs with equal thread counts it compares the speed of that many cores.
+
+Either is a weighted geometric mean of the ratios (above 1: faster than the reference).
+Each network weighs the same however many workloads it has (their log ratios are averaged
+first). The interval is a bootstrap over the timed rounds both runs recorded: each
+resample draws every cell's rounds again with replacement (each copy's, for a multi-copy
+cell), takes their medians, picks each workload's best again and recomputes the score;
+the 2.5th and 97.5th percentiles of BOOTSTRAP resamples bound it. It covers the noise
+within each run, not a difference between runs that no round saw (another boot, another
+placement in memory): docs/reports.md gives the run-to-run spread measured on one machine.
+
+The reference is a runner folder checked in under REFERENCES (the one sharing the most
+workloads with RESULTS, unless --reference names one). Failed cells of RESULTS are
+counted and named: a machine that fails cells must not score well by leaving them out.
 """
 
 from __future__ import annotations
 
 import math
 import sys
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
+
+import numpy as np
 
 from xfbench import options
 
-# In a checkout: results/reference/ beside the package.
-REFERENCES = Path(__file__).resolve().parents[2] / "results" / "reference"
-WEIGHTS = "each network equal (its cells' log ratios averaged first)"
+# Inside the package, so an installed wheel has them too (package data).
+REFERENCES = Path(__file__).resolve().parent / "references"
+WEIGHTS = "each network equal (its workloads' log ratios averaged first)"
+LEVEL = 0.95
+BOOTSTRAP = 2000
+SEED = 0  # the same resamples every time: the same RESULTS give the same interval
+METHOD = f"bootstrap over each cell's timed rounds ({BOOTSTRAP} resamples, percentile interval)"
+PRECISION_CLASS = {"fp32": "fp32", "tf32": "mixed", "bf16": "mixed", "fp16": "mixed"}
+WIDEST = 3
+# Rounds below which no interval of a cell's median reaches 95 % (harness.stats)
+ENOUGH_ROUNDS = 6  # workloads named as widening the interval most
+
+
+@dataclass(kw_only=True)
+class Winner:
+    """One workload of a score: each run's best configuration and the ratio."""
+
+    workload: str  # "ResNet-50 train, PyTorch, fp32"
+    network: str
+    here: str  # the winning configuration in RESULTS ("torch compile, 2 threads")
+    there: str  # and in the reference
+    ratio: float  # the reference's seconds per sample over RESULTS'
+    variance_share: float = 0.0  # of the log score's bootstrap variance
+    accelerator_here: bool = False
+    accelerator_there: bool = False
 
 
 @dataclass(kw_only=True)
 class Score:
-    value: float | None  # None when no cell is shared
-    cells: int  # cells compared
-    networks: int
+    kind: str  # "machine" or "per-core"
+    value: float | None  # None when no workload is shared
+    low: float | None = None
+    high: float | None = None
+    workloads: int = 0  # compared
+    networks: int = 0
+    winners: list[Winner] = field(default_factory=list)
+    widest: list[Winner] = field(default_factory=list)
+    min_rounds: int = 0  # the fewest timed rounds of any cell behind the score
+
+    @property
+    def within_noise(self) -> bool:
+        return self.low is not None and self.low <= 1 <= self.high
+
+    @property
+    def differ_in_kind(self) -> bool:
+        """Every winner of RESULTS on an accelerator and of the reference on the CPU, or
+        the other way round."""
+        here = {w.accelerator_here for w in self.winners}
+        there = {w.accelerator_there for w in self.winners}
+        return len(here) == 1 and len(there) == 1 and here != there
+
+
+@dataclass(kw_only=True)
+class Scores:
+    machine: Score
+    per_core: Score
     failed: int  # of RESULTS' cells
     total: int
+    failed_names: list[str]
     reference: str
-    energy: float | None = None  # the same mean over samples per kJ, where both measured it
+    energy: float | None = None  # per-core mean of samples per kJ, where both measured it
     energy_cells: int = 0
 
+    @property
+    def cells(self) -> int:
+        """How much RESULTS shares with the reference: to choose among references."""
+        return self.machine.workloads
 
-def _cells(run) -> dict:
-    from xfbench.report.model import block_key, row_key
 
-    out = {}
+# -- what a cell is worth: seconds per sample, from each copy's rounds ------------------
+
+
+@dataclass(kw_only=True)
+class Candidate:
+    result: object  # report.load.Result
+    rounds: list[list[float]]  # each copy's timed rounds (one list for one process)
+    batch: int
+
+    def seconds_per_sample(self, medians: list) -> np.ndarray | float:
+        """1 / the copies' aggregate samples per second, from each copy's median."""
+        return 1.0 / sum(self.batch / m for m in medians)
+
+    @property
+    def value(self) -> float:
+        return float(self.seconds_per_sample([float(np.median(r)) for r in self.rounds]))
+
+    def resampled(self, rng: np.random.Generator, n: int) -> np.ndarray:
+        medians = []
+        for rounds in self.rounds:
+            data = np.asarray(rounds, dtype=float)
+            draws = rng.integers(0, len(data), size=(n, len(data)))
+            medians.append(np.median(data[draws], axis=1))
+        return self.seconds_per_sample(medians)
+
+
+def candidate(r) -> Candidate | None:
+    if not r.ok or r.median <= 0 or r.batch_size <= 0:
+        return None
+    rounds = r.copy_rounds or [r.rounds or [r.median]]
+    return Candidate(result=r, rounds=rounds, batch=r.batch_size)
+
+
+def configuration(r) -> str:
+    """How a cell ran, in words: framework, mode, precision, where, copies, batch."""
+    from xfbench.report.model import display
+
+    where = r.device_name if r.accelerator else f"{r.threads} thread{'s' * (r.threads != 1)}"
+    if r.copies > 1:
+        where = f"{r.copies} copies x {where}"
+    return f"{display(r.framework)} {r.mode} {r.precision}, {where}, batch {r.batch_size}"
+
+
+def workload_key(r) -> tuple | None:
+    """The machine score's workload of a cell (None: not scored)."""
+    cls = PRECISION_CLASS.get(r.precision)
+    if cls is None:
+        return None
+    return (r.task, r.network, r.scale, r.data, r.framework, cls)
+
+
+def cell_key(r) -> tuple | None:
+    """The per-core score's cell: one process, the same column."""
+    from xfbench.report.model import block_key, col_key, row_key
+
+    return None if r.copies > 1 else (block_key(r), row_key(r), col_key(r))
+
+
+def _name(key: tuple, kind: str) -> str:
+    from xfbench.report.model import display
+
+    if kind == "machine":
+        task, network, scale, data, framework, cls = key
+        extra = "".join(f", {x}" for x in (scale, data) if x not in ("full", "resident"))
+        return f"{network} {task}, {display(framework)}, {cls}{extra}"
+    (task, network, batch, _), (framework, mode, precision, _), (kind_, where) = key
+    where = f"{where} threads" if kind_ == "cpu" else where
+    return f"{network} {task}, {display(framework)} {mode} {precision}, {where}"
+
+
+def _best(run, key_fn: Callable) -> dict[tuple, list[Candidate]]:
+    out: dict[tuple, list[Candidate]] = {}
     for r in run.results:
-        if r.ok and r.median > 0:
-            col = ("acc", r.device) if r.accelerator else ("cpu", r.threads)
-            out[(block_key(r), row_key(r), col)] = r
+        k, c = key_fn(r), candidate(r)
+        if k is not None and c is not None:
+            out.setdefault(k, []).append(c)
     return out
 
 
-def score(results, reference) -> Score:
-    """results and reference: report.load Runs."""
-    mine, ref = _cells(results), _cells(reference)
-    by_network: dict[str, list[float]] = {}
-    for k, r in mine.items():
-        if k in ref:
-            by_network.setdefault(k[0][1], []).append(math.log(ref[k].median / r.median))
-    value, cells = _mean(by_network)
-    # samples per kJ, measured in both runs (never a typed wattage)
-    by_network_energy: dict[str, list[float]] = {}
-    for k, r in mine.items():
-        a, b = r.info.get("samples_per_kj"), ref[k].info.get("samples_per_kj") if k in ref else None
-        if isinstance(a, int | float) and isinstance(b, int | float) and a > 0 and b > 0:
-            by_network_energy.setdefault(k[0][1], []).append(math.log(a / b))
-    energy, energy_cells = _mean(by_network_energy)
-    failed = sum(1 for f in results.results if not f.ok)
+def compare(results, reference, kind: str) -> Score:
+    """One score of RESULTS against the reference (report.load Runs)."""
+    key_fn = workload_key if kind == "machine" else cell_key
+    mine, ref = _best(results, key_fn), _best(reference, key_fn)
+    shared = sorted(k for k in mine if k in ref)
+    if not shared:
+        return Score(kind=kind, value=None)
+    rng = np.random.default_rng(SEED)
+    by_network: dict[str, list[int]] = {}
+    logs, draws, winners = [], [], []
+    for i, k in enumerate(shared):
+        a, b = min(mine[k], key=lambda c: c.value), min(ref[k], key=lambda c: c.value)
+        logs.append(math.log(b.value / a.value))
+        # each resample picks the best again: the winner is part of what is uncertain
+        best_a = np.min([c.resampled(rng, BOOTSTRAP) for c in mine[k]], axis=0)
+        best_b = np.min([c.resampled(rng, BOOTSTRAP) for c in ref[k]], axis=0)
+        draws.append(np.log(best_b / best_a))
+        network = a.result.network
+        by_network.setdefault(network, []).append(i)
+        winners.append(
+            Winner(
+                workload=_name(k, kind),
+                network=network,
+                here=configuration(a.result),
+                there=configuration(b.result),
+                ratio=b.value / a.value,
+                accelerator_here=a.result.accelerator,
+                accelerator_there=b.result.accelerator,
+            )
+        )
+    logs_a, draws_a = np.asarray(logs), np.asarray(draws)  # (workloads,), (workloads, B)
+    # weights: each network 1/networks, shared equally among its workloads
+    weights = np.zeros(len(shared))
+    for idx in by_network.values():
+        weights[idx] = 1.0 / len(by_network) / len(idx)
+    value = math.exp(float(weights @ logs_a))
+    resamples = np.exp(weights @ draws_a)
+    tail = (1 - LEVEL) / 2 * 100
+    low, high = np.percentile(resamples, [tail, 100 - tail])
+    # what widens it: each workload's share of the log score's variance (its own
+    # variance, weighted; the workloads' rounds are drawn independently)
+    parts = weights**2 * draws_a.var(axis=1)
+    total = parts.sum()
+    for w, p in zip(winners, parts, strict=True):
+        w.variance_share = float(p / total) if total > 0 else 0.0
+    rounds = [
+        len(r)
+        for k in shared
+        for c in mine[k] + ref[k]
+        for r in c.rounds
+        if c.result.rounds or c.result.copy_rounds
+    ]
     return Score(
+        kind=kind,
         value=value,
-        cells=cells,
+        low=float(low),
+        high=float(high),
+        workloads=len(shared),
         networks=len(by_network),
-        failed=failed,
-        total=len(results.results),
-        reference=reference.name,
-        energy=energy,
-        energy_cells=energy_cells,
+        winners=winners,
+        widest=sorted(winners, key=lambda w: -w.variance_share)[:WIDEST],
+        min_rounds=min(rounds, default=1),
     )
 
 
-def _mean(by_network: dict[str, list[float]]) -> tuple[float | None, int]:
-    """exp of the mean over networks of each network's mean log ratio, and the cells."""
-    means = [sum(v) / len(v) for v in by_network.values()]
-    value = math.exp(sum(means) / len(means)) if means else None
-    return value, sum(len(v) for v in by_network.values())
+def score(results, reference) -> Scores:
+    """results and reference: report.load Runs."""
+    failed = [r for r in results.results if not r.ok]
+    # samples per kJ, measured in both runs (never a typed wattage), cell by cell
+    mine, ref = _best(results, cell_key), _best(reference, cell_key)
+    by_network_energy: dict[str, list[float]] = {}
+    for k, cs in mine.items():
+        a = cs[0].result.info.get("samples_per_kj")
+        b = ref[k][0].result.info.get("samples_per_kj") if k in ref else None
+        if isinstance(a, int | float) and isinstance(b, int | float) and a > 0 and b > 0:
+            by_network_energy.setdefault(k[0][1], []).append(math.log(a / b))
+    means = [sum(v) / len(v) for v in by_network_energy.values()]
+    return Scores(
+        machine=compare(results, reference, "machine"),
+        per_core=compare(results, reference, "per-core"),
+        failed=len(failed),
+        total=len(results.results),
+        failed_names=[f"{r.network} {r.task} {r.framework} ({r.status})" for r in failed],
+        reference=reference.name,
+        energy=math.exp(sum(means) / len(means)) if means else None,
+        energy_cells=sum(len(v) for v in by_network_energy.values()),
+    )
 
 
 def references() -> list[Path]:
@@ -92,15 +284,77 @@ def load_run(path):
     return load(path)
 
 
-def describe(s: Score, price: dict | None = None) -> str:
-    """The score line, with its method: what is averaged, over what, weighted how; then
-    the energy score where both runs measured energy, and the score per $1,000 of a
-    purchase price from a prices file (with its date and source)."""
+def best_reference(run, candidates=None) -> Scores | None:
+    """The score against the reference sharing the most workloads (None: none shares)."""
+    scores = [score(run, load_run(c)) for c in (candidates or references())]
+    best = max(scores, key=lambda s: s.cells, default=None)
+    return best if best is not None and best.machine.value is not None else None
+
+
+def machine_scores(report) -> list[tuple]:
+    """(machine, Scores or None) for each machine of a report (report.model.Report), each
+    against the checked-in reference sharing the most workloads with it."""
+    from xfbench.report.load import Run
+
+    refs = [load_run(p) for p in references()]
+    out = []
+    for m in report.machines:
+        run = Run(name=m.short, path="", machine={}, results=[r for x in m.runs for r in x.results])
+        scores = [score(run, ref) for ref in refs if ref.path != m.runs[0].path]
+        best = max(scores, key=lambda s: s.cells, default=None)
+        out.append((m, best if best is not None and best.machine.value is not None else None))
+    return out
+
+
+def value_text(s: Score) -> str:
+    """ "4.02 (95 % CI 3.81-4.25)", and ", within noise" when the interval holds 1."""
+    text = f"{s.value:.3g} ({LEVEL * 100:.0f} % CI {s.low:.3g}-{s.high:.3g})"
+    return text + (", within noise" if s.within_noise else "")
+
+
+def interval_note(s: Score) -> str:
+    """What the interval rests on, and what it leaves out."""
+    note = f"interval: {METHOD}"
+    if s.min_rounds < ENOUGH_ROUNDS:
+        note += (
+            f"; some cells have only {s.min_rounds} rounds (below {ENOUGH_ROUNDS}, even a "
+            "cell's range covers its median less than 95 % of the time), too few for an "
+            "interval to rest a purchase on: --preset procurement times enough"
+        )
+    return note + "; run-to-run differences are not in it (docs/reports.md)"
+
+
+def describe(s: Scores, price: dict | None = None) -> str:
+    """The scores with their intervals and method, the winning configurations, the
+    failures, the energy score and the score per $1,000 of a price from a prices file."""
+    m, c = s.machine, s.per_core
     lines = [
-        f"score {s.value:.3g} against {s.reference} (above 1: faster): geometric mean of "
-        f"the reference's seconds over these, {s.cells} cells of {s.networks} networks, "
-        f"weights: {WEIGHTS}; {s.failed} of {s.total} cells of RESULTS failed"
+        f"machine score {value_text(m)} against {s.reference} (above 1: faster): each "
+        f"machine at its best on {m.workloads} workloads of {m.networks} networks (network, "
+        f"task, framework, precision class), the geometric mean of the reference's seconds "
+        f"per sample over these, weights: {WEIGHTS}; {s.failed} of {s.total} cells of "
+        "RESULTS failed" + (f" ({', '.join(s.failed_names[:5])})" if s.failed_names else "")
     ]
+    if m.differ_in_kind:
+        here = "accelerators" if m.winners[0].accelerator_here else "CPUs"
+        there = "accelerators" if m.winners[0].accelerator_there else "CPUs"
+        lines.append(
+            f"  the two differ in kind: this machine is at its best on {here}, the "
+            f"reference on {there}"
+        )
+    if c.value is not None:
+        lines.append(
+            f"per-core score {value_text(c)}: the same cells at the same thread count or "
+            f"device, one process, {c.workloads} cells of {c.networks} networks"
+        )
+    else:
+        lines.append("per-core score: none (no cell at the same thread count or device)")
+    lines.append(f"{interval_note(m)}")
+    if m.widest and len(m.winners) > 1:
+        lines.append(
+            "widest: "
+            + "; ".join(f"{w.workload} ({w.variance_share:.0%} of its variance)" for w in m.widest)
+        )
     if s.energy is not None:
         lines.append(
             f"energy score {s.energy:.3g} (above 1: more samples per kJ): the same mean of "
@@ -110,10 +364,20 @@ def describe(s: Score, price: dict | None = None) -> str:
         lines.append("energy score: none (energy was not measured in both runs)")
     if price and price.get("price_usd"):
         lines.append(
-            f"score per $1,000: {s.value / price['price_usd'] * 1000:.3g} (price "
+            f"machine score per $1,000: {m.value / price['price_usd'] * 1000:.3g} (price "
             f"${price['price_usd']:,.0f}, {price.get('price_date')}, {price.get('price_source')})"
         )
     return "\n".join(lines)
+
+
+def winners_table(s: Score) -> str:
+    """The machine score's workloads: each run's best configuration and the ratio."""
+    from tabulate import tabulate
+
+    rows = [[w.workload, w.here, w.there, f"{w.ratio:.3g}"] for w in s.winners]
+    return tabulate(
+        rows, headers=["workload", "best here", "best in the reference", "ratio"], tablefmt="github"
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -121,19 +385,23 @@ def main(argv: list[str] | None = None) -> int:
 
     p = options.ArgumentParser(
         prog="xfbench score",
-        description="One number for RESULTS against a reference result set: the weighted "
-        "geometric mean of the reference's seconds over these.",
+        description="RESULTS against a reference result set: the machine score (each "
+        "workload at each machine's best) and the per-core score (equal columns), each "
+        "with its 95 %% interval.",
     )
     p.add_argument("results", help="a runner folder or pytest-benchmark JSON file")
     p.add_argument(
         "--reference",
-        help="a reference runner folder (default: the one under results/reference/ that "
-        "shares the most cells with RESULTS)",
+        help="a reference runner folder (default: the one checked in with xfbench that "
+        "shares the most workloads with RESULTS)",
     )
     p.add_argument(
         "--prices",
         help="a prices file (as xfbench report --prices) giving RESULTS' machine a "
         "purchase price: adds the score per $1,000",
+    )
+    p.add_argument(
+        "--winners", action="store_true", help="list every workload's best configurations"
     )
     args = options.parse_command_line(p, argv)
     if isinstance(args, int):
@@ -147,15 +415,13 @@ def main(argv: list[str] | None = None) -> int:
                 file=sys.stderr,
             )
             return 2
-        scores = [score(run, load(c)) for c in candidates]
+        best = best_reference(run, candidates)
     except LoadError as e:
         print(f"xfbench score: {e}", file=sys.stderr)
         return 1
-    best = max(scores, key=lambda s: s.cells)
-    if best.value is None:
-        print(
-            f"xfbench score: {args.results} shares no cell with {best.reference}", file=sys.stderr
-        )
+    if best is None:
+        names = ", ".join(Path(c).name for c in candidates)
+        print(f"xfbench score: {args.results} shares no workload with {names}", file=sys.stderr)
         return 1
     price = None
     if args.prices:
@@ -172,4 +438,7 @@ def main(argv: list[str] | None = None) -> int:
             return 1
         price = machine.prices
     print(describe(best, price))
+    if args.winners:
+        print()
+        print(winners_table(best.machine))
     return 0

@@ -108,6 +108,125 @@ def machines_table(report: Report) -> Table:
     )
 
 
+def energy_status(m) -> str:
+    """Whether a machine's cells measured their energy: how many, by what method, or why
+    not (the records' energy_reason)."""
+    infos = [r.info for r in m.results.values()]
+    measured = [i for i in infos if isinstance(i.get("samples_per_kj"), int | float)]
+    if measured:
+        methods = sorted({str(i.get("energy_method")) for i in measured})
+        return f"measured in {len(measured)} of {len(infos)} cells ({', '.join(methods)})"
+    reasons = sorted({str(i["energy_reason"]) for i in infos if i.get("energy_reason")})
+    return "not measured" + (f": {'; '.join(reasons)}" if reasons else "")
+
+
+def numbers_status(m) -> str:
+    """The preset and rounds of a machine's cells and the coverage of their ± intervals."""
+    from xfbench.harness.stats import METHOD
+
+    infos = [r.info for r in m.results.values()]
+    presets = sorted({str(i["preset"]) for i in infos if i.get("preset")})
+    rounds = sorted({r.info.get("rounds") for r in m.results.values()} - {None})
+    levels = sorted({i["ci_level"] for i in infos if isinstance(i.get("ci_level"), int | float)})
+    text = f"preset {', '.join(presets) or '?'}"
+    if rounds:
+        text += f", {rounds[0]}" + (f" to {rounds[-1]}" if rounds[-1] != rounds[0] else "")
+        text += " timed rounds per cell"
+    if levels:
+        text += (
+            f"; ± is half the median's interval at {_levels(levels)} coverage ({METHOD}; "
+            "95 % needs 6 rounds or more)"
+        )
+    return text
+
+
+def _levels(levels: list[float]) -> str:
+    low, high = levels[0] * 100, levels[-1] * 100
+    return f"{low:.0f} %" if round(low) == round(high) else f"{low:.0f} % to {high:.0f} %"
+
+
+def answer_table(report: Report) -> Table | None:
+    """The report's opening: each machine's machine score and per-core score against its
+    reference, with intervals, what energy was measured and what the numbers below are;
+    under it, each machine's winning configurations."""
+    from xfbench.report import score
+
+    if not report.scores:
+        return None
+    several = len(report.machines) > 1
+    rows, subs, notes = [], [], []
+    for m, s in report.scores:
+        if s is None:
+            machine = per_core = Text("no reference shares a workload")
+            ref = Text("")
+        else:
+            machine = Text(score.value_text(s.machine))
+            per_core = Text(score.value_text(s.per_core) if s.per_core.value else "none")
+            ref = Text(s.reference)
+            if s.machine.differ_in_kind:
+                notes.append(f"{m.tag or m.label}: the machine and its reference differ in kind")
+            subs.append(
+                Table(
+                    f"{m.tag + ': ' if several else ''}best configuration per workload "
+                    f"(against {s.reference})",
+                    ["workload", "best here", "best in the reference", "ratio"],
+                    [
+                        [Text(w.workload), Text(w.here), Text(w.there), Text(f"{w.ratio:.3g}")]
+                        for w in s.machine.winners
+                    ],
+                    text_cols=3,
+                    caption=(
+                        "Widest: "
+                        + "; ".join(
+                            f"{w.workload} ({w.variance_share:.0%} of the interval's variance)"
+                            for w in s.machine.widest
+                        )
+                        + f". {s.failed} of {s.total} cells failed"
+                        + (f": {', '.join(s.failed_names)}" if s.failed_names else "")
+                        + "."
+                    ),
+                )
+            )
+        rows.append(
+            ([Text(m.tag)] if several else [])
+            + [
+                Text(m.label),
+                machine,
+                per_core,
+                ref,
+                Text(energy_status(m)),
+                Text(numbers_status(m)),
+            ]
+        )
+    first = next((s for _, s in report.scores if s is not None), None)
+    caption = (
+        "Machine score: each workload (network, task, framework, precision class) at each "
+        "machine's best configuration (threads, device, mode, batch, copies), the geometric "
+        "mean of the reference's seconds per sample over this machine's, each network "
+        "weighing the same; above 1 is faster. Per-core score: the same cells at the same "
+        "thread count or device, one process. "
+        + (score.interval_note(first.machine) + ". " if first else "")
+        + " ".join(f"{n}." for n in notes)
+    )
+    return Table(
+        "Scores",
+        (["tag"] if several else [])
+        + [
+            "machine",
+            "machine score",
+            "per-core score",
+            "reference",
+            "energy",
+            "numbers below",
+        ],
+        rows,
+        caption=caption,
+        anchor="scores",
+        text_cols=7 if several else 6,
+        sub=subs,
+    )
+
+
 def verdict(a, b) -> str:
     """How two timed results compare: "1.45x (CI 1.38-1.52x)" when a is faster beyond
     noise, else "within noise (1.02x, CI 0.97-1.08x)"; the ratio is b's time over a's."""

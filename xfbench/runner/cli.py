@@ -188,21 +188,16 @@ def _report(folder: RunFolder) -> None:
 
 
 def _score(folder: RunFolder) -> None:
-    """This machine's score against the checked-in reference result set sharing the most
-    cells with the run (report/score.py), or nothing when none shares a cell."""
+    """This machine's scores against the checked-in reference result set sharing the most
+    workloads with the run (report/score.py), or nothing when none shares one."""
     from xfbench.report import score
 
     try:
-        run = score.load_run(folder.root)
-        best = max(
-            (score.score(run, score.load_run(ref)) for ref in score.references()),
-            key=lambda s: s.cells,
-            default=None,
-        )
+        best = score.best_reference(score.load_run(folder.root))
     except Exception as e:  # the results are on disk: a score that fails only says so
         print(f"xfbench score did not finish ({type(e).__name__}: {e})", file=sys.stderr)
         return
-    if best is not None and best.value is not None:
+    if best is not None:
         print(score.describe(best))
 
 
