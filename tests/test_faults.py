@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-REFERENCE = next((ROOT / "results" / "reference").glob("*/cells")).parent
+REFERENCE = next((ROOT / "xfbench" / "report" / "references").glob("*/merged.json")).parent
 
 
 def _with_file_limit(limit: int, *args: str) -> subprocess.CompletedProcess:

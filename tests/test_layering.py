@@ -17,8 +17,13 @@ PACKAGE = ROOT / "xfbench"
 # Bottom to top. A module may import the layers below its own; within the suites layer,
 # only the root plugin (every suite's options and fixtures).
 LAYERS = (
-    ("models", "frameworks", "errors"),  # what is measured, by which frameworks; "cannot"
-    ("machine", "records", "options"),  # the machine; what a record holds; every option
+    # what is measured, by which frameworks; "cannot"; the CPUs' layout (sysfs only)
+    ("models", "frameworks", "errors", "topology"),
+    (
+        "machine",
+        "records",
+        "options",
+    ),  # the machine and its CPUs' layout; what a record holds; every option
     ("exchange",),  # ONNX files and graphs of the specs, and ONNX Runtime as reference
     ("data",),  # the real data sets: readers, sources, the shared sample order
     ("adapters",),  # how each framework runs a spec

@@ -15,6 +15,8 @@ import sys
 
 import psutil
 
+from xfbench import topology
+
 # Distributions whose versions every run records (whichever are installed).
 PACKAGES = (
     "numpy",
@@ -229,6 +231,8 @@ def describe() -> dict:
         "cores_physical": psutil.cpu_count(logical=False),
         "cores_logical": psutil.cpu_count(logical=True),
         "cpus_allowed": len(os.sched_getaffinity(0)),
+        # sockets, NUMA nodes, L3 domains, SMT siblings of the CPUs this process may use
+        "topology": topology.describe(),
         "memory_bytes": psutil.virtual_memory().total,
         "gpus": gpus(),
         "os": platform.platform(),

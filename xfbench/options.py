@@ -123,9 +123,20 @@ OPTIONS: tuple[Option, ...] = (
         selection=True,
     ),
     Option(
+        name="copies",
+        values="`N` or `auto`: run each CPU cell as N copies at once, each its own process "
+        "pinned to its own CPUs with --threads threads, and record their aggregate "
+        "samples/s (the whole machine's throughput); `auto`: one copy per group of that "
+        "many physical cores, groups kept inside one NUMA node and L3 domain",
+        default="one process a cell",
+        pytest=False,
+        run=("single",),
+    ),
+    Option(
         name="preset",
         values="one of `paper` (Table 7 sizes, 10 s of timed steps a cell), `quick` "
-        "(Table 7 sizes, 1 s), `table7` (Table 7's CPU columns), `smoke` (tiny, for tests)",
+        "(Table 7 sizes, 1 s), `table7` (Table 7's CPU columns), `procurement` (table7 with 10 "
+        "timed rounds, for the scores), `smoke` (tiny, for tests)",
         default="paper",
         run=ALL,
         child=True,
@@ -250,7 +261,7 @@ OPTIONS: tuple[Option, ...] = (
         name="cell-timeout",
         values="seconds one cell may take, a number above 0 (pytest: a group run in a child "
         "process, and each scaling or all-reduce cell's workers)",
-        default="the preset's: smoke 120, quick 900, table7 900, paper 3600",
+        default="the preset's: smoke 120, quick 900, table7 900, procurement 1800, paper 3600",
         run=ALL,
         group="sweep",
         metavar="SECONDS",
@@ -492,6 +503,18 @@ ENVIRONMENT: tuple[Variable, ...] = (
     Variable(
         name="XFBENCH_MARKER",
         meaning="the file a runner's child names the cell in flight in",
+        who="xfbench",
+    ),
+    Variable(
+        name="XFBENCH_COPY",
+        meaning="`INDEX/COUNT`: this runner's child is one of COUNT copies of its cells run "
+        "at once (--copies)",
+        who="xfbench",
+    ),
+    Variable(
+        name="XFBENCH_COPY_DIR",
+        meaning="the folder where the copies of --copies meet before and after each cell's "
+        "timed rounds",
         who="xfbench",
     ),
     Variable(

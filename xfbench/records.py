@@ -89,6 +89,56 @@ def _inferred(record: dict) -> str | None:
     return None
 
 
+# xfbench run --copies (harness/copies.py, runner/copies.py): each copy's own record
+# (under copies/ in the results folder) and the cell's record made from them.
+COPIES_WHEN = "xfbench run --copies"
+COPY_OWN = "each copy's own record (--copies)"
+COPIES = (
+    Field("copy_index", "int", "which copy measured this record, from 0", when=COPY_OWN),
+    Field(
+        "copy_window_s",
+        "list",
+        "[start, end] of this copy's timed rounds, seconds since the epoch",
+        when=COPY_OWN,
+    ),
+    Field(
+        "copies", "int", "copies of the cell run at once, each its own process", when=COPIES_WHEN
+    ),
+    Field("copy_cpus", "list", "the CPUs each copy was pinned to", when=COPIES_WHEN),
+    Field("copy_rounds", "list", "each copy's timed rounds, seconds", when=COPIES_WHEN),
+    Field("copy_medians_s", "list", "each copy's median seconds per mini-batch", when=COPIES_WHEN),
+    Field(
+        "copy_windows_s",
+        "list",
+        "each copy's [start, end] of its timed rounds, seconds since the epoch",
+        when=COPIES_WHEN,
+    ),
+    Field(
+        "aggregate_samples_per_s",
+        "float",
+        "the copies' samples per second together: the sum of batch_size over each copy's median",
+        when=COPIES_WHEN,
+    ),
+    Field(
+        "copies_spread",
+        "float",
+        "(slowest - fastest copy's median) over the median of the copies' medians",
+        when=COPIES_WHEN,
+    ),
+    Field(
+        "copies_overlap",
+        "float | null",
+        "the time all copies were timed at once over the time any was",
+        when=COPIES_WHEN,
+    ),
+    Field(
+        "copies_together",
+        "bool",
+        "every copy started its timed rounds together (false: one waited in vain, 300 s)",
+        when=f"{COPIES_WHEN}, and {COPY_OWN}",
+    ),
+)
+
 # --data real (harness/measure.py): absent from synthetic-data records.
 REAL = "--data real"
 REAL_DATA = tuple(
@@ -323,6 +373,7 @@ NETWORK_CELL = CELL + (
     *CONTENTION,
     *ENERGY,
     *REAL_DATA,
+    *COPIES,
     Field("threads_config", "object", "CPUs allowed and what the framework reports it uses"),
     Field("versions", "object", "library and runtime versions"),
     Field("cpu_model", "str", "the CPU's model name, as the CPU reports it"),

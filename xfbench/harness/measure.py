@@ -18,7 +18,7 @@ from xfbench import machine, records
 from xfbench.adapters import Cell, get_adapter
 from xfbench.data.readers import DataError, one_line
 from xfbench.errors import CannotRun
-from xfbench.harness import memory, stats
+from xfbench.harness import copies, memory, stats
 from xfbench.harness.energy import EnergyMeter
 from xfbench.harness.memory import peak_rss_bytes, reset_peak_rss
 from xfbench.harness.presets import Preset
@@ -138,6 +138,8 @@ def measure(
             )
         if real is None:
             raise CannotRun("--data real needs --data-dir")
+    copy = copies.Copy.from_env()  # one of several copies run at once (--copies)
+    name = f"{cell.task}-{cell.id}"
     own_peak = reset_peak_rss()
     t0 = time.perf_counter()
     adapter, spec, work = build(cell, weights=weights)
@@ -172,8 +174,13 @@ def measure(
             timer.steps.clear()
         # a real-data cell's loader worker processes are its own work, not contention
         own_children = timer is not None
+        together = copy.meet(name, "start", copies.WAIT_S) if copy else None
+        window = time.time()
         with CpuMeter(children=own_children) as meter, EnergyMeter(cell.device) as energy:
             benchmark.pedantic(step, rounds=rounds, iterations=1, warmup_rounds=0)
+        window = [window, time.time()]
+        if copy:  # the load stays on until every copy has finished its rounds
+            copy.meet(name, "end", max(30.0, 3 * (window[1] - window[0])), step=work.step)
         record = _record(
             benchmark,
             cell,
@@ -198,6 +205,8 @@ def measure(
             )
         record.update(compiled)
         record.update(_confidence(benchmark, ci_target, chosen_by))
+        if copy:
+            record.update(copy_index=copy.index, copy_window_s=window, copies_together=together)
         benchmark.extra_info.update(record)
         return record
     finally:

@@ -247,6 +247,7 @@ def _cell_result(cell: dict, status: str, source: str) -> Result:
         scale=str(cell.get("scale", "full")),
         status=status,
         source=source,
+        copies=max(1, _int(cell.get("copies"), 1)),
     )
 
 

@@ -61,6 +61,8 @@ class Machine:
     gemm: list[dict] = field(default_factory=list)
     equivalence: list[dict] = field(default_factory=list)
     prices: dict[str, float] = field(default_factory=dict)
+    # cells run as several copies at once (--copies), ok or failed: not Table 7's cells
+    copies: list[Result] = field(default_factory=list)
 
     @property
     def names(self) -> list[str]:
@@ -103,7 +105,7 @@ def group_machines(runs: list[Run]) -> tuple[list[Machine], list[str]]:
     machines: list[Machine] = []
     notes: list[str] = []
     for run in runs:
-        keys = {(block_key(r), row_key(r), col_key(r)) for r in run.results}
+        keys = {(block_key(r), row_key(r), col_key(r)) for r in run.results if r.copies == 1}
         target = next(
             (
                 m
@@ -127,6 +129,9 @@ def group_machines(runs: list[Run]) -> tuple[list[Machine], list[str]]:
         target.equivalence += run.equivalence
         for r in run.results:
             key = (block_key(r), row_key(r), col_key(r))
+            if r.copies > 1:
+                target.copies.append(r)
+                continue
             if not r.ok:
                 target.failures.append(r)
                 continue

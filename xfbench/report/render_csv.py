@@ -61,6 +61,12 @@ COLUMNS = (
     "input_bound",
     "loader_workers",
     "epoch_s",
+    "copies",
+    "copy_cpus",
+    "copy_medians_s",
+    "aggregate_samples_per_s",
+    "copies_spread",
+    "copies_overlap",
     "energy_method",
     "energy_j",
     "joules_per_sample",
@@ -129,6 +135,21 @@ def rows(report: Report) -> list[dict]:
             run = next((run.name for run in m.runs if f in run.results), "")
             out.append(
                 {"source": "xfbench", "machine": m.label, "host": m.host, "run": run, **_cell(f)}
+            )
+        for r in m.copies:  # several copies at once: a row each, beside the others
+            run = next((run.name for run in m.runs if r in run.results), "")
+            own = {k: r.info.get(k) for k in RECORD_COLUMNS} if r.ok else {}
+            out.append(
+                {
+                    **own,
+                    "source": "xfbench",
+                    "machine": m.label,
+                    "host": m.host,
+                    "run": run,
+                    **_cell(r),
+                    "seconds_per_batch": r.median,
+                    "copies": r.copies,
+                }
             )
     order = {b.key: i for i, b in enumerate(report.blocks)}
 

@@ -41,6 +41,7 @@ def render(report: Report, plots: dict, generated: str) -> str:
         "footnotes": tables.footnote_lines(report),
         "details": [t for t in (tables.details_table(report, b) for b in report.blocks) if t],
         "procurement": tables.procurement_table(report),
+        "copies": tables.copies_table(report),
         "gemm": tables.gemm_table(report),
         "anchors": anchors.anchors_table(report),
         "plots": [

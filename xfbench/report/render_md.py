@@ -137,6 +137,9 @@ def render(report: Report, plots: dict, out: Path, generated: str) -> str:
         t = tables.details_table(report, block)
         if t:
             lines += [table(t), ""]
+    copies = tables.copies_table(report)
+    if copies:
+        lines += [table(copies, 2), ""]
     lines += scaling_section(report, plots, out)
     for t in (
         tables.procurement_table(report),

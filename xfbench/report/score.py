@@ -291,6 +291,11 @@ def best_reference(run, candidates=None) -> Scores | None:
     return best if best is not None and best.machine.value is not None else None
 
 
+def _folder(path: str) -> Path:
+    p = Path(path).resolve()
+    return p.parent if p.name == "merged.json" else p
+
+
 def machine_scores(report) -> list[tuple]:
     """(machine, Scores or None) for each machine of a report (report.model.Report), each
     against the checked-in reference sharing the most workloads with it."""
@@ -300,7 +305,9 @@ def machine_scores(report) -> list[tuple]:
     out = []
     for m in report.machines:
         run = Run(name=m.short, path="", machine={}, results=[r for x in m.runs for r in x.results])
-        scores = [score(run, ref) for ref in refs if ref.path != m.runs[0].path]
+        # a reference is not scored on itself (given as its folder or its merged.json)
+        own = {_folder(x.path) for x in m.runs}
+        scores = [score(run, ref) for ref in refs if _folder(ref.path) not in own]
         best = max(scores, key=lambda s: s.cells, default=None)
         out.append((m, best if best is not None and best.machine.value is not None else None))
     return out

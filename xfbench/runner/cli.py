@@ -19,6 +19,7 @@ from xfbench import options
 from xfbench.errors import UsageError
 from xfbench.records import RecordError
 from xfbench.runner import suites
+from xfbench.runner.copies import run_copies
 from xfbench.runner.group import Job, key, run_group
 from xfbench.runner.plan import Plan, default_timeout, make_plan
 from xfbench.runner.progress import SweepProgress
@@ -160,7 +161,8 @@ def sweep(args, plan: Plan, folder: RunFolder) -> int:
             for job in plan.jobs:
                 job_todo = [c for c in job.cells if key(c) in todo_keys]
                 if job_todo:
-                    run_group(Job(job.group, job_todo, job.options), folder, timeout, on_poll)
+                    part = Job(job.group, job_todo, job.options, job.copies)
+                    (run_copies if job.copies else run_group)(part, folder, timeout, on_poll)
                     progress.update(f"finished {job.group.name}", *counts())
                     folder.merge(plan.selection, machine_description)
         except KeyboardInterrupt:

@@ -55,6 +55,10 @@ class Job:
     group: Group
     cells: list[Cell]  # each knows its task
     options: dict[str, str] = field(default_factory=dict)  # --model, --mode, --preset, ...
+    # --copies: the CPU set of each copy (runner.copies); empty: one process
+    copies: list[list[int]] = field(default_factory=list)
+    cpus: list[int] | None = None  # the CPUs the child is pinned to (None: all allowed)
+    env: dict[str, str] = field(default_factory=dict)  # added to the child's environment
 
 
 def key(cell: Cell) -> str:
@@ -116,7 +120,9 @@ def _run_child(job: Job, cells, folder: RunFolder, timeout_s: float, on_poll) ->
     log = folder.logs / f"{job.group.name}.log"
     marker_path = folder.root / f".running-{job.group.name}.json"
     marker_path.unlink(missing_ok=True)
-    env = launch.child_env({CELL_DIR_ENV: str(folder.root), MARKER_ENV: str(marker_path)})
+    env = launch.child_env(
+        {CELL_DIR_ENV: str(folder.root), MARKER_ENV: str(marker_path), **job.env}
+    )
     oom_before = launch.oom_kills()
     marker = None
 
@@ -133,7 +139,7 @@ def _run_child(job: Job, cells, folder: RunFolder, timeout_s: float, on_poll) ->
         out.write(f"$ {' '.join(child_command(job, cells))}\n".encode())
         out.flush()
         # Ctrl-C in the terminal reaches only this process; the child is stopped by us.
-        proc = launch.start(child_command(job, cells), env=env, stdout=out)
+        proc = launch.start(child_command(job, cells), env=env, stdout=out, cpus=job.cpus)
         end = launch.wait(proc, timeout_s, on_poll=poll, oom_before=oom_before)
     marker = read_json(marker_path) or marker
     marker_path.unlink(missing_ok=True)

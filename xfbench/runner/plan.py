@@ -5,13 +5,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from xfbench import options
+from xfbench import options, topology
 from xfbench.adapters import TASKS
 from xfbench.errors import UsageError
 from xfbench.harness.measure import WEIGHT_SOURCES
 from xfbench.harness.presets import PRESETS
 from xfbench.harness.selection import cells, option_list, parse
 from xfbench.harness.threads import allowed_cpus
+from xfbench.runner.copies import CopiesCell
 from xfbench.runner.group import Group, Job
 
 
@@ -36,6 +37,20 @@ def thread_counts(value: str | None) -> list[int]:
             raise UsageError(f"--threads {part} is more than the {cpus} CPUs this process may use")
         counts.append(int(part))
     return sorted(set(counts))
+
+
+def copy_plan(copies: str | None, threads: int) -> list[list[int]]:
+    """The CPU set of each copy of a cell of `threads` threads (--copies N or auto); []
+    for one process (no --copies, or auto finding room for one copy only)."""
+    if copies is None:
+        return []
+    if copies != "auto" and not (copies.isdigit() and int(copies) >= 1):
+        raise UsageError(f"--copies takes a count of 1 or more, or auto, not {copies!r}")
+    try:
+        sets = topology.copy_cpus(None if copies == "auto" else int(copies), threads)
+    except ValueError as e:
+        raise UsageError(f"--copies {copies} --threads {threads}: {e}") from None
+    return sets if len(sets) > 1 else []
 
 
 @dataclass(kw_only=True)
@@ -66,6 +81,7 @@ def make_plan(
     ci_target=None,
     data_dir=None,
     data_workers=None,
+    copies=None,
 ) -> Plan:
     """Validate every option (UsageError: one line for the user) and list the jobs."""
     counts = thread_counts(threads)
@@ -89,6 +105,7 @@ def make_plan(
         options.number("--ci-target", ci_target, high=100, what="a percentage")
     if weights not in (None, *WEIGHT_SOURCES):
         raise UsageError(f"unknown weights {weights!r}; valid: {', '.join(WEIGHT_SOURCES)}")
+    copy_sets = {n: copy_plan(copies, n) for n in counts}
     tasks = option_list("task", task) or list(sel.preset.tasks)
     for t in tasks:
         if t not in TASKS:
@@ -123,7 +140,11 @@ def make_plan(
                     for c in cells(selections[n], t)
                     if c.framework == fw and c.device == dev
                 ]
-                if group_cells:
+                sets = copy_sets[n] if dev == "cpu" else []
+                if group_cells and sets:
+                    cells_x = [CopiesCell(cell=c, copies=len(sets)) for c in group_cells]
+                    jobs.append(Job(Group(fw, dev, n, part=f"x{len(sets)}"), cells_x, given, sets))
+                elif group_cells:
                     jobs.append(Job(Group(fw, dev, n), group_cells, given))
     selection = {
         "frameworks": list(sel.frameworks),
@@ -138,6 +159,7 @@ def make_plan(
         "data": sel.data,
         "data_dir": sel.data_dir,
         "weights": weights or "seed",
+        **({"copies": copies} if copies is not None else {}),
     }
     return Plan(selection=selection, jobs=jobs, preset_name=sel.preset.name)
 

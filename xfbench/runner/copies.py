@@ -1,0 +1,191 @@
+"""`xfbench run --copies N|auto`: each cell run as N copies at once, for the throughput of a
+machine that one process cannot fill (many cores, several sockets or NUMA nodes), as
+MLPerf's CPU submissions and SPECrate measure such machines.
+
+Each copy is an ordinary child (runner.group) pinned to its own CPUs (topology.copy_cpus)
+with its own framework threads, writing into its own folder under copies/; the copies
+meet before and after each cell's timed rounds (harness.copies). When they have all
+ended, each cell's copies become one record in cells/: every copy's rounds and median,
+their aggregate samples per second, the spread between copies and how far their timed
+rounds overlapped. A cell any copy failed is a failure naming that copy.
+"""
+
+from __future__ import annotations
+
+import shutil
+import statistics
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+from pytest_benchmark.stats import Stats
+
+from xfbench.adapters import Cell
+from xfbench.harness import stats as ci
+from xfbench.runner.group import Group, Job, key, run_group
+from xfbench.runner.store import RunFolder, read_json
+
+COPY_ENV, COPY_DIR_ENV = "XFBENCH_COPY", "XFBENCH_COPY_DIR"
+# Package energy counters (RAPL) see the whole socket: each copy would count the others'.
+ENERGY_FIELDS = ("energy_j", "energy_per_step_j", "joules_per_sample", "samples_per_kj")
+
+
+@dataclass(frozen=True)
+class CopiesCell:
+    """A cell run as several copies at once: its own key in the results folder (the cell's
+    id with -xN), so it never stands in for the one-process cell."""
+
+    cell: Cell
+    copies: int
+
+    @property
+    def task(self) -> str:
+        return self.cell.task
+
+    @property
+    def id(self) -> str:
+        return f"{self.cell.id}-x{self.copies}"
+
+    def as_dict(self) -> dict[str, Any]:
+        return {**self.cell.as_dict(), "copies": self.copies}
+
+    def __getattr__(self, name):  # framework, device, network, ...: the cell's
+        return getattr(self.cell, name)
+
+
+def _copy_folder(folder: RunFolder, job: Job, i: int) -> RunFolder:
+    return RunFolder(folder.root / "copies" / job.group.name / f"copy{i}")
+
+
+def run_copies(job: Job, folder: RunFolder, timeout_s: float, on_poll=None) -> None:
+    """Run the job's cells as len(job.copies) copies at once, then write each cell's
+    record (or failure) into folder."""
+    n = len(job.copies)
+    meeting = folder.root / "copies" / job.group.name / "meeting"
+    shutil.rmtree(meeting, ignore_errors=True)  # marks of an earlier, interrupted sweep
+    meeting.mkdir(parents=True)
+    stop = threading.Event()
+    errors: list[BaseException] = []
+
+    def one(i: int, cpus: list[int]) -> None:
+        def poll(current):
+            if stop.is_set():  # interrupted: launch.wait stops this copy's child
+                raise KeyboardInterrupt
+            if i == 0 and on_poll:
+                on_poll(current)
+
+        inner = Job(
+            Group(job.group.framework, job.group.device, job.group.threads, part=f"copy{i}"),
+            [c.cell for c in job.cells],
+            job.options,
+            cpus=cpus,
+            env={COPY_ENV: f"{i}/{n}", COPY_DIR_ENV: str(meeting)},
+        )
+        try:
+            run_group(inner, _copy_folder(folder, job, i), timeout_s, poll)
+        except BaseException as e:  # noqa: BLE001 - handed to the main thread
+            errors.append(e)
+
+    threads = [
+        threading.Thread(target=one, args=(i, cpus), daemon=True)
+        for i, cpus in enumerate(job.copies)
+    ]
+    for t in threads:
+        t.start()
+    try:
+        for t in threads:
+            while t.is_alive():
+                t.join(0.25)
+    except KeyboardInterrupt:
+        stop.set()
+        for t in threads:
+            t.join()
+        raise
+    if any(not isinstance(e, KeyboardInterrupt) for e in errors):
+        raise next(e for e in errors if not isinstance(e, KeyboardInterrupt))
+    for c in job.cells:
+        combine(c, job, folder)
+
+
+def combine(c: CopiesCell, job: Job, folder: RunFolder) -> None:
+    """The cell's record from its copies' records, or a failure naming the first copy that
+    has none."""
+    inner = key(c.cell)
+    subs = [_copy_folder(folder, job, i) for i in range(len(job.copies))]
+    docs = [read_json(s.cells / f"{inner}.json") if s.has_result(inner) else None for s in subs]
+    if all(docs):
+        folder.write_result(key(c), merged_copies(docs, c, job.copies))
+        return
+    i = next(i for i, d in enumerate(docs) if d is None)
+    failure = subs[i].failure(inner) or {}
+    status = failure.get("status", "failed")
+    reason = failure.get("reason", "no record")
+    folder.write_failure(
+        key=key(c),
+        cell=c.as_dict(),
+        status=status if status != "skipped" or not any(docs) else "failed",
+        reason=f"copy {i} of {len(docs)} (CPUs {_cpus(job.copies[i])}): {reason}",
+        output_tail=failure.get("output_tail", ""),
+    )
+
+
+def _cpus(cpus: list[int]) -> str:
+    return ",".join(map(str, cpus))
+
+
+def merged_copies(docs: list[dict], c: CopiesCell, cpu_sets: list[list[int]]) -> dict:
+    """One pytest-benchmark document for the cell: copy 0's, with the rounds of every copy
+    pooled in its stats and the copies' own figures in extra_info."""
+    entries = [d["benchmarks"][0] for d in docs]
+    out = {**docs[0], "benchmarks": [dict(entries[0])]}
+    entry = out["benchmarks"][0]
+    rounds = [[float(x) for x in e["stats"]["data"]] for e in entries]
+    medians = [statistics.median(r) for r in rounds]
+    pooled = sorted(x for r in rounds for x in r)
+    s = Stats()
+    for x in pooled:
+        s.update(x)
+    entry["stats"] = {**s.as_dict(), "iterations": 1, "data": pooled}
+    entry["param"] = c.id
+    entry["name"] = f"test_{c.task}[{c.id}]"
+    infos = [e["extra_info"] for e in entries]
+    extra = dict(infos[0])
+    for k in ("copy_index", "copy_window_s"):
+        extra.pop(k, None)
+    median = statistics.median(pooled)
+    batch = extra["batch_size"]
+    windows = [i.get("copy_window_s") for i in infos]
+    overlap = None
+    if all(isinstance(w, list) and len(w) == 2 for w in windows):
+        starts, ends = [w[0] for w in windows], [w[1] for w in windows]
+        span = max(ends) - min(starts)
+        overlap = max(0.0, min(ends) - max(starts)) / span if span > 0 else None
+    low, high, level = ci.median_ci(pooled)
+    extra.update(
+        seconds_per_batch=median,
+        samples_per_s=batch / median,
+        achieved_tflops=extra["flops_per_step"] / median / 1e12,
+        rounds=len(pooled),
+        ci_low_s=low,
+        ci_high_s=high,
+        ci_level=round(level, 4),
+        ci_half_width=ci.half_width(pooled),
+        ci_target_met=ci.half_width(pooled) <= extra.get("ci_target", ci.TARGET),
+        contended=any(i.get("contended") for i in infos),
+        thread_shortfall=any(i.get("thread_shortfall") for i in infos),
+        threads_used=round(statistics.mean(i.get("threads_used") or 0 for i in infos), 2),
+        copies=len(docs),
+        copy_cpus=cpu_sets,
+        copy_rounds=rounds,
+        copy_medians_s=medians,
+        copy_windows_s=windows,
+        aggregate_samples_per_s=sum(batch / m for m in medians),
+        copies_spread=(max(medians) - min(medians)) / statistics.median(medians),
+        copies_overlap=overlap,
+        copies_together=all(i.get("copies_together") for i in infos),
+        energy_method="none",
+        energy_reason="not split between copies: each copy's counters see the whole package",
+        **dict.fromkeys(ENERGY_FIELDS),
+    )
+    entry["extra_info"] = extra
+    return out
