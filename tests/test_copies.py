@@ -199,10 +199,101 @@ def test_the_machine_score_takes_copies_where_they_beat_one_process(tmp_path):
 
     ref = runner_folder(tmp_path, "ref", [entry("fcn5", [2.0] * 3, threads=2)])
     two = entry("fcn5", [1.5] * 3, threads=1)  # each copy slower than one process ...
-    two["extra_info"].update(copies=2, copy_rounds=[[1.5] * 3, [1.5] * 3])
+    two["extra_info"].update(
+        copies=2, copy_rounds=[[1.5] * 3, [1.5] * 3], copies_together=True, copies_overlap=0.95
+    )
     ours = runner_folder(tmp_path, "ours", [entry("fcn5", [1.0] * 3, threads=2), two])
     s = score.score(score.load_run(ours), score.load_run(ref))
     # ... but together 2 x 16 / 1.5 samples/s against 16 / 1.0: 2 / 1.5 x the reference's 2
     assert s.machine.value == pytest.approx(2.0 / 0.75)
     assert s.machine.winners[0].here.endswith("2 copies x 1 thread, batch 16")
     assert s.per_core.value == pytest.approx(2.0)  # the one-process cell at 2 threads
+
+
+def test_copies_timed_apart_are_left_out_of_the_scores_and_named(tmp_path):
+    from test_report import entry, runner_folder
+
+    from xfbench.report import score
+
+    ref = runner_folder(tmp_path, "ref", [entry("fcn5", [2.0] * 3, threads=2)])
+    apart = entry("fcn5", [1.0] * 3, threads=1)  # would be 4x: but the copies never met
+    apart["extra_info"].update(
+        copies=2, copy_rounds=[[1.0] * 3] * 2, copies_together=False, copies_overlap=0.0
+    )
+    ours = runner_folder(tmp_path, "ours", [entry("fcn5", [1.0] * 3, threads=2), apart])
+    s = score.score(score.load_run(ours), score.load_run(ref))
+    assert s.machine.value == pytest.approx(2.0) and len(s.apart) == 1
+    assert "left out: 1 multi-copy cells whose copies were not timed together" in (
+        score.describe(s)
+    )
+
+
+def test_runs_without_rounds_get_no_interval_rather_than_a_point(tmp_path):
+    from test_report import entry, runner_folder
+
+    from xfbench.report import score
+
+    def bare(seconds):
+        e = entry("fcn5", [seconds] * 3)
+        del e["stats"]["data"]  # a file from before rounds were kept
+        return e
+
+    s = score.score(
+        score.load_run(runner_folder(tmp_path, "a", [bare(1.0)])),
+        score.load_run(runner_folder(tmp_path, "b", [bare(2.0)])),
+    )
+    assert s.machine.low is None and s.machine.unrounded == 2
+    assert score.value_text(s.machine) == "2 (no interval: the runs recorded no rounds)"
+
+
+def test_two_copies_only_runs_of_one_host_stay_two_machines(tmp_path):
+    from test_report import entry, runner_folder
+
+    from xfbench.report import load, model
+
+    def copies_run(name, seconds):
+        e = entry("fcn5", [seconds] * 3)
+        e["extra_info"].update(copies=2, copy_rounds=[[seconds] * 3] * 2)
+        return load.load(runner_folder(tmp_path, name, [e]))
+
+    machines, _ = model.group_machines([copies_run("one", 1.0), copies_run("two", 2.0)])
+    assert [len(m.copies) for m in machines] == [1, 1]
+
+
+def test_an_interrupted_group_of_copies_keeps_the_cells_every_copy_finished(tmp_path):
+    """combine() writes a cell whose copies all wrote a new record in this run; without
+    them it writes a failure only when asked (not after an interrupt), and an old record
+    left by an earlier run is not taken for a new one."""
+    from xfbench.adapters import Cell
+    from xfbench.runner.copies import CopiesCell, _copy_folder, combine
+    from xfbench.runner.group import Group, Job, key
+
+    def cell(network):
+        return Cell(
+            network=network, framework="null", mode="eager", precision="fp32", device="cpu",
+            threads=1, batch_size=10,
+        )  # fmt: skip
+
+    done, left = CopiesCell(cell=cell("fcn5"), copies=2), CopiesCell(cell=cell("fcn8"), copies=2)
+    job = Job(Group("null", "cpu", 1, part="x2"), [done, left], {}, [[0], [1]])
+    folder = RunFolder(tmp_path / "r")
+    subs = [_copy_folder(folder, job, i) for i in range(2)]
+    subs[0].write_result(key(left.cell), _copy_doc([1.0] * 3, [0.0, 1.0]))  # an old record
+    before = {c.id: [s.stamps(key(c.cell)) for s in subs] for c in (done, left)}
+    for s in subs:
+        s.write_result(key(done.cell), _copy_doc([1.0] * 3, [0.0, 1.0]))
+    for c in (done, left):
+        combine(c, job, folder, before[c.id], failures=False)
+    assert folder.has_result(key(done)) and not folder.has_result(key(left))
+    assert folder.failure(key(left)) is None  # interrupted: runs again, not a failure
+    combine(left, job, folder, before[left.id])
+    assert "copy 0 of 2 (CPUs 0)" in folder.failure(key(left))["reason"]
+
+
+@pytest.mark.skipif(CPUS < 2, reason="two copies of one thread need two CPUs")
+def test_copies_without_threads_run_the_thread_counts_where_they_fit():
+    from xfbench.runner.plan import make_plan
+
+    plan = make_plan(framework="null", preset="smoke", device="cpu", task="train", copies="2")
+    assert plan.selection["threads"] and plan.jobs
+    assert all(len(job.copies) == 2 and 2 * job.group.threads <= CPUS for job in plan.jobs)

@@ -507,8 +507,8 @@ ENVIRONMENT: tuple[Variable, ...] = (
     ),
     Variable(
         name="XFBENCH_COPY",
-        meaning="`INDEX/COUNT`: this runner's child is one of COUNT copies of its cells run "
-        "at once (--copies)",
+        meaning="`INDEX/COUNT/WAIT_S`: this runner's child is one of COUNT copies of its cells "
+        "run at once (--copies), each waiting up to WAIT_S seconds for the others",
         who="xfbench",
     ),
     Variable(

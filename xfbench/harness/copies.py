@@ -19,7 +19,7 @@ from pathlib import Path
 from xfbench import options
 from xfbench.errors import UsageError
 
-WAIT_S = 300.0  # the longest a copy waits for the others at the start of a cell's rounds
+WAIT_S = 300.0  # the longest a copy waits for the others (at most a third of --cell-timeout)
 POLL_S = 0.005
 
 
@@ -28,20 +28,29 @@ class Copy:
     index: int
     count: int
     folder: Path  # where the copies leave their marks
+    wait_s: float = WAIT_S  # how long a copy waits for the others before going on alone
 
     @classmethod
     def from_env(cls) -> Copy | None:
         text = options.ENV["XFBENCH_COPY"].read()
         if text is None:
             return None
-        index, _, count = text.partition("/")
+        index, count, wait = (text.split("/") + [str(WAIT_S)])[:3]
         folder = options.ENV["XFBENCH_COPY_DIR"].read()
-        if not (index.isdigit() and count.isdigit() and int(index) < int(count)) or not folder:
+        try:
+            wait_s = float(wait)
+        except ValueError:
+            wait_s = -1.0
+        if (
+            not (index.isdigit() and count.isdigit() and int(index) < int(count))
+            or not folder
+            or not 0 < wait_s < float("inf")
+        ):
             raise UsageError(
-                f"XFBENCH_COPY={text!r} is not INDEX/COUNT with XFBENCH_COPY_DIR set "
+                f"XFBENCH_COPY={text!r} is not INDEX/COUNT[/WAIT_S] with XFBENCH_COPY_DIR set "
                 "(the runner sets both for --copies)"
             )
-        return cls(int(index), int(count), Path(folder))
+        return cls(int(index), int(count), Path(folder), wait_s)
 
     def _arrived(self, name: str, phase: str) -> int:
         return sum(1 for _ in self.folder.glob(f"{name}.{phase}.*"))

@@ -174,7 +174,7 @@ def measure(
             timer.steps.clear()
         # a real-data cell's loader worker processes are its own work, not contention
         own_children = timer is not None
-        together = copy.meet(name, "start", copies.WAIT_S) if copy else None
+        together = copy.meet(name, "start", copy.wait_s) if copy else None
         window = time.time()
         with CpuMeter(children=own_children) as meter, EnergyMeter(cell.device) as energy:
             benchmark.pedantic(step, rounds=rounds, iterations=1, warmup_rounds=0)

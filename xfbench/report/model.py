@@ -105,13 +105,14 @@ def group_machines(runs: list[Run]) -> tuple[list[Machine], list[str]]:
     machines: list[Machine] = []
     notes: list[str] = []
     for run in runs:
-        keys = {(block_key(r), row_key(r), col_key(r)) for r in run.results if r.copies == 1}
+        keys = {_cell_key(r) for r in run.results}
         target = next(
             (
                 m
                 for m in machines
                 if m.base_label == run.machine["label"]
-                and not keys & (set(m.results) | set(_failure_keys(m)))
+                and not keys
+                & (set(m.results) | set(_failure_keys(m)) | {_cell_key(r) for r in m.copies})
             ),
             None,
         )
@@ -173,6 +174,12 @@ def _name_failed_devices(run: Run) -> None:
     for r in run.results:
         if not r.ok and r.accelerator and r.device_name == r.device:
             r.device_name = names.get(r.device, r.device)
+
+
+def _cell_key(r: Result) -> tuple:
+    """A cell's place among a machine's: its block, row and column, and its copies."""
+    key = (block_key(r), row_key(r), col_key(r))
+    return key if r.copies == 1 else (*key, r.copies)
 
 
 def _failure_keys(m: Machine):

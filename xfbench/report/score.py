@@ -43,11 +43,12 @@ WEIGHTS = "each network equal (its workloads' log ratios averaged first)"
 LEVEL = 0.95
 BOOTSTRAP = 2000
 SEED = 0  # the same resamples every time: the same RESULTS give the same interval
-METHOD = f"bootstrap over each cell's timed rounds ({BOOTSTRAP} resamples, percentile interval)"
+METHOD = f"bootstrap over each cell's timed rounds ({BOOTSTRAP} resamples, basic interval)"
 PRECISION_CLASS = {"fp32": "fp32", "tf32": "mixed", "bf16": "mixed", "fp16": "mixed"}
-WIDEST = 3
+WIDEST = 3  # workloads named as widening the interval most
+MIN_OVERLAP = 0.8  # of a multi-copy cell's timed windows, to be scored
 # Rounds below which no interval of a cell's median reaches 95 % (harness.stats)
-ENOUGH_ROUNDS = 6  # workloads named as widening the interval most
+ENOUGH_ROUNDS = 6
 
 
 @dataclass(kw_only=True)
@@ -75,6 +76,7 @@ class Score:
     winners: list[Winner] = field(default_factory=list)
     widest: list[Winner] = field(default_factory=list)
     min_rounds: int = 0  # the fewest timed rounds of any cell behind the score
+    unrounded: int = 0  # cells behind the score whose rounds were not recorded
 
     @property
     def within_noise(self) -> bool:
@@ -97,6 +99,7 @@ class Scores:
     total: int
     failed_names: list[str]
     reference: str
+    apart: list[str] = field(default_factory=list)  # multi-copy cells left out: not together
     energy: float | None = None  # per-core mean of samples per kJ, where both measured it
     energy_cells: int = 0
 
@@ -132,8 +135,20 @@ class Candidate:
         return self.seconds_per_sample(medians)
 
 
+def together(r) -> bool:
+    """Whether a multi-copy cell's copies were timed at once (one process: True). Copies
+    that did not meet, or whose timed rounds overlapped less than MIN_OVERLAP, add up
+    medians measured on a half-idle machine: never scored."""
+    if r.copies == 1:
+        return True
+    overlap = r.info.get("copies_overlap")
+    return r.info.get("copies_together") is True and (
+        isinstance(overlap, int | float) and overlap >= MIN_OVERLAP
+    )
+
+
 def candidate(r) -> Candidate | None:
-    if not r.ok or r.median <= 0 or r.batch_size <= 0:
+    if not r.ok or r.median <= 0 or r.batch_size <= 0 or not together(r):
         return None
     rounds = r.copy_rounds or [r.rounds or [r.median]]
     return Candidate(result=r, rounds=rounds, batch=r.batch_size)
@@ -220,33 +235,35 @@ def compare(results, reference, kind: str) -> Score:
     weights = np.zeros(len(shared))
     for idx in by_network.values():
         weights[idx] = 1.0 / len(by_network) / len(idx)
-    value = math.exp(float(weights @ logs_a))
-    resamples = np.exp(weights @ draws_a)
+    log_value = float(weights @ logs_a)
+    value = math.exp(log_value)
+    # The basic (reflected) bootstrap interval, in logs: each resample re-picks the best
+    # configuration, and a minimum of noisy medians sits below the one observed as the
+    # observed sits below the truth; reflecting about the estimate undoes that shift.
     tail = (1 - LEVEL) / 2 * 100
-    low, high = np.percentile(resamples, [tail, 100 - tail])
+    q_low, q_high = np.percentile(weights @ draws_a, [tail, 100 - tail])
+    low, high = math.exp(2 * log_value - q_high), math.exp(2 * log_value - q_low)
     # what widens it: each workload's share of the log score's variance (its own
     # variance, weighted; the workloads' rounds are drawn independently)
     parts = weights**2 * draws_a.var(axis=1)
     total = parts.sum()
     for w, p in zip(winners, parts, strict=True):
         w.variance_share = float(p / total) if total > 0 else 0.0
-    rounds = [
-        len(r)
-        for k in shared
-        for c in mine[k] + ref[k]
-        for r in c.rounds
-        if c.result.rounds or c.result.copy_rounds
-    ]
+    behind = [c for k in shared for c in mine[k] + ref[k]]
+    rounds = [len(r) for c in behind if c.result.rounds or c.result.copy_rounds for r in c.rounds]
+    unrounded = sum(1 for c in behind if not (c.result.rounds or c.result.copy_rounds))
+    none = unrounded == len(behind)  # no round anywhere: no interval, rather than a point
     return Score(
         kind=kind,
         value=value,
-        low=float(low),
-        high=float(high),
+        low=None if none else low,
+        high=None if none else high,
+        unrounded=unrounded,
         workloads=len(shared),
         networks=len(by_network),
         winners=winners,
         widest=sorted(winners, key=lambda w: -w.variance_share)[:WIDEST],
-        min_rounds=min(rounds, default=1),
+        min_rounds=min(rounds, default=0),
     )
 
 
@@ -269,6 +286,11 @@ def score(results, reference) -> Scores:
         total=len(results.results),
         failed_names=[f"{r.network} {r.task} {r.framework} ({r.status})" for r in failed],
         reference=reference.name,
+        apart=[
+            configuration(r) + f" ({r.network} {r.task})"
+            for r in results.results
+            if r.ok and not together(r)
+        ],
         energy=math.exp(sum(means) / len(means)) if means else None,
         energy_cells=sum(len(v) for v in by_network_energy.values()),
     )
@@ -315,6 +337,8 @@ def machine_scores(report) -> list[tuple]:
 
 def value_text(s: Score) -> str:
     """ "4.02 (95 % CI 3.81-4.25)", and ", within noise" when the interval holds 1."""
+    if s.low is None:
+        return f"{s.value:.3g} (no interval: the runs recorded no rounds)"
     text = f"{s.value:.3g} ({LEVEL * 100:.0f} % CI {s.low:.3g}-{s.high:.3g})"
     return text + (", within noise" if s.within_noise else "")
 
@@ -322,7 +346,9 @@ def value_text(s: Score) -> str:
 def interval_note(s: Score) -> str:
     """What the interval rests on, and what it leaves out."""
     note = f"interval: {METHOD}"
-    if s.min_rounds < ENOUGH_ROUNDS:
+    if s.unrounded:
+        note += f"; {s.unrounded} cells recorded no rounds and count as certain"
+    if 0 < s.min_rounds < ENOUGH_ROUNDS:
         note += (
             f"; some cells have only {s.min_rounds} rounds (below {ENOUGH_ROUNDS}, even a "
             "cell's range covers its median less than 95 % of the time), too few for an "
@@ -342,6 +368,12 @@ def describe(s: Scores, price: dict | None = None) -> str:
         f"per sample over these, weights: {WEIGHTS}; {s.failed} of {s.total} cells of "
         "RESULTS failed" + (f" ({', '.join(s.failed_names[:5])})" if s.failed_names else "")
     ]
+    if s.apart:
+        lines.append(
+            f"  left out: {len(s.apart)} multi-copy cells whose copies were not timed "
+            f"together (copies_together, copies_overlap below {MIN_OVERLAP:.0%}): "
+            + "; ".join(s.apart[:3])
+        )
     if m.differ_in_kind:
         here = "accelerators" if m.winners[0].accelerator_here else "CPUs"
         there = "accelerators" if m.winners[0].accelerator_there else "CPUs"

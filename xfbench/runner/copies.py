@@ -22,6 +22,7 @@ from pytest_benchmark.stats import Stats
 
 from xfbench.adapters import Cell
 from xfbench.harness import stats as ci
+from xfbench.harness.copies import WAIT_S
 from xfbench.runner.group import Group, Job, key, run_group
 from xfbench.runner.store import RunFolder, read_json
 
@@ -61,11 +62,15 @@ def run_copies(job: Job, folder: RunFolder, timeout_s: float, on_poll=None) -> N
     """Run the job's cells as len(job.copies) copies at once, then write each cell's
     record (or failure) into folder."""
     n = len(job.copies)
+    # a copy waiting in vain for the others goes on alone well inside the cell's time-out
+    wait_s = min(WAIT_S, timeout_s / 3)
     meeting = folder.root / "copies" / job.group.name / "meeting"
     shutil.rmtree(meeting, ignore_errors=True)  # marks of an earlier, interrupted sweep
     meeting.mkdir(parents=True)
     stop = threading.Event()
     errors: list[BaseException] = []
+    subs = [_copy_folder(folder, job, i) for i in range(n)]
+    before = {key(c.cell): [s.stamps(key(c.cell)) for s in subs] for c in job.cells}
 
     def one(i: int, cpus: list[int]) -> None:
         def poll(current):
@@ -79,10 +84,10 @@ def run_copies(job: Job, folder: RunFolder, timeout_s: float, on_poll=None) -> N
             [c.cell for c in job.cells],
             job.options,
             cpus=cpus,
-            env={COPY_ENV: f"{i}/{n}", COPY_DIR_ENV: str(meeting)},
+            env={COPY_ENV: f"{i}/{n}/{wait_s:g}", COPY_DIR_ENV: str(meeting)},
         )
         try:
-            run_group(inner, _copy_folder(folder, job, i), timeout_s, poll)
+            run_group(inner, subs[i], timeout_s, poll)
         except BaseException as e:  # noqa: BLE001 - handed to the main thread
             errors.append(e)
 
@@ -92,32 +97,53 @@ def run_copies(job: Job, folder: RunFolder, timeout_s: float, on_poll=None) -> N
     ]
     for t in threads:
         t.start()
+    interrupted = False
     try:
-        for t in threads:
-            while t.is_alive():
-                t.join(0.25)
+        _join(threads)
     except KeyboardInterrupt:
+        interrupted = True
         stop.set()
-        for t in threads:
-            t.join()
-        raise
-    if any(not isinstance(e, KeyboardInterrupt) for e in errors):
-        raise next(e for e in errors if not isinstance(e, KeyboardInterrupt))
-    for c in job.cells:
-        combine(c, job, folder)
+        _join(threads)  # each copy's child is stopped by its own thread
+    finally:
+        # Every cell all copies finished is kept, whatever ended the group; a cell left
+        # unfinished by an interrupt is not a failure: the same command runs it again.
+        for c in job.cells:
+            combine(c, job, folder, before[key(c.cell)], failures=not (interrupted or errors))
+    if interrupted:
+        raise KeyboardInterrupt
+    if errors:
+        raise errors[0]
 
 
-def combine(c: CopiesCell, job: Job, folder: RunFolder) -> None:
-    """The cell's record from its copies' records, or a failure naming the first copy that
-    has none."""
+def _join(threads: list[threading.Thread]) -> None:
+    """Wait for every thread; a second Ctrl-C while waiting does not leave them behind."""
+    while any(t.is_alive() for t in threads):
+        try:
+            for t in threads:
+                t.join(0.25)
+        except KeyboardInterrupt:
+            continue
+
+
+def combine(
+    c: CopiesCell, job: Job, folder: RunFolder, before: list, failures: bool = True
+) -> None:
+    """The cell's record from its copies' records written by this run (before: each copy's
+    stamps from before it), or, when failures, a failure naming the first copy without."""
     inner = key(c.cell)
     subs = [_copy_folder(folder, job, i) for i in range(len(job.copies))]
-    docs = [read_json(s.cells / f"{inner}.json") if s.has_result(inner) else None for s in subs]
+    new = [s.stamps(inner) != old for s, old in zip(subs, before, strict=True)]
+    docs = [
+        read_json(s.cells / f"{inner}.json") if fresh and s.has_result(inner) else None
+        for s, fresh in zip(subs, new, strict=True)
+    ]
     if all(docs):
         folder.write_result(key(c), merged_copies(docs, c, job.copies))
         return
+    if not failures:
+        return
     i = next(i for i, d in enumerate(docs) if d is None)
-    failure = subs[i].failure(inner) or {}
+    failure = (subs[i].failure(inner) if new[i] else None) or {}
     status = failure.get("status", "failed")
     reason = failure.get("reason", "no record")
     folder.write_failure(

@@ -39,6 +39,14 @@ def thread_counts(value: str | None) -> list[int]:
     return sorted(set(counts))
 
 
+def _fits(copies: str, threads: int) -> bool:
+    try:
+        copy_plan(copies, threads)
+    except UsageError:
+        return False
+    return True
+
+
 def copy_plan(copies: str | None, threads: int) -> list[list[int]]:
     """The CPU set of each copy of a cell of `threads` threads (--copies N or auto); []
     for one process (no --copies, or auto finding room for one copy only)."""
@@ -105,7 +113,11 @@ def make_plan(
         options.number("--ci-target", ci_target, high=100, what="a percentage")
     if weights not in (None, *WEIGHT_SOURCES):
         raise UsageError(f"unknown weights {weights!r}; valid: {', '.join(WEIGHT_SOURCES)}")
-    copy_sets = {n: copy_plan(copies, n) for n in counts}
+    if copies is not None and threads is None and "cpu" in sel.devices:
+        # not asked for a thread count: the counts where that many copies fit
+        fits = [n for n in counts if _fits(copies, n)]
+        counts = fits or counts  # none: copy_plan says why, in one line
+    copy_sets = {n: copy_plan(copies, n) if "cpu" in sel.devices else [] for n in counts}
     tasks = option_list("task", task) or list(sel.preset.tasks)
     for t in tasks:
         if t not in TASKS:
