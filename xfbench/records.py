@@ -128,7 +128,8 @@ COPIES = (
     Field(
         "copies_overlap",
         "float | null",
-        "the time all copies were timed at once over the time any was",
+        "the least share, over the copies, of a copy's timed rounds during which every copy "
+        "was running (timed, or stepping on after its own rounds until the last finished)",
         when=COPIES_WHEN,
     ),
     Field(

@@ -284,9 +284,10 @@ def copies_table(report: Report) -> Table | None:
         caption="Each copy is its own process pinned to its own CPUs with its own threads; "
         "the copies start their timed rounds together and keep stepping until the last has "
         "finished. Aggregate: the sum of batch over each copy's median. Spread: slowest "
-        "minus fastest copy's median over their median. Overlap: the time all copies were "
-        "timed at once over the time any was. The machine score takes the better of copies "
-        "and one process. " + _legend(r.info for m in report.machines for r in m.copies),
+        "minus fastest copy's median over their median. Overlap: the least share of a "
+        "copy's timed rounds during which every copy was running. The machine score takes "
+        "the better of copies and one process. "
+        + _legend(r.info for m in report.machines for r in m.copies),
         anchor="copies",
         text_cols=4 if several else 3,
     )

@@ -7,7 +7,7 @@ with its own framework threads, writing into its own folder under copies/; the c
 meet before and after each cell's timed rounds (harness.copies). When they have all
 ended, each cell's copies become one record in cells/: every copy's rounds and median,
 their aggregate samples per second, the spread between copies and how far their timed
-rounds overlapped. A cell any copy failed is a failure naming that copy.
+rounds ran with every copy running. A cell any copy failed is a failure naming that copy.
 """
 
 from __future__ import annotations
@@ -182,10 +182,14 @@ def merged_copies(docs: list[dict], c: CopiesCell, cpu_sets: list[list[int]]) ->
     batch = extra["batch_size"]
     windows = [i.get("copy_window_s") for i in infos]
     overlap = None
-    if all(isinstance(w, list) and len(w) == 2 for w in windows):
-        starts, ends = [w[0] for w in windows], [w[1] for w in windows]
-        span = max(ends) - min(starts)
-        overlap = max(0.0, min(ends) - max(starts)) / span if span > 0 else None
+    if all(isinstance(w, list) and len(w) == 2 and w[1] > w[0] for w in windows):
+        # Every copy runs from the start of its rounds until the last copy has finished
+        # (it steps on after its own), so a copy's rounds ran on the whole machine from the
+        # moment the last copy started: the least such share over the copies.
+        last_start = max(w[0] for w in windows)
+        overlap = min(
+            max(0.0, end - max(start, last_start)) / (end - start) for start, end in windows
+        )
     low, high, level = ci.median_ci(pooled)
     extra.update(
         seconds_per_batch=median,
