@@ -98,9 +98,10 @@ PRESETS = {
         one_mode=True,
         cell_timeout_s=900.0,
     ),
-    # table7's cells timed long enough to buy on: 10 rounds give every median a 95 %
+    # table7's cells with rounds enough for an interval: 10 give every median a 95 %
     # interval (order statistics need 6; 10 reach 97.9 %) and the scores' bootstrap more
     # than three values per cell to draw from; 2 warm-ups. About 2.5 x table7's time.
+    # What changes between runs is in no run's rounds (docs/reports.md): run it twice.
     "procurement": Preset(
         "procurement",
         "full",
@@ -109,7 +110,7 @@ PRESETS = {
         max_rounds=10,
         budget_s=0.0,
         description="Table 7's CPU columns as table7, with 2 warm-up and 10 timed steps a "
-        "cell: enough rounds for the scores' intervals (docs/reports.md)",
+        "cell: every median's 95 % interval, for the scores (docs/reports.md)",
         tasks=("train",),
         one_mode=True,
         cell_timeout_s=1800.0,

@@ -351,10 +351,13 @@ def interval_note(s: Score) -> str:
     if 0 < s.min_rounds < ENOUGH_ROUNDS:
         note += (
             f"; some cells have only {s.min_rounds} rounds (below {ENOUGH_ROUNDS}, even a "
-            "cell's range covers its median less than 95 % of the time), too few for an "
-            "interval to rest a purchase on: --preset procurement times enough"
+            "cell's range covers its median less than 95 % of the time), too few for the "
+            "interval to say much: --preset procurement times 10"
         )
-    return note + "; run-to-run differences are not in it (docs/reports.md)"
+    return note + (
+        "; what changes between runs (the host, its clocks, its other tenants) is not in "
+        "it: score two runs of a machine against each other first (docs/reports.md)"
+    )
 
 
 def describe(s: Scores, price: dict | None = None) -> str:
