@@ -395,7 +395,10 @@ def describe(s: Scores, price: dict | None = None) -> str:
     if m.widest and len(m.winners) > 1:
         lines.append(
             "widest: "
-            + "; ".join(f"{w.workload} ({w.variance_share:.0%} of its variance)" for w in m.widest)
+            + "; ".join(
+                f"{w.workload} ({w.variance_share:.0%} of the interval's variance)"
+                for w in m.widest
+            )
         )
     if s.energy is not None:
         lines.append(
