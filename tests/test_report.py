@@ -1084,3 +1084,22 @@ def test_the_score_adds_energy_where_both_measured_it_and_a_price_per_1000(tmp_p
     other.write_text("[machines.nobody]\nwatts = 1\n")
     assert score_main([str(ours), "--reference", str(ref), "--prices", str(other)]) == 1
     assert "has no entry for" in capsys.readouterr().err
+
+
+def test_the_score_read_through_a_closed_pipe_is_no_traceback():
+    """`xfbench score REF | true`: the reader left before the first line; no traceback,
+    nor Python's "Exception ignored" at exit."""
+    import subprocess
+    import sys
+
+    from xfbench.report import score
+
+    [ref] = [p for p in score.references() if p.name.startswith("2026-11-24-amd-epyc")]
+    proc = subprocess.run(
+        f"{sys.executable} -m xfbench.harness.cli score {ref} | true",
+        shell=True,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0 and proc.stderr == "", proc.stderr

@@ -7,6 +7,7 @@ Each subcommand lives in its own package and is imported only when called.
 from __future__ import annotations
 
 import importlib
+import os
 import sys
 
 from xfbench import options
@@ -18,7 +19,10 @@ SUBCOMMANDS = {
         "run cells in fresh processes, one per (framework, device, threads)",
     ),
     "report": ("xfbench.report.cli", "render tables and plots from pytest-benchmark JSON"),
-    "score": ("xfbench.report.score", "one number for a machine against a reference result set"),
+    "score": (
+        "xfbench.report.score",
+        "the machine and per-core scores, with intervals, against a reference result set",
+    ),
     "data": ("xfbench.data.check", "check the real data sets under --data-dir (data check)"),
     "acceptance": ("xfbench.acceptance.cli", "the GPU acceptance run: probe, steps, summary"),
 }
@@ -57,7 +61,15 @@ def main(argv: list[str] | None = None) -> int:
             )
             return 2
         raise
-    return sub.main(rest)
+    try:
+        rc = sub.main(rest)
+        sys.stdout.flush()  # here, where a closed pipe can still be answered
+        return rc
+    except BrokenPipeError:
+        # The reader went away (`xfbench score ... | head -1`): nothing left to say to it,
+        # and Python's own flush at exit must not fail again on the closed pipe.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
 
 
 if __name__ == "__main__":
