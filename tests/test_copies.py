@@ -189,6 +189,7 @@ def test_two_copies_of_one_thread_run_at_once_each_on_its_own_cpu(tmp_path):
     assert "## Throughput past one process" in md and "2 x 1t" in md
     merged = json.loads(folder.merged.read_text())
     assert merged["xfbench"]["machine"]["topology"]["physical_cores"] >= 1
+    assert " socket" in md.split("## Machines")[1] and "NUMA node" in md.split("## Machines")[1]
     # run again into the same folder: finished, nothing runs
     assert cli.main(argv + ["--results", str(folder.root), "--quiet"]) == 0
 

@@ -176,6 +176,7 @@ def machine_of(doc: dict) -> dict[str, Any]:
         "gpus": gpus,
         "cores_physical": desc.get("cores_physical"),
         "cores_logical": desc.get("cores_logical"),
+        "topology": desc.get("topology") if isinstance(desc.get("topology"), dict) else {},
         "memory_bytes": desc.get("memory_bytes"),
         "os": desc.get("os"),
         "packages": desc.get("packages") or {},

@@ -62,6 +62,26 @@ def _legend(infos) -> str:
     return " ".join(f"{line}." for line in legend(infos))
 
 
+def layout(topology: dict) -> str:
+    """ "2 sockets, 2 NUMA nodes, 2 L3 domains, SMT 2" from the machine record's topology of
+    the CPUs the run could use ("?" in files from before it was recorded)."""
+    if not topology:
+        return "?"
+
+    def count(n, what):
+        return f"{n} {what}{'s' * (n != 1)}"
+
+    smt = topology.get("smt_siblings") or []
+    return ", ".join(
+        [
+            count(topology.get("sockets", 0), "socket"),
+            count(len(topology.get("numa_nodes") or []), "NUMA node"),
+            count(len(topology.get("l3_domains") or []), "L3 domain"),
+            f"SMT {max(len(g) for g in smt)}" if smt else "no SMT",
+        ]
+    )
+
+
 def machines_table(report: Report) -> Table:
     several = len(report.machines) > 1
     rows = []
@@ -74,6 +94,7 @@ def machines_table(report: Report) -> Table:
             + [
                 _t(m.label),
                 _t(cores),
+                _t(layout(first.get("topology") or {})),
                 _t(f"{mem / 2**30:.0f}" if mem else "?"),
                 _t(" ".join(first.get("isa") or []) or "?"),
                 _t(", ".join(first["gpus"]) or "none"),
@@ -93,6 +114,7 @@ def machines_table(report: Report) -> Table:
         + [
             "machine",
             "cores (phys / logical)",
+            "CPUs' layout",
             "memory GiB",
             "CPU ISA",
             "GPUs",
@@ -103,7 +125,7 @@ def machines_table(report: Report) -> Table:
         ],
         rows,
         anchor="machines",
-        text_cols=10 if several else 9,
+        text_cols=11 if several else 10,
         caption="Table 7's column headers start with the machine's tag." if several else "",
     )
 
