@@ -299,3 +299,45 @@ def test_copies_without_threads_run_the_thread_counts_where_they_fit():
     plan = make_plan(framework="null", preset="smoke", device="cpu", task="train", copies="2")
     assert plan.selection["threads"] and plan.jobs
     assert all(len(job.copies) == 2 and 2 * job.group.threads <= CPUS for job in plan.jobs)
+
+
+@pytest.mark.skipif(CPUS < 2, reason="two copies of one thread need two CPUs")
+def test_ctrl_c_stops_every_copy_and_keeps_the_cells_they_finished(tmp_path):
+    """The first Ctrl-C during a group of copies stops both copies' children, keeps the cell
+    they had both finished (written as it finished), records no failure for the cell in
+    flight, and exits 130."""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    import psutil
+
+    from xfbench.runner.plan import make_plan
+
+    plan = make_plan(
+        framework="null", preset="smoke", device="cpu", task="train", model="fcn5,fcn8",
+        threads="1", copies="2",
+    )  # fmt: skip
+    first, hung = plan.jobs[0].cells
+    results = tmp_path / "r"
+    env = {**os.environ, "XFBENCH_FAULT": f"train-{hung.cell.id}:sleep"}
+    argv = [sys.executable, "-m", "xfbench.harness.cli", "run", *NULL, "--model", "fcn5,fcn8"]
+    argv += ["--threads", "1", "--copies", "2", "--results", str(results), "--quiet"]
+    proc = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    done = results / "cells" / f"train-{first.id}.json"
+    deadline = time.monotonic() + 120
+    while not done.exists() and time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(0.2)
+    assert done.exists(), proc.communicate(timeout=5)
+    time.sleep(1)  # both copies are now in the hung cell
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err.decode()[-2000:]
+    assert not (results / "failed" / f"train-{hung.id}.json").exists()
+    left = [
+        p
+        for p in psutil.process_iter(["environ"])
+        if str(results) in ((p.info.get("environ") or {}).get("XFBENCH_CELL_DIR") or "")
+    ]
+    assert not left, left

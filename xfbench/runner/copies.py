@@ -95,41 +95,57 @@ def run_copies(job: Job, folder: RunFolder, timeout_s: float, on_poll=None) -> N
         threading.Thread(target=one, args=(i, cpus), daemon=True)
         for i, cpus in enumerate(job.copies)
     ]
+    combined: set[str] = set()
+
+    def finished() -> None:
+        # each cell as soon as every copy has it: on disk (and in the progress) at once
+        for c in job.cells:
+            if c.id not in combined and combine(
+                c, job, folder, before[key(c.cell)], failures=False
+            ):
+                combined.add(c.id)
+
     for t in threads:
         t.start()
     interrupted = False
     try:
-        _join(threads)
+        _join(threads, each=finished)
     except KeyboardInterrupt:
         interrupted = True
         stop.set()
-        _join(threads)  # each copy's child is stopped by its own thread
+        _join(threads, swallow=True)  # each copy's child is stopped by its own thread
     finally:
         # Every cell all copies finished is kept, whatever ended the group; a cell left
         # unfinished by an interrupt is not a failure: the same command runs it again.
         for c in job.cells:
-            combine(c, job, folder, before[key(c.cell)], failures=not (interrupted or errors))
+            if c.id not in combined:
+                combine(c, job, folder, before[key(c.cell)], failures=not (interrupted or errors))
     if interrupted:
         raise KeyboardInterrupt
     if errors:
         raise errors[0]
 
 
-def _join(threads: list[threading.Thread]) -> None:
-    """Wait for every thread; a second Ctrl-C while waiting does not leave them behind."""
+def _join(threads: list[threading.Thread], each=None, swallow: bool = False) -> None:
+    """Wait for every thread, calling each() between waits; swallow: a further Ctrl-C
+    while the copies are being stopped does not leave them behind."""
     while any(t.is_alive() for t in threads):
         try:
             for t in threads:
                 t.join(0.25)
+            if each:
+                each()
         except KeyboardInterrupt:
-            continue
+            if not swallow:
+                raise
 
 
 def combine(
     c: CopiesCell, job: Job, folder: RunFolder, before: list, failures: bool = True
-) -> None:
+) -> bool:
     """The cell's record from its copies' records written by this run (before: each copy's
-    stamps from before it), or, when failures, a failure naming the first copy without."""
+    stamps from before it), or, when failures, a failure naming the first copy without;
+    True when it wrote the record."""
     inner = key(c.cell)
     subs = [_copy_folder(folder, job, i) for i in range(len(job.copies))]
     new = [s.stamps(inner) != old for s, old in zip(subs, before, strict=True)]
@@ -139,9 +155,9 @@ def combine(
     ]
     if all(docs):
         folder.write_result(key(c), merged_copies(docs, c, job.copies))
-        return
+        return True
     if not failures:
-        return
+        return False
     i = next(i for i, d in enumerate(docs) if d is None)
     failure = (subs[i].failure(inner) if new[i] else None) or {}
     status = failure.get("status", "failed")
@@ -153,6 +169,7 @@ def combine(
         reason=f"copy {i} of {len(docs)} (CPUs {_cpus(job.copies[i])}): {reason}",
         output_tail=failure.get("output_tail", ""),
     )
+    return False
 
 
 def _cpus(cpus: list[int]) -> str:
