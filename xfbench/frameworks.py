@@ -19,7 +19,7 @@ class Framework:
     package: str  # the module that must be importable for it to run
     install_hint: str  # how to install it, said when it is missing
     adapter: str  # the module holding its ADAPTER
-    modes: tuple[str, ...]  # its execution modes, the fastest idiomatic CPU path first
+    modes: tuple[str, ...]  # its execution modes, its usual idiomatic path first
     tasks: tuple[str, ...] = ("train", "infer")
     table7_mode: str | None = None  # the one mode the table7 preset runs (None: the first)
     gemm: str | None = None  # its GEMM implementation (a name in xfbench.gemm.IMPLS)

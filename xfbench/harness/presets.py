@@ -92,7 +92,7 @@ PRESETS = {
         max_rounds=3,
         budget_s=0.0,
         description="Table 7's CPU columns: the paper's networks and batch sizes, "
-        "training only, one mode per framework (its fastest on CPU), "
+        "training only, one mode per framework (its usual training path; docs/running.md), "
         "1 warm-up and 3 timed steps",
         tasks=("train",),
         one_mode=True,
