@@ -68,7 +68,7 @@ def test_a_two_socket_machine_is_described_and_its_cpus_shared_out_by_socket(tmp
 
 
 def test_this_machine_is_described_without_error():
-    """Whatever the machine: every allowed CPU in one NUMA node and one L3 domain."""
+    """Whatever the machine: every allowed CPU in exactly the NUMA nodes and L3 domains listed."""
     layout = topology.describe()
     for key in ("numa_nodes", "l3_domains"):
         assert sorted(c for group in layout[key] for c in group) == allowed_cpus()
