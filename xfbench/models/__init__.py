@@ -1,10 +1,21 @@
 """What is measured: one framework-neutral spec per network (see docs/models.md)."""
 
-from xfbench.models.networks import NETWORKS, SMOKE, SMOKE_BATCH, get_spec
+from xfbench.models.networks import (
+    NETWORKS,
+    PAPER_NETWORKS,
+    SMOKE,
+    SMOKE_BATCH,
+    TRANSFORMERS,
+    geometry,
+    get_spec,
+)
 from xfbench.models.spec import Spec, describe, initial_weights, synthetic_batch
 
 __all__ = [
     "NETWORKS",
+    "PAPER_NETWORKS",
+    "TRANSFORMERS",
+    "geometry",
     "SMOKE",
     "SMOKE_BATCH",
     "Spec",

@@ -28,13 +28,15 @@ class Param:
     """One trainable tensor: its canonical name, shape and initial distribution.
 
     init is "uniform" (bound = 1/sqrt(fan_in), PyTorch's default for conv,
-    dense and LSTM), "normal" (N(0, 1), embeddings), "ones" or "zeros".
+    dense and LSTM), "normal" (N(0, std), embeddings; the transformers' weights with
+    std 0.02, as BERT and GPT-2 start), "ones" or "zeros".
     """
 
     name: str
     shape: Shape
     init: str
     fan_in: int = 1
+    std: float = 1.0
 
     @property
     def size(self) -> int:
@@ -358,3 +360,156 @@ class LSTM(Layer):
     def activations(self, x):
         # per layer and step: the four gates, the cell state and the output
         return self.layers * prod(x[:-1]) * 6 * self.hidden
+
+
+# -- transformers -------------------------------------------------------------------------
+# Shapes are per sample: token ids (T,), hidden states (T, dim). Weights start as BERT's and
+# GPT-2's do: N(0, 0.02) for matrices and embeddings, zero biases, LayerNorm ones and zeros.
+INIT_STD = 0.02
+
+
+def _normal(name: str, shape: Shape) -> Param:
+    return Param(name, shape, "normal", std=INIT_STD)
+
+
+def _zeros(name: str, n: int) -> Param:
+    return Param(name, (n,), "zeros")
+
+
+@dataclass(frozen=True)
+class TokenEmbedding(Layer):
+    """Token ids (T,) -> word + position (+ token type 0) embeddings, summed: (T, dim).
+
+    Learned positions 0..T-1 of `positions`; `types` > 0 adds the embedding of token type 0
+    (BERT's one segment, no padding), so that table is part of the network and its row 0
+    trains, as in BERT."""
+
+    name: str
+    vocab: int
+    dim: int
+    positions: int
+    types: int = 0
+
+    def out_shape(self, x):
+        if x[0] > self.positions:
+            raise ValueError(f"{x[0]} tokens is more than the {self.positions} positions")
+        return x + (self.dim,)
+
+    def params(self, x):
+        ps = [
+            _normal(f"{self.name}.word", (self.vocab, self.dim)),
+            _normal(f"{self.name}.position", (self.positions, self.dim)),
+        ]
+        if self.types:
+            ps.append(_normal(f"{self.name}.token_type", (self.types, self.dim)))
+        return ps
+
+
+@dataclass(frozen=True)
+class LayerNorm(Layer):
+    """Over the last axis, with a scale (ones) and a shift (zeros)."""
+
+    name: str
+    eps: float
+
+    def params(self, x):
+        return [Param(f"{self.name}.weight", x[-1:], "ones"), _zeros(f"{self.name}.bias", x[-1])]
+
+
+@dataclass(frozen=True)
+class TransformerBlock(Layer):
+    """One encoder (BERT) or decoder (GPT-2) layer on (T, dim), no dropout, no padding:
+
+    post-norm (BERT): x = LN1(x + Attn(x)); x = LN2(x + MLP(x))
+    pre-norm (GPT-2): x = x + Attn(LN1(x)); x = x + MLP(LN2(x))
+
+    Attn: one product for queries, keys and values (`attn.qkv`, rows q, k, v, each head's
+    dh = dim / heads rows together), softmax(q k^T / sqrt(dh)) v per head (causal: each
+    position sees itself and those before it), heads concatenated, then `attn.out`.
+    MLP: `mlp.fc` (dim -> ff), GELU (erf, or tanh's approximation), `mlp.proj` (ff -> dim).
+    """
+
+    name: str
+    heads: int
+    ff: int
+    eps: float
+    causal: bool = False
+    pre_norm: bool = False
+    gelu: str = "erf"  # "erf" (BERT) or "tanh" (GPT-2)
+
+    def params(self, x):
+        d, n = x[-1], self.name
+        if d % self.heads:
+            raise ValueError(f"{n}: width {d} is not a multiple of {self.heads} heads")
+        return [
+            _normal(f"{n}.attn.qkv.weight", (3 * d, d)),
+            _zeros(f"{n}.attn.qkv.bias", 3 * d),
+            _normal(f"{n}.attn.out.weight", (d, d)),
+            _zeros(f"{n}.attn.out.bias", d),
+            *LayerNorm(f"{n}.ln1", self.eps).params(x),
+            _normal(f"{n}.mlp.fc.weight", (self.ff, d)),
+            _zeros(f"{n}.mlp.fc.bias", self.ff),
+            _normal(f"{n}.mlp.proj.weight", (d, self.ff)),
+            _zeros(f"{n}.mlp.proj.bias", d),
+            *LayerNorm(f"{n}.ln2", self.eps).params(x),
+        ]
+
+    def macs(self, x):
+        # The four projections and the feed-forward at every position, and attention's two
+        # products (q k^T and weights x v): T x T x dh per head each, counted whole even when
+        # causal (as published FLOP counts do; a causal kernel may skip the upper half).
+        t, d = x
+        return t * (4 * d * d + 2 * d * self.ff) + 2 * t * t * d
+
+    def activations(self, x):
+        t, d = x
+        # q, k, v, scores and probabilities, the heads' output, projection, two norms, the
+        # feed-forward's two inner tensors and its output
+        return t * (3 * d) + 2 * self.heads * t * t + t * d * 4 + 2 * t * self.ff + t * d
+
+
+@dataclass(frozen=True)
+class MaskedLMHead(Layer):
+    """BERT's masked-LM head at every position: dense dim -> dim, GELU (erf), LayerNorm,
+    then the decoder to the vocabulary with the word embeddings' matrix (tied, so no weight
+    of its own) and its own bias."""
+
+    name: str
+    vocab: int
+    eps: float
+    tied: str  # the canonical name of the embedding matrix it shares
+
+    def out_shape(self, x):
+        return x[:-1] + (self.vocab,)
+
+    def params(self, x):
+        d = x[-1]
+        return [
+            _normal(f"{self.name}.transform.weight", (d, d)),
+            _zeros(f"{self.name}.transform.bias", d),
+            *LayerNorm(f"{self.name}.ln", self.eps).params(x),
+            _zeros(f"{self.name}.bias", self.vocab),
+        ]
+
+    def macs(self, x):
+        t, d = x
+        return t * (d * d + d * self.vocab)
+
+    def activations(self, x):
+        t, d = x
+        return 3 * t * d + t * self.vocab
+
+
+@dataclass(frozen=True)
+class TiedLMHead(Layer):
+    """GPT-2's language-model head: logits = x E^T with the token embedding E (tied, no bias)."""
+
+    name: str
+    vocab: int
+    tied: str
+
+    def out_shape(self, x):
+        return x[:-1] + (self.vocab,)
+
+    def macs(self, x):
+        return x[0] * x[1] * self.vocab

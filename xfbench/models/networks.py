@@ -1,4 +1,5 @@
-"""The nine networks of docs/models.md, each as a function of a width multiplier.
+"""The networks of docs/models.md, each as a function of a width multiplier: Shi et al.'s
+nine and two transformers beyond the paper (BERT-base, GPT-2 small).
 
 width=1 is the exact network of the paper; tests use the smoke sizes below,
 which keep every code path (same layer kinds, depth, strides, padding, flatten
@@ -21,6 +22,11 @@ from xfbench.models.layers import (
     Embedding,
     Flatten,
     GlobalAvgPool,
+    LayerNorm,
+    MaskedLMHead,
+    TiedLMHead,
+    TokenEmbedding,
+    TransformerBlock,
     MaxPool,
     ReLU,
     Sigmoid,
@@ -240,10 +246,84 @@ def lstm64(width: float = 1.0, size: int | None = None) -> Spec:
     return _lstm("lstm64", 64, None, width)
 
 
+def _transformer_dims(width: float) -> tuple[int, int, int, int]:
+    """(layers, width, heads, feed-forward): the published 12 x 768 with 12 heads and 3072
+    at width 1; below it (smoke) 2 layers of width 768 x width with 4 heads."""
+    if width == 1:
+        return 12, 768, 12, 3072
+    d = _w(768, width)
+    return 2, d, 4, 4 * d
+
+
+# Tokens per sequence and batch of the transformers on CPUs: a 2-core training step of
+# seconds (about 0.35 TFLOP for either at 4 x 128 tokens). Accelerators take the published
+# geometries (accelerator_geometry; docs/models.md says whose).
+CPU_TOKENS, CPU_BATCH = 128, 4
+
+
+def bert_base(width: float = 1.0, size: int | None = None) -> Spec:
+    """BERT-base with its masked-LM head (Hugging Face's BertForMaskedLM, no pooler)."""
+    n, d, heads, ff = _transformer_dims(width)
+    vocab, positions = _w(30522, width), 512 if width == 1 else 64
+    embed = TokenEmbedding("embed", vocab, d, positions, types=2)
+    layers = [embed, LayerNorm("embed.ln", 1e-12)]
+    layers += [TransformerBlock(f"layer{i}", heads, ff, eps=1e-12) for i in range(n)]
+    layers.append(MaskedLMHead("mlm", vocab, eps=1e-12, tied="embed.word"))
+    return Spec(
+        id="bert_base",
+        paper_name="BERT-base (masked LM)",
+        input_shape=(size or CPU_TOKENS,),
+        classes=vocab,
+        layers=tuple(layers),
+        batch_size=CPU_BATCH,
+        input_kind="tokens",
+        vocab=vocab,
+        objective="masked_lm",
+        mask_token=103,  # [MASK] in BERT's vocabulary
+        **_ADAMW,
+        accelerator_geometry=(128, 256),
+    )
+
+
+def gpt2(width: float = 1.0, size: int | None = None) -> Spec:
+    """GPT-2 small (124 M) with its tied language-model head."""
+    n, d, heads, ff = _transformer_dims(width)
+    vocab, positions = _w(50257, width), 1024 if width == 1 else 64
+    layers: list = [TokenEmbedding("embed", vocab, d, positions)]
+    layers += [
+        TransformerBlock(f"layer{i}", heads, ff, eps=1e-5, causal=True, pre_norm=True, gelu="tanh")
+        for i in range(n)
+    ]
+    layers += [LayerNorm("final_ln", 1e-5), TiedLMHead("lm", vocab, tied="embed.word")]
+    return Spec(
+        id="gpt2",
+        paper_name="GPT-2 small (124M)",
+        input_shape=(size or CPU_TOKENS,),
+        classes=vocab,
+        layers=tuple(layers),
+        batch_size=CPU_BATCH,
+        input_kind="tokens",
+        vocab=vocab,
+        objective="next_token",
+        **_ADAMW,
+        accelerator_geometry=(1024, 64),
+    )
+
+
+# Pretraining's optimizer for the transformers (docs/models.md).
+_ADAMW = dict(optimizer="adamw", lr=1e-4, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.01)
+
+# Shi et al.'s nine, the networks of Table 7 and its presets.
+PAPER_NETWORKS = ("fcn5", "fcn8", "fcn_r", "alexnet", "alexnet_r", "resnet50", "resnet56")
+PAPER_NETWORKS += ("lstm32", "lstm64")
+TRANSFORMERS = ("bert_base", "gpt2")
+
 NETWORKS: dict[str, Callable[..., Spec]] = {
     f.__name__: f
-    for f in (fcn5, fcn8, fcn_r, alexnet, alexnet_r, resnet50, resnet56, lstm32, lstm64)
-}
+    for f in (
+        fcn5, fcn8, fcn_r, alexnet, alexnet_r, resnet50, resnet56, lstm32, lstm64, bert_base, gpt2
+    )
+}  # fmt: skip
 
 # Smoke sizes: (width multiplier, image size). Run in well under a second a step.
 SMOKE: dict[str, tuple[float, int | None]] = {
@@ -256,17 +336,34 @@ SMOKE: dict[str, tuple[float, int | None]] = {
     "resnet56": (1 / 4, None),
     "lstm32": (1 / 8, None),
     "lstm64": (1 / 8, None),
+    "bert_base": (1 / 12, 16),  # 2 layers of width 64, 4 heads, 16 tokens
+    "gpt2": (1 / 12, 16),
 }
 SMOKE_BATCH = 8
 
 
-def get_spec(network: str, scale: str = "full") -> Spec:
-    """The spec of one network at "full" (the paper's) or "smoke" size."""
+def get_spec(network: str, scale: str = "full", tokens: int | None = None) -> Spec:
+    """The spec of one network at "full" (the paper's) or "smoke" size; tokens sets a
+    transformer's sequence length (its cell's; default: the CPU geometry, or smoke's)."""
     if network not in NETWORKS:
         raise KeyError(f"unknown network {network!r}; known: {', '.join(NETWORKS)}")
+    if tokens and network not in TRANSFORMERS:
+        raise ValueError(f"{network} has no sequence length to set")
     if scale == "full":
-        return NETWORKS[network]()
+        return NETWORKS[network](1.0, tokens)
     if scale == "smoke":
         width, size = SMOKE[network]
-        return replace(NETWORKS[network](width, size), scale="smoke", batch_size=SMOKE_BATCH)
+        spec = NETWORKS[network](width, tokens or size)
+        return replace(spec, scale="smoke", batch_size=SMOKE_BATCH)
     raise ValueError(f"unknown scale {scale!r}; known: full, smoke")
+
+
+def geometry(network: str, scale: str, device: str) -> tuple[int | None, int]:
+    """(tokens, batch) of a network's cells on a device: a transformer's sequence length
+    (None for the others) and the preset's batch."""
+    spec = get_spec(network, scale)
+    if scale == "smoke" or network not in TRANSFORMERS:
+        return (spec.tokens or None) if network in TRANSFORMERS else None, spec.batch_size
+    if device != "cpu" and spec.accelerator_geometry:
+        return spec.accelerator_geometry
+    return spec.tokens, spec.batch_size

@@ -11,6 +11,7 @@ import numpy as np
 from xfbench.models.layers import (
     LSTM,
     BasicBlock,
+    TransformerBlock,
     Bottleneck,
     Conv,
     Dense,
@@ -44,6 +45,15 @@ class Spec:
     lr: float = 0.01
     momentum: float = 0.9
     notes: tuple[str, ...] = field(default=())
+    # The transformers' (docs/models.md): what the labels are, and AdamW.
+    objective: str = "classes"  # "classes" (drawn from the seed), "masked_lm", "next_token"
+    mask_token: int = 0  # masked_lm: the id the masked positions hold in the input
+    optimizer: str = "sgd"  # "sgd" (with momentum) or "adamw"
+    betas: tuple[float, float] = (0.9, 0.999)  # adamw
+    eps: float = 1e-8  # adamw
+    weight_decay: float = 0.0  # adamw, decoupled, on the tensors decays() names
+    # (tokens, batch) on accelerators, where it differs from the CPU's (input_shape, batch_size)
+    accelerator_geometry: tuple[int, int] | None = None
 
     @cached_property
     def shapes(self) -> list[tuple[Layer, Shape]]:
@@ -60,6 +70,36 @@ class Spec:
     @property
     def sequence(self) -> bool:
         return self.input_kind == "tokens"
+
+    @property
+    def time_major(self) -> bool:
+        """The LSTM language models compute time-major, (T, N); the transformers batch-first."""
+        return bool(self.layer(LSTM))
+
+    @property
+    def transformer(self) -> bool:
+        return bool(self.layer(TransformerBlock))
+
+    @property
+    def tokens(self) -> int:
+        """Tokens per sample (0 for images and feature vectors)."""
+        return self.input_shape[0] if self.sequence else 0
+
+    @cached_property
+    def loss_positions(self) -> tuple[int, ...] | None:
+        """The positions the loss is taken at, None for all: masked_lm's fixed 15 % of the
+        positions, drawn from a seed of their own (the same in every framework and batch)."""
+        if self.objective != "masked_lm":
+            return None
+        t = self.input_shape[0]
+        rng = np.random.default_rng([0, 3])
+        return tuple(sorted(int(i) for i in rng.choice(t, max(1, round(0.15 * t)), replace=False)))
+
+    def decays(self, name: str) -> bool:
+        """Whether AdamW's weight decay applies to a parameter: weight matrices and
+        embeddings (2 or more axes), not biases or LayerNorm (one axis)."""
+        shapes = {p.name: p.shape for p in self.params}
+        return self.weight_decay > 0 and len(shapes[name]) >= 2
 
     @property
     def output_shape(self) -> Shape:
@@ -109,6 +149,14 @@ def synthetic_batch(spec: Spec, batch: int, seed: int = 0) -> tuple[np.ndarray, 
     """The synthetic mini-batch every framework gets: inputs N(0, 1) float32 (token
     ids uniform int64 for sequence models) and int64 labels uniform over the classes."""
     rng = np.random.default_rng([seed, 1])
+    if spec.objective == "next_token":  # labels: each position's next token
+        ids = rng.integers(0, spec.vocab, size=(batch, spec.input_shape[0] + 1), dtype=np.int64)
+        return np.ascontiguousarray(ids[:, :-1]), np.ascontiguousarray(ids[:, 1:])
+    if spec.objective == "masked_lm":  # labels: the tokens the mask hides
+        ids = rng.integers(0, spec.vocab, size=(batch,) + spec.input_shape, dtype=np.int64)
+        x = ids.copy()
+        x[:, list(spec.loss_positions)] = spec.mask_token
+        return x, ids
     if spec.sequence:
         x = rng.integers(0, spec.vocab, size=(batch,) + spec.input_shape, dtype=np.int64)
     else:
@@ -126,7 +174,7 @@ def init_param(p: Param, seed: int, index: int) -> np.ndarray:
     if p.init == "zeros":
         return np.zeros(p.shape, np.float32)
     if p.init == "normal":
-        return rng.standard_normal(p.shape, dtype=np.float32)
+        return rng.standard_normal(p.shape, dtype=np.float32) * np.float32(p.std)
     bound = np.float32(1.0 / np.sqrt(p.fan_in))
     value = rng.uniform(-bound, bound, p.shape).astype(np.float32)
     if p.init == "lstm_bias":
@@ -150,6 +198,7 @@ def describe(spec: Spec) -> str:
         BasicBlock: "basic block",
         LSTM: "lstm",
         Embedding: "embedding",
+        TransformerBlock: "transformer block",
     }
     counts = {name: len(spec.layer(kind)) for kind, name in kinds.items() if spec.layer(kind)}
     parts = ", ".join(f"{n} {k}" for k, n in counts.items())

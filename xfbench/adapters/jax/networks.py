@@ -22,7 +22,7 @@ import math
 import jax
 import jax.numpy as jnp
 
-from xfbench.adapters.jax import lstm, resnet
+from xfbench.adapters.jax import lstm, resnet, transformer
 from xfbench.adapters.jax.layers import (
     avg_pool,
     batch_norm,
@@ -110,7 +110,9 @@ def init_layer(layer: L.Layer, x: tuple[int, ...], key) -> tuple[dict, dict]:
 # -- the network --------------------------------------------------------------------
 def init(spec: Spec, key) -> tuple[dict, dict]:
     """Initial (params, running stats). Under jax.eval_shape it allocates nothing."""
-    if spec.sequence:
+    if spec.transformer:
+        return transformer.init(spec), {}
+    if spec.time_major:
         return lstm.init(spec, key), {}
     params, stats = {}, {}
     for i, (layer, x) in enumerate(spec.shapes):
@@ -120,11 +122,17 @@ def init(spec: Spec, key) -> tuple[dict, dict]:
     return params, stats
 
 
-def apply(spec: Spec, params: dict, stats: dict, x, train: bool, dtype) -> tuple:
+def apply(
+    spec: Spec, params: dict, stats: dict, x, train: bool, dtype, attention: str | None = "xla"
+) -> tuple:
     """Logits (float32, float64 for float64) and the running statistics after this batch.
 
-    x is NHWC images, (N, features) vectors or (T, N) token ids (time-major)."""
-    if spec.sequence:
+    x is NHWC images, (N, features) vectors, (T, N) token ids (time-major: the LSTM) or
+    (N, T) token ids (the transformers, whose attention is computed by `attention`:
+    jax.nn.dot_product_attention's implementation)."""
+    if spec.transformer:
+        return transformer.apply(spec, params, x, dtype, attention), {}
+    if spec.time_major:
         return lstm.apply(spec, params, x, dtype).astype(wide(dtype)), {}
     x = x.astype(dtype)
     new_stats: dict = {}

@@ -146,6 +146,20 @@ def clip_by_global_norm(grads: dict, max_norm: float) -> dict:
 MATH_PRIMITIVES = ("dot_general", "conv_general_dilated")
 
 
+# Dot algorithms that round their operands to a half type whatever the operands' dtype:
+# jax.nn.dot_product_attention asks for them (bf16 or fp16 inputs, fp32 accumulation), and
+# its backward then takes a float32 cotangent that the product still computes in the half type.
+HALF_ALGORITHMS = {"BF16_BF16": "bfloat16", "F16_F16": "float16"}
+
+
+def _operand_dtypes(eqn) -> set[str]:
+    algorithm = getattr(eqn.params.get("precision"), "name", "") or ""
+    for prefix, dtype in HALF_ALGORITHMS.items():
+        if algorithm.startswith(prefix):
+            return {dtype}
+    return {str(v.aval.dtype) for v in eqn.invars}
+
+
 def math_dtypes(jaxpr) -> dict[str, str]:
     """primitive -> the operand dtypes it takes anywhere in jaxpr (the scan of the LSTM,
     custom derivatives and other nested programs included), comma separated."""
@@ -154,9 +168,7 @@ def math_dtypes(jaxpr) -> dict[str, str]:
     def walk(program) -> None:
         for eqn in program.eqns:
             if eqn.primitive.name in MATH_PRIMITIVES:
-                seen.setdefault(eqn.primitive.name, set()).update(
-                    str(v.aval.dtype) for v in eqn.invars
-                )
+                seen.setdefault(eqn.primitive.name, set()).update(_operand_dtypes(eqn))
             for value in eqn.params.values():
                 for sub in value if isinstance(value, (tuple, list)) else (value,):
                     inner = getattr(sub, "jaxpr", sub)  # a ClosedJaxpr holds its Jaxpr
@@ -167,14 +179,46 @@ def math_dtypes(jaxpr) -> dict[str, str]:
     return {k: ",".join(sorted(v)) for k, v in sorted(seen.items())}
 
 
+def adamw(spec: Spec):
+    """optax's AdamW with the spec's settings, decaying the tensors spec.decays() names.
+    Its arithmetic is PyTorch's: m and v debiased, p -= lr (m^ / (sqrt(v^) + eps) + wd p)."""
+    import optax
+
+    return optax.adamw(
+        learning_rate=spec.lr,
+        b1=spec.betas[0],
+        b2=spec.betas[1],
+        eps=spec.eps,
+        weight_decay=spec.weight_decay,
+        mask=lambda params: {k: spec.decays(k) for k in params},
+    )
+
+
+def optimizer_state(spec: Spec, params: dict) -> dict:
+    """The optimizer's part of the training state: SGD's momentum or AdamW's moments."""
+    if spec.optimizer == "adamw":
+        return {"opt": adamw(spec).init(params)}
+    return {"momentum": {k: np.zeros_like(v) for k, v in params.items()}}
+
+
+def loss_of(spec: Spec, logits, y):
+    """Mean cross-entropy, at the spec's loss positions (masked LM) or every one."""
+    if spec.loss_positions is not None:
+        at = jnp.asarray(spec.loss_positions)
+        logits, y = jnp.take(logits, at, axis=1), jnp.take(y, at, axis=1)
+    return cross_entropy(logits, y)
+
+
 def make_train_step(
     spec: Spec,
     dtype,
     loss_scaling: bool,
     data_axis: str | None = None,
     average_gradients: bool = True,
+    attention: str | None = "xla",
 ):
-    """state, x, y -> (new state, loss). state = {params, momentum, stats[, scaler]}.
+    """state, x, y -> (new state, loss). state = {params, momentum (SGD) or opt (AdamW),
+    stats[, scaler]}.
 
     data_axis: None for one device. Under jax.shard_map (the data-parallel worker,
     scaling/jax_sharding.py) the name of the mesh axis the batch is split over: each
@@ -196,9 +240,9 @@ def make_train_step(
 
         def objective(p):
             logits, new_stats = networks.apply(
-                spec=spec, params=p, stats=stats, x=x, train=True, dtype=dtype
+                spec=spec, params=p, stats=stats, x=x, train=True, dtype=dtype, attention=attention
             )
-            loss = cross_entropy(logits, y)
+            loss = loss_of(spec, logits, y)
             return (loss * scale if loss_scaling else loss), (loss, new_stats)
 
         if data_axis is None:
@@ -213,16 +257,25 @@ def make_train_step(
             finite = jnp.all(jnp.array([jnp.all(jnp.isfinite(g)) for g in jax.tree.leaves(grads)]))
         if clip:
             grads = clip_by_global_norm(grads, clip)
-        # PyTorch's SGD momentum: v = mu * v + g; w -= lr * v.
-        momentum = jax.tree.map(lambda v, g: mu * v + g, state["momentum"], grads)
-        new_params = jax.tree.map(lambda w, v: w - lr * v, params, momentum)
-        new = {"params": new_params, "momentum": momentum, "stats": new_stats}
+        if spec.optimizer == "adamw":
+            import optax
+
+            updates, opt = adamw(spec).update(grads, state["opt"], params)
+            new_params = optax.apply_updates(params, updates)
+            slots = {"opt": opt}
+        else:
+            # PyTorch's SGD momentum: v = mu * v + g; w -= lr * v.
+            momentum = jax.tree.map(lambda v, g: mu * v + g, state["momentum"], grads)
+            new_params = jax.tree.map(lambda w, v: w - lr * v, params, momentum)
+            slots = {"momentum": momentum}
+        new = {"params": new_params, "stats": new_stats, **slots}
         if loss_scaling:
-            # An overflowing step changes neither weights nor momentum (the running
-            # statistics still move, as in PyTorch); the scale backs off or grows.
+            # An overflowing step changes neither weights nor the optimizer's state (the
+            # running statistics still move, as in PyTorch); the scale backs off or grows.
             keep = lambda a, b: jnp.where(finite, a, b)  # noqa: E731
             new["params"] = jax.tree.map(keep, new_params, params)
-            new["momentum"] = jax.tree.map(keep, momentum, state["momentum"])
+            for k in slots:
+                new[k] = jax.tree.map(keep, slots[k], state[k])
             good = jnp.where(finite, state["scaler"]["good_steps"] + 1, 0)
             grow = good >= SCALE_INTERVAL
             new["scaler"] = {
@@ -236,10 +289,43 @@ def make_train_step(
     return train_step
 
 
-def make_infer_step(spec: Spec, dtype):
+def attention_implementation(device, dtype) -> str:
+    """jax.nn.dot_product_attention's implementation: cuDNN's fused kernel on an NVIDIA
+    GPU in the half types (its only ones), where it takes the shapes, else XLA's; in
+    float64, "float64": the same attention written out, in float64 throughout."""
+    if jnp.dtype(dtype) == jnp.float64:
+        return "float64"  # written out (transformer.py): the library's softmax is float32
+    if device.platform != "gpu" or jnp.dtype(dtype) not in (jnp.bfloat16, jnp.float16):
+        return "xla"
+    q = jnp.zeros((1, 128, 1, 64), dtype, device=device)
+    try:
+        jax.jit(
+            lambda a: jax.nn.dot_product_attention(a, a, a, is_causal=True, implementation="cudnn")
+        ).lower(q).compile()
+    except Exception:  # noqa: BLE001 - no cuDNN attention here: XLA's is what runs
+        return "xla"
+    return "cudnn"
+
+
+def optimizer_name(spec: Spec) -> str:
+    if spec.optimizer == "adamw":
+        return (
+            f"optax.adamw lr {spec.lr:g}, betas {spec.betas}, eps {spec.eps:g}, weight decay "
+            f"{spec.weight_decay:g} on matrices and embeddings"
+        )
+    return f"SGD momentum {spec.momentum} (v = mu v + g; w -= lr v)"
+
+
+def make_infer_step(spec: Spec, dtype, attention: str | None = "xla"):
     def infer_step(state, x):
         logits, _ = networks.apply(
-            spec=spec, params=state["params"], stats=state["stats"], x=x, train=False, dtype=dtype
+            spec=spec,
+            params=state["params"],
+            stats=state["stats"],
+            x=x,
+            train=False,
+            dtype=dtype,
+            attention=attention,
         )
         return logits
 
@@ -285,7 +371,7 @@ class JaxWorkload(Workload):
         }
         state = {"params": params, "stats": stats}
         if self.train:
-            state["momentum"] = {k: np.zeros_like(v) for k, v in params.items()}
+            state.update(optimizer_state(spec, params))
         if self.loss_scaling:
             state["scaler"] = {"scale": np.float32(SCALE_INIT), "good_steps": np.int32(0)}
         self.state = jax.device_put(state, self.device)
@@ -294,7 +380,7 @@ class JaxWorkload(Workload):
         x, y = synthetic_batch(spec, cell.batch_size, seed)
         if networks.image_layout(spec):
             x = x.transpose(0, 2, 3, 1)
-        if spec.sequence:
+        if spec.time_major:
             x, y = x.T, y.T
         # Ids fit int32, JAX's default integer type (64-bit types are off by default);
         # images in float64 for fp64 are the same values, widened exactly.
@@ -304,13 +390,15 @@ class JaxWorkload(Workload):
         self.x, self.y = self._to_device()
         self._check_placement(self.state, self.x, self.y)
 
+        self.attention = attention_implementation(self.device, self.dtype) if spec.transformer else None
         if self.train:
             self._jit = jax.jit(
-                make_train_step(spec, self.dtype, self.loss_scaling), donate_argnums=0
+                make_train_step(spec, self.dtype, self.loss_scaling, attention=self.attention),
+                donate_argnums=0,
             )
             self.step = self._train_step
         else:
-            self._jit = jax.jit(make_infer_step(spec, self.dtype))
+            self._jit = jax.jit(make_infer_step(spec, self.dtype, self.attention))
             self.step = self._infer_step
         self._compiled = self.lowered = None
         self._loss = self._out = None
@@ -321,7 +409,17 @@ class JaxWorkload(Workload):
             "compute_dtype": jnp.dtype(self.dtype).name,
             "matmul_precision": self.matmul_precision,
             "loss_scale": "dynamic, from 2**16" if self.loss_scaling else "none",
-            "lstm_kernel": "lax.scan" if spec.sequence else "n/a",
+            "lstm_kernel": "lax.scan" if spec.time_major else "n/a",
+            "attention_kernel": (
+                (
+                    "softmax(q k^T / sqrt(dh)) v written out in float64"
+                    if self.attention == "float64"
+                    else f"jax.nn.dot_product_attention, implementation={self.attention}"
+                )
+                if spec.transformer
+                else "n/a"
+            ),
+            **({"optimizer": optimizer_name(spec)} if self.train else {}),
             **backend(self.device),
         }
 
@@ -341,7 +439,7 @@ class JaxWorkload(Workload):
         # the resident batch's layout: NHWC images, time-major tokens, int32 ids
         if networks.image_layout(self.spec):
             x = x.transpose(0, 2, 3, 1)
-        if self.spec.sequence:
+        if self.spec.time_major:
             x, y = x.T, y.T
         x = x.astype(self.host_dtype) if x.dtype == np.float32 else x.astype(np.int32)
         self.x = jax.device_put(np.ascontiguousarray(x), self.device)
@@ -397,7 +495,7 @@ class JaxWorkload(Workload):
 
     def output(self) -> np.ndarray:
         out = np.asarray(jax.device_get(self._out), self.host_dtype)
-        return out.transpose(1, 0, 2) if self.spec.sequence else out  # back to (N, T, C)
+        return out.transpose(1, 0, 2) if self.spec.time_major else out  # back to (N, T, C)
 
     def export_onnx(self, path: str) -> None:
         """The network in evaluation mode, with its current weights, through jax2onnx (see export.py)."""

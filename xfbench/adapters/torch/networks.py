@@ -12,6 +12,7 @@ from torch import nn
 
 from xfbench.adapters.torch.lstm import LSTMLanguageModel
 from xfbench.adapters.torch.resnet import BasicBlock, Bottleneck
+from xfbench.adapters.torch.transformer import Transformer
 from xfbench.models import Spec
 from xfbench.models import layers as L
 
@@ -64,14 +65,18 @@ class SpecNet(nn.Sequential):
 
 
 def build_network(spec: Spec) -> nn.Module:
-    if spec.sequence:
+    if spec.transformer:
+        return Transformer(spec)
+    if spec.time_major:
         return LSTMLanguageModel(spec)
     return SpecNet(spec)
 
 
 def canonical_keys(spec: Spec, net: nn.Module) -> dict[str, str]:
     """canonical parameter name -> key in net.state_dict() (LSTM handled in weights.py)."""
-    if spec.sequence:
+    if spec.transformer:  # its modules are named after the canonical parameters
+        return {p.name: p.name for p in spec.params}
+    if spec.time_major:
         return {}
     out = {}
     children = list(net.named_children())

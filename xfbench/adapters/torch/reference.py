@@ -24,6 +24,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from xfbench.adapters.torch import training
 from xfbench.adapters.torch import weights as W
 from xfbench.adapters.torch.networks import build_network
 from xfbench.models import Spec, synthetic_batch
@@ -105,7 +106,7 @@ def _net_and_batch(spec: Spec, weights, batch: int, dtype: str, seed: int):
     W.load(spec, net, weights)
     net = net.to(torch_dtype)
     x, y = synthetic_batch(spec, batch, seed)
-    if spec.sequence:  # the model is time-major: (T, N)
+    if spec.time_major:  # the LSTM model is time-major: (T, N)
         x, y = np.ascontiguousarray(x.T), np.ascontiguousarray(y.T)
     x, y = torch.from_numpy(x), torch.from_numpy(y)
     if x.is_floating_point():
@@ -122,7 +123,7 @@ def logits(
     net, x, _ = _net_and_batch(spec=spec, weights=weights, batch=batch, dtype=dtype, seed=seed)
     with torch.no_grad():
         out = net.eval()(x).numpy()
-    return out.transpose(1, 0, 2) if spec.sequence else out
+    return out.transpose(1, 0, 2) if spec.time_major else out
 
 
 def train_step(
@@ -134,7 +135,7 @@ def train_step(
     decisions: list | None = None,
     flips: list | None = None,
 ) -> tuple[float, dict[str, np.ndarray]]:
-    """The loss of one SGD step from weights on the synthetic batch, and the updated
+    """The loss of one training step (the spec's optimizer) from weights on the synthetic batch, and the updated
     canonical weights (as float64 numpy arrays). decisions, when given, receives every
     ReLU and max-pool call's Decisions; flips (one boolean array or None per call, shaped
     like that call's margin) takes the marked decisions the other way."""
@@ -143,9 +144,8 @@ def train_step(
     if decisions is not None or flips is not None:
         _decision_hooks(net, decisions, flips)
     params = list(net.parameters())
-    opt = torch.optim.SGD(params, lr=spec.lr, momentum=spec.momentum)
-    logits = net(x)
-    loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), y.reshape(-1))
+    opt = training.optimizer(spec, net, "plain")
+    loss = training.cross_entropy(net(x), y, training.positions(spec, "cpu"), spec.time_major)
     loss.backward()
     if spec.clip_norm:
         torch.nn.utils.clip_grad_norm_(params, spec.clip_norm)

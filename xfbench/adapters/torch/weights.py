@@ -43,7 +43,7 @@ def _lstm_keys(spec: Spec) -> list[tuple[str, str, str]]:
 
 def to_state_dict(spec: Spec, net: torch.nn.Module, weights: dict[str, np.ndarray]) -> dict:
     """The state dict entries of net's parameters from canonical weights."""
-    if not spec.sequence:
+    if not spec.time_major:
         return {
             key: torch.from_numpy(weights[name]) for name, key in canonical_keys(spec, net).items()
         }
@@ -72,7 +72,7 @@ def from_module(spec: Spec, net: torch.nn.Module, dtype=np.float32) -> dict[str,
     state = {
         k: v.detach().cpu().numpy().astype(dtype, copy=False) for k, v in net.state_dict().items()
     }
-    if not spec.sequence:
+    if not spec.time_major:
         return {name: state[key] for name, key in canonical_keys(spec, net).items()}
     out, biases = {}, {}
     for name, key, kind in _lstm_keys(spec):

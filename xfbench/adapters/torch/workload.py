@@ -21,9 +21,9 @@ import tempfile
 
 import numpy as np
 import torch
-import torch.nn.functional as F
 
 from xfbench.adapters.base import Cell, Workload, check_layer_dtypes
+from xfbench.adapters.torch import training
 from xfbench.adapters.torch import weights as W
 from xfbench.adapters.torch.networks import build_network
 from xfbench.adapters.torch.precision import MATH_LAYERS, probe
@@ -139,7 +139,7 @@ class TorchWorkload(Workload):
         self.net = net.to(self.device, self.dtype, memory_format=memory_format)
 
         x, y = synthetic_batch(spec, cell.batch_size, seed)
-        if spec.sequence:  # the model is time-major: (T, N)
+        if spec.time_major:  # the LSTM model is time-major: (T, N)
             x, y = np.ascontiguousarray(x.T), np.ascontiguousarray(y.T)
         if self.fp64 and x.dtype == np.float32:
             x = x.astype(np.float64)  # the same values, widened exactly
@@ -161,7 +161,8 @@ class TorchWorkload(Workload):
         lstm_note = self._choose_lstm_kernel(spec, cell)
         # What ran, asked of PyTorch: a layer that computed in another dtype than the
         # cell's precision fails the cell rather than being timed under its label.
-        self.layer_dtypes, lstm_kernel = probe(self.net, self.x, self.autocast, bool(spec.sequence))
+        self.layer_dtypes, kernels = probe(self.net, self.x, self.autocast, spec.time_major)
+        lstm_kernel = kernels.get("lstm")
         check_layer_dtypes(cell.precision, self.layer_dtypes, MATH_LAYERS)
 
         compile_mode = {"eager": None, "compile": "default", "cudagraph": "reduce-overhead"}
@@ -185,15 +186,20 @@ class TorchWorkload(Workload):
         self.compiled_functions = 0 if not mode else 1 if cell.task != "train" or self.scaler else 2
 
         self._loss = self._out = None
+        self.positions = training.positions(spec, self.device)
         if cell.task == "train":
             self.net.train()
             self.params = [p for p in self.net.parameters()]
-            self.opt = torch.optim.SGD(self.params, lr=spec.lr, momentum=spec.momentum)
-            # Zero momentum buffers from the start: the same first update as SGD's own
-            # (v = g), and a compiled update that sees one state structure, so it
-            # compiles once, in the first step, instead of again in the second.
-            for p in self.params:
-                self.opt.state[p]["momentum_buffer"] = torch.zeros_like(p)
+            # Eager cells run the optimizer's fused kernel where it has one (AdamW); a
+            # compiled update is traced from the foreach implementation.
+            self.optimizer_impl = "foreach" if mode else "fused"
+            self.opt = training.optimizer(spec, self.net, self.optimizer_impl)
+            if spec.optimizer == "sgd":
+                # Zero momentum buffers from the start: the same first update as SGD's own
+                # (v = g), and a compiled update that sees one state structure, so it
+                # compiles once, in the first step, instead of again in the second.
+                for p in self.params:
+                    self.opt.state[p]["momentum_buffer"] = torch.zeros_like(p)
             self.forward_loss = compile_(self._forward_loss)
             # The scaler's update must see the inf check, so fp16 keeps it eager.
             self.update = self._update if self.scaler else compile_(self._update)
@@ -214,6 +220,12 @@ class TorchWorkload(Workload):
             "fp32_precision": precision_flags,
             "layer_dtypes": self.layer_dtypes,
             "lstm_kernel": (lstm_kernel or "n/a") + lstm_note,
+            "attention_kernel": kernels.get("attention", "n/a"),
+            **(
+                {"optimizer": training.describe(spec, self.optimizer_impl)}
+                if cell.task == "train"
+                else {}
+            ),
             "loss_scale": (
                 f"dynamic (torch.amp.GradScaler, from {self.scaler.get_scale():g})"
                 if self.scaler
@@ -250,7 +262,7 @@ class TorchWorkload(Workload):
         )
 
     def feed(self, x, y) -> None:
-        if self.spec.sequence:  # time-major, as the resident batch
+        if self.spec.time_major:  # time-major, as the resident batch
             x, y = x.t(), y.t()
         x = x.to(self.device, self.dtype if x.is_floating_point() else None, non_blocking=True)
         self.x = x.contiguous(memory_format=self.memory_format)
@@ -259,8 +271,7 @@ class TorchWorkload(Workload):
     # -- steps --------------------------------------------------------------------
     def _forward_loss(self, x, y):
         with self.autocast():
-            logits = self.net(x)
-            return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), y.reshape(-1))
+            return training.cross_entropy(self.net(x), y, self.positions, self.spec.time_major)
 
     def _update(self):
         if self.spec.clip_norm:
@@ -301,7 +312,7 @@ class TorchWorkload(Workload):
         back, and ATen's LSTM under autocast computes in float32: ATen's kernels run it,
         in that type, cast explicitly. On CUDA, autocast would run a bf16 LSTM in fp16
         (precision.py): it runs in bf16, cast explicitly."""
-        if not spec.sequence or cell.precision not in AMP_DTYPES:
+        if not spec.time_major or cell.precision not in AMP_DTYPES:
             return ""
         dtype = AMP_DTYPES[cell.precision]
         if self.device.type == "cuda":
@@ -343,7 +354,7 @@ class TorchWorkload(Workload):
 
     def output(self) -> np.ndarray:
         out = self._out.to(self.dtype).cpu().numpy()
-        return out.transpose(1, 0, 2) if self.spec.sequence else out  # back to (N, T, C)
+        return out.transpose(1, 0, 2) if self.spec.time_major else out  # back to (N, T, C)
 
     def weights(self) -> dict[str, np.ndarray]:
         return W.from_module(self.spec, self.net, np.float64 if self.fp64 else np.float32)
@@ -353,8 +364,8 @@ class TorchWorkload(Workload):
         through onnxscript), at the suite's opset, weights as external data."""
         from xfbench.exchange.graph import INPUT, OPSET, OUTPUT
 
-        net = _BatchFirst(self.net) if self.spec.sequence else self.net
-        x = self.x.T if self.spec.sequence else self.x  # back to (N, T) for the sequence model
+        net = _BatchFirst(self.net) if self.spec.time_major else self.net
+        x = self.x.T if self.spec.time_major else self.x  # back to (N, T) for the LSTM model
         was_training = self.net.training
         self.net.eval()
         saved = (torch.backends.cudnn.conv.fp32_precision, torch.backends.cudnn.rnn.fp32_precision)

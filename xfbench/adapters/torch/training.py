@@ -1,0 +1,60 @@
+"""The training step's loss and optimizer, as the spec names them, shared by the timed
+workload and the plain reference step (reference.py).
+
+SGD with momentum for Shi et al.'s networks; AdamW for the transformers, with weight
+decay on the tensors spec.decays() names (matrices and embeddings) and none on biases and
+LayerNorm, as pretraining does. impl picks PyTorch's implementation: "fused" (one kernel
+for every tensor; CPU and CUDA), "foreach" (grouped ops; what torch.compile traces) or
+"plain" (one tensor at a time: the reference).
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+from xfbench.models import Spec
+
+
+def positions(spec: Spec, device) -> torch.Tensor | None:
+    """The positions the loss is taken at, on device, or None for every position."""
+    if spec.loss_positions is None:
+        return None
+    return torch.tensor(spec.loss_positions, dtype=torch.long, device=device)
+
+
+def cross_entropy(logits, y, at: torch.Tensor | None, time_major: bool = False):
+    """Mean cross-entropy over samples (and over tokens: every position, or those at)."""
+    if at is not None:
+        dim = 0 if time_major else 1
+        logits, y = logits.index_select(dim, at), y.index_select(dim, at)
+    return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), y.reshape(-1))
+
+
+def optimizer(spec: Spec, net: torch.nn.Module, impl: str) -> torch.optim.Optimizer:
+    flags = {"fused": {"fused": True}, "foreach": {"foreach": True}, "plain": {"foreach": False}}
+    kw = flags[impl]
+    if spec.optimizer == "sgd":
+        if impl == "fused":
+            kw = {"foreach": True}  # SGD's fused kernel is CUDA-only in places; foreach runs
+        return torch.optim.SGD(net.parameters(), lr=spec.lr, momentum=spec.momentum, **kw)
+    if spec.optimizer != "adamw":
+        raise ValueError(f"{spec.id}: unknown optimizer {spec.optimizer!r}")
+    named = list(net.named_parameters())
+    known = {p.name for p in spec.params}
+    if any(k not in known for k, _ in named):
+        raise ValueError(f"{spec.id}: AdamW needs canonical parameter names")
+    groups = [
+        {"params": [p for k, p in named if spec.decays(k)], "weight_decay": spec.weight_decay},
+        {"params": [p for k, p in named if not spec.decays(k)], "weight_decay": 0.0},
+    ]
+    return torch.optim.AdamW(groups, lr=spec.lr, betas=spec.betas, eps=spec.eps, **kw)
+
+
+def describe(spec: Spec, impl: str) -> str:
+    if spec.optimizer == "sgd":
+        return f"SGD momentum {spec.momentum} ({'foreach' if impl != 'plain' else 'plain'})"
+    return (
+        f"AdamW lr {spec.lr:g}, betas {spec.betas}, eps {spec.eps:g}, weight decay "
+        f"{spec.weight_decay:g} on matrices and embeddings ({impl})"
+    )
