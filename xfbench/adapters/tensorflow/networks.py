@@ -16,6 +16,7 @@ import tensorflow as tf
 from xfbench.adapters.tensorflow import layers as T
 from xfbench.adapters.tensorflow.lstm import LSTMLanguageModel
 from xfbench.adapters.tensorflow.resnet import BasicBlock, Bottleneck
+from xfbench.adapters.tensorflow.transformer import Transformer
 from xfbench.adapters.tensorflow.weights import DENSE, Converter
 from xfbench.models import Spec
 from xfbench.models import layers as L
@@ -86,7 +87,10 @@ class Network:
         # Master weights are float32, except in float64, where everything is.
         self.dtype = np.float64 if compute_dtype == tf.float64 else np.float32
         self.variables = T.Variables(weights, self.dtype)
-        if spec.sequence:
+        if spec.transformer:
+            self.module = Transformer(spec, self.variables, compute_dtype)
+            extra = []
+        elif spec.time_major:
             self.module = LSTMLanguageModel(spec, self.variables, use_cudnn, compute_dtype)
             extra = self.module.keras_variables()
         else:
@@ -106,7 +110,7 @@ class Network:
             e.name: e.converter.from_tf(e.variable.numpy(), self.dtype)
             for e in self.variables.entries
         }
-        if self.spec.sequence:
+        if self.spec.time_major:
             out.update(self.module.export())
         return {p.name: out[p.name] for p in self.spec.params}
 

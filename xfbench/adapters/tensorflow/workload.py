@@ -172,6 +172,13 @@ class TensorFlowWorkload(Workload):
                 ]
                 self.lr = tf.constant(spec.lr, self.master_dtype)
                 self.momentum = tf.constant(spec.momentum, self.master_dtype)
+                if spec.optimizer == "adamw":
+                    self.second_moments = [
+                        tf.Variable(tf.zeros_like(v), trainable=False) for v in self.trainable
+                    ]
+                    self.adam_steps = tf.Variable(0, trainable=False, dtype=tf.int64)
+                    names = [e.name for e in self.net.variables.entries]
+                    self.decays = [spec.decays(name) for name in names]
                 self.loss_scale = self.good_steps = None
                 if cell.precision == "fp16":
                     self.loss_scale = tf.Variable(INITIAL_LOSS_SCALE, trainable=False)
@@ -189,13 +196,24 @@ class TensorFlowWorkload(Workload):
             "compute_dtype": self.compute_dtype.name,
             "lstm_kernel": (
                 "n/a"
-                if not spec.sequence
+                if not spec.time_major
                 else "cudnn (CudnnRNNV3 via keras.layers.LSTM)"
                 if use_cudnn
                 else "keras.layers.LSTM generic loop" + (" under XLA" if cell.mode == "xla" else "")
             ),
             "batchnorm_kernel": "FusedBatchNormV3" if self._has_batchnorm() else "n/a",
-            "optimizer": "ResourceApplyMomentum (v = 0.9 v + g; w -= lr v)",
+            "optimizer": (
+                "ResourceApplyAdam with epsilon eps sqrt(1 - b2^t) (PyTorch's AdamW "
+                "arithmetic), decay w -= lr wd w first on matrices and embeddings"
+                if spec.optimizer == "adamw"
+                else "ResourceApplyMomentum (v = 0.9 v + g; w -= lr v)"
+            ),
+            "attention_kernel": (
+                "softmax(q k^T / sqrt(dh)) v: BatchMatMulV2 and Softmax"
+                + (", XLA-fused" if cell.mode == "xla" else "")
+                if spec.transformer
+                else "n/a"
+            ),
             "loss_scale": (
                 f"dynamic, from 2**{int(np.log2(INITIAL_LOSS_SCALE))}"
                 if getattr(self, "loss_scale", None) is not None
@@ -205,7 +223,7 @@ class TensorFlowWorkload(Workload):
             "onednn": onednn_in_use(),
             "backend": backend(cell.device, cell.mode),
         }
-        if spec.sequence:
+        if spec.time_major:
             self.info["lstm_bias"] = (
                 "one bias per layer (Keras): canonical B halves summed on "
                 "import; weights() returns B = [sum, zeros]"
@@ -260,6 +278,9 @@ class TensorFlowWorkload(Workload):
     # -- the step's body (eager as is, or traced by tf.function) --------------------
     def _loss_of(self, logits, labels):
         logits = tf.cast(logits, self.master_dtype)
+        if self.spec.loss_positions is not None:  # the masked LM's positions
+            at = tf.constant(self.spec.loss_positions)
+            logits, labels = tf.gather(logits, at, axis=1), tf.gather(labels, at, axis=1)
         losses = tf.nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=logits)
         return tf.reduce_mean(losses)  # mean over samples (and over all tokens)
 
@@ -274,6 +295,9 @@ class TensorFlowWorkload(Workload):
         return [g * n if n != 1 else g for g, n in zip(grads, copies)]
 
     def _apply(self, grads) -> None:
+        if self.spec.optimizer == "adamw":
+            self._apply_adamw(grads)
+            return
         for v, m, g in zip(self.trainable, self.slots, grads):
             tf.raw_ops.ResourceApplyMomentum(
                 var=v.handle,
@@ -281,6 +305,38 @@ class TensorFlowWorkload(Workload):
                 lr=self.lr,
                 grad=g,
                 momentum=self.momentum,
+                use_locking=False,
+                use_nesterov=False,
+            )
+
+    def _apply_adamw(self, grads) -> None:
+        """PyTorch's AdamW step through TensorFlow's fused Adam kernel. ResourceApplyAdam
+        divides by sqrt(v) + epsilon with lr sqrt(1 - b2^t) / (1 - b1^t) (the "epsilon
+        hat" form): given epsilon = eps sqrt(1 - b2^t) it computes PyTorch's
+        lr / (1 - b1^t) m / (sqrt(v / (1 - b2^t)) + eps) exactly, rather than a nearby rule."""
+        spec, dtype = self.spec, self.master_dtype
+        self.adam_steps.assign_add(1)
+        t = tf.cast(self.adam_steps, dtype)
+        b1, b2 = (tf.constant(b, dtype) for b in spec.betas)
+        b1_power, b2_power = tf.pow(b1, t), tf.pow(b2, t)
+        epsilon = tf.constant(spec.eps, dtype) * tf.sqrt(1 - b2_power)
+        decay = tf.constant(spec.lr * spec.weight_decay, dtype)
+        for v, m, s, g, decays in zip(
+            self.trainable, self.slots, self.second_moments, grads, self.decays
+        ):
+            if decays:  # decoupled: w -= lr wd w, before the Adam step, as PyTorch
+                v.assign_sub(decay * v)
+            tf.raw_ops.ResourceApplyAdam(
+                var=v.handle,
+                m=m.handle,
+                v=s.handle,
+                beta1_power=b1_power,
+                beta2_power=b2_power,
+                lr=self.lr,
+                beta1=b1,
+                beta2=b2,
+                epsilon=epsilon,
+                grad=g,
                 use_locking=False,
                 use_nesterov=False,
             )

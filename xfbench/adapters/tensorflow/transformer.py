@@ -1,0 +1,126 @@
+"""BERT-base and GPT-2 small as a tf.Module over tf ops, built from the spec.
+
+Dense weights are held as TensorFlow's (in, out) (weights.DENSE), the embeddings as they
+are; the heads multiply by the word embedding matrix transposed (tied). Products are
+tf.matmul on 2-D operands (MatMul: oneDNN's or Eigen's GEMM on the CPU, cuBLAS on GPUs) and
+batched for attention (BatchMatMulV2); under `function` Grappler and oneDNN fuse what they
+can, under `xla` XLA fuses the whole step. TensorFlow has no fused attention operator of its
+own outside Keras' einsum-based layer, so attention is written out: softmax(q k^T / sqrt(dh))
+v. LayerNorm's statistics and the softmax are computed in float32 in the half types, as
+PyTorch's autocast does.
+"""
+
+from __future__ import annotations
+
+import math
+
+import tensorflow as tf
+
+from xfbench.adapters.tensorflow.layers import Variables
+from xfbench.adapters.tensorflow.weights import DENSE, SAME
+from xfbench.models import Spec
+from xfbench.models import layers as L
+
+
+def _wide(dtype):
+    return tf.float64 if dtype == tf.float64 else tf.float32
+
+
+def _gelu(x, tanh: bool):
+    """tf.nn.gelu, except in float64: there it is 5e-9 from the exact function (TensorFlow
+    2.21 on the CPU, measured against PyTorch's and math.erf), so the proof's float64 step
+    writes the same formula out."""
+    if x.dtype != tf.float64:
+        return tf.nn.gelu(x, approximate=tanh)
+    if tanh:
+        inner = math.sqrt(2 / math.pi) * (x + 0.044715 * x * x * x)
+        return 0.5 * x * (1 + tf.tanh(inner))
+    return 0.5 * x * (1 + tf.math.erf(x / math.sqrt(2)))
+
+
+class Transformer(tf.Module):
+    """(N, T) token ids -> (N, T, vocab) logits in the master dtype."""
+
+    def __init__(self, spec: Spec, variables: Variables, compute_dtype=tf.float32):
+        super().__init__()
+        self.spec, self.compute_dtype = spec, compute_dtype
+        self.v = {}
+        for layer, x in spec.shapes:
+            for p in layer.params(x):
+                matrix = len(p.shape) == 2 and not isinstance(layer, L.TokenEmbedding)
+                self.v[p.name] = variables.param(p, DENSE if matrix else SAME)
+        self.positions = spec.loss_positions
+
+    def _cast(self, name, dtype):
+        return tf.cast(self.v[name], dtype)
+
+    def _linear(self, x, name):
+        shape = tf.shape(x)
+        w = self._cast(f"{name}.weight", x.dtype)
+        y = tf.matmul(tf.reshape(x, [-1, x.shape[-1]]), w) + self._cast(f"{name}.bias", x.dtype)
+        return tf.reshape(y, tf.concat([shape[:-1], [w.shape[-1]]], 0))
+
+    def _layer_norm(self, x, name, eps):
+        wide = tf.cast(x, _wide(x.dtype))
+        mean, var = tf.nn.moments(wide, axes=[-1], keepdims=True)
+        y = (wide - mean) * tf.math.rsqrt(var + eps)
+        y = y * self._cast(f"{name}.weight", wide.dtype) + self._cast(f"{name}.bias", wide.dtype)
+        return tf.cast(y, x.dtype)
+
+    def _attention(self, x, layer: L.TransformerBlock):
+        n, t, d = tf.shape(x)[0], x.shape[1], x.shape[2]
+        h = layer.heads
+        qkv = tf.reshape(self._linear(x, f"{layer.name}.attn.qkv"), [n, t, 3, h, d // h])
+        q, k, v = tf.unstack(tf.transpose(qkv, [2, 0, 3, 1, 4]))  # each (N, heads, T, dh)
+        scores = tf.matmul(q, k, transpose_b=True) * tf.constant(1 / math.sqrt(d // h), x.dtype)
+        scores = tf.cast(scores, _wide(x.dtype))
+        if layer.causal:
+            allowed = tf.linalg.band_part(tf.ones((t, t), tf.bool), -1, 0)
+            scores = tf.where(allowed, scores, tf.constant(-math.inf, scores.dtype))
+        probs = tf.cast(tf.nn.softmax(scores, axis=-1), x.dtype)
+        y = tf.reshape(tf.transpose(tf.matmul(probs, v), [0, 2, 1, 3]), [n, t, d])
+        return self._linear(y, f"{layer.name}.attn.out")
+
+    def _mlp(self, x, layer: L.TransformerBlock):
+        y = _gelu(self._linear(x, f"{layer.name}.mlp.fc"), tanh=layer.gelu == "tanh")
+        return self._linear(y, f"{layer.name}.mlp.proj")
+
+    def _block(self, x, layer: L.TransformerBlock):
+        n, eps = layer.name, layer.eps
+        if layer.pre_norm:
+            x = x + self._attention(self._layer_norm(x, f"{n}.ln1", eps), layer)
+            return x + self._mlp(self._layer_norm(x, f"{n}.ln2", eps), layer)
+        x = self._layer_norm(x + self._attention(x, layer), f"{n}.ln1", eps)
+        return self._layer_norm(x + self._mlp(x, layer), f"{n}.ln2", eps)
+
+    def _logits(self, x, tied: str, bias: str | None = None):
+        shape = tf.shape(x)
+        word = self._cast(tied, x.dtype)
+        y = tf.matmul(tf.reshape(x, [-1, x.shape[-1]]), word, transpose_b=True)
+        if bias:
+            y = y + self._cast(bias, x.dtype)
+        return tf.reshape(y, tf.concat([shape[:-1], [word.shape[0]]], 0))
+
+    def __call__(self, tokens, training=False):
+        x = tokens
+        for layer, _ in self.spec.shapes:
+            if isinstance(layer, L.TokenEmbedding):
+                t = tokens.shape[1]
+                e = tf.gather(self.v[f"{layer.name}.word"], tokens)
+                e = e + self.v[f"{layer.name}.position"][:t]
+                if layer.types:
+                    e = e + self.v[f"{layer.name}.token_type"][0]
+                x = tf.cast(e, self.compute_dtype)
+            elif isinstance(layer, L.LayerNorm):
+                x = self._layer_norm(x, layer.name, layer.eps)
+            elif isinstance(layer, L.TransformerBlock):
+                x = self._block(x, layer)
+            elif isinstance(layer, L.MaskedLMHead):
+                y = _gelu(self._linear(x, f"{layer.name}.transform"), tanh=False)
+                y = self._layer_norm(y, f"{layer.name}.ln", layer.eps)
+                x = self._logits(y, layer.tied, f"{layer.name}.bias")
+            elif isinstance(layer, L.TiedLMHead):
+                x = self._logits(x, layer.tied)
+            else:
+                raise TypeError(f"no TensorFlow function for {type(layer).__name__}")
+        return x
