@@ -205,6 +205,7 @@ CELL = (
         "data", "str", "resident (the batch stays on the device) or copied (copied in each step)"
     ),
     Field("scale", "str", "full (the paper's network) or smoke (the tests' smaller one)"),
+    Field("tokens", "int | null", "a transformer's sequence length; null for the others"),
 )
 # Contention during the timed rounds (harness/threads.py CpuMeter), in network and GEMM records.
 CONTENTION = (
@@ -240,6 +241,19 @@ ADAPTER = (
         when="torch, jax, tensorflow",
     ),
     Field("lstm_kernel", "str", "what runs the LSTM, or n/a", when="torch, jax, tensorflow"),
+    Field(
+        "attention_kernel",
+        "str",
+        "what ran the transformers' attention (PyTorch: the scaled_dot_product_attention "
+        "backend its probe saw; JAX: dot_product_attention's implementation), or n/a",
+        when="torch, jax, tensorflow",
+    ),
+    Field(
+        "optimizer",
+        "str",
+        "the update that ran: SGD with momentum, or AdamW, and its implementation",
+        when="torch, jax, tensorflow (training)",
+    ),
     Field("loss_scale", "str", "the fp16 loss scaling, or none", when="torch, jax, tensorflow"),
     Field(
         "backend",
@@ -335,6 +349,11 @@ NETWORK_CELL = CELL + (
     Field("status", "str", "ok"),
     Field("seconds_per_batch", "float", "median seconds per mini-batch: stats.median"),
     Field("samples_per_s", "float", "batch_size / seconds_per_batch"),
+    Field(
+        "tokens_per_s",
+        "float | null",
+        "batch_size x tokens / seconds_per_batch (token models); null for the others",
+    ),
     Field("flops_per_step", "int", "analytic FLOPs of one step (training: 3x the forward)"),
     Field("achieved_tflops", "float", "flops_per_step / seconds_per_batch / 1e12"),
     Field("param_count", "int", "parameters of the network"),

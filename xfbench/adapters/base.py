@@ -71,7 +71,8 @@ def check_layer_dtypes(precision: str, dtypes: dict[str, str], math_kinds) -> No
 
 @dataclass(frozen=True, kw_only=True)
 class Cell:
-    """One measurement: (network, framework, mode, precision, device, threads, batch)."""
+    """One measurement: (network, framework, mode, precision, device, threads, batch[,
+    sequence length])."""
 
     network: str
     framework: str
@@ -83,12 +84,14 @@ class Cell:
     task: str = "train"  # "train" or "infer"
     data: str = "resident"  # "resident", "copied" (host-to-device copy inside each step), "real"
     scale: str = "full"  # "full" or "smoke"
+    tokens: int | None = None  # a transformer's sequence length (None: the network's own)
 
     @property
     def id(self) -> str:
         return (
             f"{self.framework}-{self.network}-{self.mode}-{self.precision}-"
             f"{self.device.replace(':', '')}-t{self.threads}-b{self.batch_size}"
+            + (f"-s{self.tokens}" if self.tokens else "")
             + ("" if self.data == "resident" else f"-{self.data}")
         )
 

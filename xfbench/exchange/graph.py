@@ -6,7 +6,12 @@ gate order i, o, f, c), so reading a file back needs no conversion at all. Where
 an ONNX operator wants another shape (LSTM's leading direction axis) a node does
 it inside the graph.
 
-Two graphs from one spec:
+The transformers are written with the operators of opset 21 that name what they compute
+(LayerNormalization, Gelu with its approximation, MatMul, Softmax); attention is
+softmax(q k^T / sqrt(dh) [+ causal mask of -inf]) v, the heads split by Reshape/Transpose.
+The heads' tied matrix is the word embedding's one initializer, used twice.
+
+Two graphs from one spec (the same for the transformers, which have no BatchNorm):
 - "infer" (the exchange file): BatchNormalization on running statistics, which
   start at mean 0, variance 1, as every framework's do before training;
 - "train": BatchNorm on the batch's own statistics (biased variance, as every
@@ -184,6 +189,80 @@ def _lstm_stack(g: _Graph, layer: L.LSTM, x: str, shape) -> str:
     return x
 
 
+def _matmul_t(g: _Graph, x: str, weight: str) -> str:
+    """x @ weight^T for a canonical (out, in) matrix, on any number of leading axes."""
+    return g.op("MatMul", [x, g.op("Transpose", [weight], perm=[1, 0])])
+
+
+def _linear(g: _Graph, name: str, x: str, d_in: int, d_out: int) -> str:
+    y = _matmul_t(g, x, g.param(f"{name}.weight", (d_out, d_in)))
+    return g.op("Add", [y, g.param(f"{name}.bias", (d_out,))], name)
+
+
+def _layer_norm(g: _Graph, name: str, x: str, d: int, eps: float) -> str:
+    scale, bias = g.param(f"{name}.weight", (d,)), g.param(f"{name}.bias", (d,))
+    return g.op("LayerNormalization", [x, scale, bias], name, axis=-1, epsilon=eps)
+
+
+def _attention(g: _Graph, layer: L.TransformerBlock, x: str, shape) -> str:
+    t, d = shape
+    h = layer.heads
+    qkv = g.op(
+        "Reshape",
+        [_linear(g, f"{layer.name}.attn.qkv", x, d, 3 * d), g.const([0, t, 3, h, d // h])],
+    )
+    qkv = g.op("Transpose", [qkv], perm=[2, 0, 3, 1, 4])  # (3, N, heads, T, dh)
+    q, k, v = (
+        g.op("Squeeze", [part, g.const([0])])
+        for part in g.op("Split", [qkv, g.const([1, 1, 1])], axis=0, n_out=3)
+    )
+    scores = g.op("MatMul", [q, g.op("Transpose", [k], perm=[0, 1, 3, 2])])
+    scores = g.op("Mul", [scores, g.const(1 / np.sqrt(d // h), np.float32)])
+    if layer.causal:  # positions after the query's are -inf: they get no weight
+        mask = np.triu(np.full((t, t), -np.inf, np.float32), k=1)
+        scores = g.op("Add", [scores, g.const(mask, np.float32, "causal_mask")])
+    y = g.op("MatMul", [g.op("Softmax", [scores], axis=-1), v])
+    y = g.op("Reshape", [g.op("Transpose", [y], perm=[0, 2, 1, 3]), g.const([0, t, d])])
+    return _linear(g, f"{layer.name}.attn.out", y, d, d)
+
+
+def _transformer_block(g: _Graph, layer: L.TransformerBlock, x: str, shape) -> str:
+    d, n, eps = shape[-1], layer.name, layer.eps
+
+    def mlp(z):
+        z = g.op("Gelu", [_linear(g, f"{n}.mlp.fc", z, d, layer.ff)], approximate=_GELU[layer.gelu])
+        return _linear(g, f"{n}.mlp.proj", z, layer.ff, d)
+
+    if layer.pre_norm:
+        x = g.op("Add", [x, _attention(g, layer, _layer_norm(g, f"{n}.ln1", x, d, eps), shape)])
+        return g.op("Add", [x, mlp(_layer_norm(g, f"{n}.ln2", x, d, eps))], n)
+    x = _layer_norm(g, f"{n}.ln1", g.op("Add", [x, _attention(g, layer, x, shape)]), d, eps)
+    return _layer_norm(g, f"{n}.ln2", g.op("Add", [x, mlp(x)]), d, eps)
+
+
+_GELU = {"erf": "none", "tanh": "tanh"}
+
+
+def _token_embedding(g: _Graph, layer: L.TokenEmbedding, x: str, shape) -> str:
+    t, d = shape[0], layer.dim
+    word = g.param(f"{layer.name}.word", (layer.vocab, d))
+    y = g.op("Gather", [word, x], axis=0)
+    positions = g.param(f"{layer.name}.position", (layer.positions, d))
+    y = g.op("Add", [y, g.op("Slice", [positions, g.const([0]), g.const([t]), g.const([0])])])
+    if layer.types:  # every token has type 0
+        types = g.param(f"{layer.name}.token_type", (layer.types, d))
+        y = g.op("Add", [y, g.op("Gather", [types, g.const(0)], axis=0)])
+    return g.op("Identity", [y], layer.name)
+
+
+def _masked_lm_head(g: _Graph, layer: L.MaskedLMHead, x: str, shape) -> str:
+    d, n = shape[-1], layer.name
+    y = g.op("Gelu", [_linear(g, f"{n}.transform", x, d, d)], approximate="none")
+    y = _layer_norm(g, f"{n}.ln", y, d, layer.eps)
+    y = _matmul_t(g, y, layer.tied)  # the word embeddings, already an initializer
+    return g.op("Add", [y, g.param(f"{n}.bias", (layer.vocab,))], n)
+
+
 def build_graph(
     spec: Spec, weights: dict[str, np.ndarray] | None = None, mode: str = "infer"
 ) -> tuple[onnx.ModelProto, list[tuple[str, tuple[int, ...]]]]:
@@ -197,7 +276,7 @@ def build_graph(
     train = mode == "train"
     g = _Graph(weights)
     x = INPUT
-    if spec.sequence:
+    if spec.time_major:
         x = g.op("Transpose", [x], perm=[1, 0])  # (N, T) -> (T, N): time-major inside
     for layer, shape in spec.shapes:
         if isinstance(layer, L.Embedding):
@@ -246,9 +325,19 @@ def build_graph(
             x = _basic_block(g=g, layer=layer, x=x, shape=shape, train=train)
         elif isinstance(layer, L.LSTM):
             x = _lstm_stack(g, layer, x, shape)
+        elif isinstance(layer, L.TokenEmbedding):
+            x = _token_embedding(g, layer, x, shape)
+        elif isinstance(layer, L.LayerNorm):
+            x = _layer_norm(g, layer.name, x, shape[-1], layer.eps)
+        elif isinstance(layer, L.TransformerBlock):
+            x = _transformer_block(g, layer, x, shape)
+        elif isinstance(layer, L.MaskedLMHead):
+            x = _masked_lm_head(g, layer, x, shape)
+        elif isinstance(layer, L.TiedLMHead):
+            x = _matmul_t(g, x, layer.tied)
         else:
             raise TypeError(f"no ONNX operator for {type(layer).__name__}")
-    if spec.sequence:
+    if spec.time_major:
         x = g.op("Transpose", [x], perm=[1, 0, 2])  # back to (N, T, classes)
     g.nodes.append(helper.make_node("Identity", [x], [OUTPUT], name="output"))
 

@@ -75,4 +75,7 @@ def reference_logits(spec: Spec, weights, batch: int, seed: int = 0) -> np.ndarr
 
 def reference_loss(spec: Spec, weights, batch: int, seed: int = 0) -> float:
     x, y = synthetic_batch(spec, batch, seed)
-    return cross_entropy(run_onnx(build_graph(spec, weights, "train")[0], x), y)
+    logits = run_onnx(build_graph(spec, weights, "train")[0], x)
+    if spec.loss_positions is not None:  # the masked LM's positions
+        logits, y = logits[:, list(spec.loss_positions)], y[:, list(spec.loss_positions)]
+    return cross_entropy(logits, y)

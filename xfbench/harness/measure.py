@@ -103,7 +103,7 @@ def build(cell: Cell, seed: int = 0, weights: str = "seed"):
     reason = adapter.import_error() or adapter.check(cell)
     if reason:
         raise CannotRun(reason)
-    spec = get_spec(cell.network, cell.scale)
+    spec = get_spec(cell.network, cell.scale, cell.tokens)
     memory.check_fits(
         spec=spec,
         task=cell.task,
@@ -293,6 +293,9 @@ def _record(
         "status": "ok",
         "seconds_per_batch": median,
         "samples_per_s": cell.batch_size / median if median > 0 else math.nan,
+        "tokens_per_s": (
+            cell.batch_size * spec.tokens / median if spec.tokens and median > 0 else None
+        ),
         "flops_per_step": flops,
         "achieved_tflops": flops / median / 1e12 if median > 0 else math.nan,
         "param_count": spec.param_count,

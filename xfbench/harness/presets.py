@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from xfbench.adapters.base import TASKS
+from xfbench.models.networks import PAPER_NETWORKS
 
 
 @dataclass(frozen=True)
@@ -27,6 +28,8 @@ class Preset:
     # median's 95 % interval needs to be within the target (harness.stats), up to this
     # many seconds of timed steps (0: the budget alone decides).
     time_cap_s: float = 0.0
+    # The networks run when --model is not given (None: every network).
+    networks: tuple[str, ...] | None = None
 
     def rounds(self, step_s: float, pilot=(), target: float | None = None) -> tuple[int, str]:
         """Timed rounds for a step of step_s seconds, and what chose them."""
@@ -97,6 +100,7 @@ PRESETS = {
         tasks=("train",),
         one_mode=True,
         cell_timeout_s=900.0,
+        networks=PAPER_NETWORKS,
     ),
     # table7's cells with rounds enough for an interval: 10 give every median a 95 %
     # interval (order statistics need 6; 10 reach 97.9 %) and the scores' bootstrap more
@@ -114,5 +118,6 @@ PRESETS = {
         tasks=("train",),
         one_mode=True,
         cell_timeout_s=1800.0,
+        networks=PAPER_NETWORKS,
     ),
 }

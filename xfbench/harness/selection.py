@@ -16,7 +16,7 @@ from xfbench.errors import UsageError
 from xfbench.frameworks import FRAMEWORKS
 from xfbench.harness.presets import PRESETS, Preset
 from xfbench.harness.threads import allowed_cpus
-from xfbench.models import NETWORKS, SMOKE_BATCH, get_spec
+from xfbench.models import NETWORKS, geometry
 
 # Precisions only the GEMM suite runs (fp8 through torch._scaled_mm). Network adapters
 # do not list them, so network cells asked for them skip with that reason.
@@ -39,10 +39,11 @@ class Selection:
     data_dir: str | None = None  # --data real: the folder of the data sets (docs/data.md)
     data_workers: int = 0  # --data real: the input pipeline's workers
 
-    def batch_for(self, network: str) -> int:
-        if self.batch_size:
-            return self.batch_size
-        return SMOKE_BATCH if self.preset.scale == "smoke" else get_spec(network).batch_size
+    def geometry(self, network: str, device: str) -> tuple[int | None, int]:
+        """(sequence length or None, batch) of a network's cells on device: --batch-size,
+        else the preset's (Table 7's, the smoke batch, or a transformer's geometry there)."""
+        tokens, batch = geometry(network, self.preset.scale, device)
+        return tokens, self.batch_size or batch
 
 
 def comma_list(value: str | None) -> list[str]:
@@ -151,7 +152,9 @@ def parse(
     _check("framework", frameworks, list(FRAMEWORKS))
     if not frameworks:
         raise UsageError("no framework is installed; see README.md for the install command")
-    networks = option_list("model", model) or list(NETWORKS)
+    preset_name = _one("preset", preset) or "paper"
+    _check("preset", [preset_name], list(PRESETS))
+    networks = option_list("model", model) or list(PRESETS[preset_name].networks or NETWORKS)
     _check("model", networks, list(NETWORKS))
     modes = option_list("mode", mode) or None
     if modes:
@@ -187,8 +190,6 @@ def parse(
     n_threads = n_threads or cpus
     if n_threads > cpus:
         raise UsageError(f"--threads {n_threads} is more than the {cpus} CPUs this process may use")
-    preset_name = _one("preset", preset) or "paper"
-    _check("preset", [preset_name], list(PRESETS))
     data_mode = _one("data", data) or "resident"
     _check("data mode", [data_mode], DATA_MODES)
     folder = _one("data-dir", data_dir)
@@ -235,6 +236,7 @@ def cells(sel: Selection, task: str) -> list[Cell]:
                     chosen = FRAMEWORKS[fw].table7_mode
                     modes = [chosen if chosen in modes else modes[0]]
             for network in sel.networks:
+                tokens, batch = sel.geometry(network, device)
                 for mode in modes:
                     for precision in sel.precisions:
                         out.append(
@@ -245,10 +247,11 @@ def cells(sel: Selection, task: str) -> list[Cell]:
                                 precision=precision,
                                 device=device,
                                 threads=sel.threads,
-                                batch_size=sel.batch_for(network),
+                                batch_size=batch,
                                 task=task,
                                 data=sel.data,
                                 scale=sel.preset.scale,
+                                tokens=tokens,
                             )
                         )
     return out

@@ -390,7 +390,9 @@ class JaxWorkload(Workload):
         self.x, self.y = self._to_device()
         self._check_placement(self.state, self.x, self.y)
 
-        self.attention = attention_implementation(self.device, self.dtype) if spec.transformer else None
+        self.attention = (
+            attention_implementation(self.device, self.dtype) if spec.transformer else None
+        )
         if self.train:
             self._jit = jax.jit(
                 make_train_step(spec, self.dtype, self.loss_scaling, attention=self.attention),

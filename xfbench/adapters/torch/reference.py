@@ -99,13 +99,15 @@ def _decision_hooks(net: torch.nn.Module, record: list | None, flips: list | Non
             module.register_forward_hook(pool_hook)
 
 
-def _net_and_batch(spec: Spec, weights, batch: int, dtype: str, seed: int):
+def _net_and_batch(spec: Spec, weights, batch: int, dtype: str, seed: int, reverse: bool = False):
     torch_dtype = DTYPES[dtype]
     torch.manual_seed(seed)
     net = build_network(spec)
     W.load(spec, net, weights)
     net = net.to(torch_dtype)
     x, y = synthetic_batch(spec, batch, seed)
+    if reverse:  # the same samples, summed in another order
+        x, y = np.ascontiguousarray(x[::-1]), np.ascontiguousarray(y[::-1])
     if spec.time_major:  # the LSTM model is time-major: (T, N)
         x, y = np.ascontiguousarray(x.T), np.ascontiguousarray(y.T)
     x, y = torch.from_numpy(x), torch.from_numpy(y)
@@ -134,12 +136,19 @@ def train_step(
     seed: int = 0,
     decisions: list | None = None,
     flips: list | None = None,
+    reverse: bool = False,
+    gradients: dict | None = None,
 ) -> tuple[float, dict[str, np.ndarray]]:
     """The loss of one training step (the spec's optimizer) from weights on the synthetic batch, and the updated
     canonical weights (as float64 numpy arrays). decisions, when given, receives every
     ReLU and max-pool call's Decisions; flips (one boolean array or None per call, shaped
-    like that call's margin) takes the marked decisions the other way."""
-    net, x, y = _net_and_batch(spec=spec, weights=weights, batch=batch, dtype=dtype, seed=seed)
+    like that call's margin) takes the marked decisions the other way. reverse: the batch's
+    samples in reverse order (the same step, its sums taken in another order). gradients,
+    when given (AdamW's networks, whose parameters have canonical names), receives each
+    parameter's gradient."""
+    net, x, y = _net_and_batch(
+        spec=spec, weights=weights, batch=batch, dtype=dtype, seed=seed, reverse=reverse
+    )
     net.train()
     if decisions is not None or flips is not None:
         _decision_hooks(net, decisions, flips)
@@ -149,5 +158,7 @@ def train_step(
     loss.backward()
     if spec.clip_norm:
         torch.nn.utils.clip_grad_norm_(params, spec.clip_norm)
+    if gradients is not None:
+        gradients.update({k: p.grad.detach().numpy().copy() for k, p in net.named_parameters()})
     opt.step()
     return float(loss.detach()), W.from_module(spec, net, np.float64)
