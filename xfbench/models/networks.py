@@ -24,12 +24,12 @@ from xfbench.models.layers import (
     GlobalAvgPool,
     LayerNorm,
     MaskedLMHead,
-    TiedLMHead,
-    TokenEmbedding,
-    TransformerBlock,
     MaxPool,
     ReLU,
     Sigmoid,
+    TiedLMHead,
+    TokenEmbedding,
+    TransformerBlock,
 )
 from xfbench.models.spec import Spec
 

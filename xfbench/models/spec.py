@@ -11,7 +11,6 @@ import numpy as np
 from xfbench.models.layers import (
     LSTM,
     BasicBlock,
-    TransformerBlock,
     Bottleneck,
     Conv,
     Dense,
@@ -19,6 +18,7 @@ from xfbench.models.layers import (
     Layer,
     Param,
     Shape,
+    TransformerBlock,
 )
 
 
