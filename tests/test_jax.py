@@ -39,6 +39,8 @@ PARAMETERS = {
     "resnet56": 853_018,
     "lstm32": 6_182_672,
     "lstm64": 6_182_672,
+    "bert_base": 109_514_298,  # Hugging Face's BertForMaskedLM
+    "gpt2": 124_439_808,  # Hugging Face's GPT2LMHeadModel
 }
 
 
@@ -331,7 +333,7 @@ def test_a_product_in_another_dtype_fails_the_cell(monkeypatch):
     monkeypatch.setattr(
         networks,
         "apply",
-        lambda spec, params, stats, x, train, dtype: apply(
+        lambda spec, params, stats, x, train, dtype, attention="xla": apply(
             spec=spec, params=params, stats=stats, x=x, train=train, dtype=jnp.float32
         ),
     )

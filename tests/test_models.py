@@ -3,7 +3,14 @@
 import numpy as np
 import pytest
 
-from xfbench.models import NETWORKS, get_spec, initial_weights, synthetic_batch
+from xfbench.models import (
+    NETWORKS,
+    PAPER_NETWORKS,
+    TRANSFORMERS,
+    get_spec,
+    initial_weights,
+    synthetic_batch,
+)
 
 # docs/models.md: parameters and forward MACs per sample (MACs in millions, as printed there).
 EXPECTED = {
@@ -30,8 +37,9 @@ TABLE7_BATCH = {
 }
 
 
-def test_all_nine_networks_are_defined():
-    assert set(NETWORKS) == set(EXPECTED)
+def test_the_nine_networks_and_the_transformers_are_defined():
+    assert set(PAPER_NETWORKS) == set(EXPECTED)
+    assert list(NETWORKS) == list(PAPER_NETWORKS) + list(TRANSFORMERS)
 
 
 @pytest.mark.parametrize("network", EXPECTED)

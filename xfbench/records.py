@@ -303,7 +303,6 @@ ADAPTER = (
     ),
     Field("tf32", "bool", "TensorFlow's TF32 execution setting", when="tensorflow"),
     Field("batchnorm_kernel", "str", "the batch norm's kernel, or n/a", when="tensorflow"),
-    Field("optimizer", "str", "the kernel of the optimizer's update", when="tensorflow"),
     Field(
         "tensorflow_param_count",
         "int",

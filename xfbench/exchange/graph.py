@@ -194,12 +194,12 @@ def _matmul_t(g: _Graph, x: str, weight: str) -> str:
     return g.op("MatMul", [x, g.op("Transpose", [weight], perm=[1, 0])])
 
 
-def _linear(g: _Graph, name: str, x: str, d_in: int, d_out: int) -> str:
+def _linear(g: _Graph, name: str, x: str, *, d_in: int, d_out: int) -> str:
     y = _matmul_t(g, x, g.param(f"{name}.weight", (d_out, d_in)))
     return g.op("Add", [y, g.param(f"{name}.bias", (d_out,))], name)
 
 
-def _layer_norm(g: _Graph, name: str, x: str, d: int, eps: float) -> str:
+def _layer_norm(g: _Graph, name: str, x: str, *, d: int, eps: float) -> str:
     scale, bias = g.param(f"{name}.weight", (d,)), g.param(f"{name}.bias", (d,))
     return g.op("LayerNormalization", [x, scale, bias], name, axis=-1, epsilon=eps)
 
@@ -209,7 +209,10 @@ def _attention(g: _Graph, layer: L.TransformerBlock, x: str, shape) -> str:
     h = layer.heads
     qkv = g.op(
         "Reshape",
-        [_linear(g, f"{layer.name}.attn.qkv", x, d, 3 * d), g.const([0, t, 3, h, d // h])],
+        [
+            _linear(g, f"{layer.name}.attn.qkv", x, d_in=d, d_out=3 * d),
+            g.const([0, t, 3, h, d // h]),
+        ],
     )
     qkv = g.op("Transpose", [qkv], perm=[2, 0, 3, 1, 4])  # (3, N, heads, T, dh)
     q, k, v = (
@@ -223,21 +226,27 @@ def _attention(g: _Graph, layer: L.TransformerBlock, x: str, shape) -> str:
         scores = g.op("Add", [scores, g.const(mask, np.float32, "causal_mask")])
     y = g.op("MatMul", [g.op("Softmax", [scores], axis=-1), v])
     y = g.op("Reshape", [g.op("Transpose", [y], perm=[0, 2, 1, 3]), g.const([0, t, d])])
-    return _linear(g, f"{layer.name}.attn.out", y, d, d)
+    return _linear(g, f"{layer.name}.attn.out", y, d_in=d, d_out=d)
 
 
 def _transformer_block(g: _Graph, layer: L.TransformerBlock, x: str, shape) -> str:
     d, n, eps = shape[-1], layer.name, layer.eps
 
     def mlp(z):
-        z = g.op("Gelu", [_linear(g, f"{n}.mlp.fc", z, d, layer.ff)], approximate=_GELU[layer.gelu])
-        return _linear(g, f"{n}.mlp.proj", z, layer.ff, d)
+        z = g.op(
+            "Gelu",
+            [_linear(g, f"{n}.mlp.fc", z, d_in=d, d_out=layer.ff)],
+            approximate=_GELU[layer.gelu],
+        )
+        return _linear(g, f"{n}.mlp.proj", z, d_in=layer.ff, d_out=d)
 
     if layer.pre_norm:
-        x = g.op("Add", [x, _attention(g, layer, _layer_norm(g, f"{n}.ln1", x, d, eps), shape)])
-        return g.op("Add", [x, mlp(_layer_norm(g, f"{n}.ln2", x, d, eps))], n)
-    x = _layer_norm(g, f"{n}.ln1", g.op("Add", [x, _attention(g, layer, x, shape)]), d, eps)
-    return _layer_norm(g, f"{n}.ln2", g.op("Add", [x, mlp(x)]), d, eps)
+        x = g.op(
+            "Add", [x, _attention(g, layer, _layer_norm(g, f"{n}.ln1", x, d=d, eps=eps), shape)]
+        )
+        return g.op("Add", [x, mlp(_layer_norm(g, f"{n}.ln2", x, d=d, eps=eps))], n)
+    x = _layer_norm(g, f"{n}.ln1", g.op("Add", [x, _attention(g, layer, x, shape)]), d=d, eps=eps)
+    return _layer_norm(g, f"{n}.ln2", g.op("Add", [x, mlp(x)]), d=d, eps=eps)
 
 
 _GELU = {"erf": "none", "tanh": "tanh"}
@@ -257,8 +266,8 @@ def _token_embedding(g: _Graph, layer: L.TokenEmbedding, x: str, shape) -> str:
 
 def _masked_lm_head(g: _Graph, layer: L.MaskedLMHead, x: str, shape) -> str:
     d, n = shape[-1], layer.name
-    y = g.op("Gelu", [_linear(g, f"{n}.transform", x, d, d)], approximate="none")
-    y = _layer_norm(g, f"{n}.ln", y, d, layer.eps)
+    y = g.op("Gelu", [_linear(g, f"{n}.transform", x, d_in=d, d_out=d)], approximate="none")
+    y = _layer_norm(g, f"{n}.ln", y, d=d, eps=layer.eps)
     y = _matmul_t(g, y, layer.tied)  # the word embeddings, already an initializer
     return g.op("Add", [y, g.param(f"{n}.bias", (layer.vocab,))], n)
 
@@ -328,7 +337,7 @@ def build_graph(
         elif isinstance(layer, L.TokenEmbedding):
             x = _token_embedding(g, layer, x, shape)
         elif isinstance(layer, L.LayerNorm):
-            x = _layer_norm(g, layer.name, x, shape[-1], layer.eps)
+            x = _layer_norm(g, layer.name, x, d=shape[-1], eps=layer.eps)
         elif isinstance(layer, L.TransformerBlock):
             x = _transformer_block(g, layer, x, shape)
         elif isinstance(layer, L.MaskedLMHead):

@@ -572,7 +572,7 @@ def check_float64(
     logits_err = rel_err(logits, reference.logits)
     loss_err = rel_err(np.array(loss), np.array(reference.loss))
     update_err, update_worst = update_error(
-        spec, weights, after, reference.weights, reference.allowance
+        spec, weights, after, reference.weights, allowance=reference.allowance
     )
     errors = {"logits": logits_err, "loss": loss_err, update_worst: update_err}
     worst = max(errors, key=errors.get)

@@ -281,7 +281,7 @@ def bert_base(width: float = 1.0, size: int | None = None) -> Spec:
         objective="masked_lm",
         mask_token=103,  # [MASK] in BERT's vocabulary
         **_ADAMW,
-        accelerator_geometry=(128, 256),
+        accelerator_geometry=(128, 64),
     )
 
 

@@ -131,7 +131,7 @@ def apply(
     (N, T) token ids (the transformers, whose attention is computed by `attention`:
     jax.nn.dot_product_attention's implementation)."""
     if spec.transformer:
-        return transformer.apply(spec, params, x, dtype, attention), {}
+        return transformer.apply(spec, params, x, dtype=dtype, implementation=attention), {}
     if spec.time_major:
         return lstm.apply(spec, params, x, dtype).astype(wide(dtype)), {}
     x = x.astype(dtype)

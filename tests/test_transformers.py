@@ -1,0 +1,147 @@
+"""BERT-base and GPT-2 small: the spec's counts, the objectives, AdamW and what each
+framework records running them (the equivalence suite proves they compute the same function)."""
+
+import numpy as np
+import pytest
+
+from xfbench.adapters import Cell, get_adapter
+from xfbench.harness import selection
+from xfbench.models import TRANSFORMERS, get_spec, initial_weights, synthetic_batch
+
+# Hugging Face's BertForMaskedLM (no pooler) and GPT2LMHeadModel, heads tied.
+HUGGING_FACE_PARAMETERS = {"bert_base": 109_514_298, "gpt2": 124_439_808}
+
+
+def _cell(network, framework, mode, *, precision="fp32", task="train"):
+    return Cell(
+        network=network,
+        framework=framework,
+        mode=mode,
+        precision=precision,
+        device="cpu",
+        threads=1,
+        batch_size=4,
+        task=task,
+        scale="smoke",
+    )
+
+
+def _build(network, framework, mode, precision="fp32", task="train"):
+    adapter = get_adapter(framework)
+    if adapter.import_error():
+        pytest.skip(adapter.import_error())
+    spec = get_spec(network, "smoke")
+    cell = _cell(network, framework, mode, precision=precision, task=task)
+    return spec, adapter.build(spec, cell, initial_weights(spec, 0))
+
+
+@pytest.mark.parametrize("network", TRANSFORMERS)
+def test_parameter_counts_are_hugging_faces(network):
+    spec = get_spec(network)
+    assert spec.param_count == HUGGING_FACE_PARAMETERS[network]
+    torch_networks = pytest.importorskip("xfbench.adapters.torch.networks")
+    assert torch_networks.count_parameters(spec) == spec.param_count
+
+
+@pytest.mark.parametrize("network", TRANSFORMERS)
+def test_flops_equal_a_count_of_the_products_that_ran(network):
+    """The spec's analytic FLOPs (attention's two products included) against PyTorch's own
+    FLOP counter over a forward pass, attention run on its math backend (whose products the
+    counter sees; the fused CPU kernel it does not count)."""
+    torch = pytest.importorskip("torch")
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    from torch.utils.flop_counter import FlopCounterMode
+
+    from xfbench.adapters.torch.networks import build_network
+
+    spec = get_spec(network, "smoke")
+    x = torch.from_numpy(synthetic_batch(spec, 3)[0])
+    with torch.no_grad(), sdpa_kernel([SDPBackend.MATH]), FlopCounterMode(display=False) as fc:
+        build_network(spec)(x)
+    assert fc.get_total_flops() == spec.forward_flops(3)
+
+
+def test_full_size_flops_include_attention():
+    spec = get_spec("gpt2")  # 128 tokens on CPUs
+    t, d, layers, vocab = 128, 768, 12, 50257
+    per_token = layers * (4 * d * d + 2 * d * 3072 + 2 * t * d) + d * vocab
+    assert spec.forward_macs == t * per_token
+    assert get_spec("gpt2", tokens=1024).forward_macs > 8 * spec.forward_macs  # attention grows
+
+
+def test_masked_lm_hides_a_fixed_15_percent_of_positions():
+    spec = get_spec("bert_base")
+    at = spec.loss_positions
+    assert len(at) == round(0.15 * 128) and list(at) == sorted(set(at))
+    assert get_spec("bert_base").loss_positions == at  # drawn from its own seed, every time
+    x, y = synthetic_batch(spec, 3, seed=5)
+    assert (x[:, list(at)] == spec.mask_token).all()
+    others = [i for i in range(128) if i not in at]
+    assert np.array_equal(x[:, others], y[:, others])
+
+
+def test_next_token_labels_are_the_following_tokens():
+    spec = get_spec("gpt2", "smoke")
+    x, y = synthetic_batch(spec, 2)
+    assert x.shape == y.shape == (2, 16) and spec.loss_positions is None
+    assert np.array_equal(x[:, 1:], y[:, :-1])
+
+
+def test_adamw_decays_matrices_and_embeddings_only():
+    spec = get_spec("bert_base", "smoke")
+    decayed = {p.name for p in spec.params if spec.decays(p.name)}
+    assert "embed.word" in decayed and "layer0.attn.qkv.weight" in decayed
+    assert "layer0.attn.qkv.bias" not in decayed and "layer0.ln1.weight" not in decayed
+    assert all(len(p.shape) >= 2 for p in spec.params if p.name in decayed)
+    assert (spec.optimizer, spec.lr, spec.betas, spec.eps, spec.weight_decay) == (
+        "adamw",
+        1e-4,
+        (0.9, 0.999),
+        1e-8,
+        0.01,
+    )
+
+
+def test_cells_carry_their_geometry_and_table7_keeps_the_nine():
+    cpu = selection.parse(framework="torch", model="gpt2", preset="quick", device="cpu")
+    [cell] = [c for c in selection.cells(cpu, "train") if c.mode == "eager"]
+    assert (cell.tokens, cell.batch_size) == (128, 4) and cell.id.endswith("-b4-s128")
+    assert selection.parse(preset="quick").networks[-2:] == ("bert_base", "gpt2")
+    for preset in ("table7", "procurement"):
+        assert not set(TRANSFORMERS) & set(selection.parse(preset=preset).networks)
+    assert get_spec("gpt2").accelerator_geometry == (1024, 64)
+    assert get_spec("bert_base").accelerator_geometry == (128, 64)
+
+
+@pytest.mark.parametrize("network", TRANSFORMERS)
+def test_torch_records_attention_kernel_and_checks_the_half_type(network):
+    _, work = _build(network, "torch", "eager", "bf16")
+    kinds = work.info["layer_dtypes"]
+    head = "MaskedLMHead" if network == "bert_base" else "TiedLMHead"
+    assert kinds["ScaledDotProduct"] == kinds[head] == kinds["Linear"] == "bfloat16"
+    assert work.info["attention_kernel"] != "n/a"
+    assert "AdamW" in work.info["optimizer"] and "fused" in work.info["optimizer"]
+
+
+def test_jax_records_attention_implementation():
+    _, work = _build("gpt2", "jax", "jit", "bf16")
+    work.prepare()
+    assert work.info["attention_kernel"].endswith("implementation=xla")
+    assert work.info["layer_dtypes"] == {"dot_general": "bfloat16"}  # attention's backward too
+
+
+def test_tensorflow_adamw_is_pytorchs_rule_over_several_steps():
+    """ResourceApplyAdam with the epsilon the workload passes it must be PyTorch's AdamW at
+    every step (its own epsilon sits elsewhere, which differs more as 1 - b2^t grows)."""
+    _, tf_work = _build("bert_base", "tensorflow", "function", "fp64")
+    _, torch_work = _build("bert_base", "torch", "eager", "fp64")
+    before = {k: v.copy() for k, v in torch_work.weights().items()}  # not views
+    for _ in range(3):
+        tf_work.step()
+        torch_work.step()
+    a, b = tf_work.weights(), torch_work.weights()
+    worst = max(
+        np.abs((a[k] - before[k]) - (b[k] - before[k])).max() / np.abs(b[k] - before[k]).max()
+        for k in b
+    )
+    assert worst < 1e-6
