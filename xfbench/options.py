@@ -80,8 +80,9 @@ OPTIONS: tuple[Option, ...] = (
     Option(
         name="model",
         values="networks, comma-separated: `fcn5`, `fcn8`, `fcn_r`, `alexnet`, `alexnet_r`, "
-        "`resnet50`, `resnet56`, `lstm32`, `lstm64`",
-        default="all nine",
+        "`resnet50`, `resnet56`, `lstm32`, `lstm64`, `bert_base`, `gpt2`",
+        default="the preset's: Shi's nine and the two transformers (`table7`, "
+        "`procurement`: the nine)",
         run=("single", "scaling"),
         child=True,
         selection=True,
