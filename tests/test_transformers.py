@@ -145,3 +145,26 @@ def test_tensorflow_adamw_is_pytorchs_rule_over_several_steps():
         for k in b
     )
     assert worst < 1e-6
+
+
+def test_onnxruntime_fused_mode_records_what_the_optimizer_fused():
+    pytest.importorskip("onnx")
+    spec, work = _build("bert_base", "onnxruntime", "fused", task="infer")
+    work.step()
+    fused = work.info["fused_operators"]
+    assert fused.get("SkipLayerNormalization", 0) > 0  # the residual LayerNorms
+    from xfbench.exchange.reference import reference_logits
+
+    ref = reference_logits(spec, initial_weights(spec, 0), 4)
+    assert np.abs(work.output() - ref).max() <= 1e-4 * np.abs(ref).max()
+
+
+def test_the_fused_mode_is_only_swept_for_the_transformers():
+    sel = selection.parse(
+        framework="onnxruntime", model="resnet56,gpt2", preset="smoke", device="cpu"
+    )
+    modes = {(c.network, c.mode) for c in selection.cells(sel, "infer")}
+    assert ("gpt2", "fused") in modes and ("resnet56", "fused") not in modes
+    named = selection.parse(framework="onnxruntime", model="resnet56", mode="fused", device="cpu")
+    [cell] = selection.cells(named, "infer")
+    assert "transformers only" in get_adapter("onnxruntime").check(cell)

@@ -91,7 +91,7 @@ OPTIONS: tuple[Option, ...] = (
         name="mode",
         values="execution modes, comma-separated: PyTorch `eager`, `compile`, `cudagraph`; "
         "TensorFlow `eager`, `function`, `xla`; JAX `jit`; ONNX Runtime `cpu`, `cuda`, "
-        "`tensorrt`",
+        "`tensorrt`, `fused` (the transformers)",
         default="the preset's choice, else every mode that runs on the device",
         run=("single",),
         child=True,

@@ -342,6 +342,12 @@ ADAPTER = (
         when="onnxruntime",
     ),
     Field("onnx_opset", "int", "the graph's opset", when="onnxruntime"),
+    Field(
+        "fused_operators",
+        "object",
+        "fused operator -> how many the transformer optimizer made (the fused mode)",
+        when="onnxruntime, mode fused",
+    ),
 )
 NETWORK_CELL = CELL + (
     Field("preset", "str", "the preset that chose warm-up and rounds"),

@@ -17,12 +17,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import xfbench
+from xfbench.models.networks import PAPER_NETWORKS
 
 SUITES = Path(xfbench.__file__).resolve().parent / "suites"
 # The suite's own tests exist in a checkout only (they are not installed).
 TESTS = Path(xfbench.__file__).resolve().parents[1] / "tests"
 
-PARTS = ("gemm", "resnet50", "table7", "checks")  # the probe runs in every part
+PARTS = ("gemm", "resnet50", "table7", "transformers", "checks")  # and the probe in each
 
 # Figures the acceptance run must reach (the issue that set them: CuPy's bf16 GEMM within
 # 5 % of torch.matmul in the same run; ResNet-50 against the published H100 range, which
@@ -47,12 +48,13 @@ class Sizes:
     preset: str
     gemm: str
     batch: int  # ResNet-50's training batch
-    models: str | None  # None: all nine
+    models: str  # Table 7's networks
 
 
+NINE = ",".join(PAPER_NETWORKS)
 SIZES = {
-    "quick": Sizes("quick", "8192", 256, None),
-    "paper": Sizes("paper", "8192", 256, None),
+    "quick": Sizes("quick", "8192", 256, NINE),
+    "paper": Sizes("paper", "8192", 256, NINE),
     "smoke": Sizes("smoke", "256", 8, "fcn5,resnet56,lstm32"),
 }
 
@@ -72,7 +74,7 @@ def steps(device: str, preset: str, out: Path) -> list[Step]:
     sweep = ("--device", device, "--preset", s.preset, "--results", results)
     if device == "cpu":  # the CPU check: one thread count, not the sweep over them
         sweep += ("--threads", "1")
-    models = ("--model", s.models) if s.models else ()
+    models = ("--model", s.models)
 
     def json(name: str) -> str:
         return f"--benchmark-json={out / (name + '.json')}"
@@ -169,6 +171,34 @@ def steps(device: str, preset: str, out: Path) -> list[Step]:
                 *sweep,
             ),
             what="Table 7's GPU column: PyTorch compiled and CUDA graphs, fp32",
+        ),
+        Step(
+            name="transformers-torch",
+            part="transformers",
+            cap_s=540,
+            argv=_sweep(
+                "--framework=torch",
+                "--model=bert_base,gpt2",
+                "--task=train",
+                "--mode=eager,compile",
+                "--precision=bf16,tf32",
+                *sweep,
+            ),
+            what="BERT-base (128 tokens) and GPT-2 (1024) training at the published batches "
+            "(docs/models.md), PyTorch eager and compiled, bf16 and TF32",
+        ),
+        Step(
+            name="transformers-jax",
+            part="transformers",
+            cap_s=420,
+            argv=_sweep(
+                "--framework=jax",
+                "--model=bert_base,gpt2",
+                "--task=train",
+                "--precision=bf16,tf32",
+                *sweep,
+            ),
+            what="BERT-base and GPT-2 training, JAX, bf16 and TF32",
         ),
         Step(
             name="gpu-tests",

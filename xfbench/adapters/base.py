@@ -211,6 +211,11 @@ class Adapter:
         """None when mode runs on this kind of device, else why not."""
         return None
 
+    def mode_applies(self, mode: str, network: str) -> bool:
+        """Whether mode is one for this network at all (a mode for some networks only is
+        left out of a sweep that did not name it, and skipped with its reason if named)."""
+        return True
+
     def precision_reason(self, mode: str, precision: str, device: str) -> str | None:
         """None when mode computes in precision on this kind of device, else why not
         (checked after the device)."""

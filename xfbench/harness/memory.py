@@ -100,15 +100,17 @@ def host_available_bytes() -> int:
 
 def needed_bytes(spec, task: str, batch: int, precision: str) -> tuple[int, str]:
     """A lower bound on the memory a cell needs, and how it is made up. Training keeps
-    weights, gradients and momentum (fp32) and, per sample, every layer's activations for
-    the backward pass; inference the weights and the two largest activations in flight.
+    weights, gradients and the optimizer's state (fp32: SGD's momentum, or AdamW's two
+    moments) and, per sample, every layer's activations for the backward pass; inference
+    the weights and the two largest activations in flight.
     Frameworks need more (gradients of activations, workspace, allocator slack)."""
     act_bytes = {"bf16": 2, "fp16": 2, "fp64": 8}.get(precision, 4)
     weight_bytes = 8 if precision == "fp64" else 4  # mixed precision keeps fp32 masters
     if task == "train":
-        weights = 3 * weight_bytes * spec.param_count
+        adamw = spec.optimizer == "adamw"
+        weights = (4 if adamw else 3) * weight_bytes * spec.param_count
         acts = act_bytes * batch * spec.activations
-        what = "weights, gradients and momentum"
+        what = "weights, gradients and " + ("AdamW's moments" if adamw else "momentum")
     else:
         weights = weight_bytes * spec.param_count
         largest = max(layer.activations(x) for layer, x in spec.shapes)

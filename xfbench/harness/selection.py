@@ -238,6 +238,8 @@ def cells(sel: Selection, task: str) -> list[Cell]:
             for network in sel.networks:
                 tokens, batch = sel.geometry(network, device)
                 for mode in modes:
+                    if sel.modes is None and not adapter.mode_applies(mode, network):
+                        continue
                     for precision in sel.precisions:
                         out.append(
                             Cell(

@@ -463,9 +463,10 @@ class TransformerBlock(Layer):
 
     def activations(self, x):
         t, d = x
-        # q, k, v, scores and probabilities, the heads' output, projection, two norms, the
-        # feed-forward's two inner tensors and its output
-        return t * (3 * d) + 2 * self.heads * t * t + t * d * 4 + 2 * t * self.ff + t * d
+        # q, k, v, the heads' output, the projection, two norms, the MLP's two inner tensors
+        # and its output. Not attention's T x T scores: fused kernels (flash, cuDNN,
+        # memory-efficient) recompute them in the backward pass instead of keeping them.
+        return t * (3 * d) + t * d * 4 + 2 * t * self.ff + t * d
 
 
 @dataclass(frozen=True)

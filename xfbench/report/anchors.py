@@ -1,7 +1,7 @@
 """Published numbers beside ours where the device matches (data/anchors.toml).
 
-An anchor is one published measurement: ResNet-50 training images/s on one GPU at a
-precision, or one square GEMM's TFLOP/s. The report lists, for every one of our cells on a
+An anchor is one published measurement: ResNet-50 training images/s, or a transformer's
+training tokens/s, on one GPU at a precision, or one square GEMM's TFLOP/s. The report lists, for every one of our cells on a
 GPU whose name contains the anchor's device, our number, the published one and their
 ratio, with the publisher's setting and source: a ratio far below 1 on the same GPU says to
 suspect our adapter first. Nothing is shown where no device matches (a CPU-only run).
@@ -18,7 +18,13 @@ from xfbench.report.model import Report
 from xfbench.report.tables import Table, _t
 
 DATA = Path(__file__).parent / "data" / "anchors.toml"
-KINDS = ("resnet50_train", "gemm")
+# Training anchors: the network each is for, its unit and what the table calls it.
+TRAINING = {
+    "resnet50_train": ("resnet50", "images/s", "ResNet-50 training"),
+    "gpt2_train": ("gpt2", "tokens/s", "GPT-2 124M training"),
+    "bert_base_train": ("bert_base", "tokens/s", "BERT-base training"),
+}
+KINDS = (*TRAINING, "gemm")
 
 
 @dataclass(frozen=True)
@@ -83,25 +89,28 @@ def matches(report: Report) -> list[Match]:
     found = []
     for a in anchors():
         for m in report.machines:
-            if a.kind == "resnet50_train":
+            if a.kind in TRAINING:
+                network, unit, _ = TRAINING[a.kind]
                 for r in m.results.values():
                     if (
                         r.ok
                         and r.accelerator
                         and r.task == "train"
-                        and r.network == "resnet50"
+                        and r.network == network
                         and r.scale == "full"
                         and r.precision == a.precision
                         and a.device in r.device_name
                     ):
+                        per_sample = (r.tokens or 0) if unit == "tokens/s" else 1
                         found.append(
                             Match(
                                 anchor=a,
                                 machine=m.short,
                                 device_name=r.device_name,
                                 what=f"{r.framework} {r.mode}",
-                                ours=r.batch_size / r.median,
-                                ours_setting=f"batch {r.batch_size}",
+                                ours=r.batch_size * per_sample / r.median,
+                                ours_setting=f"batch {r.batch_size}"
+                                + (f" x {r.tokens} tokens" if r.tokens else ""),
                             )
                         )
             else:
@@ -135,7 +144,7 @@ def anchors_table(report: Report) -> Table | None:
         + [
             _t(f.device_name),
             _t(
-                f"{'ResNet-50 training' if f.anchor.kind == 'resnet50_train' else 'GEMM'}, "
+                f"{TRAINING[f.anchor.kind][2] if f.anchor.kind in TRAINING else 'GEMM'}, "
                 f"{f.anchor.precision}"
             ),
             _t(f.what),

@@ -75,6 +75,7 @@ class Result:
     rounds: list[float] = field(default_factory=list)  # every timed round (stats.data)
     copies: int = 1  # processes run at once (xfbench run --copies); median: theirs
     copy_rounds: list[list[float]] = field(default_factory=list)  # each copy's rounds
+    tokens: int | None = None  # a transformer's sequence length
 
     @property
     def ok(self) -> bool:
@@ -249,6 +250,7 @@ def _cell_result(cell: dict, status: str, source: str) -> Result:
         status=status,
         source=source,
         copies=max(1, _int(cell.get("copies"), 1)),
+        tokens=_int(cell.get("tokens")) or None,
     )
 
 

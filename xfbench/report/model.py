@@ -342,10 +342,13 @@ def plus_minus(r: Result) -> str:
 
 
 def network_title(network: str) -> str:
-    from xfbench.models import get_spec
+    """The network as a report heads it; the transformers are marked as beyond the paper
+    (Shi et al.'s Table 7 has no row for them), and come after its rows."""
+    from xfbench.models import TRANSFORMERS, get_spec
 
     try:
-        return f"{get_spec(network).paper_name} ({network})"
+        beyond = ", beyond the paper" if network in TRANSFORMERS else ""
+        return f"{get_spec(network).paper_name} ({network}{beyond})"
     except (KeyError, ValueError):
         return network
 
@@ -506,8 +509,14 @@ def build(
     everything = [
         (mi, r) for mi, m in enumerate(machines) for r in list(m.results.values()) + m.failures
     ]
+    # Training first; the networks in docs/models.md's order (Shi's rows, then those
+    # beyond the paper), any other after them.
+    from xfbench.models import NETWORKS
+
+    order = {n: i for i, n in enumerate(NETWORKS)}
     block_keys = sorted(
-        {block_key(r) for _, r in everything}, key=lambda k: (k[0] != "train", k[1], k[2], k[3])
+        {block_key(r) for _, r in everything},
+        key=lambda k: (k[0] != "train", order.get(k[1], len(order)), k[1], k[2], k[3]),
     )
     footnotes: list[Footnote] = []
     blocks = []
@@ -566,8 +575,11 @@ def build(
                 if d:
                     d.best_in_column = True
         task, network, batch, scale = bk
-        title = f"{network_title(network)}: {task}, batch {batch}" + (
-            "" if scale == "full" else f", {scale} size"
+        lengths = sorted({r.tokens for _, r in inside if r.tokens})
+        title = (
+            f"{network_title(network)}: {task}, batch {batch}"
+            + (f" x {', '.join(map(str, lengths))} tokens" if lengths else "")
+            + ("" if scale == "full" else f", {scale} size")
         )
         blocks.append(
             Block(

@@ -169,7 +169,10 @@ def workload_key(r) -> tuple | None:
     cls = PRECISION_CLASS.get(r.precision)
     if cls is None:
         return None
-    return (r.task, r.network, r.scale, r.data, r.framework, cls)
+    # A transformer's sequence length is part of what is compared: a 1024-token sample is
+    # not a 128-token one (accelerators and CPUs run different lengths by default).
+    scale = r.scale + (f", {r.tokens} tokens" if r.tokens else "")
+    return (r.task, r.network, scale, r.data, r.framework, cls)
 
 
 def cell_key(r) -> tuple | None:

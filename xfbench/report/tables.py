@@ -630,9 +630,12 @@ def details_table(report: Report, block: Block) -> Table | None:
     several = len(report.machines) > 1
     share = any(d.gemm_peak_tflops for d in mine)
     real = any(d.result.data == "real" for d in mine)  # beside the synthetic rows
+    tokens = any(d.result.tokens for d in mine)  # the transformers: tokens/s beside samples/s
     headers = (
         (["machine"] if several else [])
-        + ["framework / mode", "device / threads", "s/batch", "samples/s", "TFLOP/s"]
+        + ["framework / mode", "device / threads", "s/batch", "samples/s"]
+        + (["tokens/s"] if tokens else [])
+        + ["TFLOP/s"]
         + (["GEMM peak TFLOP/s", "% of peak"] if share else [])
         + [
             "speedup vs 1t",
@@ -657,6 +660,13 @@ def details_table(report: Report, block: Block) -> Table | None:
                 _t(col_label(d.col)),
                 Text(_num(d.result.median, ".4g") + marks(info), best=d.best_in_column),
                 _t(_num(d.samples_per_s, ".4g")),
+            ]
+            + (
+                [_t(_num(d.samples_per_s * (d.result.tokens or 0) or None, ".4g"))]
+                if tokens
+                else []
+            )
+            + [
                 _t(_num(d.tflops, ".3g")),
             ]
             + (

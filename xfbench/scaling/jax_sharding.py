@@ -139,12 +139,19 @@ class ShardedSteps(Hooks):
             with jax.default_matmul_precision(work.matmul_precision):
                 self.local = (
                     data_parallel_step(
-                        spec, work.dtype, work.loss_scaling, mesh, average_gradients=False
+                        spec,
+                        work.dtype,
+                        work.loss_scaling,
+                        mesh,
+                        average_gradients=False,
+                        attention=work.attention,
                     )
                     .lower(self.state, self.x, self.y)
                     .compile()
                 )
-        self.program = data_parallel_step(spec, work.dtype, work.loss_scaling, mesh)
+        self.program = data_parallel_step(
+            spec, work.dtype, work.loss_scaling, mesh, attention=work.attention
+        )
         self.compiled = self._loss = None
 
         what = "host device" if kind == "cpu" else "GPU"
@@ -208,10 +215,12 @@ def batch_spec(spec):
     second dimension, everything else on the first."""
     from jax.sharding import PartitionSpec as P
 
-    return P(None, AXIS) if spec.sequence else P(AXIS)
+    return P(None, AXIS) if spec.time_major else P(AXIS)
 
 
-def data_parallel_step(spec, dtype, loss_scaling: bool, mesh, average_gradients: bool = True):
+def data_parallel_step(
+    spec, dtype, loss_scaling: bool, mesh, average_gradients: bool = True, attention="xla"
+):
     """The jitted step (state, x, y) -> (state, loss) over the one-axis mesh: the JAX
     adapter's training step per device on its rows (jax.shard_map), its gradients averaged
     over the devices (make_train_step's data_axis), the BatchNorm running statistics and
@@ -226,7 +235,12 @@ def data_parallel_step(spec, dtype, loss_scaling: bool, mesh, average_gradients:
     from xfbench.adapters.jax.workload import make_train_step
 
     adapter_step = make_train_step(
-        spec, dtype, loss_scaling, data_axis=AXIS, average_gradients=average_gradients
+        spec,
+        dtype,
+        loss_scaling,
+        data_axis=AXIS,
+        average_gradients=average_gradients,
+        attention=attention,  # the implementation the one-device workload chose
     )
 
     def per_device(state, x, y):

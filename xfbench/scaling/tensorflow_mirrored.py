@@ -209,6 +209,24 @@ def build(tf, strategy, spec, layout: str, precision: str, use_cudnn: bool):
                     )
                     for v in self.trainable
                 ]
+                if spec.optimizer == "adamw":  # AdamW's second moments and step, mirrored
+                    self.second_moments = [
+                        tf.Variable(
+                            tf.zeros(v.shape, v.dtype),
+                            trainable=False,
+                            synchronization=tf.VariableSynchronization.ON_WRITE,
+                            aggregation=tf.VariableAggregation.NONE,
+                        )
+                        for v in self.trainable
+                    ]
+                    self.adam_steps = tf.Variable(
+                        0,
+                        trainable=False,
+                        dtype=tf.int64,
+                        synchronization=tf.VariableSynchronization.ON_WRITE,
+                        aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA,
+                    )
+                    self.decays = [spec.decays(e.name) for e in self.net.variables.entries]
             self.lr = tf.constant(spec.lr, self.master_dtype)
             self.momentum = tf.constant(spec.momentum, self.master_dtype)
 

@@ -149,7 +149,7 @@ class DDPSteps(Hooks):
         )
         work = TorchWorkload(spec, one, initial_weights(spec, 0))
         rows = slice(rank * b, (rank + 1) * b)
-        if spec.sequence:  # time-major (T, N): the batch is the second dimension
+        if spec.time_major:  # the LSTM's (T, N): the batch is the second dimension
             work.x_host, work.y_host = work.x_host[:, rows], work.y_host[:, rows]
         else:
             work.x_host, work.y_host = work.x_host[rows], work.y_host[rows]

@@ -58,7 +58,7 @@ def export_onnx(work, path: str) -> None:
     stats = {k: np.asarray(v) for k, v in state["stats"].items()}
 
     def forward(x):
-        if spec.sequence:
+        if spec.time_major:
             logits, _ = networks.apply(
                 spec=spec, params=params, stats=stats, x=x.T, train=False, dtype=work.dtype
             )

@@ -5,9 +5,11 @@ one dot_general contracting the weight's second axis, which XLA takes as it is, 
 conversion is needed either way. Attention is jax.nn.dot_product_attention, with the
 implementation the workload chose (XLA's, or cuDNN's fused kernel on NVIDIA GPUs).
 
-Mixed precision as the other networks (networks.py): activations in the compute dtype,
-each weight cast to it where it is used, the parameters float32; LayerNorm's statistics
-and the softmax are computed in float32 (as PyTorch's autocast does); logits float32.
+Mixed precision is PyTorch's autocast, written out: every product (the projections, the
+MLP, attention, the heads) takes its inputs in the compute dtype and gives its output in
+it, as does the GELU that follows; the residual stream, the embeddings and LayerNorm stay
+float32 (a half-type product added to it promotes to float32), and so do the parameters.
+Logits come back as float32; in float64 everything is float64.
 """
 
 from __future__ import annotations
@@ -25,61 +27,72 @@ def init(spec: Spec) -> dict:
     return {p.name: jnp.zeros(p.shape, jnp.float32) for p in spec.params}
 
 
-def _linear(x, params, name: str, bias: bool = True):
-    w = params[f"{name}.weight"].astype(x.dtype)
-    y = jnp.einsum("...i,oi->...o", x, w)
-    return y + params[f"{name}.bias"].astype(x.dtype) if bias else y
+def _linear(x, params, name: str, dtype):
+    """x @ W^T + b, in dtype."""
+    w = params[f"{name}.weight"].astype(dtype)
+    y = jnp.einsum("...i,oi->...o", x.astype(dtype), w)
+    return y + params[f"{name}.bias"].astype(dtype)
 
 
 def _layer_norm(x, params, name: str, eps: float):
-    wide_x = x.astype(wide(x.dtype))
-    mean = jnp.mean(wide_x, axis=-1, keepdims=True)
-    var = jnp.mean(jnp.square(wide_x - mean), axis=-1, keepdims=True)
-    y = (wide_x - mean) * jax.lax.rsqrt(var + eps)
-    y = y * params[f"{name}.weight"] + params[f"{name}.bias"]
-    return y.astype(x.dtype)
+    """In float32 (float64 in float64), whatever x's type."""
+    x = x.astype(wide(x.dtype))
+    mean = jnp.mean(x, axis=-1, keepdims=True)
+    var = jnp.mean(jnp.square(x - mean), axis=-1, keepdims=True)
+    y = (x - mean) * jax.lax.rsqrt(var + eps)
+    return y * params[f"{name}.weight"] + params[f"{name}.bias"]
 
 
 def _gelu(x, kind: str):
     return jax.nn.gelu(x, approximate=kind == "tanh")
 
 
-def _attention(x, params, layer: L.TransformerBlock, implementation: str | None):
+def _attention(x, params, layer: L.TransformerBlock, dtype, *, implementation: str | None):
     n, t, d = x.shape
     h = layer.heads
-    qkv = _linear(x, params, f"{layer.name}.attn.qkv").reshape(n, t, 3, h, d // h)
+    qkv = _linear(x, params, f"{layer.name}.attn.qkv", dtype).reshape(n, t, 3, h, d // h)
     q, k, v = qkv[:, :, 0], qkv[:, :, 1], qkv[:, :, 2]  # (N, T, heads, dh), as JAX wants
-    if implementation == "float64":
-        y = _float64_attention(q, k, v, layer.causal)
+    if implementation == "written":
+        y = _written_attention(q, k, v, layer.causal)
     else:
         y = jax.nn.dot_product_attention(
             q, k, v, is_causal=layer.causal, implementation=implementation
         )
-    return _linear(y.reshape(n, t, d), params, f"{layer.name}.attn.out")
+    return _linear(y.reshape(n, t, d), params, f"{layer.name}.attn.out", dtype)
 
 
-def _float64_attention(q, k, v, causal: bool):
-    """The same attention written out for the float64 proof: dot_product_attention computes
-    its softmax in float32 whatever the input's type."""
-    scores = jnp.einsum("btnh,bsnh->bnts", q, k) / jnp.sqrt(jnp.asarray(q.shape[-1], q.dtype))
+def _written_attention(q, k, v, causal: bool):
+    """The same attention written out, where dot_product_attention cannot run it: in float64
+    (its softmax is float32 whatever the input's type) and in fp16 on the CPU (its fp16
+    products ask for a dot algorithm XLA:CPU does not have). The products in q's type, the
+    scaling and softmax in float32 (float64 in float64)."""
+    wide = jnp.float64 if q.dtype == jnp.float64 else jnp.float32
+    scores = jnp.einsum("btnh,bsnh->bnts", q, k).astype(wide) / jnp.sqrt(wide(q.shape[-1]))
     if causal:
         t = q.shape[1]
         scores = jnp.where(jnp.tril(jnp.ones((t, t), bool)), scores, -jnp.inf)
-    return jnp.einsum("bnts,bsnh->btnh", jax.nn.softmax(scores, axis=-1), v)
+    probs = jax.nn.softmax(scores, axis=-1).astype(v.dtype)
+    return jnp.einsum("bnts,bsnh->btnh", probs, v)
 
 
-def _mlp(x, params, layer: L.TransformerBlock):
-    y = _gelu(_linear(x, params, f"{layer.name}.mlp.fc"), layer.gelu)
-    return _linear(y, params, f"{layer.name}.mlp.proj")
+def _mlp(x, params, layer: L.TransformerBlock, dtype):
+    y = _gelu(_linear(x, params, f"{layer.name}.mlp.fc", dtype), layer.gelu)
+    return _linear(y, params, f"{layer.name}.mlp.proj", dtype)
 
 
-def _block(x, params, layer: L.TransformerBlock, implementation):
+def _block(x, params, layer: L.TransformerBlock, dtype, *, implementation):
+    """x (float32) -> float32: each half-type branch promotes when it is added back."""
     n, eps = layer.name, layer.eps
+    attn = lambda z: _attention(z, params, layer, dtype, implementation=implementation)  # noqa: E731
     if layer.pre_norm:
-        x = x + _attention(_layer_norm(x, params, f"{n}.ln1", eps), params, layer, implementation)
-        return x + _mlp(_layer_norm(x, params, f"{n}.ln2", eps), params, layer)
-    x = _layer_norm(x + _attention(x, params, layer, implementation), params, f"{n}.ln1", eps)
-    return _layer_norm(x + _mlp(x, params, layer), params, f"{n}.ln2", eps)
+        x = x + attn(_layer_norm(x, params, f"{n}.ln1", eps))
+        return x + _mlp(_layer_norm(x, params, f"{n}.ln2", eps), params, layer, dtype)
+    x = _layer_norm(x + attn(x), params, f"{n}.ln1", eps)
+    return _layer_norm(x + _mlp(x, params, layer, dtype), params, f"{n}.ln2", eps)
+
+
+def _logits(x, params, tied: str, dtype):
+    return jnp.einsum("...i,vi->...v", x.astype(dtype), params[tied].astype(dtype))
 
 
 def apply(spec: Spec, params: dict, tokens, dtype, implementation: str | None = "xla"):
@@ -92,18 +105,17 @@ def apply(spec: Spec, params: dict, tokens, dtype, implementation: str | None = 
             e = e + params[f"{layer.name}.position"][:t]
             if layer.types:
                 e = e + params[f"{layer.name}.token_type"][0]
-            x = e.astype(dtype)
+            x = e  # float32 (float64 in float64), as the parameters
         elif isinstance(layer, L.LayerNorm):
             x = _layer_norm(x, params, layer.name, layer.eps)
         elif isinstance(layer, L.TransformerBlock):
-            x = _block(x, params, layer, implementation)
+            x = _block(x, params, layer, dtype, implementation=implementation)
         elif isinstance(layer, L.MaskedLMHead):
-            y = _gelu(_linear(x, params, f"{layer.name}.transform"), "erf")
+            y = _gelu(_linear(x, params, f"{layer.name}.transform", dtype), "erf")
             y = _layer_norm(y, params, f"{layer.name}.ln", layer.eps)
-            word = params[layer.tied].astype(y.dtype)
-            x = jnp.einsum("...i,vi->...v", y, word) + params[f"{layer.name}.bias"].astype(y.dtype)
+            x = _logits(y, params, layer.tied, dtype) + params[f"{layer.name}.bias"].astype(dtype)
         elif isinstance(layer, L.TiedLMHead):
-            x = jnp.einsum("...i,vi->...v", x, params[layer.tied].astype(x.dtype))
+            x = _logits(x, params, layer.tied, dtype)
         else:
             raise TypeError(f"no JAX function for {type(layer).__name__} in a transformer")
     return x.astype(wide(dtype))

@@ -292,16 +292,21 @@ def make_train_step(
 def attention_implementation(device, dtype) -> str:
     """jax.nn.dot_product_attention's implementation: cuDNN's fused kernel on an NVIDIA
     GPU in the half types (its only ones), where it takes the shapes, else XLA's; in
-    float64, "float64": the same attention written out, in float64 throughout."""
+    float64, and in fp16 on the CPU, "written": the same attention written out."""
     if jnp.dtype(dtype) == jnp.float64:
-        return "float64"  # written out (transformer.py): the library's softmax is float32
+        return "written"  # out (transformer.py): the library's softmax is float32
+    if jnp.dtype(dtype) == jnp.float16 and device.platform == "cpu":
+        return "written"  # out: its fp16 dot algorithm is not in XLA:CPU
     if device.platform != "gpu" or jnp.dtype(dtype) not in (jnp.bfloat16, jnp.float16):
         return "xla"
     q = jnp.zeros((1, 128, 1, 64), dtype, device=device)
-    try:
-        jax.jit(
-            lambda a: jax.nn.dot_product_attention(a, a, a, is_causal=True, implementation="cudnn")
-        ).lower(q).compile()
+
+    def attention(a):
+        out = jax.nn.dot_product_attention(a, a, a, is_causal=True, implementation="cudnn")
+        return out.astype(jnp.float32).sum()
+
+    try:  # forward and backward, as the training step needs both
+        jax.jit(jax.grad(attention)).lower(q).compile()
     except Exception:  # noqa: BLE001 - no cuDNN attention here: XLA's is what runs
         return "xla"
     return "cudnn"
@@ -414,8 +419,9 @@ class JaxWorkload(Workload):
             "lstm_kernel": "lax.scan" if spec.time_major else "n/a",
             "attention_kernel": (
                 (
-                    "softmax(q k^T / sqrt(dh)) v written out in float64"
-                    if self.attention == "float64"
+                    f"softmax(q k^T / sqrt(dh)) v written out ({cell.precision}: "
+                    "jax.nn.dot_product_attention cannot run it here)"
+                    if self.attention == "written"
                     else f"jax.nn.dot_product_attention, implementation={self.attention}"
                 )
                 if spec.transformer

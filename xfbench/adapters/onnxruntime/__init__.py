@@ -6,6 +6,10 @@ Modes (each names the execution provider that runs the graph):
   cuda      CUDAExecutionProvider on cuda:N (onnxruntime-gpu)
   tensorrt  TensorrtExecutionProvider on cuda:N, with the CUDA provider for the
             nodes TensorRT does not take (onnxruntime-gpu with TensorRT libraries)
+  fused     CPUExecutionProvider on the transformers' graph after ONNX Runtime's
+            transformer optimizer (onnxruntime.transformers: fused LayerNorm, GELU and
+            attention operators where it recognises them; what it fused is recorded);
+            the transformers only, on the host, and it needs onnx
 The provider a session really uses is checked; a session that fell back to
 another provider is an error, never a result.
 
@@ -33,7 +37,10 @@ TRT_FP32_REASON = (
     "provider cannot forbid it: run the tensorrt mode with --precision tf32"
 )
 
+FUSED_REASON = "the fused mode is ONNX Runtime's transformer optimizer: transformers only"
+
 PROVIDERS = {
+    "fused": "CPUExecutionProvider",
     "cpu": "CPUExecutionProvider",
     "cuda": "CUDAExecutionProvider",
     "tensorrt": "TensorrtExecutionProvider",
@@ -69,8 +76,8 @@ class OnnxRuntimeAdapter(Adapter):
         return ["cpu"] + [f"cuda:{i}" for i in range(machine.gpu_count())]
 
     def mode_reason(self, mode, device):
-        if mode == "cpu" and device != "cpu":
-            return "the cpu mode runs on the host; use the cuda or tensorrt mode on a GPU"
+        if mode in ("cpu", "fused") and device != "cpu":
+            return f"the {mode} mode runs on the host; use the cuda or tensorrt mode on a GPU"
         if mode in ("cuda", "tensorrt") and not device.startswith("cuda"):
             return f"the {mode} execution provider runs only on a CUDA device"
         return None
@@ -82,6 +89,8 @@ class OnnxRuntimeAdapter(Adapter):
             return HALF_REASON
         if cell.mode == "tensorrt" and cell.precision == "fp32":
             return TRT_FP32_REASON
+        if cell.mode == "fused" and not self.mode_applies(cell.mode, cell.network):
+            return FUSED_REASON
         if cell.mode in self.modes and self.mode_reason(cell.mode, cell.device):
             return self.mode_reason(cell.mode, cell.device)
         import onnxruntime as ort
@@ -93,6 +102,11 @@ class OnnxRuntimeAdapter(Adapter):
                 f"({', '.join(ort.get_available_providers())}); install onnxruntime-gpu"
             )
         return super().check(cell)
+
+    def mode_applies(self, mode, network):
+        from xfbench.models import TRANSFORMERS
+
+        return mode != "fused" or network in TRANSFORMERS
 
     def configure_threads(self, threads):
         # ONNX Runtime ignores the CPU affinity mask and the OpenMP variables: each

@@ -23,7 +23,7 @@ from xfbench.models import Spec, synthetic_batch
 
 def provider_list(cell: Cell) -> list[tuple[str, dict]]:
     """The providers to ask for, first the one the cell names."""
-    if cell.mode == "cpu":
+    if cell.mode in ("cpu", "fused"):
         return [("CPUExecutionProvider", {})]
     device_id = int(cell.device.split(":")[1])
     cuda = (
@@ -66,12 +66,40 @@ def _model(spec: Spec, weights, seed: int):
     return model.SerializeToString()
 
 
+def transformer_fusions(spec: Spec, model: bytes) -> tuple[bytes, dict[str, int]]:
+    """The graph after ONNX Runtime's transformer optimizer (its Python fusions, the
+    graph-level ones left to the session), and how many of each fused operator it made:
+    those it did not recognise stay as written, and the record says so by their count."""
+    try:
+        import onnx
+        from onnxruntime.transformers.optimizer import optimize_model
+    except ImportError as e:
+        raise CannotRun(f"the fused mode needs onnx and onnxruntime.transformers: {e}") from None
+    from xfbench.models import layers as L
+
+    block = spec.layer(L.TransformerBlock)[0]
+    dim = spec.layer(L.TokenEmbedding)[0].dim
+    optimized = optimize_model(
+        onnx.load_from_string(model),
+        model_type="gpt2" if block.causal else "bert",
+        num_heads=block.heads,
+        hidden_size=dim,
+        opt_level=0,
+        use_gpu=False,
+    )
+    counts = {k: int(v) for k, v in optimized.get_fused_operator_statistics().items() if v}
+    return optimized.model.SerializeToString(), counts
+
+
 class OrtWorkload(Workload):
     def __init__(self, spec: Spec, cell: Cell, weights: dict[str, np.ndarray], seed: int = 0):
         if cell.task != "infer":
             raise CannotRun(TRAIN_REASON)
         self.spec, self.cell, self._weights = spec, cell, weights
         model = _model(spec, weights, seed)
+        fused = None
+        if cell.mode == "fused":
+            model, fused = transformer_fusions(spec, model)
 
         options = ort.SessionOptions()
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
@@ -88,7 +116,7 @@ class OrtWorkload(Workload):
                 f"on {', '.join(used) or 'nothing'} (no silent fallback)"
             )
 
-        gpu = cell.mode != "cpu"
+        gpu = cell.device != "cpu"
         self.where = ("cuda", int(cell.device.split(":")[1])) if gpu else ("cpu", 0)
         x, _ = synthetic_batch(spec, cell.batch_size, seed)
         self.x_host = x
@@ -113,6 +141,7 @@ class OrtWorkload(Workload):
             "io_binding": True,
             "cuda_use_tf32": providers[-1][1].get("use_tf32") if gpu else None,
             "onnx_opset": OPSET,
+            **({"fused_operators": fused} if fused is not None else {}),
         }
 
     def step(self) -> None:

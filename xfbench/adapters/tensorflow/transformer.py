@@ -6,8 +6,12 @@ tf.matmul on 2-D operands (MatMul: oneDNN's or Eigen's GEMM on the CPU, cuBLAS o
 batched for attention (BatchMatMulV2); under `function` Grappler and oneDNN fuse what they
 can, under `xla` XLA fuses the whole step. TensorFlow has no fused attention operator of its
 own outside Keras' einsum-based layer, so attention is written out: softmax(q k^T / sqrt(dh))
-v. LayerNorm's statistics and the softmax are computed in float32 in the half types, as
-PyTorch's autocast does.
+v, the softmax in float32.
+
+Mixed precision is PyTorch's autocast, written out (as the JAX adapter does): every product
+takes its inputs in the compute dtype and gives its output in it, as does the GELU after
+it; the residual stream, the embeddings and LayerNorm stay in the master dtype (float32),
+each half-type branch cast up where it is added back.
 """
 
 from __future__ import annotations
@@ -20,10 +24,6 @@ from xfbench.adapters.tensorflow.layers import Variables
 from xfbench.adapters.tensorflow.weights import DENSE, SAME
 from xfbench.models import Spec
 from xfbench.models import layers as L
-
-
-def _wide(dtype):
-    return tf.float64 if dtype == tf.float64 else tf.float32
 
 
 def _gelu(x, tanh: bool):
@@ -44,6 +44,7 @@ class Transformer(tf.Module):
     def __init__(self, spec: Spec, variables: Variables, compute_dtype=tf.float32):
         super().__init__()
         self.spec, self.compute_dtype = spec, compute_dtype
+        self.master_dtype = tf.float64 if compute_dtype == tf.float64 else tf.float32
         self.v = {}
         for layer, x in spec.shapes:
             for p in layer.params(x):
@@ -55,29 +56,36 @@ class Transformer(tf.Module):
         return tf.cast(self.v[name], dtype)
 
     def _linear(self, x, name):
+        """x @ W + b in the compute dtype."""
+        x = tf.cast(x, self.compute_dtype)
         shape = tf.shape(x)
         w = self._cast(f"{name}.weight", x.dtype)
         y = tf.matmul(tf.reshape(x, [-1, x.shape[-1]]), w) + self._cast(f"{name}.bias", x.dtype)
         return tf.reshape(y, tf.concat([shape[:-1], [w.shape[-1]]], 0))
 
     def _layer_norm(self, x, name, eps):
-        wide = tf.cast(x, _wide(x.dtype))
+        """In the master dtype (float32; float64 in float64), whatever x's type."""
+        wide = tf.cast(x, self.master_dtype)
         mean, var = tf.nn.moments(wide, axes=[-1], keepdims=True)
         y = (wide - mean) * tf.math.rsqrt(var + eps)
-        y = y * self._cast(f"{name}.weight", wide.dtype) + self._cast(f"{name}.bias", wide.dtype)
-        return tf.cast(y, x.dtype)
+        return y * self.v[f"{name}.weight"] + self.v[f"{name}.bias"]
+
+    def _add(self, x, branch):
+        """The residual sum, in the master dtype."""
+        return x + tf.cast(branch, self.master_dtype)
 
     def _attention(self, x, layer: L.TransformerBlock):
         n, t, d = tf.shape(x)[0], x.shape[1], x.shape[2]
         h = layer.heads
         qkv = tf.reshape(self._linear(x, f"{layer.name}.attn.qkv"), [n, t, 3, h, d // h])
         q, k, v = tf.unstack(tf.transpose(qkv, [2, 0, 3, 1, 4]))  # each (N, heads, T, dh)
-        scores = tf.matmul(q, k, transpose_b=True) * tf.constant(1 / math.sqrt(d // h), x.dtype)
-        scores = tf.cast(scores, _wide(x.dtype))
+        # the scores scaled and normalised in the master dtype, the products in q's
+        scores = tf.cast(tf.matmul(q, k, transpose_b=True), self.master_dtype)
+        scores = scores * tf.constant(1 / math.sqrt(d // h), self.master_dtype)
         if layer.causal:
             allowed = tf.linalg.band_part(tf.ones((t, t), tf.bool), -1, 0)
             scores = tf.where(allowed, scores, tf.constant(-math.inf, scores.dtype))
-        probs = tf.cast(tf.nn.softmax(scores, axis=-1), x.dtype)
+        probs = tf.cast(tf.nn.softmax(scores, axis=-1), v.dtype)
         y = tf.reshape(tf.transpose(tf.matmul(probs, v), [0, 2, 1, 3]), [n, t, d])
         return self._linear(y, f"{layer.name}.attn.out")
 
@@ -88,12 +96,13 @@ class Transformer(tf.Module):
     def _block(self, x, layer: L.TransformerBlock):
         n, eps = layer.name, layer.eps
         if layer.pre_norm:
-            x = x + self._attention(self._layer_norm(x, f"{n}.ln1", eps), layer)
-            return x + self._mlp(self._layer_norm(x, f"{n}.ln2", eps), layer)
-        x = self._layer_norm(x + self._attention(x, layer), f"{n}.ln1", eps)
-        return self._layer_norm(x + self._mlp(x, layer), f"{n}.ln2", eps)
+            x = self._add(x, self._attention(self._layer_norm(x, f"{n}.ln1", eps), layer))
+            return self._add(x, self._mlp(self._layer_norm(x, f"{n}.ln2", eps), layer))
+        x = self._layer_norm(self._add(x, self._attention(x, layer)), f"{n}.ln1", eps)
+        return self._layer_norm(self._add(x, self._mlp(x, layer)), f"{n}.ln2", eps)
 
     def _logits(self, x, tied: str, bias: str | None = None):
+        x = tf.cast(x, self.compute_dtype)
         shape = tf.shape(x)
         word = self._cast(tied, x.dtype)
         y = tf.matmul(tf.reshape(x, [-1, x.shape[-1]]), word, transpose_b=True)
@@ -110,7 +119,7 @@ class Transformer(tf.Module):
                 e = e + self.v[f"{layer.name}.position"][:t]
                 if layer.types:
                     e = e + self.v[f"{layer.name}.token_type"][0]
-                x = tf.cast(e, self.compute_dtype)
+                x = e  # the master dtype, as the variables
             elif isinstance(layer, L.LayerNorm):
                 x = self._layer_norm(x, layer.name, layer.eps)
             elif isinstance(layer, L.TransformerBlock):

@@ -223,6 +223,8 @@ class TensorFlowWorkload(Workload):
             "onednn": onednn_in_use(),
             "backend": backend(cell.device, cell.mode),
         }
+        if cell.task != "train":
+            del self.info["optimizer"]  # inference updates nothing
         if spec.time_major:
             self.info["lstm_bias"] = (
                 "one bias per layer (Keras): canonical B halves summed on "

@@ -101,7 +101,10 @@ class MaskedLMHead(nn.Module):
         self.word = [word]  # tied: a reference, not a second parameter
 
     def forward(self, x):
-        x = self.ln(F.gelu(self.transform(x)))
+        # LayerNorm in the master dtype, as every LayerNorm here: autocast runs it in its
+        # input's type on the CPU (fp32 on CUDA), and GELU's output is the half type.
+        y = F.gelu(self.transform(x))
+        x = self.ln(y.to(self.bias.dtype))
         return F.linear(x, self.word[0], self.bias)
 
 
