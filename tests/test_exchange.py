@@ -216,7 +216,7 @@ def test_altered_torch_geometry_is_caught(monkeypatch):
 
 
 @pytest.mark.parametrize("framework", ["torch", "tensorflow", "jax"])
-@pytest.mark.parametrize("network", ["alexnet_r", "lstm64"])
+@pytest.mark.parametrize("network", ["alexnet_r", "lstm64", "bert_base", "gpt2"])
 @pytest.mark.slow
 def test_export_reproduces_the_framework_in_onnxruntime(framework, network, tmp_path):
     from xfbench.adapters import get_adapter

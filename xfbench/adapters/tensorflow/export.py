@@ -33,7 +33,15 @@ def export_onnx(work, path: str) -> None:
             x = tf.transpose(x, [0, 2, 3, 1])
         return tf.identity(tf.cast(work.net(x, training=False), tf.float32), name=OUTPUT)
 
-    with tf.device(work.device):
-        tf2onnx.convert.from_function(
-            forward, input_signature=signature, opset=TF2ONNX_OPSET, output_path=str(path)
-        )
+    module = work.net.module
+    written = getattr(module, "written", None)
+    if written is not None:
+        module.written = True  # the transformers' GELU as erf, which tf2onnx converts
+    try:
+        with tf.device(work.device):
+            tf2onnx.convert.from_function(
+                forward, input_signature=signature, opset=TF2ONNX_OPSET, output_path=str(path)
+            )
+    finally:
+        if written is not None:
+            module.written = written

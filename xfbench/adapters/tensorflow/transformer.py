@@ -26,11 +26,12 @@ from xfbench.models import Spec
 from xfbench.models import layers as L
 
 
-def _gelu(x, tanh: bool):
+def _gelu(x, tanh: bool, written: bool = False):
     """tf.nn.gelu, except in float64: there it is 5e-9 from the exact function (TensorFlow
     2.21 on the CPU, measured against PyTorch's and math.erf), so the proof's float64 step
-    writes the same formula out."""
-    if x.dtype != tf.float64:
+    writes the same formula out; and where `written` asks for it (the ONNX export: the erf
+    form's Erfc has no ONNX conversion in tf2onnx)."""
+    if x.dtype != tf.float64 and not written:
         return tf.nn.gelu(x, approximate=tanh)
     if tanh:
         inner = math.sqrt(2 / math.pi) * (x + 0.044715 * x * x * x)
@@ -45,6 +46,7 @@ class Transformer(tf.Module):
         super().__init__()
         self.spec, self.compute_dtype = spec, compute_dtype
         self.master_dtype = tf.float64 if compute_dtype == tf.float64 else tf.float32
+        self.written = False  # GELU written out (export.py sets it while it traces)
         self.v = {}
         for layer, x in spec.shapes:
             for p in layer.params(x):
@@ -90,7 +92,9 @@ class Transformer(tf.Module):
         return self._linear(y, f"{layer.name}.attn.out")
 
     def _mlp(self, x, layer: L.TransformerBlock):
-        y = _gelu(self._linear(x, f"{layer.name}.mlp.fc"), tanh=layer.gelu == "tanh")
+        y = _gelu(
+            self._linear(x, f"{layer.name}.mlp.fc"), tanh=layer.gelu == "tanh", written=self.written
+        )
         return self._linear(y, f"{layer.name}.mlp.proj")
 
     def _block(self, x, layer: L.TransformerBlock):
@@ -125,7 +129,9 @@ class Transformer(tf.Module):
             elif isinstance(layer, L.TransformerBlock):
                 x = self._block(x, layer)
             elif isinstance(layer, L.MaskedLMHead):
-                y = _gelu(self._linear(x, f"{layer.name}.transform"), tanh=False)
+                y = _gelu(
+                    self._linear(x, f"{layer.name}.transform"), tanh=False, written=self.written
+                )
                 y = self._layer_norm(y, f"{layer.name}.ln", layer.eps)
                 x = self._logits(y, layer.tied, f"{layer.name}.bias")
             elif isinstance(layer, L.TiedLMHead):
