@@ -199,18 +199,11 @@ def build(tf, strategy, spec, layout: str, precision: str, use_cudnn: bool):
                         compute_dtype=self.compute_dtype,
                     )
                 self.trainable = self.net.trainable
-                # Momentum buffers: mirrored, updated on each replica by the fused op.
-                self.slots = [
-                    tf.Variable(
-                        tf.zeros(v.shape, v.dtype),
-                        trainable=False,
-                        synchronization=tf.VariableSynchronization.ON_WRITE,
-                        aggregation=tf.VariableAggregation.NONE,
-                    )
-                    for v in self.trainable
-                ]
-                if spec.optimizer == "adamw":  # AdamW's second moments and step, mirrored
-                    self.second_moments = [
+
+                def slots():
+                    """Zeros beside each variable, mirrored, updated on each replica by
+                    the fused op."""
+                    return [
                         tf.Variable(
                             tf.zeros(v.shape, v.dtype),
                             trainable=False,
@@ -219,6 +212,10 @@ def build(tf, strategy, spec, layout: str, precision: str, use_cudnn: bool):
                         )
                         for v in self.trainable
                     ]
+
+                self.slots = slots()  # momentum, or AdamW's first moments
+                if spec.optimizer == "adamw":  # its second moments and step, mirrored
+                    self.second_moments = slots()
                     self.adam_steps = tf.Variable(
                         0,
                         trainable=False,
