@@ -168,3 +168,19 @@ def test_the_fused_mode_is_only_swept_for_the_transformers():
     named = selection.parse(framework="onnxruntime", model="resnet56", mode="fused", device="cpu")
     [cell] = selection.cells(named, "infer")
     assert "transformers only" in get_adapter("onnxruntime").check(cell)
+
+
+def test_compiled_adamw_counts_float64_steps_in_float64():
+    """Compiled AdamW computes its bias corrections in the step count's type: a float32
+    count put a float64 update 6.7e-6 off (training.start_adamw)."""
+    torch = pytest.importorskip("torch")
+    from xfbench.adapters.torch import training
+    from xfbench.adapters.torch.networks import build_network
+
+    spec = get_spec("gpt2", "smoke")
+    for dtype in (torch.float64, torch.float32):
+        net = build_network(spec).to(dtype)
+        opt = training.optimizer(spec, net, "foreach")
+        training.start_adamw(opt)
+        steps = {s["step"].dtype for s in opt.state.values()}
+        assert steps == {dtype} and len(opt.state) == len(list(net.parameters()))

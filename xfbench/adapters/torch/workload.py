@@ -194,6 +194,8 @@ class TorchWorkload(Workload):
             # compiled update is traced from the foreach implementation.
             self.optimizer_impl = "foreach" if mode else "fused"
             self.opt = training.optimizer(spec, self.net, self.optimizer_impl)
+            if spec.optimizer == "adamw" and self.optimizer_impl == "foreach":
+                training.start_adamw(self.opt)
             if spec.optimizer == "sgd":
                 # Zero momentum buffers from the start: the same first update as SGD's own
                 # (v = g), and a compiled update that sees one state structure, so it
