@@ -324,7 +324,15 @@ def test_ctrl_c_stops_every_copy_and_keeps_the_cells_they_finished(tmp_path):
     env = {**os.environ, "XFBENCH_FAULT": f"train-{hung.cell.id}:sleep"}
     argv = [sys.executable, "-m", "xfbench.harness.cli", "run", *NULL, "--model", "fcn5,fcn8"]
     argv += ["--threads", "1", "--copies", "2", "--results", str(results), "--quiet"]
-    proc = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    # Ctrl-C as a terminal delivers it: a shell that starts this suite in the background
+    # (`... &`, no job control) hands it SIGINT ignored, and the runner would inherit that.
+    proc = subprocess.Popen(
+        argv,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
     done = results / "cells" / f"train-{first.id}.json"
     deadline = time.monotonic() + 120
     while not done.exists() and time.monotonic() < deadline and proc.poll() is None:
