@@ -27,6 +27,7 @@ from xfbench.gemm.table import gemm_table
 from xfbench.harness.presets import Preset
 from xfbench.harness.selection import comma_list, parse
 from xfbench.plugin import Suite, declare, failed_row
+from xfbench.plugin import named as plugin_named
 
 CONFIGURED = pytest.StashKey()
 
@@ -60,6 +61,7 @@ def select(
     preset=None,
     model=None,
     skip_missing_devices=False,
+    named: bool = False,
 ) -> GemmSelection:
     """Validate raw option strings into a GemmSelection (UsageError on bad input)."""
     # The common options, validated exactly as the network suites validate them.
@@ -90,8 +92,12 @@ def select(
         raise UsageError(str(e)) from None
     dtypes = list(sel.precisions) if comma_list(precision) else list(DTYPES)
     unknown = [d for d in dtypes if d not in DTYPES]
-    if unknown:  # fp64 is a network precision (the equivalence proof's), not a GEMM type here
+    if unknown and (impls or gemm_sizes or named):
+        # fp64 and int8 are network precisions, not GEMM types here: an error when the GEMM
+        # suite was asked for (its file or its options named), else left to the network
+        # suites of the same session
         raise UsageError(f"unknown GEMM precision {', '.join(unknown)}; valid: {', '.join(DTYPES)}")
+    dtypes = [d for d in dtypes if d in DTYPES]
     return GemmSelection(
         impls=tuple(impls),
         shapes=tuple(shapes),
@@ -117,6 +123,7 @@ def _select(config) -> GemmSelection:
     return select(
         **{name: config.getoption(name) for name in names},
         skip_missing_devices=config.getoption("skip_missing_devices", False),
+        named=plugin_named(config, "test_gemm.py"),
     )
 
 
