@@ -28,7 +28,12 @@ from xfbench.frameworks import FRAMEWORKS, Framework
 
 # fp64 is IEEE float64 throughout, on the CPU only: it is there to prove, far below fp32's
 # round-off, that every framework computes the same function (harness/equivalence.py).
-PRECISIONS = ("fp32", "tf32", "bf16", "fp16", "fp64")
+# int8: inference only, where a framework has a documented CPU path (statically quantized,
+# calibrated on the synthetic samples; its distance from fp32 is recorded beside its speed).
+PRECISIONS = ("fp32", "tf32", "bf16", "fp16", "fp64", "int8")
+INT8_TRAIN_REASON = (
+    "int8 is an inference precision here: training cells run fp32, tf32, bf16, fp16 or fp64"
+)
 TASKS = ("train", "infer")
 # real: batches from the data set under --data-dir through the framework's own pipeline
 DATA_MODES = ("resident", "copied", "real")
@@ -50,6 +55,7 @@ MATH_DTYPES = {
     "bf16": "bfloat16",
     "fp16": "float16",
     "fp64": "float64",
+    "int8": "int8",
 }
 
 
@@ -144,6 +150,13 @@ class Workload:
         the workers."""
         raise CannotRun(f"{type(self).__name__} has no input pipeline")
 
+    def infer_samples(self, x: np.ndarray) -> np.ndarray:
+        """Serving (xfbench/serving): x, host samples as synthetic_batch gives them (as many
+        as this workload's batch), copied to the device in the network's layout, one
+        inference step, and its logits back on the host (as output() gives them). An
+        inference workload only."""
+        raise CannotRun(f"{type(self).__name__} cannot serve samples")
+
     def feed(self, x, y) -> None:
         """Make a batch from input_batches the one the next step trains on (on the
         device, in the network's layout), as the resident batch is made."""
@@ -172,6 +185,8 @@ class Adapter:
 
     name: str = ""  # the --framework value
     precisions: tuple[str, ...] = PRECISIONS
+    # Why int8 cells skip, for a framework without "int8" in precisions.
+    int8_reason: str = "has no int8 inference path in this suite"
 
     @property
     def framework(self) -> Framework:
@@ -232,6 +247,10 @@ class Adapter:
         """Why this cell cannot run here, or None. Imports the framework."""
         if cell.mode not in self.modes:
             return f"{self.name} has no mode {cell.mode!r} (modes: {', '.join(self.modes)})"
+        if cell.precision == "int8" and cell.task == "train":
+            return INT8_TRAIN_REASON
+        if cell.precision == "int8" and "int8" not in self.precisions:
+            return f"{self.framework.display} {self.int8_reason}"
         if cell.precision not in self.precisions:
             return f"{self.name} does not run {cell.precision}"
         reason = self.mode_reason(cell.mode, cell.device)

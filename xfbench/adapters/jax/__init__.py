@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 
-from xfbench.adapters.base import Adapter
+from xfbench.adapters.base import PRECISIONS, Adapter
 
 # Backends a harness device name maps to, in the order devices() lists them.
 ACCELERATORS = (("cuda", "cuda"), ("tpu", "tpu"))
@@ -18,6 +18,11 @@ ACCELERATORS = (("cuda", "cuda"), ("tpu", "tpu"))
 
 class JaxAdapter(Adapter):
     name = "jax"
+    precisions = tuple(p for p in PRECISIONS if p != "int8")
+    int8_reason = (
+        "has no documented int8 inference path for the CPU: its quantization libraries "
+        "(AQT, Qwix) target TPUs and GPUs, and a hand-quantized network would not be JAX's own"
+    )
 
     def versions(self):
         import jax

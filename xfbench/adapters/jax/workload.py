@@ -383,15 +383,8 @@ class JaxWorkload(Workload):
 
         # The batch, in the layout the network computes in: NHWC images, time-major tokens.
         x, y = synthetic_batch(spec, cell.batch_size, seed)
-        if networks.image_layout(spec):
-            x = x.transpose(0, 2, 3, 1)
-        if spec.time_major:
-            x, y = x.T, y.T
-        # Ids fit int32, JAX's default integer type (64-bit types are off by default);
-        # images in float64 for fp64 are the same values, widened exactly.
-        x = x.astype(self.host_dtype) if x.dtype == np.float32 else x.astype(np.int32)
-        self.x_host = np.ascontiguousarray(x)
-        self.y_host = np.ascontiguousarray(y.astype(np.int32))
+        self.x_host = self._host_layout(x)
+        self.y_host = np.ascontiguousarray((y.T if spec.time_major else y).astype(np.int32))
         self.x, self.y = self._to_device()
         self._check_placement(self.state, self.x, self.y)
 
@@ -432,6 +425,23 @@ class JaxWorkload(Workload):
         }
 
     # -- the batch ----------------------------------------------------------------
+    def _host_layout(self, x: np.ndarray) -> np.ndarray:
+        """Samples as synthetic_batch gives them, in the layout the network computes in:
+        NHWC images, time-major tokens. Ids fit int32, JAX's default integer type (64-bit
+        types are off by default); images in float64 for fp64 are the same values,
+        widened exactly."""
+        if networks.image_layout(self.spec):
+            x = x.transpose(0, 2, 3, 1)
+        if self.spec.time_major:
+            x = x.T
+        x = x.astype(self.host_dtype) if x.dtype == np.float32 else x.astype(np.int32)
+        return np.ascontiguousarray(x)
+
+    def infer_samples(self, x: np.ndarray) -> np.ndarray:
+        self.x = jax.device_put(self._host_layout(x), self.device)
+        self._infer_step()
+        return self.output()
+
     def _to_device(self):
         return jax.device_put(self.x_host, self.device), jax.device_put(self.y_host, self.device)
 
@@ -445,12 +455,8 @@ class JaxWorkload(Workload):
 
     def feed(self, x, y) -> None:
         # the resident batch's layout: NHWC images, time-major tokens, int32 ids
-        if networks.image_layout(self.spec):
-            x = x.transpose(0, 2, 3, 1)
-        if self.spec.time_major:
-            x, y = x.T, y.T
-        x = x.astype(self.host_dtype) if x.dtype == np.float32 else x.astype(np.int32)
-        self.x = jax.device_put(np.ascontiguousarray(x), self.device)
+        self.x = jax.device_put(self._host_layout(x), self.device)
+        y = y.T if self.spec.time_major else y
         self.y = jax.device_put(np.ascontiguousarray(y.astype(np.int32)), self.device)
 
     def _check_placement(self, *trees) -> None:

@@ -14,7 +14,8 @@ The provider a session really uses is checked; a session that fell back to
 another provider is an error, never a result.
 
 Inference only: a training cell is skipped with the reason below.
-Precision: fp32 (cpu, cuda) and tf32 (cuda, tensorrt). TensorRT picks TF32
+Precision: fp32 (cpu, cuda), tf32 (cuda, tensorrt), and int8 (cpu, inference: the
+canonical graph statically quantized, int8.py). TensorRT picks TF32
 kernels for fp32 layers on its own and ONNX Runtime has no switch to forbid it,
 so its fp32 cell is skipped rather than mislabelled. fp16/bf16 would need a
 converted model and are not offered.
@@ -37,6 +38,9 @@ TRT_FP32_REASON = (
     "provider cannot forbid it: run the tensorrt mode with --precision tf32"
 )
 
+INT8_MODE_REASON = (
+    "int8 runs in the cpu mode: the statically quantized canonical graph on the CPU provider"
+)
 FUSED_REASON = "the fused mode is ONNX Runtime's transformer optimizer: transformers only"
 
 PROVIDERS = {
@@ -49,7 +53,7 @@ PROVIDERS = {
 
 class OnnxRuntimeAdapter(Adapter):
     name = "onnxruntime"
-    precisions = ("fp32", "tf32")
+    precisions = ("fp32", "tf32", "int8")
 
     def versions(self):
         import onnxruntime as ort
@@ -91,6 +95,8 @@ class OnnxRuntimeAdapter(Adapter):
             return TRT_FP32_REASON
         if cell.mode == "fused" and not self.mode_applies(cell.mode, cell.network):
             return FUSED_REASON
+        if cell.precision == "int8" and cell.mode != "cpu":
+            return INT8_MODE_REASON
         if cell.mode in self.modes and self.mode_reason(cell.mode, cell.device):
             return self.mode_reason(cell.mode, cell.device)
         import onnxruntime as ort

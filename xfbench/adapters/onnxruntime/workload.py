@@ -100,6 +100,13 @@ class OrtWorkload(Workload):
         fused = None
         if cell.mode == "fused":
             model, fused = transformer_fusions(spec, model)
+        fp32_model = model
+        if cell.precision == "int8":
+            if not isinstance(model, bytes):
+                raise CannotRun("int8 quantizes the canonical graph, which needs onnx installed")
+            from xfbench.adapters.onnxruntime.int8 import quantize
+
+            model = quantize(spec, model)
 
         options = ort.SessionOptions()
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
@@ -108,7 +115,8 @@ class OrtWorkload(Workload):
         options.inter_op_num_threads = 1
         providers = provider_list(cell)
         self.session = ort.InferenceSession(model, options, providers=providers)
-        del model
+        int8 = self._int8_facts(fp32_model, options, providers) if cell.precision == "int8" else {}
+        del model, fp32_model
         used = self.session.get_providers()
         if not used or used[0] != providers[0][0]:
             raise RuntimeError(
@@ -142,6 +150,23 @@ class OrtWorkload(Workload):
             "cuda_use_tf32": providers[-1][1].get("use_tf32") if gpu else None,
             "onnx_opset": OPSET,
             **({"fused_operators": fused} if fused is not None else {}),
+            **int8,
+        }
+
+    def _int8_facts(self, fp32_model, options, providers) -> dict:
+        """How far the int8 session's logits are from the fp32 graph's on the check samples,
+        and what ran: the quantization settings, the operators left in fp32."""
+        from xfbench.adapters.onnxruntime.int8 import SETTINGS
+        from xfbench.harness import int8
+
+        x = int8.check_samples(self.spec)
+        fp32 = ort.InferenceSession(fp32_model, options, providers=providers)
+        reference = fp32.run([OUTPUT], {INPUT: x})[0]
+        quantized = self.session.run([OUTPUT], {INPUT: x})[0]
+        return {
+            **int8.drift(quantized, reference),
+            "int8_quantization": SETTINGS,
+            "int8_cpu_isa": int8.isa(),
         }
 
     def step(self) -> None:
@@ -169,6 +194,12 @@ class OrtWorkload(Workload):
     def feed(self, x, y) -> None:
         self.x_host = np.ascontiguousarray(x)
         self.binding.bind_cpu_input(INPUT, self.x_host)
+
+    def infer_samples(self, x: np.ndarray) -> np.ndarray:
+        self.binding.bind_cpu_input(INPUT, np.ascontiguousarray(x))
+        self.session.run_with_iobinding(self.binding)
+        self.binding.synchronize_outputs()
+        return self.output()
 
     def loss(self) -> float:
         raise CannotRun(TRAIN_REASON)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-from xfbench.adapters.base import Adapter
+from xfbench.adapters.base import PRECISIONS, Adapter
 from xfbench.adapters.tensorflow import tpu
 
 
@@ -34,6 +34,11 @@ def import_tensorflow():
 
 class TensorFlowAdapter(Adapter):
     name = "tensorflow"
+    precisions = tuple(p for p in PRECISIONS if p != "int8")
+    int8_reason = (
+        "has no documented int8 CPU inference path for these models: its int8 is TensorFlow "
+        "Lite's converter and interpreter, another runtime, which this suite does not measure"
+    )
 
     def versions(self):
         tf = import_tensorflow()

@@ -150,11 +150,7 @@ class TensorFlowWorkload(Workload):
         self.master_dtype = tf.float64 if self.compute_dtype == tf.float64 else tf.float32
 
         x, y = synthetic_batch(spec, cell.batch_size, seed)
-        if self.master_dtype == tf.float64 and x.dtype == np.float32:
-            x = x.astype(np.float64)  # the same values, widened exactly
-        if x.ndim == 4 and self.layout == "channels_last":
-            x = np.ascontiguousarray(x.transpose(0, 2, 3, 1))  # once, outside the timer
-        self.x_host, self.y_host = x, y
+        self.x_host, self.y_host = self._host_layout(x), y  # once, outside the timer
 
         with self._placement():
             self.net = Network(
@@ -248,6 +244,20 @@ class TensorFlowWorkload(Workload):
     def _placement(self):
         """The scope the variables are made in: the device."""
         return tf.device(self.device)
+
+    def _host_layout(self, x: np.ndarray) -> np.ndarray:
+        """Samples as synthetic_batch gives them, in the network's dtype and layout."""
+        if self.master_dtype == tf.float64 and x.dtype == np.float32:
+            x = x.astype(np.float64)  # the same values, widened exactly
+        if x.ndim == 4 and self.layout == "channels_last":
+            x = x.transpose(0, 2, 3, 1)
+        return np.ascontiguousarray(x)
+
+    def infer_samples(self, x: np.ndarray) -> np.ndarray:
+        with tf.device(self.device):
+            self.x = tf.identity(tf.constant(self._host_layout(x)))
+        self.step()
+        return self.output()
 
     def _to_device(self):
         with tf.device(self.device):

@@ -29,6 +29,13 @@ class TorchAdapter(Adapter):
             return "CUDA graphs replay only on a CUDA device"
         return None
 
+    def precision_reason(self, mode, precision, device):
+        if precision == "int8" and (mode != "compile" or device != "cpu"):
+            from xfbench.adapters.torch.int8 import MODE_REASON
+
+            return MODE_REASON
+        return None
+
     def configure_threads(self, threads):
         import torch
 

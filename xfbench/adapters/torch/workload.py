@@ -163,7 +163,8 @@ class TorchWorkload(Workload):
         # cell's precision fails the cell rather than being timed under its label.
         self.layer_dtypes, kernels = probe(self.net, self.x, self.autocast, spec.time_major)
         lstm_kernel = kernels.get("lstm")
-        check_layer_dtypes(cell.precision, self.layer_dtypes, MATH_LAYERS)
+        if cell.precision != "int8":  # int8: what its quantized graph holds, below
+            check_layer_dtypes(cell.precision, self.layer_dtypes, MATH_LAYERS)
 
         compile_mode = {"eager": None, "compile": "default", "cudagraph": "reduce-overhead"}
         if cell.mode not in compile_mode:
@@ -206,6 +207,9 @@ class TorchWorkload(Workload):
             # The scaler's update must see the inf check, so fp16 keeps it eager.
             self.update = self._update if self.scaler else compile_(self._update)
             self.step = self._train_step
+        elif cell.precision == "int8":
+            self.forward, int8_facts = self._int8(spec)
+            self.step = self._infer_step
         else:
             self.net.eval()
             self.forward = compile_(self.net)
@@ -240,6 +244,30 @@ class TorchWorkload(Workload):
                 else {}
             ),
             **backend(self.device.type, compiled=bool(mode)),
+            **(int8_facts if cell.precision == "int8" else {}),
+        }
+
+    def _int8(self, spec: Spec):
+        """The PT2E int8 network, compiled (int8.py), and what its record says: the
+        quantization, the quantized graph's quantize/dequantize nodes, and its logits'
+        distance from this fp32 network's on the check samples."""
+        from xfbench.adapters.torch import int8 as q8
+        from xfbench.harness import int8
+
+        self.net.eval()
+        to_input = q8.host_input(spec, self.memory_format)
+        converted, nodes = q8.quantize(self.net, spec, to_input)
+        forward = q8.compiled(converted)
+        x = to_input(int8.check_samples(spec))
+        with torch.inference_mode():
+            quantized, reference = forward(x), self.net(x)
+        self.layer_dtypes = {"quantized graph": "int8"}
+        return forward, {
+            **int8.drift(quantized.float().numpy(), reference.float().numpy()),
+            "int8_quantization": q8.SETTINGS,
+            "int8_quantize_nodes": nodes,
+            "int8_cpu_isa": int8.isa(),
+            "layer_dtypes": self.layer_dtypes,
         }
 
     # -- the batch ----------------------------------------------------------------
@@ -269,6 +297,16 @@ class TorchWorkload(Workload):
         x = x.to(self.device, self.dtype if x.is_floating_point() else None, non_blocking=True)
         self.x = x.contiguous(memory_format=self.memory_format)
         self.y = y.to(self.device, non_blocking=True).contiguous()
+
+    def infer_samples(self, x: np.ndarray) -> np.ndarray:
+        if self.spec.time_major:
+            x = x.T
+        if self.fp64 and x.dtype == np.float32:
+            x = x.astype(np.float64)
+        x = torch.from_numpy(np.ascontiguousarray(x)).to(self.device, non_blocking=True)
+        self.x = x.contiguous(memory_format=self.memory_format)
+        self._infer_step()
+        return self.output()
 
     # -- steps --------------------------------------------------------------------
     def _forward_loss(self, x, y):

@@ -1,0 +1,63 @@
+"""What an int8 cell adds to its record: how far its logits are from fp32, and which int8
+instructions the CPU offers its kernels.
+
+Calibration and the accuracy check use fixed synthetic samples of their own seeds,
+independent of the cell's batch size, so that every cell of a network is quantized to the
+same function and checked on the same samples. With the canonical (random) weights the
+top-1 agreement is a weak check, since many logits lie close together; the logits'
+relative distance is the stronger one, and both are recorded so that a faster int8
+number never hides a wrong one.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from xfbench import machine
+from xfbench.models import Spec, synthetic_batch
+
+CALIBRATION_SEED = 1001
+CHECK_SEED = 1002
+SAMPLES = 32  # full size; smoke networks use 8
+SMOKE_SAMPLES = 8
+
+
+def _count(spec: Spec) -> int:
+    return SMOKE_SAMPLES if spec.scale == "smoke" else SAMPLES
+
+
+def calibration_samples(spec: Spec) -> np.ndarray:
+    """The inputs that set the activations' ranges (as synthetic_batch gives them)."""
+    return synthetic_batch(spec, _count(spec), CALIBRATION_SEED)[0]
+
+
+def check_samples(spec: Spec) -> np.ndarray:
+    """The inputs the int8 logits are compared on, apart from the calibration's."""
+    return synthetic_batch(spec, _count(spec), CHECK_SEED)[0]
+
+
+def drift(int8_logits: np.ndarray, fp32_logits: np.ndarray) -> dict:
+    """The int8 logits against fp32's on the same samples: relative distance (Frobenius
+    norms) and the share of samples (and positions, for sequences) whose top class agrees."""
+    a = np.asarray(int8_logits, np.float64)
+    b = np.asarray(fp32_logits, np.float64)
+    norm = float(np.linalg.norm(b))
+    return {
+        "int8_logits_rel_err": float(np.linalg.norm(a - b) / norm) if norm else None,
+        "int8_top1_agreement": float(np.mean(a.argmax(-1) == b.argmax(-1))),
+        "int8_check_samples": int(a.shape[0]),
+    }
+
+
+def isa() -> str:
+    """The int8 dot-product instructions this CPU offers (the libraries dispatch to the
+    widest they have): AMX, AVX-512 VNNI, AVX-VNNI, or none (plain AVX2/AVX-512 integer
+    multiplies)."""
+    flags = set(machine.cpu()["isa"])
+    if "amx_int8" in flags:
+        return "AMX-INT8"
+    if "avx512_vnni" in flags:
+        return "AVX-512 VNNI"
+    if "avx_vnni" in flags:
+        return "AVX-VNNI"
+    return "no VNNI or AMX"
