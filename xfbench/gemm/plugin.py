@@ -61,7 +61,7 @@ def select(
     preset=None,
     model=None,
     skip_missing_devices=False,
-    named: bool = False,
+    suite_named: bool = False,
 ) -> GemmSelection:
     """Validate raw option strings into a GemmSelection (UsageError on bad input)."""
     # The common options, validated exactly as the network suites validate them.
@@ -74,6 +74,7 @@ def select(
         skip_missing_devices=skip_missing_devices,
     )
     impls = comma_list(gemm_impl)
+    asked = bool(impls or gemm_sizes or suite_named)  # the GEMM suite, not a network suite
     for name in impls:
         if name not in IMPLS:
             raise UsageError(f"unknown GEMM implementation {name!r}; valid: {', '.join(IMPLS)}")
@@ -92,7 +93,7 @@ def select(
         raise UsageError(str(e)) from None
     dtypes = list(sel.precisions) if comma_list(precision) else list(DTYPES)
     unknown = [d for d in dtypes if d not in DTYPES]
-    if unknown and (impls or gemm_sizes or named):
+    if unknown and asked:
         # fp64 and int8 are network precisions, not GEMM types here: an error when the GEMM
         # suite was asked for (its file or its options named), else left to the network
         # suites of the same session
@@ -123,7 +124,7 @@ def _select(config) -> GemmSelection:
     return select(
         **{name: config.getoption(name) for name in names},
         skip_missing_devices=config.getoption("skip_missing_devices", False),
-        named=plugin_named(config, "test_gemm.py"),
+        suite_named=plugin_named(config, "test_gemm.py"),
     )
 
 

@@ -5,7 +5,7 @@ DequantizeLinear around each quantized operator, which the CPU provider fuses in
 kernels): weights int8 per output channel, activations int8 with ranges calibrated (MinMax)
 on a fixed set of synthetic samples, the same for every batch size, so that every cell of
 a network quantizes to the same graph. How far its logits are from fp32 is measured
-(xfbench/harness/int8.py) and recorded beside its speed.
+(xfbench/adapters/int8.py) and recorded beside its speed.
 """
 
 from __future__ import annotations
@@ -15,9 +15,9 @@ from pathlib import Path
 
 import numpy as np
 
+from xfbench.adapters.int8 import calibration_samples
 from xfbench.errors import CannotRun
 from xfbench.exchange.names import INPUT
-from xfbench.harness.int8 import calibration_samples
 from xfbench.models import Spec
 
 SETTINGS = {

@@ -155,9 +155,9 @@ class OrtWorkload(Workload):
 
     def _int8_facts(self, fp32_model, options, providers) -> dict:
         """How far the int8 session's logits are from the fp32 graph's on the check samples,
-        and what ran: the quantization settings, the operators left in fp32."""
+        the quantization's settings and the CPU's int8 instructions."""
+        from xfbench.adapters import int8
         from xfbench.adapters.onnxruntime.int8 import SETTINGS
-        from xfbench.harness import int8
 
         x = int8.check_samples(self.spec)
         fp32 = ort.InferenceSession(fp32_model, options, providers=providers)

@@ -2,7 +2,7 @@
 
 The network is exported (torch.export, batch dimension dynamic), annotated by torchao's
 X86InductorQuantizer with its default configuration (int8 weights per output channel,
-activations int8 per tensor), calibrated on fixed synthetic samples (harness/int8.py, the
+activations int8 per tensor), calibrated on fixed synthetic samples (adapters/int8.py, the
 same for every batch size, so every cell of a network is the same function) and
 converted; torch.compile with Inductor's freezing then lowers the quantize/dequantize
 pairs into oneDNN's int8 convolutions and products. Run uncompiled, the converted graph
@@ -18,8 +18,8 @@ import contextlib
 import numpy as np
 import torch
 
+from xfbench.adapters.int8 import calibration_samples
 from xfbench.errors import CannotRun
-from xfbench.harness.int8 import calibration_samples
 from xfbench.models import Spec
 
 SETTINGS = {
@@ -31,6 +31,10 @@ SETTINGS = {
 MODE_REASON = (
     "int8 runs in the compile mode on the CPU: Inductor lowers PT2E's quantized graph to "
     "oneDNN's int8 kernels, and uncompiled it would run fp32 kernels between quantize steps"
+)
+LSTM_REASON = (
+    "int8 in PyTorch is for the convolutional, fully connected and transformer networks: "
+    "the x86 quantizer has no LSTM pattern, so the LSTM's products would stay fp32"
 )
 QUANTIZE_OPS = ("quantize_per_tensor", "quantize_per_channel", "dequantize_per")
 
@@ -47,6 +51,8 @@ def quantize(net: torch.nn.Module, spec: Spec, to_input) -> tuple[torch.nn.Modul
             f"int8 in PyTorch needs torchao's PT2E quantization ({e}); "
             "pip install -r requirements.lock"
         ) from None
+    if spec.time_major:
+        raise CannotRun(LSTM_REASON)
     samples = to_input(calibration_samples(spec))
     batch = torch.export.Dim("batch", min=1, max=1 << 16)
     # strict (TorchDynamo) export: the quantizer's fusion patterns match its graph
@@ -102,7 +108,7 @@ def compiled(converted: torch.nn.Module):
 
 def host_input(spec: Spec, memory_format):
     def to_input(x: np.ndarray) -> torch.Tensor:
-        t = torch.from_numpy(np.ascontiguousarray(x.T if spec.time_major else x))
+        t = torch.from_numpy(np.ascontiguousarray(x))
         return t.contiguous(memory_format=memory_format) if t.ndim == 4 else t
 
     return to_input

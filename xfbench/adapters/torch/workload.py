@@ -251,8 +251,8 @@ class TorchWorkload(Workload):
         """The PT2E int8 network, compiled (int8.py), and what its record says: the
         quantization, the quantized graph's quantize/dequantize nodes, and its logits'
         distance from this fp32 network's on the check samples."""
+        from xfbench.adapters import int8
         from xfbench.adapters.torch import int8 as q8
-        from xfbench.harness import int8
 
         self.net.eval()
         to_input = q8.host_input(spec, self.memory_format)
