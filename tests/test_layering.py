@@ -28,7 +28,7 @@ LAYERS = (
     ("data",),  # the real data sets: readers, sources, the shared sample order
     ("adapters",),  # how each framework runs a spec
     ("harness",),  # selection, threads, timing, records, the equivalence proof
-    ("plugin", "suites", "gemm", "scaling", "allreduce"),  # the pytest suites
+    ("plugin", "suites", "gemm", "scaling", "allreduce", "serving"),  # the pytest suites
     ("runner",),  # xfbench run
     ("report",),  # xfbench report
     ("acceptance",),  # xfbench acceptance: runs the suites and the sweeps, reads their results

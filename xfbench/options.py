@@ -23,13 +23,14 @@ from dataclasses import dataclass
 from xfbench.errors import UsageError
 
 # The suites of `xfbench run --suite`.
-RUN_SUITES = ("single", "scaling", "allreduce")
+RUN_SUITES = ("single", "scaling", "allreduce", "serving")
 # Where an option shows in `xfbench run --help`.
 GROUPS = {
     "suite": "",
     "cells": "cells (comma-separated lists, as for pytest xfbench/suites/)",
     "sweep": "the sweep",
     "parallel": "--suite scaling and --suite allreduce",
+    "serving": "--suite serving",
     "output": "output",
 }
 
@@ -63,7 +64,8 @@ OPTIONS: tuple[Option, ...] = (
     Option(
         name="suite",
         values="`single` (the train/infer cells, each on one device), `scaling` "
-        "(data-parallel training over N workers) or `allreduce` (collective bandwidth)",
+        "(data-parallel training over N workers), `allreduce` (collective bandwidth) or "
+        "`serving` (inference driven by MLPerf's LoadGen through its four scenarios)",
         default="single",
         pytest=False,
         run=ALL,
@@ -82,8 +84,8 @@ OPTIONS: tuple[Option, ...] = (
         values="networks, comma-separated: `fcn5`, `fcn8`, `fcn_r`, `alexnet`, `alexnet_r`, "
         "`resnet50`, `resnet56`, `lstm32`, `lstm64`, `bert_base`, `gpt2`",
         default="the preset's: Shi's nine and the two transformers (`table7`, "
-        "`procurement`: the nine)",
-        run=("single", "scaling"),
+        "`procurement`: the nine); serving: `resnet56`, `resnet50`",
+        run=("single", "scaling", "serving"),
         child=True,
         selection=True,
     ),
@@ -93,16 +95,17 @@ OPTIONS: tuple[Option, ...] = (
         "TensorFlow `eager`, `function`, `xla`; JAX `jit`; ONNX Runtime `cpu`, `cuda`, "
         "`tensorrt`, `fused` (the transformers)",
         default="the preset's choice, else every mode that runs on the device",
-        run=("single",),
+        run=("single", "serving"),
         child=True,
         selection=True,
     ),
     Option(
         name="precision",
-        values="`fp32` (TF32 off), `tf32`, `bf16`, `fp16`, `fp64` (CPU only), and `fp8` "
-        "(GEMM suite only), comma-separated",
+        values="`fp32` (TF32 off), `tf32`, `bf16`, `fp16`, `fp64` (CPU only), `int8` "
+        "(inference, where a framework has a CPU path), and `fp8` (GEMM suite only), "
+        "comma-separated",
         default="fp32 (GEMM suite: every GEMM type)",
-        run=("single", "scaling"),
+        run=("single", "scaling", "serving"),
         child=True,
         selection=True,
     ),
@@ -145,9 +148,10 @@ OPTIONS: tuple[Option, ...] = (
     ),
     Option(
         name="batch-size",
-        values="one mini-batch size, a whole number above 0",
+        values="one mini-batch size, a whole number above 0 (serving: the largest batch "
+        "the SUT runs)",
         default="the preset's: Table 7's, or the smoke batch",
-        run=("single", "scaling"),
+        run=("single", "scaling", "serving"),
         child=True,
         selection=True,
     ),
@@ -199,7 +203,7 @@ OPTIONS: tuple[Option, ...] = (
         values="one of `seed` (drawn in memory) or `onnx` (read back from the canonical ONNX "
         "files, written to $XFBENCH_CACHE first when missing); the same numbers",
         default="seed",
-        run=("single",),
+        run=("single", "serving"),
         child=True,
     ),
     Option(
@@ -250,11 +254,31 @@ OPTIONS: tuple[Option, ...] = (
         group="parallel",
     ),
     Option(
+        name="scenario",
+        values="serving suite: LoadGen scenarios, comma-separated: `SingleStream`, "
+        "`MultiStream`, `Server`, `Offline` (any case)",
+        default="all four",
+        run=("serving",),
+        child=True,
+        group="serving",
+    ),
+    Option(
+        name="latency-bound",
+        values="serving suite: the Server scenario's p99 latency bound in milliseconds, a "
+        "number above 0",
+        default="each network's (docs/serving.md): MLPerf's 15 ms for ResNet-50, 130 ms for "
+        "BERT, and the bound of MLPerf's network of the same kind for the others",
+        run=("serving",),
+        child=True,
+        group="serving",
+        metavar="MS",
+    ),
+    Option(
         name="skip-missing-devices",
         values="record the cells of a --device this machine lacks as skipped",
         default="such a device is an error listing those present",
         flag=True,
-        run=("single",),
+        run=("single", "serving"),
         child=True,
         selection=True,
     ),
@@ -332,7 +356,9 @@ def applies(suite: str) -> tuple[str, ...]:
 def plan_options(suite: str) -> tuple[Option, ...]:
     """The options that choose the cells of `xfbench run --suite suite`: its plan's
     keyword arguments (the others shape the sweep or its output)."""
-    return tuple(o for o in RUN_OPTIONS if suite in o.run and o.group in ("cells", "parallel"))
+    return tuple(
+        o for o in RUN_OPTIONS if suite in o.run and o.group in ("cells", "parallel", "serving")
+    )
 
 
 class ArgumentParser(argparse.ArgumentParser):

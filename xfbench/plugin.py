@@ -30,13 +30,14 @@ from xfbench.harness.selection import Selection, cells, parse
 from xfbench.harness.table import cell_table
 
 # Failures recorded, per-cell result files and one process per framework group (runner);
-# the GEMM suite's options, cells and summary (gemm); the scaling and all-reduce
-# suites' (scaling, allreduce).
+# the GEMM suite's options, cells and summary (gemm); the scaling, all-reduce and serving
+# suites' (scaling, allreduce, serving).
 pytest_plugins = (
     "xfbench.runner.plugin",
     "xfbench.gemm.plugin",
     "xfbench.scaling.plugin",
     "xfbench.allreduce.plugin",
+    "xfbench.serving.plugin",
 )
 
 SELECTION = pytest.StashKey()
@@ -275,6 +276,14 @@ def pytest_runtest_logreport(report):
         MEASURED.add(report.nodeid)
 
 
+def _has_cell(item) -> bool:
+    """Whether a test measures a train, infer or serving cell."""
+    from xfbench.adapters import Cell
+
+    callspec = getattr(item, "callspec", None)
+    return callspec is not None and any(isinstance(p, Cell) for p in callspec.params.values())
+
+
 def pytest_sessionfinish(session, exitstatus):
     """A session that selected network cells and measured none of them (every one skipped:
     an absent device under --skip-missing-devices, a framework not installed) ends with
@@ -283,7 +292,7 @@ def pytest_sessionfinish(session, exitstatus):
     config = session.config
     if not active(config) or exitstatus != pytest.ExitCode.OK:
         return
-    cell_items = [i for i in session.items if "cell" in getattr(i, "fixturenames", ())]
+    cell_items = [i for i in session.items if _has_cell(i)]
     if cell_items and not any(i.nodeid in MEASURED for i in cell_items):
         session.exitstatus = pytest.ExitCode.NO_TESTS_COLLECTED
         config.stash[NOTHING_MEASURED] = True

@@ -23,7 +23,7 @@ SUITES = Path(xfbench.__file__).resolve().parent / "suites"
 # The suite's own tests exist in a checkout only (they are not installed).
 TESTS = Path(xfbench.__file__).resolve().parents[1] / "tests"
 
-PARTS = ("gemm", "resnet50", "table7", "transformers", "checks")  # and the probe in each
+PARTS = ("gemm", "resnet50", "table7", "transformers", "serving", "checks")  # and the probe in each
 
 # Figures the acceptance run must reach (the issue that set them: CuPy's bf16 GEMM within
 # 5 % of torch.matmul in the same run; ResNet-50 against the published H100 range, which
@@ -49,13 +49,16 @@ class Sizes:
     gemm: str
     batch: int  # ResNet-50's training batch
     models: str  # Table 7's networks
+    serving: str  # the serving step's network
 
 
 NINE = ",".join(PAPER_NETWORKS)
 SIZES = {
-    "quick": Sizes("quick", "8192", 256, NINE),
-    "paper": Sizes("paper", "8192", 256, NINE),
-    "smoke": Sizes("smoke", "256", 8, "fcn5,resnet56,lstm32"),
+    "quick": Sizes(preset="quick", gemm="8192", batch=256, models=NINE, serving="resnet50"),
+    "paper": Sizes(preset="paper", gemm="8192", batch=256, models=NINE, serving="resnet50"),
+    "smoke": Sizes(
+        preset="smoke", gemm="256", batch=8, models="fcn5,resnet56,lstm32", serving="resnet56"
+    ),
 }
 
 
@@ -199,6 +202,24 @@ def steps(device: str, preset: str, out: Path) -> list[Step]:
                 *sweep,
             ),
             what="BERT-base and GPT-2 training, JAX, bf16 and TF32",
+        ),
+        Step(
+            name="serving",
+            part="serving",
+            cap_s=540,
+            argv=_sweep(
+                "--suite=serving",
+                "--framework=torch,jax",
+                "--mode=eager,compile,jit",
+                f"--model={s.serving}",
+                "--precision=bf16",
+                *sweep,
+            ),
+            # three (framework, mode) cells x four scenarios: at quick, about 10 s a scenario,
+            # up to 75 s of Server search, and each bucket's compilation
+            what=f"{s.serving} served through LoadGen's four scenarios (docs/serving.md), "
+            "PyTorch eager and compiled and JAX, bf16: p90 latency, Server QPS under the "
+            "bound, Offline samples/s",
         ),
         Step(
             name="gpu-tests",

@@ -22,7 +22,8 @@ def render(
 ) -> list[Path]:
     """Read RESULTS (runner folders or pytest-benchmark JSON files), write the report files
     into out, and return their paths (report.md / .html / .csv first, then
-    report-scaling.csv and report-allreduce.csv when there are such results, then the plots).
+    report-scaling.csv, report-allreduce.csv and report-serving.csv when there are such
+    results, then the plots).
 
     Raises report.load.LoadError (unusable input), report.procurement.PricesError and
     ValueError (a reference that names no machine); each message is one line. What was
@@ -37,6 +38,7 @@ def render(
         render_md,
         scaling_plots,
         score,
+        serving,
     )
     from xfbench.report.files import write_text
     from xfbench.report.load import load
@@ -51,8 +53,13 @@ def render(
     if {"md", "html"} & set(formats):
         drawn = plots.render(rep, out / "plots")
         drawn.update(scaling_plots.render(rep, out / "plots"))
+        drawn.update(
+            plots._safely(serving.plots, rep, out / "plots", problems=rep.problems, what="serving")
+            or {"serving": []}
+        )
     else:
-        drawn = {"threads": [], "accelerators": [], "gemm": [], "efficiency": [], "busbw": []}
+        drawn = {kind: [] for kind in ("threads", "accelerators", "gemm", "efficiency", "busbw")}
+        drawn["serving"] = []
     written = []
     if "md" in formats:
         written.append(write_text(out / "report.md", render_md.render(rep, drawn, out, generated)))

@@ -33,6 +33,7 @@ OWN_OUTPUTS = (
     "report.csv",
     "report-scaling.csv",
     "report-allreduce.csv",
+    "report-serving.csv",
 )
 
 
@@ -98,12 +99,20 @@ class Run:
     equivalence: list[dict[str, Any]] = field(default_factory=list)
     scaling: list[dict[str, Any]] = field(default_factory=list)  # report.scaling records
     allreduce: list[dict[str, Any]] = field(default_factory=list)  # report.scaling sweeps
+    serving: list[dict[str, Any]] = field(default_factory=list)  # serving records and failures
     problems: list[str] = field(default_factory=list)  # files or entries left out, and why
     files: int = 0  # files read
 
     @property
     def empty(self) -> bool:
-        return not (self.results or self.gemm or self.equivalence or self.scaling or self.allreduce)
+        return not (
+            self.results
+            or self.gemm
+            or self.equivalence
+            or self.scaling
+            or self.allreduce
+            or self.serving
+        )
 
 
 def read_json(path: Path) -> dict:
@@ -331,8 +340,7 @@ def add_document(run: Run, doc: dict, source: str) -> None:
     """Add the entries and failures of one pytest-benchmark document (or one failure
     record) to a run; entries that cannot be used go to run.problems."""
     if _is_failure_doc(doc):
-        if not scaling.read_failure(run, doc, source):
-            run.results.append(failure_result(doc, source))
+        _add_failure(run, doc, source)
         return
     if not _is_benchmark_doc(doc):
         raise LoadError(f"{source}: not a pytest-benchmark JSON file (no 'benchmarks' list)")
@@ -355,6 +363,10 @@ def add_document(run: Run, doc: dict, source: str) -> None:
             else:
                 run.gemm.append(gemm)
                 used += 1
+            continue
+        if kind == "serving":  # LoadGen's scenarios: their own tables (report/serving.py)
+            run.serving.append({**extra, "source": source})
+            used += 1
             continue
         if kind in scaling.KINDS:
             # data-parallel and all-reduce results: their own tables, never Table 7 rows
@@ -403,11 +415,26 @@ def add_document(run: Run, doc: dict, source: str) -> None:
     for record in failures or []:
         if isinstance(record, dict):
             _kind(record, f"{source}: a failure record")
-            if not scaling.read_failure(run, record, source):
-                run.results.append(failure_result(record, source))
+            _add_failure(run, record, source)
             used += 1
     if doc["benchmarks"] and not used:
         run.problems.append(f"{source}: no xfbench entries among {len(doc['benchmarks'])}")
+
+
+def _add_failure(run: Run, record: dict, source: str) -> None:
+    """A failure record, in the list its suite's results go to."""
+    cell = record.get("cell")
+    if isinstance(cell, dict) and cell.get("task") == "serve":
+        run.serving.append(
+            {
+                **cell,
+                "status": record.get("status"),
+                "reason": record.get("reason"),
+                "source": source,
+            }
+        )
+    elif not scaling.read_failure(run, record, source):
+        run.results.append(failure_result(record, source))
 
 
 def _folder_files(folder: Path) -> tuple[list[Path], list[str]]:

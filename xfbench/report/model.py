@@ -63,6 +63,7 @@ class Machine:
     prices: dict[str, float] = field(default_factory=dict)
     # cells run as several copies at once (--copies), ok or failed: not Table 7's cells
     copies: list[Result] = field(default_factory=list)
+    serving: list[dict] = field(default_factory=list)  # serving records and failures
 
     @property
     def names(self) -> list[str]:
@@ -128,6 +129,7 @@ def group_machines(runs: list[Run]) -> tuple[list[Machine], list[str]]:
         _name_failed_devices(run)
         target.gemm += run.gemm
         target.equivalence += run.equivalence
+        target.serving += run.serving
         for r in run.results:
             key = (block_key(r), row_key(r), col_key(r))
             if r.copies > 1:

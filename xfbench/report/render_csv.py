@@ -325,12 +325,15 @@ def _write(path: Path, columns, rows: list[dict]) -> Path:
 
 
 def write_scaling(report: Report, folder: Path) -> list[Path]:
-    """report-scaling.csv and report-allreduce.csv, each only when there are such
-    results (an earlier render's file that no longer applies is removed)."""
+    """report-scaling.csv, report-allreduce.csv and report-serving.csv, each only when there
+    are such results (an earlier render's file that no longer applies is removed)."""
+    from xfbench.report import serving
+
     written = []
     for name, columns, rows in (
         ("report-scaling.csv", SCALING_COLUMNS, scaling_rows(report)),
         ("report-allreduce.csv", ALLREDUCE_COLUMNS, allreduce_rows(report)),
+        ("report-serving.csv", serving.COLUMNS, serving.csv_rows(report)),
     ):
         path = folder / name
         if rows:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
-from xfbench.report import anchors, scaling_tables, tables
+from xfbench.report import anchors, scaling_tables, serving, tables
 from xfbench.report.model import Report
 
 ENV = Environment(
@@ -59,5 +59,9 @@ def render(report: Report, plots: dict, generated: str) -> str:
         "allreduce_caption": scaling_tables.ALLREDUCE_CAPTION,
         "busbw_plots": [(caption, _png(path)) for caption, path in plots.get("busbw", [])],
         "scaling_failures": scaling_tables.failure_lines(report),
+        "serving": serving.tables(report),
+        "serving_caption": serving.CAPTION,
+        "serving_failures": serving.failure_lines(report),
+        "serving_plots": [(caption, _png(path)) for caption, path in plots.get("serving", [])],
     }
     return ENV.get_template("report.html.j2").render(generated=generated, **sections)

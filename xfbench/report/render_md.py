@@ -6,7 +6,7 @@ from pathlib import Path
 
 from tabulate import tabulate
 
-from xfbench.report import anchors, scaling_tables, tables
+from xfbench.report import anchors, scaling_tables, serving, tables
 from xfbench.report.model import Report
 from xfbench.report.tables import Table, Text
 
@@ -84,6 +84,21 @@ def scaling_section(report: Report, plots: dict, out: Path) -> list[str]:
     return lines
 
 
+def serving_section(report: Report, plots: dict, out: Path) -> list[str]:
+    """LoadGen's scenarios: a table per machine and network, failures, plots."""
+    tables_ = serving.tables(report)
+    failures = serving.failure_lines(report)
+    if not (tables_ or failures):
+        return []
+    lines = ["## Serving (MLPerf LoadGen)", "", esc(serving.CAPTION), ""]
+    for t in tables_:
+        lines += [table(t), ""]
+    if failures:
+        lines += ["### Serving cells that gave no number", ""] + [f"- {esc(x)}" for x in failures]
+        lines.append("")
+    return lines + _plots(plots, ("serving",), out)
+
+
 def render(report: Report, plots: dict, out: Path, generated: str) -> str:
     lines = [
         "# xfbench report",
@@ -110,7 +125,7 @@ def render(report: Report, plots: dict, out: Path, generated: str) -> str:
     compact = tables.compact_table7(report)
     if compact:
         lines += [table(compact, 2), ""]
-    if report.blocks or not report.scaling:
+    if report.blocks or not (report.scaling or any(m.serving for m in report.machines)):
         lines += [
             "## Table 7: seconds per mini-batch",
             "",
@@ -141,6 +156,7 @@ def render(report: Report, plots: dict, out: Path, generated: str) -> str:
     if copies:
         lines += [table(copies, 2), ""]
     lines += scaling_section(report, plots, out)
+    lines += serving_section(report, plots, out)
     for t in (
         tables.procurement_table(report),
         tables.gemm_table(report),

@@ -2,7 +2,8 @@
 with its 95 % interval.
 
 - The **machine score** compares each machine at its best. A workload is (task, network,
-  framework, precision class: fp32, or mixed for bf16/fp16/tf32); each run's best
+  framework, precision class: fp32, or mixed for bf16/fp16/tf32; the serving suite's
+  Offline throughput is the task "serve-offline", report/serving.py); each run's best
   configuration of it is its lowest seconds per sample over thread counts, devices, modes,
   batch sizes and copies (`xfbench run --copies`), and the workload's ratio is the
   reference's best over this run's. The framework stays in the workload: a machine is
@@ -195,8 +196,10 @@ def _name(key: tuple, kind: str) -> str:
 
 
 def _best(run, key_fn: Callable) -> dict[tuple, list[Candidate]]:
+    from xfbench.report.serving import offline_results
+
     out: dict[tuple, list[Candidate]] = {}
-    for r in run.results:
+    for r in list(run.results) + offline_results(run):
         k, c = key_fn(r), candidate(r)
         if k is not None and c is not None:
             out.setdefault(k, []).append(c)
@@ -273,6 +276,8 @@ def compare(results, reference, kind: str) -> Score:
 def score(results, reference) -> Scores:
     """results and reference: report.load Runs."""
     failed = [r for r in results.results if not r.ok]
+    offline = [r for r in results.serving if r.get("scenario") == "Offline"]
+    offline_failed = [r for r in offline if r.get("status", "ok") != "ok"]
     # samples per kJ, measured in both runs (never a typed wattage), cell by cell
     mine, ref = _best(results, cell_key), _best(reference, cell_key)
     by_network_energy: dict[str, list[float]] = {}
@@ -285,9 +290,13 @@ def score(results, reference) -> Scores:
     return Scores(
         machine=compare(results, reference, "machine"),
         per_core=compare(results, reference, "per-core"),
-        failed=len(failed),
-        total=len(results.results),
-        failed_names=[f"{r.network} {r.task} {r.framework} ({r.status})" for r in failed],
+        failed=len(failed) + len(offline_failed),
+        total=len(results.results) + len(offline),
+        failed_names=[f"{r.network} {r.task} {r.framework} ({r.status})" for r in failed]
+        + [
+            f"{r.get('network')} serve-offline {r.get('framework')} ({r.get('status')})"
+            for r in offline_failed
+        ],
         reference=reference.name,
         apart=[
             configuration(r) + f" ({r.network} {r.task})"
@@ -329,7 +338,13 @@ def machine_scores(report) -> list[tuple]:
     refs = [load_run(p) for p in references()]
     out = []
     for m in report.machines:
-        run = Run(name=m.short, path="", machine={}, results=[r for x in m.runs for r in x.results])
+        run = Run(
+            name=m.short,
+            path="",
+            machine={},
+            results=[r for x in m.runs for r in x.results],
+            serving=[r for x in m.runs for r in x.serving],
+        )
         # a reference is not scored on itself (given as its folder or its merged.json)
         own = {_folder(x.path) for x in m.runs}
         scores = [score(run, ref) for ref in refs if _folder(ref.path) not in own]

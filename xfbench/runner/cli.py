@@ -1,7 +1,8 @@
 """`xfbench run`: sweep cells, one fresh process per (framework, device, threads) group.
 
-`--suite scaling` and `--suite allreduce` run the data-parallel scaling cells and the
-all-reduce sweeps instead (runner.suites), through the same children, folder and resume.
+`--suite scaling`, `--suite allreduce` and `--suite serving` run the data-parallel scaling
+cells, the all-reduce sweeps and the LoadGen serving cells instead (runner.suites), through
+the same children, folder and resume.
 
 Every option is checked before anything runs; a bad one gives one line and exit 2.
 Exit status: 0 when every cell has a result or was skipped with its reason, 1 when
@@ -104,7 +105,12 @@ def make_suite_plan(args) -> Plan:
     for o in options.RUN_OPTIONS:
         if getattr(args, o.dest) not in (None, False) and o.dest not in own:
             raise UsageError(f"--{o.name} does not apply to --suite {args.suite}")
-    plan = {"single": make_plan, "scaling": suites.scaling_plan, "allreduce": suites.allreduce_plan}
+    plan = {
+        "single": make_plan,
+        "scaling": suites.scaling_plan,
+        "allreduce": suites.allreduce_plan,
+        "serving": suites.serving_plan,
+    }
     return plan[args.suite](
         **{o.dest: getattr(args, o.dest) for o in options.plan_options(args.suite)}
     )

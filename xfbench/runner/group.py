@@ -24,7 +24,7 @@ from xfbench.runner.store import RunFolder, cell_key, read_json
 # The suites' folder, inside the installed package (or the checkout). Children get absolute
 # node ids, so they find the suites wherever xfbench lives and whatever the directory.
 SUITES_DIR = Path(__file__).resolve().parents[1] / "suites"
-SUITE_FILES = {"train": "test_train.py", "infer": "test_infer.py"}
+SUITE_FILES = {"train": "test_train.py", "infer": "test_infer.py", "serve": "test_serving.py"}
 TAIL_LINES = 40
 
 # Environment of the child: where it writes its cells, and its in-flight marker.

@@ -137,6 +137,8 @@ def make_plan(
         "data-dir": sel.data_dir,
         # as given: each job's default follows its own thread count
         "data-workers": data_workers if sel.data == "real" else None,
+        "scenario": None,  # the serving suite's (runner.suites.serving_plan)
+        "latency-bound": None,
     }
     assert set(given) == set(options.CHILD_OPTIONS), "each child option is given"
     jobs = []

@@ -54,10 +54,10 @@ def pytest_configure(config):
 
 
 def _cell(item):
-    """The train/infer Cell of a test item, or None."""
+    """The Cell of a test item (train, infer, or a serving cell), or None."""
     callspec = getattr(item, "callspec", None)
-    cell = callspec.params.get("cell") if callspec else None
-    return cell if isinstance(cell, Cell) else None
+    params = callspec.params.values() if callspec else ()
+    return next((p for p in params if isinstance(p, Cell)), None)
 
 
 def _unit(item):

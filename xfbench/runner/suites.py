@@ -1,5 +1,6 @@
 """The suites the runner launches besides the train/infer sweep: data-parallel scaling
-(suites/test_scaling.py) and the all-reduce sweep (suites/test_allreduce.py).
+(suites/test_scaling.py), the all-reduce sweep (suites/test_allreduce.py) and serving
+(suites/test_serving.py, whose cells are Cells and run exactly as the train/infer ones).
 
 Their cells run in pytest children exactly like the train/infer groups (runner.group),
 named by node id:
@@ -27,7 +28,7 @@ from xfbench.runner.group import Group, Job
 from xfbench.runner.plan import Plan
 from xfbench.scaling.cell import ScalingCell, expand
 
-SUITES = ("single", "scaling", "allreduce")
+SUITES = ("single", "scaling", "allreduce", "serving")
 SUITE_FILES = {"scaling": "test_scaling.py", "allreduce": "test_allreduce.py"}
 # extra_info "kind" of each suite's entries, also written into its failure records
 KINDS = {"scaling": "scaling", "allreduce": "allreduce"}
@@ -341,6 +342,87 @@ def allreduce_plan(
     return Plan(selection=selection, jobs=jobs, preset_name=sel.preset.name)
 
 
+def serving_plan(
+    *,
+    framework=None,
+    model=None,
+    mode=None,
+    precision=None,
+    device=None,
+    threads=None,
+    batch_size=None,
+    preset=None,
+    weights=None,
+    skip_missing_devices=False,
+    scenario=None,
+    latency_bound=None,
+):
+    """Validate the options of `xfbench run --suite serving` and list its jobs: one child
+    per (framework, device, thread count), as the train/infer sweep, each given the options
+    that make the serving suite expand exactly its cells. Thread counts: those given, else
+    every CPU this process may use (a serving machine serves with all of them)."""
+    from xfbench.harness.measure import WEIGHT_SOURCES
+    from xfbench.runner.plan import thread_counts
+    from xfbench.serving.cell import DEFAULT_NETWORKS, expand, scenarios
+    from xfbench.serving.plugin import latency_bound as bound
+
+    counts = thread_counts(threads) if threads is not None else [len(allowed_cpus())]
+    model = model if model is not None else ",".join(DEFAULT_NETWORKS)
+    base = dict(
+        framework=framework,
+        model=model,
+        mode=mode,
+        precision=precision,
+        device=device,
+        batch_size=batch_size,
+        preset=preset,
+        skip_missing_devices=skip_missing_devices,
+    )
+    selections = {n: parse(**base, threads=str(n)) for n in counts}
+    sel = selections[counts[0]]
+    chosen = scenarios(scenario)
+    bound_ms = bound(latency_bound)
+    if weights not in (None, *WEIGHT_SOURCES):
+        raise UsageError(f"unknown weights {weights!r}; valid: {', '.join(WEIGHT_SOURCES)}")
+    given = {
+        "model": ",".join(sel.networks),
+        "mode": mode,
+        "precision": ",".join(sel.precisions),
+        "preset": sel.preset.name,
+        "batch-size": batch_size,
+        "weights": weights or "seed",
+        "skip-missing-devices": skip_missing_devices,
+        "scenario": ",".join(chosen),
+        "latency-bound": latency_bound,
+    }
+    jobs = []
+    for fw in sel.frameworks:
+        for dev in sel.devices:
+            for n in counts if dev == "cpu" else counts[-1:]:
+                group_cells = [
+                    c
+                    for c in expand(selections[n], chosen)
+                    if c.framework == fw and c.device == dev
+                ]
+                if group_cells:
+                    jobs.append(Job(Group(fw, dev, n, suite="serving"), group_cells, given))
+    selection = {
+        "suite": "serving",
+        "frameworks": list(sel.frameworks),
+        "networks": list(sel.networks),
+        "modes": list(sel.modes) if sel.modes else None,
+        "precisions": list(sel.precisions),
+        "devices": list(sel.devices),
+        "threads": counts,
+        "scenarios": chosen,
+        "latency_bound_ms": bound_ms,
+        "preset": sel.preset.name,
+        "batch_size": sel.batch_size,
+        "weights": weights or "seed",
+    }
+    return Plan(selection=selection, jobs=jobs, preset_name=sel.preset.name)
+
+
 # ------------------------------------------------------------------ the end-of-sweep table
 
 
@@ -399,6 +481,10 @@ def summary_table(suite: str, records: list[dict]) -> str:
 
         fill_speedup(records)
         return scaling_table(records)
+    if suite == "serving":
+        from xfbench.serving.table import serving_table
+
+        return serving_table(records)
     patterns = _allreduce_patterns(records)
     headers = (
         "framework",

@@ -1,0 +1,182 @@
+"""Serving in the report: a table per machine and network (LoadGen's four scenarios side by
+side), its failed cells, a latency-throughput plot per machine and network, and the rows
+of report-serving.csv."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from xfbench.report.model import Report
+from xfbench.report.tables import Table, Text
+from xfbench.serving.scenarios import METRIC
+from xfbench.serving.table import headline, network_tables, validity
+
+CAPTION = (
+    "Inference driven by MLPerf's LoadGen (docs/serving.md). "
+    + "; ".join(f"{s}: {m}" for s, m in METRIC.items())
+    + ". ✗: LoadGen called the run INVALID (too short for its early-stopping estimate, "
+    "below its minimum duration, or, for Server, no rate met the bound); the number is "
+    "still LoadGen's. int8 vs fp32: the int8 logits' relative distance from fp32's and "
+    "the share of samples whose top class agrees."
+)
+
+
+def _ok(records: list[dict]) -> list[dict]:
+    return [r for r in records if r.get("status", "ok") == "ok"]
+
+
+def tables(report: Report) -> list[Table]:
+    out = []
+    several = len(report.machines) > 1
+    for m in report.machines:
+        for network, (headers, rows) in network_tables(_ok(m.serving)).items():
+            where = f" on {m.label}" if several else ""
+            out.append(
+                Table(
+                    title=f"Serving {network}{where}",
+                    headers=headers,
+                    rows=[[Text(c) for c in row] for row in rows],
+                    anchor=f"serving-{network}-{m.tag or 'A'}",
+                    text_cols=5,
+                )
+            )
+    return out
+
+
+def failure_lines(report: Report) -> list[str]:
+    return [
+        f"{r.get('network')} {r.get('framework')} {r.get('mode')} {r.get('precision')} "
+        f"{r.get('scenario')}, {m.label}: {r.get('status')}: {r.get('reason')}"
+        for m in report.machines
+        for r in m.serving
+        if r.get("status", "ok") != "ok"
+    ]
+
+
+def plots(report: Report, folder: Path) -> dict[str, list[tuple[str, Path]]]:
+    """Per machine and network: p99 latency against completed samples/s, each Server search
+    run a point (a line per framework, mode and precision), the bound dashed."""
+    from xfbench.report.plots import SIZE, _legend, _save, plt
+
+    out = []
+    for mi, m in enumerate(report.machines):
+        by_network: dict[str, list[dict]] = {}
+        for r in _ok(m.serving):
+            if r.get("scenario") == "Server" and r.get("server_search"):
+                by_network.setdefault(str(r.get("network")), []).append(r)
+        for network, found in sorted(by_network.items()):
+            fig, ax = plt.subplots(figsize=SIZE)
+            for r in found:
+                points = sorted(
+                    (s["completed_samples_per_s"], s["p99_ms"])
+                    for s in r["server_search"]
+                    if isinstance(s.get("completed_samples_per_s"), (int, float))
+                    and isinstance(s.get("p99_ms"), (int, float))
+                )
+                if points:
+                    label = f"{r['framework']} {r['mode']} {r['precision']} t{r['threads']}"
+                    ax.plot(*zip(*points), marker="o", label=label)
+            bound = found[0].get("latency_bound_ms")
+            if isinstance(bound, (int, float)):
+                ax.axhline(bound, linestyle="--", color="grey", label=f"bound {bound:g} ms")
+            ax.set_xlabel("completed samples/s (LoadGen, Server scenario)")
+            ax.set_ylabel("p99 latency, ms")
+            ax.set_yscale("log")
+            ax.set_title(f"Serving {network}: latency against throughput ({m.short})")
+            _legend(ax, len(found) + 1)
+            path = _save(fig, folder / f"serving-{network}-{mi}.png")
+            out.append((f"Serving {network} ({m.short}): p99 latency against throughput", path))
+    return {"serving": out}
+
+
+COLUMNS = [
+    "machine",
+    "network",
+    "framework",
+    "mode",
+    "precision",
+    "device",
+    "threads",
+    "scenario",
+    "status",
+    "metric",
+    "value",
+    "valid",
+    "loadgen",
+    "p50_ms",
+    "p90_ms",
+    "p95_ms",
+    "p99_ms",
+    "p99_9_ms",
+    "server_qps",
+    "samples_per_s",
+    "latency_bound_ms",
+    "max_batch",
+    "int8_logits_rel_err",
+    "int8_top1_agreement",
+    "contended",
+    "reason",
+]
+
+
+def csv_rows(report: Report) -> list[dict]:
+    rows = []
+    for m in report.machines:
+        for r in m.serving:
+            ok = r.get("status", "ok") == "ok"
+            metric, value = headline(r) if ok else ("", "")
+            rows.append(
+                {
+                    **{k: r.get(k) for k in COLUMNS},
+                    "machine": m.label,
+                    "status": r.get("status", "ok"),
+                    "metric": metric,
+                    "value": value,
+                    "loadgen": validity(r),
+                    "max_batch": (r.get("batching") or {}).get("max_batch"),
+                }
+            )
+    return rows
+
+
+OFFLINE_TASK = "serve-offline"  # the machine score's workload name for Offline throughput
+
+
+def offline_results(run) -> list:
+    """Each valid-or-not Offline serving record of a run (report.load.Run) as a Result of
+    task "serve-offline" whose median is LoadGen's seconds per sample, so that the scores
+    count Offline throughput as a workload beside training. It has no rounds of its own:
+    LoadGen reports one number, which counts as certain in the scores' interval. int8
+    records are not scored: int8 computes another function than fp32 (report/score.py).
+    Its batch is the SUT's largest, and its median LoadGen's seconds per such batch."""
+    from xfbench.report.load import Result
+
+    out = []
+    for r in run.serving:
+        rate = r.get("samples_per_s")
+        if r.get("scenario") != "Offline" or r.get("status", "ok") != "ok":
+            continue
+        if not isinstance(rate, (int, float)) or rate <= 0:
+            continue
+        batch = int((r.get("batching") or {}).get("max_batch") or 1)
+        out.append(
+            Result(
+                task=OFFLINE_TASK,
+                network=str(r.get("network")),
+                framework=str(r.get("framework")),
+                mode=str(r.get("mode")),
+                precision=str(r.get("precision")),
+                device=str(r.get("device")),
+                device_name=str(r.get("device_name") or r.get("device")),
+                threads=int(r.get("threads") or 0),
+                batch_size=batch,
+                data="resident",
+                scale=str(r.get("scale", "full")),
+                status="ok",
+                median=batch / rate,  # seconds per batch of the largest bucket
+                info=r,
+                source=str(r.get("source", "")),
+                tokens=r.get("tokens"),
+            )
+        )
+    return out

@@ -1,0 +1,243 @@
+"""One LoadGen run: the System Under Test that answers LoadGen's queries with a
+framework's inference, and LoadGen's own record of the run, read back from its log.
+
+The SUT queues the samples LoadGen issues; one worker thread takes them in batches (the
+batching policy of scenarios.Batching), copies each batch of host samples to the device,
+runs the bucket's inference workload and tells LoadGen the samples are complete. Every
+number xfbench reports for a scenario is LoadGen's, read from mlperf_log_detail.txt, the
+machine-readable twin of mlperf_log_summary.txt; both stay in the cell's log folder.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+import time
+from collections import deque
+from pathlib import Path
+
+import numpy as np
+
+from xfbench.serving.scenarios import MULTISTREAM_SAMPLES, Batching
+
+PACKAGE = "mlcommons-loadgen"
+MISSING = (
+    f"serving needs MLPerf's LoadGen ({PACKAGE}, module mlperf_loadgen): "
+    "pip install -r requirements.lock, or the 'serving' extra"
+)
+SUMMARY, DETAIL = "mlperf_log_summary.txt", "mlperf_log_detail.txt"
+PERCENTILES = ("50.00", "90.00", "95.00", "97.00", "99.00", "99.90")
+
+
+def missing() -> str | None:
+    """None when LoadGen imports, else the one line that says what to install."""
+    try:
+        import mlperf_loadgen  # noqa: F401
+    except ImportError:
+        return MISSING
+    return None
+
+
+class SystemUnderTest:
+    """LoadGen's queries in, the bucket workloads' inference out (see the module doc)."""
+
+    def __init__(self, buckets: dict, samples: np.ndarray, batching: Batching):
+        self.buckets, self.samples, self.batching = buckets, samples, batching
+        self.queue: deque = deque()  # (QuerySample, arrival time)
+        self.cond = threading.Condition()
+        self.stopping = False
+        self.batches = 0
+        self.padded = 0  # samples computed only to fill a bucket
+        self.served = 0
+        self.error: BaseException | None = None
+        self.worker = threading.Thread(target=self._work, name="xfbench-sut", daemon=True)
+
+    # LoadGen's callbacks (its own threads) -----------------------------------------
+    def issue_queries(self, query_samples) -> None:
+        now = time.monotonic()
+        with self.cond:
+            self.queue.extend((s, now) for s in query_samples)
+            self.cond.notify()
+
+    def flush_queries(self) -> None:
+        pass  # every batch closes on its own (full, or its gather window ends)
+
+    # the worker ----------------------------------------------------------------------
+    def start(self) -> None:
+        self.worker.start()
+
+    def stop(self) -> None:
+        with self.cond:
+            self.stopping = True
+            self.cond.notify()
+        self.worker.join()
+
+    def _take(self) -> list | None:
+        """The next batch: wait for a sample, then (Server) up to the gather window for the
+        largest bucket to fill; then take every queued sample (up to the largest bucket) when
+        they fill at least half of the smallest bucket that holds them (padded up to it),
+        else as many as fill the largest bucket they fill (the rest wait for the next
+        batch): at most half of a batch is ever padding."""
+        limit, gather = self.batching.max_batch, self.batching.gather_s
+        with self.cond:
+            while not self.queue and not self.stopping:
+                self.cond.wait()
+            if self.stopping:
+                return None
+            deadline = self.queue[0][1] + gather
+            while len(self.queue) < limit and not self.stopping:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    break
+                self.cond.wait(left)
+            n = min(len(self.queue), limit)
+            filled = [b for b in self.batching.buckets if b <= n]
+            take = n if 2 * n >= self.batching.bucket(n) or not filled else filled[-1]
+            return [self.queue.popleft()[0] for _ in range(take)]
+
+    def _work(self) -> None:
+        import mlperf_loadgen as lg
+
+        while True:
+            taken = self._take()
+            if taken is None:
+                return
+            try:
+                n = len(taken)
+                bucket = self.batching.bucket(n)
+                x = self.samples[[s.index for s in taken]]
+                if bucket > n:
+                    x = np.concatenate([x, np.repeat(x[-1:], bucket - n, axis=0)])
+                self.buckets[bucket].infer_samples(x)
+                self.batches += 1
+                self.padded += bucket - n
+                self.served += n
+            except BaseException as e:  # said after the run; LoadGen must still finish
+                self.error = self.error or e
+            finally:  # every sample taken is answered, or LoadGen would wait for ever
+                lg.QuerySamplesComplete([lg.QuerySampleResponse(s.id, 0, 0) for s in taken])
+
+
+def settings(
+    scenario: str,
+    *,
+    min_duration_s: float,
+    expected_latency_s: float,
+    expected_qps: float,
+    target_qps: float | None,
+    bound_ms: float,
+):
+    """LoadGen's TestSettings for one performance run."""
+    import mlperf_loadgen as lg
+
+    s = lg.TestSettings()
+    s.scenario = getattr(lg.TestScenario, scenario)
+    s.mode = lg.TestMode.PerformanceOnly
+    s.min_duration_ms = int(min_duration_s * 1000)
+    s.min_query_count = 1  # the duration decides (scenarios.py)
+    s.single_stream_expected_latency_ns = max(1, int(expected_latency_s * 1e9))
+    s.multi_stream_expected_latency_ns = max(1, int(expected_latency_s * 1e9))
+    s.multi_stream_samples_per_query = MULTISTREAM_SAMPLES
+    s.offline_expected_qps = max(1.0, expected_qps)
+    if target_qps is not None:
+        s.server_target_qps = target_qps
+    s.server_target_latency_ns = int(bound_ms * 1e6)
+    return s
+
+
+def run(sut: SystemUnderTest, scenario: str, test_settings, outdir: Path) -> dict:
+    """Run one scenario through LoadGen, its logs into outdir; LoadGen's results."""
+    import mlperf_loadgen as lg
+
+    outdir.mkdir(parents=True, exist_ok=True)
+    count = len(sut.samples)
+    qsl = lg.ConstructQSL(count, count, lambda _: None, lambda _: None)  # already in memory
+    handle = lg.ConstructSUT(sut.issue_queries, sut.flush_queries)
+    log = lg.LogSettings()
+    log.log_output.outdir = str(outdir)
+    log.log_output.copy_summary_to_stdout = False
+    log.enable_trace = False
+    sut.start()
+    try:
+        # LoadGen reads an audit.config from the working folder when there is one, which
+        # would change the settings silently: it is pointed at a file that is not there.
+        lg.StartTestWithLogSettings(
+            handle, qsl, test_settings, log, str(outdir / "no-audit.config")
+        )
+    finally:
+        sut.stop()
+        lg.DestroySUT(handle)
+        lg.DestroyQSL(qsl)
+    if sut.error is not None:
+        raise sut.error
+    return results(read_detail(outdir / DETAIL), scenario)
+
+
+def read_detail(path: Path) -> dict:
+    """LoadGen's detail log as {key: value} (its ':::MLLOG {json}' lines; the last wins)."""
+    out = {}
+    for line in path.read_text(errors="replace").splitlines():
+        if line.startswith(":::MLLOG "):
+            try:
+                entry = json.loads(line[len(":::MLLOG ") :])
+            except json.JSONDecodeError:
+                continue
+            out[entry.get("key")] = entry.get("value")
+    return out
+
+
+def read_summary(path: Path) -> dict:
+    """The numbers of mlperf_log_summary.txt: its 'name : value' lines (tests hold the
+    record to them)."""
+    out = {}
+    for line in path.read_text(errors="replace").splitlines():
+        m = re.match(r"\s*([^:]+?)\s*:\s*(\S+)\s*$", line)
+        if m:
+            out[m[1]] = m[2]
+    return out
+
+
+def results(detail: dict, scenario: str) -> dict:
+    """What a serving record keeps of LoadGen's detail log."""
+
+    def ms(key):
+        v = detail.get(key)
+        return v / 1e6 if isinstance(v, (int, float)) else None
+
+    # MultiStream's latencies are its queries' (8 samples each), as its summary gives them;
+    # the other scenarios' are their samples'.
+    per = "_per_query" if scenario == "MultiStream" else ""
+    query = "_query" if scenario == "MultiStream" else ""
+    out = {
+        f"p{p.rstrip('0').rstrip('.').replace('.', '_')}_ms": ms(
+            f"result_{p}_percentile{per}_latency_ns"
+        )
+        for p in PERCENTILES
+    }
+    out.update(
+        mean_ms=ms(f"result_mean{query}_latency_ns"),
+        min_ms=ms(f"result_min{query}_latency_ns"),
+        max_ms=ms(f"result_max{query}_latency_ns"),
+        valid=detail.get("result_validity") == "VALID",
+        validity=detail.get("result_validity"),
+        invalid_reason=(detail.get("result_invalid_reason") or "").strip() or None,
+        min_duration_met=detail.get("result_min_duration_met"),
+        min_queries_met=detail.get("result_min_queries_met"),
+        early_stopping_met=detail.get("early_stopping_met"),
+        query_count=detail.get("result_query_count"),
+        loadgen_version=detail.get("loadgen_version"),
+    )
+    if scenario == "Server":
+        out.update(
+            perf_constraints_met=detail.get("result_perf_constraints_met"),
+            completed_samples_per_s=detail.get("result_completed_samples_per_sec"),
+            scheduled_samples_per_s=detail.get("result_scheduled_samples_per_sec"),
+            overlatency_queries=detail.get("result_overlatency_query_count"),
+            target_qps=detail.get("effective_target_qps"),
+        )
+    elif scenario == "Offline":
+        out["samples_per_s"] = detail.get("result_samples_per_second")
+    else:
+        out["qps"] = detail.get("result_qps_with_loadgen_overhead")
+    return out

@@ -1,0 +1,127 @@
+"""The serving suite's part of the pytest plugin: its cells, its fixture and its table.
+
+It runs when its file is named (pytest xfbench/suites/test_serving.py, or xfbench run
+--suite serving): a plain `pytest xfbench/suites/` is the train/infer benchmark run.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from xfbench import options
+from xfbench.errors import CannotRun, UsageError
+from xfbench.harness import memory
+from xfbench.harness.selection import Selection, parse
+from xfbench.plugin import CONFIGURED, Suite, declare, failed_row, named
+from xfbench.serving import loadgen
+from xfbench.serving.cell import DEFAULT_NETWORKS, ServingCell, expand, scenarios
+from xfbench.serving.measure import measure
+from xfbench.serving.table import serving_table
+
+CELL_DIR_ENV = "XFBENCH_CELL_DIR"  # as runner.group: a runner's child writes its cells there
+
+
+@dataclass(frozen=True)
+class ServingSelection:
+    selection: Selection
+    scenarios: tuple[str, ...]
+    bound_ms: float | None
+
+    def cells(self) -> list[ServingCell]:
+        return expand(self.selection, list(self.scenarios))
+
+
+def latency_bound(value) -> float | None:
+    """--latency-bound in ms, or None for each network's own (scenarios.py)."""
+    if value is None:
+        return None
+    return options.number("--latency-bound", value, what="a number of milliseconds")
+
+
+def select(config) -> ServingSelection:
+    given = {dest: config.getoption(dest) for dest in options.SELECTION_OPTIONS}
+    if given["data"] not in (None, "resident") and named(config, "test_serving.py"):
+        raise UsageError(
+            "--data does not apply to the serving suite: its synthetic samples are copied "
+            "to the device with each batch it serves"
+        )
+    if given["model"] is None:
+        given["model"] = ",".join(DEFAULT_NETWORKS)
+    # the serving cells' samples are resident on the host (a train/infer session's --data
+    # real is its own)
+    given.update(data=None, data_dir=None, data_workers=None)
+    return ServingSelection(
+        selection=parse(**given),
+        scenarios=tuple(scenarios(config.getoption("scenario"))),
+        bound_ms=latency_bound(config.getoption("latency_bound")),
+    )
+
+
+SUITE = declare(
+    Suite(
+        name="serving",
+        param="serving_cell",
+        file="test_serving.py",
+        cells=lambda metafunc: SUITE.selection(metafunc.config).cells(),
+        select=select,
+        title="xfbench serving: LoadGen's scenarios (SingleStream p90, MultiStream p99, "
+        "Server QPS under the bound, Offline samples/s)",
+        table=lambda records: serving_table(records),
+    )
+)
+
+
+def logs_folder(cell: ServingCell, tmp_path_factory) -> Path:
+    """Where LoadGen writes this cell's logs: the results folder of a runner's child
+    (loadgen/<task>-<cell id>/), else pytest's temporary folder of this session."""
+    root = os.environ.get(CELL_DIR_ENV)
+    if root:
+        return Path(root) / "loadgen" / f"{cell.task}-{cell.id}"
+    return tmp_path_factory.getbasetemp() / "loadgen" / f"{cell.task}-{cell.id}"
+
+
+@pytest.fixture
+def run_serving(request, benchmark, tmp_path_factory):
+    """Serve one cell through LoadGen: skip with the reason when it cannot run here."""
+    config = request.config
+    chosen = SUITE.selection(config)
+
+    def run(cell: ServingCell) -> dict:
+        from xfbench.adapters import get_adapter
+
+        adapter = get_adapter(cell.framework)
+        reason = adapter.import_error() or loadgen.missing()
+        if reason:
+            pytest.skip(reason)
+        configured = config.stash[CONFIGURED]
+        if cell.framework not in configured:
+            configured[cell.framework] = adapter.configure_threads(cell.threads)
+        benchmark.group = f"serve {cell.network} {cell.scenario}"
+        try:
+            record = measure(
+                benchmark,
+                cell,
+                preset=chosen.selection.preset,
+                threads_config=configured[cell.framework],
+                logs=logs_folder(cell, tmp_path_factory),
+                bound_ms=chosen.bound_ms,
+                weights=config.getoption("weights") or "seed",
+            )
+        except CannotRun as e:
+            pytest.skip(str(e))
+        except memory.TooLarge as e:
+            SUITE.records(config).append(failed_row(cell.as_dict(), e))
+            record = str(e)
+        except Exception as e:
+            SUITE.records(config).append(failed_row(cell.as_dict(), e))
+            raise
+        if isinstance(record, str):  # outside the except: one line, no chained traceback
+            pytest.fail(record, pytrace=False)
+        SUITE.records(config).append(record)
+        return record
+
+    return run
