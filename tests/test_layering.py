@@ -27,7 +27,7 @@ LAYERS = (
     ("exchange",),  # ONNX files and graphs of the specs, and ONNX Runtime as reference
     ("data",),  # the real data sets: readers, sources, the shared sample order
     ("adapters",),  # how each framework runs a spec
-    ("harness",),  # selection, threads, timing, records, the equivalence proof
+    ("harness", "roofline"),  # selection, threads, timing, the equivalence proof; the roofs
     ("plugin", "suites", "gemm", "scaling", "allreduce", "serving"),  # the pytest suites
     ("runner",),  # xfbench run
     ("report",),  # xfbench report

@@ -1,5 +1,6 @@
 """The `xfbench` command: `xfbench run ...` (the sweep runner), `xfbench report ...`,
-`xfbench score ...`, `xfbench data check ...` and `xfbench acceptance ...`.
+`xfbench score ...`, `xfbench profile ...`, `xfbench data check ...` and
+`xfbench acceptance ...`.
 
 Each subcommand lives in its own package and is imported only when called.
 """
@@ -22,6 +23,10 @@ SUBCOMMANDS = {
     "score": (
         "xfbench.report.score",
         "the machine and per-core scores, with intervals, against a reference result set",
+    ),
+    "profile": (
+        "xfbench.roofline.profile",
+        "a network's layers: FLOPs, bytes moved, arithmetic intensity (from its spec)",
     ),
     "data": ("xfbench.data.check", "check the real data sets under --data-dir (data check)"),
     "acceptance": ("xfbench.acceptance.cli", "the GPU acceptance run: probe, steps, summary"),

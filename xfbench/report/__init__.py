@@ -36,6 +36,7 @@ def render(
         render_csv,
         render_html,
         render_md,
+        roofline,
         scaling_plots,
         score,
         serving,
@@ -57,9 +58,15 @@ def render(
             plots._safely(serving.plots, rep, out / "plots", problems=rep.problems, what="serving")
             or {"serving": []}
         )
+        drawn.update(
+            plots._safely(
+                roofline.plots, rep, out / "plots", problems=rep.problems, what="roofline"
+            )
+            or {"roofline": []}
+        )
     else:
         drawn = {kind: [] for kind in ("threads", "accelerators", "gemm", "efficiency", "busbw")}
-        drawn["serving"] = []
+        drawn["serving"] = drawn["roofline"] = []
     written = []
     if "md" in formats:
         written.append(write_text(out / "report.md", render_md.render(rep, drawn, out, generated)))

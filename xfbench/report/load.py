@@ -193,6 +193,8 @@ def machine_of(doc: dict) -> dict[str, Any]:
         "isa": _isa_of(desc, cpu),
         "software": _software(desc),
         "commit": _commit(doc.get("commit_info")),
+        # the CPU's measured roofs per thread count (roofline/roofs.py), when the run had them
+        "roofs": desc.get("roofs") if isinstance(desc.get("roofs"), dict) else {},
     }
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
-from xfbench.report import anchors, scaling_tables, serving, tables
+from xfbench.report import anchors, roofline, scaling_tables, serving, tables
 from xfbench.report.model import Report
 
 ENV = Environment(
@@ -63,5 +63,7 @@ def render(report: Report, plots: dict, generated: str) -> str:
         "serving_caption": serving.CAPTION,
         "serving_failures": serving.failure_lines(report),
         "serving_plots": [(caption, _png(path)) for caption, path in plots.get("serving", [])],
+        "roofline": roofline.tables(report),
+        "roofline_plots": [(caption, _png(path)) for caption, path in plots.get("roofline", [])],
     }
     return ENV.get_template("report.html.j2").render(generated=generated, **sections)

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from tabulate import tabulate
 
-from xfbench.report import anchors, scaling_tables, serving, tables
+from xfbench.report import anchors, roofline, scaling_tables, serving, tables
 from xfbench.report.model import Report
 from xfbench.report.tables import Table, Text
 
@@ -84,6 +84,17 @@ def scaling_section(report: Report, plots: dict, out: Path) -> list[str]:
     return lines
 
 
+def roofline_section(report: Report, plots: dict, out: Path) -> list[str]:
+    """The measured roofs, what bounds each CPU cell, and the roofline plots."""
+    tables_ = roofline.tables(report)
+    if not tables_:
+        return []
+    lines = ["## Roofline", ""]
+    for t in tables_:
+        lines += [table(t), ""]
+    return lines + _plots(plots, ("roofline",), out)
+
+
 def serving_section(report: Report, plots: dict, out: Path) -> list[str]:
     """LoadGen's scenarios: a table per machine and network, failures, plots."""
     tables_ = serving.tables(report)
@@ -157,6 +168,7 @@ def render(report: Report, plots: dict, out: Path, generated: str) -> str:
         lines += [table(copies, 2), ""]
     lines += scaling_section(report, plots, out)
     lines += serving_section(report, plots, out)
+    lines += roofline_section(report, plots, out)
     for t in (
         tables.procurement_table(report),
         tables.gemm_table(report),

@@ -147,7 +147,8 @@ def numbers_status(m) -> str:
     from xfbench.harness.stats import METHOD
 
     infos = [r.info for r in m.results.values()]
-    presets = sorted({str(i["preset"]) for i in infos if i.get("preset")})
+    served = [i for i in m.serving if i.get("preset")]  # serving cells: LoadGen's durations
+    presets = sorted({str(i["preset"]) for i in infos + served if i.get("preset")})
     rounds = sorted({r.info.get("rounds") for r in m.results.values()} - {None})
     levels = sorted({i["ci_level"] for i in infos if isinstance(i.get("ci_level"), int | float)})
     text = f"preset {', '.join(presets) or '?'}"

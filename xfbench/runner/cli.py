@@ -125,6 +125,7 @@ def sweep(args, plan: Plan, folder: RunFolder) -> int:
 
     quiet = args.quiet or args.json_only
     machine_description = machine.describe()
+    machine_description["roofs"] = measure_roofs(plan, folder, quiet)
     timeout = args.cell_timeout or default_timeout(plan.preset_name)
     folder.add_selection(plan.selection)
     todo = [
@@ -177,6 +178,44 @@ def sweep(args, plan: Plan, folder: RunFolder) -> int:
             signal.signal(signal.SIGTERM, previous)
     merged = folder.merge(plan.selection, machine_description)
     return _summary(args=args, plan=plan, folder=folder, merged=merged, interrupted=interrupted)
+
+
+def measure_roofs(plan: Plan, folder: RunFolder, quiet: bool) -> dict:
+    """The CPU's memory bandwidth and fp32 peak at each CPU thread count of the sweep
+    (roofline/roofs.py), each in a child pinned to that many CPUs, before any cell runs;
+    kept in the folder (roofs.json) so that a resumed sweep reuses them. {"t<N>": {...}},
+    or {"t<N>": {"error": why}} for a count that could not be measured."""
+    import json
+    import subprocess
+
+    from xfbench.runner.store import write_json
+
+    counts = plan.selection.get("threads")
+    if not isinstance(counts, list) or "cpu" not in (plan.selection.get("devices") or []):
+        return {}
+    path = folder.root / "roofs.json"
+    roofs = read_json(path) or {}
+    for n in counts:
+        if f"t{n}" in roofs and "error" not in roofs[f"t{n}"]:
+            continue
+        if not quiet:
+            print(f"measuring the CPU's roofs at {n} thread(s)", file=sys.stderr)
+        try:
+            proc = subprocess.run(
+                [sys.executable, "-m", "xfbench.roofline.roofs", "--threads", str(n)],
+                capture_output=True,
+                text=True,
+                timeout=300,
+            )
+            roofs[f"t{n}"] = (
+                json.loads(proc.stdout)
+                if proc.returncode == 0
+                else {"error": (proc.stderr.strip().splitlines() or ["failed"])[-1]}
+            )
+        except (subprocess.TimeoutExpired, json.JSONDecodeError) as e:
+            roofs[f"t{n}"] = {"error": f"{type(e).__name__}: {e}"}
+    write_json(path, roofs)
+    return roofs
 
 
 def _report(folder: RunFolder) -> None:

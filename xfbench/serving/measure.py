@@ -9,6 +9,7 @@ batching, the host-to-device copy of each batch, inference and its completion.
 
 from __future__ import annotations
 
+import math
 import shutil
 import statistics
 import time
@@ -25,6 +26,7 @@ from xfbench.serving.cell import ServingCell
 from xfbench.serving.scenarios import Batching, batching, latency_bound_ms, timing
 
 SAMPLE_SEED = 3  # the query sample library's synthetic samples
+LIGHT_LOAD = 0.1  # the Server search's first rate, as a share of 1 / batch-1 latency
 
 
 def bound(cell: ServingCell, spec, asked_ms: float | None) -> tuple[float, str]:
@@ -193,20 +195,21 @@ def _batches(sut: loadgen.SystemUnderTest) -> dict:
 def server_search(
     *, sut, plan, latency_s: float, throughput: float, bound_ms: float, logs: Path
 ) -> dict:
-    """The highest target QPS whose p99 LoadGen finds within the bound: a bisection between
-    0 and 1.2 x the warm throughput at the largest bucket (more cannot be served), each
-    step one LoadGen run of the preset's duration, within its run count and time budget.
-    The first try is the middle; where the warm batch-1 latency already exceeds the bound,
-    it is a light load (a quarter of what one query at a time sustains), and the search
-    goes on only if LoadGen finds even that within the bound."""
-    low, high = 0.0, max(1.2 * throughput, 1e-3)
+    """The highest target QPS whose p99 LoadGen finds within the bound, each try one
+    LoadGen run of the preset's duration, within its run count and time budget. The first
+    try is a light load, a tenth of what one query at a time sustains (LIGHT_LOAD x 1 / the
+    warm batch-1 latency): if LoadGen finds even that over the bound, no rate meets it.
+    Otherwise a bisection in log space between it and 1.2 x the warm throughput at the
+    largest bucket (more cannot be served), so that a bound met only at a small share of
+    the throughput is found as surely as one met near it."""
+    high = max(1.2 * throughput, 1e-3)
+    low = min(LIGHT_LOAD / latency_s, high / 4)
     steps, best = [], None
     started = time.monotonic()
-    exceeds = latency_s * 1e3 > bound_ms
     for i in range(plan.search_runs):
         if i and time.monotonic() - started + plan.min_duration_s > plan.search_budget_s:
             break
-        qps = min(0.25 / latency_s, high / 2) if exceeds and not i else (low + high) / 2
+        qps = low if not i else math.sqrt(low * high)
         test = loadgen.settings(
             "Server",
             min_duration_s=plan.min_duration_s,
@@ -233,10 +236,10 @@ def server_search(
             low = qps
             if best is None or qps > best["target_qps"]:
                 best = {**result, "target_qps": qps, "logs_of_result": folder}
+        elif not i:
+            break  # not even a light load meets the bound
         else:
             high = qps
-            if exceeds and not i:
-                break  # not even a light load meets the bound
     out = {"server_search": steps, "server_search_s": time.monotonic() - started}
     if best is None:
         tried = [s for s in steps if isinstance(s["p99_ms"], (int, float))]

@@ -1,0 +1,123 @@
+"""The roofline: each network's per-layer profile from its spec, the CPU's measured roofs,
+and every cell of a run placed under them in the report."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from xfbench.models import NETWORKS, get_spec
+from xfbench.report.roofline import OVERHEAD_SHARE, bound_by
+from xfbench.roofline import profile, roofs
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def xfbench(args: list[str]) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "xfbench.harness.cli", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+
+
+@pytest.mark.parametrize("network", list(NETWORKS))
+def test_profile_rows_add_up_to_the_spec(network):
+    """Every layer's FLOPs and parameters sum to the network's (docs/models.md's numbers),
+    and the training step's traffic is three forward passes plus the optimizer's."""
+    spec = get_spec(network, "full")
+    rows = profile.rows(spec, spec.batch_size)
+    assert sum(r.flops for r in rows) == spec.forward_flops(spec.batch_size)
+    assert sum(r.params for r in rows) == spec.param_count
+    assert all(r.working_set > 0 for r in rows)
+    forward = profile.traffic(spec, "infer", spec.batch_size)
+    values = profile.OPTIMIZER_VALUES[spec.optimizer]
+    assert profile.traffic(spec, "train", spec.batch_size) == (
+        3 * forward + values * spec.param_count * 4
+    )
+    half = profile.traffic(spec, "infer", spec.batch_size, "bf16")
+    assert half < forward  # half-precision values are half the bytes
+
+
+def test_xfbench_profile_prints_every_layer_and_the_totals(tmp_path):
+    done = xfbench(["profile", "resnet50", "--plot", str(tmp_path / "p.png")])
+    assert done.returncode == 0, done.stderr
+    spec = get_spec("resnet50", "full")
+    assert "layer4.2.conv3" in done.stdout and "FLOP/B" in done.stdout
+    # the totals' FLOPs, as docs/models.md gives them (131G at Table 7's batch of 32)
+    flops = profile._human(spec.forward_flops(spec.batch_size))
+    assert f"| forward pass        | {flops}" in done.stdout
+    assert (tmp_path / "p.png").stat().st_size > 0
+    done = xfbench(["profile", "resnet56", "--format", "csv", "--task", "train", "--batch", "4"])
+    table = list(csv.DictReader(io.StringIO(done.stdout)))
+    spec = get_spec("resnet56", "full")
+    assert sum(int(r["FLOPs"]) for r in table) == spec.train_flops(4)
+
+
+@pytest.mark.parametrize(
+    "args, says",
+    [
+        (["nope"], "unknown network 'nope'"),
+        (["resnet50", "--task", "fly"], "unknown --task 'fly'"),
+        (["resnet50", "--batch", "0"], "--batch"),
+        (["resnet50", "--format", "xml"], "unknown --format 'xml'"),
+    ],
+)
+def test_bad_profile_input_is_one_line(args, says):
+    done = xfbench(["profile", *args])
+    assert done.returncode == 2 and says in done.stderr and "Traceback" not in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1
+
+
+def test_the_roofs_are_measured_and_named():
+    r = roofs.measure(1)
+    kernels = r["stream_bandwidth_gbps"]
+    assert set(kernels) == {"copy", "scale", "add", "triad"}
+    assert r["memory_bandwidth_gbps"] == max(kernels.values()) > 0
+    assert r["fp32_peak_tflops"] > 0 and r["stream_array_bytes"] >= roofs.MIN_ARRAY_BYTES
+
+
+def test_bound_by_the_roof_that_applies():
+    # bandwidth 10 GB/s, peak 100 GFLOP/s: the ridge at 10 FLOP/B
+    assert bound_by(1.0, 0.009, 10.0, 0.1)[0] == "memory"  # 90 % of 10 GFLOP/s
+    assert bound_by(100.0, 0.09, 10.0, 0.1)[0] == "compute"
+    bound, share, roof = bound_by(100.0, 0.1 * OVERHEAD_SHARE / 2, 10.0, 0.1)
+    assert bound == "neither (overhead)" and share == pytest.approx(OVERHEAD_SHARE / 2)
+    assert roof == pytest.approx(0.1)
+
+
+@pytest.mark.slow
+def test_a_smoke_run_records_its_roofs_and_its_report_draws_the_roofline(tmp_path):
+    results = tmp_path / "run"
+    done = xfbench(
+        [
+            "run",
+            "--framework",
+            "torch",
+            "--model",
+            "fcn5,resnet56",
+            "--task",
+            "train",
+            "--preset",
+            "smoke",
+            "--threads",
+            "1",
+            "--results",
+            str(results),
+        ]
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    merged = json.loads((results / "merged.json").read_text())
+    measured = merged["xfbench"]["machine"]["roofs"]["t1"]
+    assert measured["memory_bandwidth_gbps"] > 0 and measured["fp32_peak_tflops"] > 0
+    report = (results / "report.md").read_text()
+    assert "## Roofline" in report and "Bound by" in report
+    assert any(p.name.startswith("roofline") for p in (results / "plots").iterdir())
