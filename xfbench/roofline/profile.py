@@ -203,8 +203,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     spec = get_spec(args.network, args.scale)
     batch = args.batch or spec.batch_size
-    print(table(spec, batch, args.precision, args.task, args.format))
+    print(table(spec, batch, precision=args.precision, task=args.task, fmt=args.format))
     if args.plot:
-        plot(spec, batch, args.precision, args.task, args.plot)
+        plot(spec, batch, precision=args.precision, task=args.task, path=args.plot)
         print(f"plot: {args.plot}", file=sys.stderr)
     return 0

@@ -117,13 +117,17 @@ def measure(threads: int) -> dict:
     if threads > len(allowed):
         raise ValueError(f"{threads} threads, but only {len(allowed)} CPUs are allowed")
     os.sched_setaffinity(0, allowed[:threads])
-    bandwidth = stream(threads)
+    try:
+        bandwidth = stream(threads)
+        peak = gemm_peak(threads)
+    finally:  # the caller's CPUs back (the runner measures in a child of its own)
+        os.sched_setaffinity(0, allowed)
     return {
         "threads": threads,
         "memory_bandwidth_gbps": max(bandwidth["kernels_gbps"].values()),
         "stream_bandwidth_gbps": bandwidth["kernels_gbps"],
         "stream_array_bytes": bandwidth["array_bytes"],
-        "fp32_peak_tflops": gemm_peak(threads),
+        "fp32_peak_tflops": peak,
         "method": METHOD,
     }
 
