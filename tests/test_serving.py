@@ -307,3 +307,33 @@ def test_machine_score_counts_offline_throughput():
     s = compare(fast, slow, "machine")
     assert s.workloads == 1 and s.value == pytest.approx(2.0)
     assert "serve-offline" in s.winners[0].workload
+
+
+@needs_loadgen
+def test_serving_cells_of_several_frameworks_in_one_pytest(tmp_path):
+    """A plain pytest of two frameworks runs each in its own child and ends with LoadGen's
+    table (a serving record has no seconds per mini-batch for Table 7's)."""
+    code, out = run(
+        [
+            "-m",
+            "pytest",
+            "xfbench/suites/test_serving.py",
+            "--framework",
+            "onnxruntime,torch",
+            "--mode",
+            "cpu,eager",
+            "--model",
+            "resnet56",
+            "--preset",
+            "smoke",
+            "--scenario",
+            "SingleStream",
+            "--threads",
+            "1",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+        ]
+    )
+    assert code == 0, out
+    assert "Traceback" not in out and "xfbench serving: LoadGen's scenarios, each framework" in out

@@ -158,13 +158,24 @@ def _replay(bench, entry: dict) -> None:
 
 def pytest_terminal_summary(terminalreporter, config):
     isolation = config.stash.get(ISOLATION, None)
-    if isolation and isolation.records:
-        from xfbench.harness.table import cell_table
+    if not (isolation and isolation.records):
+        return
+    from xfbench.harness.table import cell_table
+    from xfbench.serving.table import serving_table
 
+    # serving cells (their failures carry the cell's task) have LoadGen's table, not Table 7's
+    served = [r for r in isolation.records if r.get("task") == "serve"]
+    timed = [r for r in isolation.records if r.get("task") != "serve"]
+    if timed:
         terminalreporter.write_sep(
             "=", "xfbench: seconds per mini-batch (median), each framework in its own process"
         )
-        terminalreporter.write_line(cell_table(isolation.records))
+        terminalreporter.write_line(cell_table(timed))
+    if served:
+        terminalreporter.write_sep(
+            "=", "xfbench serving: LoadGen's scenarios, each framework in its own process"
+        )
+        terminalreporter.write_line(serving_table(served))
 
 
 def pytest_unconfigure(config):
