@@ -61,3 +61,27 @@ def isa() -> str:
     if "avx_vnni" in flags:
         return "AVX-VNNI"
     return "no VNNI or AMX"
+
+
+_LAST: dict = {}
+
+
+def once(key: tuple, make):
+    """make()'s value for key, kept for the last key only. A serving cell builds one workload
+    per batch size, each quantizing the same network from the same weights to the same
+    function: the quantization and its check are done once, and one network's worth of
+    memory is kept."""
+    if _LAST.get("key") != key:
+        _LAST.clear()
+        _LAST.update(key=key, value=make())
+    return _LAST["value"]
+
+
+def digest(blobs) -> str:
+    """A short fingerprint of bytes or arrays (a model, or weights in a fixed order)."""
+    import hashlib
+
+    h = hashlib.sha1()
+    for blob in blobs:
+        h.update(blob if isinstance(blob, bytes) else np.ascontiguousarray(blob).tobytes())
+    return h.hexdigest()

@@ -30,7 +30,7 @@ from xfbench.exchange.files import (
     read_weights,
     write_canonical,
 )
-from xfbench.models import NETWORKS, SMOKE_BATCH, get_spec
+from xfbench.models import NETWORKS, SCALES, SMOKE_BATCH, get_spec
 
 
 def _spec(args):
@@ -137,7 +137,7 @@ def parser() -> options.ArgumentParser:
             q.add_argument("model", choices=list(NETWORKS))
         else:
             q.add_argument("--model", required=True, choices=list(NETWORKS))
-        q.add_argument("--scale", default="full", choices=["full", "smoke"])
+        q.add_argument("--scale", default="full", choices=SCALES)
         q.add_argument(
             "--seed", type=options.whole_number(0), default=0, help="a whole number, 0 or more"
         )

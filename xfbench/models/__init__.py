@@ -3,6 +3,7 @@
 from xfbench.models.networks import (
     NETWORKS,
     PAPER_NETWORKS,
+    SCALES,
     SMOKE,
     SMOKE_BATCH,
     TRANSFORMERS,
@@ -16,6 +17,7 @@ __all__ = [
     "PAPER_NETWORKS",
     "TRANSFORMERS",
     "geometry",
+    "SCALES",
     "SMOKE",
     "SMOKE_BATCH",
     "Spec",

@@ -342,6 +342,10 @@ SMOKE: dict[str, tuple[float, int | None]] = {
 SMOKE_BATCH = 8
 
 
+# "full": the paper's networks; "smoke": the tests' smaller ones (SMOKE)
+SCALES = ("full", "smoke")
+
+
 def get_spec(network: str, scale: str = "full", tokens: int | None = None) -> Spec:
     """The spec of one network at "full" (the paper's) or "smoke" size; tokens sets a
     transformer's sequence length (its cell's; default: the CPU geometry, or smoke's)."""

@@ -17,13 +17,19 @@ import sys
 from dataclasses import dataclass
 from math import prod
 
+import numpy as np
+
 from xfbench import options
+from xfbench.adapters.base import MATH_DTYPES
 from xfbench.errors import UsageError
-from xfbench.models import NETWORKS, Spec, get_spec
+from xfbench.models import NETWORKS, SCALES, Spec, get_spec
 
 # Bytes of one activation or weight value as a precision computes it (mixed precision:
-# the half-precision copies the products read).
-VALUE_BYTES = {"fp32": 4, "tf32": 4, "bf16": 2, "fp16": 2, "fp64": 8, "int8": 1}
+# the half-precision copies the products read), from the adapters' one table of dtypes.
+VALUE_BYTES = {
+    precision: 2 if dtype == "bfloat16" else np.dtype(dtype).itemsize
+    for precision, dtype in MATH_DTYPES.items()
+}
 TOKEN_BYTES = 8  # token ids are int64
 OPTIMIZER_VALUES = {"sgd": 5, "adamw": 7}  # values read and written per parameter
 
@@ -177,7 +183,7 @@ def parser() -> options.ArgumentParser:
     p.add_argument("--task", default="infer", help="infer (forward) or train (default: infer)")
     p.add_argument("--batch", type=options.whole_number(1), help="default: Table 7's batch")
     p.add_argument("--precision", default="fp32", help=", ".join(VALUE_BYTES))
-    p.add_argument("--scale", default="full", help="full or smoke (default: full)")
+    p.add_argument("--scale", default="full", help=f"{' or '.join(SCALES)} (default: full)")
     p.add_argument("--format", default="md", help="md or csv (default: md)")
     p.add_argument("--plot", metavar="FILE", help="also write the per-layer plot (PNG)")
     return p
@@ -193,7 +199,7 @@ def main(argv: list[str] | None = None) -> int:
         for name, value, valid in (
             ("--task", args.task, ("infer", "train")),
             ("--precision", args.precision, tuple(VALUE_BYTES)),
-            ("--scale", args.scale, ("full", "smoke")),
+            ("--scale", args.scale, SCALES),
             ("--format", args.format, ("md", "csv")),
         ):
             if value not in valid:

@@ -16,12 +16,12 @@ from typing import Any
 
 from xfbench.errors import UsageError
 from xfbench.frameworks import names
+from xfbench.models import SCALES
 
 FRAMEWORKS = names(scaling=True)  # those with a data-parallel worker
 DEVICES = ("cpu", "cuda")
 SCALINGS = ("strong", "weak")
 PRECISIONS = ("fp32", "tf32", "bf16", "fp16")  # as adapters.base; tf32 only on cuda
-SCALES = ("full", "smoke")
 
 
 def default_batch(network: str, scale: str, scaling: str, counts) -> int:

@@ -38,7 +38,7 @@ def bound(cell: ServingCell, spec, asked_ms: float | None) -> tuple[float, str]:
 class Buckets:
     """One built, compiled and warmed inference workload per bucket size."""
 
-    def __init__(self, cell: ServingCell, policy: Batching, preset: Preset, weights: str):
+    def __init__(self, cell: ServingCell, policy: Batching, weights: str):
         self.work, self.compile_s, self.step_s = {}, 0.0, {}
         self.adapter = self.spec = None
         try:
@@ -100,7 +100,7 @@ def measure(
     plan = timing(preset.name)
     own_peak = reset_peak_rss()
     t0 = time.perf_counter()
-    buckets = Buckets(cell, policy, preset, weights)
+    buckets = Buckets(cell, policy, weights)
     build_s = time.perf_counter() - t0 - buckets.compile_s
     try:
         samples = synthetic_batch(buckets.spec, plan.samples, SAMPLE_SEED)[0]

@@ -15,9 +15,9 @@ from pathlib import Path
 
 import numpy as np
 
-from xfbench.adapters.int8 import calibration_samples
+from xfbench.adapters import int8
 from xfbench.errors import CannotRun
-from xfbench.exchange.names import INPUT
+from xfbench.exchange.names import INPUT, OUTPUT
 from xfbench.models import Spec
 
 SETTINGS = {
@@ -26,6 +26,29 @@ SETTINGS = {
     "weights": "int8, per output channel",
     "activations": "int8, MinMax calibration",
 }
+
+
+def quantized(spec: Spec, model: bytes, options, providers) -> tuple[bytes, dict]:
+    """The int8 graph of a canonical inference graph and what its record says: its logits'
+    distance from the fp32 graph's on the check samples, the settings, the CPU's int8
+    instructions. Made once for a run of cells of one network (int8.once)."""
+
+    def make():
+        import onnxruntime as ort
+
+        q8 = quantize(spec, model)
+        x = int8.check_samples(spec)
+        fp32 = ort.InferenceSession(model, options, providers=providers)
+        reference = fp32.run([OUTPUT], {INPUT: x})[0]
+        session = ort.InferenceSession(q8, options, providers=providers)
+        facts = {
+            **int8.drift(session.run([OUTPUT], {INPUT: x})[0], reference),
+            "int8_quantization": SETTINGS,
+            "int8_cpu_isa": int8.isa(),
+        }
+        return q8, facts
+
+    return int8.once(("onnxruntime", spec.id, spec.scale, int8.digest([model])), make)
 
 
 def quantize(spec: Spec, model: bytes) -> bytes:
@@ -45,7 +68,7 @@ def quantize(spec: Spec, model: bytes) -> bytes:
 
     class Samples(CalibrationDataReader):
         def __init__(self):
-            self.batches = iter(np.split(calibration_samples(spec), 4))
+            self.batches = iter(np.split(int8.calibration_samples(spec), 4))
 
         def get_next(self):
             batch = next(self.batches, None)

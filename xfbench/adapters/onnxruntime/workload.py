@@ -100,23 +100,21 @@ class OrtWorkload(Workload):
         fused = None
         if cell.mode == "fused":
             model, fused = transformer_fusions(spec, model)
-        fp32_model = model
-        if cell.precision == "int8":
-            if not isinstance(model, bytes):
-                raise CannotRun("int8 quantizes the canonical graph, which needs onnx installed")
-            from xfbench.adapters.onnxruntime.int8 import quantize
-
-            model = quantize(spec, model)
-
         options = ort.SessionOptions()
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
         options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
         options.intra_op_num_threads = cell.threads
         options.inter_op_num_threads = 1
         providers = provider_list(cell)
+        int8 = {}
+        if cell.precision == "int8":
+            if not isinstance(model, bytes):
+                raise CannotRun("int8 quantizes the canonical graph, which needs onnx installed")
+            from xfbench.adapters.onnxruntime.int8 import quantized
+
+            model, int8 = quantized(spec, model, options, providers)
         self.session = ort.InferenceSession(model, options, providers=providers)
-        int8 = self._int8_facts(fp32_model, options, providers) if cell.precision == "int8" else {}
-        del model, fp32_model
+        del model
         used = self.session.get_providers()
         if not used or used[0] != providers[0][0]:
             raise RuntimeError(
@@ -151,22 +149,6 @@ class OrtWorkload(Workload):
             "onnx_opset": OPSET,
             **({"fused_operators": fused} if fused is not None else {}),
             **int8,
-        }
-
-    def _int8_facts(self, fp32_model, options, providers) -> dict:
-        """How far the int8 session's logits are from the fp32 graph's on the check samples,
-        the quantization's settings and the CPU's int8 instructions."""
-        from xfbench.adapters import int8
-        from xfbench.adapters.onnxruntime.int8 import SETTINGS
-
-        x = int8.check_samples(self.spec)
-        fp32 = ort.InferenceSession(fp32_model, options, providers=providers)
-        reference = fp32.run([OUTPUT], {INPUT: x})[0]
-        quantized = self.session.run([OUTPUT], {INPUT: x})[0]
-        return {
-            **int8.drift(quantized, reference),
-            "int8_quantization": SETTINGS,
-            "int8_cpu_isa": int8.isa(),
         }
 
     def step(self) -> None:

@@ -208,7 +208,7 @@ class TorchWorkload(Workload):
             self.update = self._update if self.scaler else compile_(self._update)
             self.step = self._train_step
         elif cell.precision == "int8":
-            self.forward, int8_facts = self._int8(spec)
+            self.forward, int8_facts = self._int8(spec, weights)
             self.step = self._infer_step
         else:
             self.net.eval()
@@ -247,28 +247,36 @@ class TorchWorkload(Workload):
             **(int8_facts if cell.precision == "int8" else {}),
         }
 
-    def _int8(self, spec: Spec):
-        """The PT2E int8 network, compiled (int8.py), and what its record says: the
-        quantization, the quantized graph's quantize/dequantize nodes, and its logits'
-        distance from this fp32 network's on the check samples."""
+    def _int8(self, spec: Spec, weights: dict[str, np.ndarray]):
+        """The PT2E int8 network, compiled for this workload (int8.py), and what its record
+        says: the quantization, the quantized graph's quantize/dequantize nodes, and its
+        logits' distance from this fp32 network's on the check samples. The quantization
+        and its check are made once for a run of cells of one network (int8.once)."""
         from xfbench.adapters import int8
         from xfbench.adapters.torch import int8 as q8
 
         self.net.eval()
         to_input = q8.host_input(spec, self.memory_format)
-        converted, nodes = q8.quantize(self.net, spec, to_input)
-        forward = q8.compiled(converted)
-        x = to_input(int8.check_samples(spec))
-        with torch.inference_mode():
-            quantized, reference = forward(x), self.net(x)
+
+        def make():
+            converted, nodes = q8.quantize(self.net, spec, to_input)
+            x = to_input(int8.check_samples(spec))
+            with torch.inference_mode():
+                quantized, reference = q8.compiled(converted)(x), self.net(x)
+            facts = {
+                **int8.drift(quantized.float().numpy(), reference.float().numpy()),
+                "int8_quantization": q8.SETTINGS,
+                "int8_quantize_nodes": nodes,
+                "int8_cpu_isa": int8.isa(),
+            }
+            return converted, facts
+
+        key = ("torch", spec.id, spec.scale, spec.input_shape)
+        converted, facts = int8.once(
+            key + (int8.digest(weights[k] for k in sorted(weights)),), make
+        )
         self.layer_dtypes = {"quantized graph": "int8"}
-        return forward, {
-            **int8.drift(quantized.float().numpy(), reference.float().numpy()),
-            "int8_quantization": q8.SETTINGS,
-            "int8_quantize_nodes": nodes,
-            "int8_cpu_isa": int8.isa(),
-            "layer_dtypes": self.layer_dtypes,
-        }
+        return q8.compiled(converted), {**facts, "layer_dtypes": self.layer_dtypes}
 
     # -- the batch ----------------------------------------------------------------
     def _to_device(self):
