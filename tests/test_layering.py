@@ -27,8 +27,9 @@ LAYERS = (
     ("exchange",),  # ONNX files and graphs of the specs, and ONNX Runtime as reference
     ("data",),  # the real data sets: readers, sources, the shared sample order
     ("adapters",),  # how each framework runs a spec
-    ("harness", "roofline"),  # selection, threads, timing, the equivalence proof; the roofs
-    ("plugin", "suites", "gemm", "scaling", "allreduce", "serving"),  # the pytest suites
+    ("harness",),  # selection, threads, timing, the equivalence proof
+    # the pytest suites; the roofline (roofs, per-layer profiles: it builds cells)
+    ("plugin", "suites", "gemm", "scaling", "allreduce", "serving", "roofline"),
     ("runner",),  # xfbench run
     ("report",),  # xfbench report
     ("acceptance",),  # xfbench acceptance: runs the suites and the sweeps, reads their results

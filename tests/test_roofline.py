@@ -116,6 +116,7 @@ def test_a_smoke_run_records_its_roofs_and_its_report_draws_the_roofline(tmp_pat
             "1",
             "--results",
             str(results),
+            "--profile-layers",
         ]
     )
     assert done.returncode == 0, done.stderr[-2000:]
@@ -124,4 +125,7 @@ def test_a_smoke_run_records_its_roofs_and_its_report_draws_the_roofline(tmp_pat
     assert measured["memory_bandwidth_gbps"] > 0 and measured["fp32_peak_tflops"] > 0
     report = (results / "report.md").read_text()
     assert "## Roofline" in report and "Bound by" in report
+    # --profile-layers: eager cells get a per-layer table, compiled ones the reason
+    assert "Per-layer time: resnet56 train, PyTorch eager" in report
+    assert "Not profiled per layer" in report
     assert any(p.name.startswith("roofline") for p in (results / "plots").iterdir())

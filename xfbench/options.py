@@ -274,6 +274,16 @@ OPTIONS: tuple[Option, ...] = (
         metavar="MS",
     ),
     Option(
+        name="profile-layers",
+        values="after each cell's timed rounds, profile 3 more steps per layer (forward and "
+        "backward time of every top-level layer, in the record's `layer_times` and the "
+        "report's per-layer tables); PyTorch's eager mode, the others say why not",
+        default="no per-layer profile",
+        flag=True,
+        run=("single",),
+        child=True,
+    ),
+    Option(
         name="skip-missing-devices",
         values="record the cells of a --device this machine lacks as skipped",
         default="such a device is an error listing those present",

@@ -253,6 +253,7 @@ def run_cell(request, benchmark):
                 threads_config=configured[cell.framework],
                 weights=config.getoption("weights") or "seed",
                 ci_target=ci_target(config),
+                profile_layers=bool(config.getoption("profile_layers", False)),
                 real=RealData(sel.data_dir, sel.data_workers) if sel.data == "real" else None,
             )
         except CannotRun as e:

@@ -443,6 +443,20 @@ NETWORK_CELL = CELL + (
     Field("weights_source", "str", "seed or onnx: where the initial weights came from"),
     *ADAPTER,
     PID,
+    Field(
+        "layer_times",
+        "list",
+        "each top-level spec layer's median forward_s and backward_s (null for inference) "
+        "over 3 profiled steps after the timed rounds, in the spec's order, then "
+        '"(outside layers)": the rest of the step (roofline/layers.py)',
+        when="--profile-layers, where the framework is profiled per layer",
+    ),
+    Field(
+        "layer_times_reason",
+        "str",
+        "why the cell's layers were not timed",
+        when="--profile-layers, where the framework is not profiled per layer",
+    ),
 )
 
 # GEMM fields written only when the product was right (a wrong one stops before timing).

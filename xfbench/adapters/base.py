@@ -168,6 +168,14 @@ class Workload:
         cell labelled compiled never times eager code. Default: nothing to say."""
         return {}
 
+    def layer_times(self, steps: int) -> list[dict]:
+        """Each top-level spec layer's seconds inside the running network, the median of
+        `steps` profiled steps of the cell's own step (after its warm-up; never in timed
+        rounds): [{"layer", "forward_s", "backward_s" (None for inference)}] in the spec's
+        order, then "(outside layers)", the rest of the step. Raises CannotRun saying why
+        where the framework cannot attribute its work to the spec's layers."""
+        raise CannotRun(f"{type(self).__name__} does not time its layers")
+
     def reset_peak_memory(self) -> None:
         """Start a new peak of device memory (no-op on the host)."""
 
@@ -235,6 +243,14 @@ class Adapter:
         """None when mode computes in precision on this kind of device, else why not
         (checked after the device)."""
         return None
+
+    #: why per-layer time is not measured in this framework (layer_times_reason)
+    layers_reason = "is not profiled per layer by xfbench"
+
+    def layer_times_reason(self, cell: Cell) -> str | None:
+        """None when Workload.layer_times can time this cell's layers, else why not
+        (asked before building, so a sweep never builds a cell only to hear no)."""
+        return f"{self.framework.display} {self.layers_reason}"
 
     def configure_threads(self, threads: int) -> dict[str, Any]:
         """Set the framework's own thread knobs; returns what it reports it will use."""

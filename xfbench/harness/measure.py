@@ -35,6 +35,8 @@ WEIGHT_SOURCES = ("seed", "onnx")
 # more than this share of the whole step (wait, copy to the device, and compute).
 INPUT_BOUND_SHARE = 0.10
 RESIDENT_ROUNDS = 5  # steps timed again on the last batch held on the device
+# --profile-layers: profiled steps per cell, after its timed rounds (the median is kept)
+LAYER_STEPS = 3
 
 
 @dataclass(frozen=True)
@@ -124,6 +126,7 @@ def measure(
     weights: str = "seed",
     ci_target: float | None = None,
     real: RealData | None = None,
+    profile_layers: bool = False,
 ) -> dict:
     """Run one cell under pytest-benchmark and return the record stored in extra_info.
     With --data real, each timed step takes the next batch from the framework's own input
@@ -210,6 +213,8 @@ def measure(
             )
         record.update(compiled)
         record.update(_confidence(benchmark, ci_target, chosen_by))
+        if profile_layers:  # after the timed rounds (and every copy's), never inside them
+            record.update(_layer_times(adapter, work, cell))
         if copy:
             record.update(copy_index=copy.index, copy_window_s=window, copies_together=together)
         benchmark.extra_info.update(record)
@@ -249,6 +254,17 @@ def _real_data_fields(timer: InputTimer, work, cell: Cell, source, real: RealDat
         # an epoch's time where the timed rounds covered one whole epoch
         "epoch_s": sum(total[:per_epoch]) if 0 < per_epoch <= len(total) else None,
     }
+
+
+def _layer_times(adapter, work, cell: Cell) -> dict:
+    """--profile-layers: the layers' times (roofline/layers.py), or why not."""
+    reason = adapter.layer_times_reason(cell)
+    if reason is None:
+        try:
+            return {"layer_times": work.layer_times(LAYER_STEPS)}
+        except CannotRun as e:
+            reason = str(e)
+    return {"layer_times_reason": reason}
 
 
 def _confidence(benchmark, target: float | None, chosen_by: str) -> dict:

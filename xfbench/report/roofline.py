@@ -93,7 +93,78 @@ def points(m: Machine) -> list[dict]:
     return out
 
 
+LAYERS_CAPTION = (
+    "Measured with --profile-layers after the cell's timed rounds: each top-level layer's "
+    "median forward and backward time over 3 profiled steps (the profiler's own cost "
+    "included, so the rows add up to more than the timed step), its share of the profiled "
+    "step, its FLOPs over that time, and its FLOP/B from the spec (`xfbench profile`). "
+    "(outside layers): the loss, the optimizer and the rest of the step."
+)
+
+
+def layer_tables(report: Report) -> list[Table]:
+    """One table per cell whose record has per-layer times (--profile-layers)."""
+    from xfbench.models import get_spec
+    from xfbench.roofline.layers import HEADERS, table_rows, text_rows
+
+    out = []
+    several = len(report.machines) > 1
+    not_profiled: dict[tuple[str, str], str] = {}
+    for m in report.machines:
+        for r in sorted(
+            m.results.values(), key=lambda r: (r.network, r.task, r.threads, r.framework)
+        ):
+            if r.info.get("layer_times_reason"):
+                not_profiled[(r.framework, r.mode)] = str(r.info["layer_times_reason"])
+            times = r.info.get("layer_times")
+            if not r.ok or not isinstance(times, list) or not times:
+                continue
+            try:
+                spec = get_spec(r.network, r.scale, r.tokens)
+                body = text_rows(table_rows(spec, r, times))
+            except (KeyError, ValueError, TypeError) as e:
+                report.problems.append(f"{r.source}: layer_times not read ({e})")
+                continue
+            where = f" ({m.label})" if several else ""
+            out.append(
+                Table(
+                    title=(
+                        f"Per-layer time: {r.network} {r.task}, {display(r.framework)} "
+                        f"{r.mode}, {r.precision}, {r.device}, {r.threads} thread(s), batch "
+                        f"{r.batch_size}{where}"
+                    ),
+                    headers=HEADERS,
+                    rows=[[Text(v) for v in row] for row in body],
+                    caption=LAYERS_CAPTION,
+                    anchor="-".join(
+                        ("layers", m.tag or "A", r.network, r.task, r.framework, r.mode)
+                        + (r.precision, str(r.threads))
+                    ),
+                    text_cols=2,
+                )
+            )
+    if not_profiled:  # asked for (--profile-layers), and why some cells have no table
+        out.append(
+            Table(
+                title="Not profiled per layer",
+                headers=["framework", "mode", "why"],
+                rows=[
+                    [Text(display(f)), Text(mode), Text(why)]
+                    for (f, mode), why in sorted(not_profiled.items())
+                ],
+                anchor="layers-not-profiled",
+                text_cols=3,
+            )
+        )
+    return out
+
+
 def tables(report: Report) -> list[Table]:
+    """The roofs, what bounds each cell, and the per-layer times of cells that have them."""
+    return _roof_tables(report) + layer_tables(report)
+
+
+def _roof_tables(report: Report) -> list[Table]:
     out = []
     several = len(report.machines) > 1
     for m in report.machines:

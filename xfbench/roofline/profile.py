@@ -54,11 +54,16 @@ class Row:
         return self.flops / self.working_set if self.working_set else 0.0
 
 
+def split(layer, x) -> list:
+    """A layer with its input shape, or a block's parts, each with its own."""
+    parts = getattr(layer, "parts", None)
+    return parts(x) if parts else [(layer, x)]
+
+
 def _parts(spec: Spec):
     """Every layer with its input shape, blocks that list their parts split into them."""
     for layer, x in spec.shapes:
-        parts = getattr(layer, "parts", None)
-        yield from (parts(x) if parts else [(layer, x)])
+        yield from split(layer, x)
 
 
 def rows(spec: Spec, batch: int, precision: str = "fp32", task: str = "infer") -> list[Row]:
@@ -186,6 +191,21 @@ def parser() -> options.ArgumentParser:
     p.add_argument("--scale", default="full", help=f"{' or '.join(SCALES)} (default: full)")
     p.add_argument("--format", default="md", help="md or csv (default: md)")
     p.add_argument("--plot", metavar="FILE", help="also write the per-layer plot (PNG)")
+    m = p.add_argument_group(
+        "measured per-layer time (run the network, profile each layer's forward and backward)"
+    )
+    m.add_argument(
+        "--measure",
+        metavar="FRAMEWORK",
+        help="run it in this framework and time every layer (torch; the others say why not)",
+    )
+    m.add_argument("--mode", help="the framework's mode (default: eager, else its first)")
+    m.add_argument("--device", default="cpu", help="cpu or cuda:N (default: cpu)")
+    m.add_argument(
+        "--threads",
+        type=options.whole_number(1),
+        help="CPU threads (default: every CPU this process may use)",
+    )
     return p
 
 
@@ -209,8 +229,64 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     spec = get_spec(args.network, args.scale)
     batch = args.batch or spec.batch_size
+    if args.measure:
+        return _measured(args, spec, batch)
     print(table(spec, batch, precision=args.precision, task=args.task, fmt=args.format))
     if args.plot:
         plot(spec, batch, precision=args.precision, task=args.task, path=args.plot)
         print(f"plot: {args.plot}", file=sys.stderr)
+    return 0
+
+
+def _measured(args, spec: Spec, batch: int) -> int:
+    """--measure: the cell built, run and profiled per layer (roofline/layers.py)."""
+    from xfbench.adapters import Cell
+    from xfbench.errors import CannotRun
+    from xfbench.frameworks import FRAMEWORKS
+    from xfbench.harness import threads
+    from xfbench.roofline import layers
+
+    def fail(message: str, status: int = 2) -> int:
+        print(f"xfbench profile: {message}", file=sys.stderr)
+        return status
+
+    if args.measure not in FRAMEWORKS:
+        return fail(f"unknown --measure {args.measure!r}; valid: {', '.join(FRAMEWORKS)}")
+    n = args.threads or len(threads.allowed_cpus())
+    try:
+        threads.pin(n)  # before the framework is imported, as a sweep's child does
+    except ValueError as e:
+        return fail(str(e))
+    from xfbench.adapters import get_adapter
+
+    adapter = get_adapter(args.measure)
+    reason = adapter.import_error()
+    if reason:
+        return fail(reason, 1)
+    mode = args.mode or ("eager" if "eager" in adapter.modes else (adapter.modes or ("",))[0])
+    if mode not in adapter.modes:
+        valid = ", ".join(adapter.modes) or "none"
+        return fail(f"unknown --mode {mode!r} for {args.measure}; valid: {valid}")
+    cell = Cell(
+        network=spec.id,
+        framework=args.measure,
+        mode=mode,
+        precision=args.precision,
+        device=args.device,
+        threads=n,
+        batch_size=batch,
+        task=args.task,
+        data="resident",
+        scale=spec.scale,
+        tokens=None,
+    )
+    reason = adapter.layer_times_reason(cell)
+    if reason:
+        return fail(f"cannot measure {cell.id}: {reason}", 1)
+    adapter.configure_threads(n)
+    try:
+        _, times, plain = layers.measure(cell)
+    except CannotRun as e:
+        return fail(f"cannot measure {cell.id}: {e}", 1)
+    print(layers.report(spec, cell, times, plain, args.format))
     return 0

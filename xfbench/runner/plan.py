@@ -90,6 +90,7 @@ def make_plan(
     data_dir=None,
     data_workers=None,
     copies=None,
+    profile_layers=False,
 ) -> Plan:
     """Validate every option (UsageError: one line for the user) and list the jobs."""
     counts = thread_counts(threads)
@@ -139,6 +140,7 @@ def make_plan(
         "data-workers": data_workers if sel.data == "real" else None,
         "scenario": None,  # the serving suite's (runner.suites.serving_plan)
         "latency-bound": None,
+        "profile-layers": profile_layers,
     }
     assert set(given) == set(options.CHILD_OPTIONS), "each child option is given"
     jobs = []
@@ -173,6 +175,7 @@ def make_plan(
         "data": sel.data,
         "data_dir": sel.data_dir,
         "weights": weights or "seed",
+        **({"profile_layers": True} if profile_layers else {}),
         **({"copies": copies} if copies is not None else {}),
     }
     return Plan(selection=selection, jobs=jobs, preset_name=sel.preset.name)

@@ -24,6 +24,13 @@ class JaxAdapter(Adapter):
         "(AQT, Qwix) target TPUs and GPUs, and a hand-quantized network would not be JAX's own"
     )
 
+    layers_reason = (
+        "is not profiled per layer: jit compiles the whole step into one XLA program whose "
+        "fusions cross the layers' boundaries, so a layer has no time of its own; "
+        "jax.profiler.trace names each fusion's operations by named scope, in a trace for "
+        "TensorBoard's or Perfetto's viewer that xfbench does not read"
+    )
+
     def versions(self):
         import jax
         import jaxlib

@@ -54,6 +54,12 @@ PROVIDERS = {
 class OnnxRuntimeAdapter(Adapter):
     name = "onnxruntime"
     precisions = ("fp32", "tf32", "int8")
+    layers_reason = (
+        "is not profiled per layer: its profiler (SessionOptions.enable_profiling) times "
+        "the nodes of the optimized graph, where a convolution, its batch norm and its "
+        "activation are one fused node; xfbench does not map those nodes back to the spec's "
+        "layers"
+    )
 
     def versions(self):
         import onnxruntime as ort

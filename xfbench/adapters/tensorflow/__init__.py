@@ -40,6 +40,13 @@ class TensorFlowAdapter(Adapter):
         "Lite's converter and interpreter, another runtime, which this suite does not measure"
     )
 
+    layers_reason = (
+        "is not profiled per layer: its profiler (tf.profiler.experimental) writes XPlane "
+        "traces that only TensorBoard's profile plugin, not a dependency of xfbench, turns "
+        "into per-operation times, and in function and xla modes Grappler and XLA fuse "
+        "operations across the layers"
+    )
+
     def versions(self):
         tf = import_tensorflow()
         import keras

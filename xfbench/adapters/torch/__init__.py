@@ -36,6 +36,16 @@ class TorchAdapter(Adapter):
             return MODE_REASON
         return None
 
+    def layer_times_reason(self, cell):
+        if cell.mode != "eager":
+            return (
+                f"per-layer time is measured in eager mode ({cell.mode} runs kernels fused "
+                "across layers, which have no time of their own)"
+            )
+        if cell.precision == "int8":
+            return "per-layer time: int8 runs a quantized graph, not the spec's modules"
+        return None
+
     def configure_threads(self, threads):
         import torch
 

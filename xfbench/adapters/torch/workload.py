@@ -397,6 +397,16 @@ class TorchWorkload(Workload):
         return facts
 
     # -- results ------------------------------------------------------------------
+    def layer_times(self, steps: int) -> list[dict]:
+        from xfbench.adapters.torch import ADAPTER
+        from xfbench.adapters.torch.layer_times import measure
+
+        reason = ADAPTER.layer_times_reason(self.cell)
+        if reason:
+            raise CannotRun(reason)
+
+        return measure(self, steps)
+
     def loss(self) -> float:
         return float(self._loss)
 
