@@ -129,3 +129,76 @@ def test_a_smoke_run_records_its_roofs_and_its_report_draws_the_roofline(tmp_pat
     assert "Per-layer time: resnet56 train, PyTorch eager" in report
     assert "Not profiled per layer" in report
     assert any(p.name.startswith("roofline") for p in (results / "plots").iterdir())
+
+
+def test_the_report_places_each_cell_under_the_roofs_where_it_ran(tmp_path):
+    """CPU cells under their thread count's roofs, of their own precision (bf16 under the
+    bf16 peak); a GPU cell under its GPU's measured roofs, with the datasheet's beside;
+    fp64 (no measured peak) is not placed."""
+    from test_report import H100, entry, runner_folder
+
+    from xfbench.report import cli
+
+    cells = [
+        entry("resnet50", [1.0, 1.0, 1.0], precision="fp32", batch=64),
+        entry("resnet50", [0.5, 0.5, 0.5], precision="bf16", batch=64),
+        entry("resnet50", [4.0, 4.0, 4.0], precision="fp64", batch=64),
+        entry("resnet50", [0.01] * 3, device="cuda:0", device_name=H100, precision="bf16"),
+    ]
+    folder = runner_folder(tmp_path, "box", cells, gpus=(H100,))
+    roofs_ = {
+        "t1": {
+            "memory_bandwidth_gbps": 40.0,
+            "fp32_peak_tflops": 0.1,
+            "bf16_peak_tflops": 0.2,
+        },
+        "cuda:0": {
+            "device": "cuda:0",
+            "device_name": H100,
+            "memory_bandwidth_gbps": 3000.0,
+            "fp32_peak_tflops": 50.0,
+            "tf32_peak_tflops": 370.0,
+            "bf16_peak_tflops": 790.0,
+            "fp16_peak_tflops": 730.0,
+        },
+    }
+    for name in ("merged.json", *(f"cells/{p.name}" for p in (folder / "cells").iterdir())):
+        doc = json.loads((folder / name).read_text())
+        doc["machine_info"]["xfbench"]["roofs"] = roofs_
+        (folder / name).write_text(json.dumps(doc))
+    assert cli.main([str(folder)]) == 0
+    report = (folder / "report.md").read_text()
+    bound = report.split("### Bound by", 1)[1].split("###", 1)[0]
+    rows = [line for line in bound.splitlines() if line.startswith("| resnet50")]
+    assert len(rows) == 3  # fp64 has no measured peak: not placed
+    # every entry does 1 GFLOP a step: bf16 at 0.5 s is 2 GFLOP/s of its 200 GFLOP/s roof
+    bf16_cpu = next(r for r in rows if "| bf16" in r and "thread" in r)
+    assert "| 200 " in bf16_cpu and "| 1% " in bf16_cpu
+    gpu = next(r for r in rows if H100 in r)
+    ai = profile.intensity(get_spec("resnet50", "full"), "train", 16, "bf16")
+    assert f"| {min(3000.0 * ai, 790e3):.3g} " in gpu  # the GPU's bf16 roof, GFLOP/s
+    roofs_table = report.split("### GPU roofs", 1)[1].split("###", 1)[0]
+    assert "measured" in roofs_table and "H100 SXM 80GB" in roofs_table and "| 3350 " in roofs_table
+    plots = sorted(p.name for p in (folder / "plots").iterdir() if p.name.startswith("roofline"))
+    assert plots == ["roofline-0-cpu.png", "roofline-0-cuda0.png"]
+
+
+def test_the_device_roofs_code_runs_on_any_torch_device():
+    """The GPU's STREAM and GEMM probes are PyTorch code that runs on the CPU too: run
+    there, small, they give positive numbers for every kernel and type."""
+    pytest.importorskip("torch")
+    kernels = roofs.torch_stream("cpu", 8 << 20)
+    assert set(kernels) == {"copy", "scale", "add", "triad"} and min(kernels.values()) > 0
+    peaks = roofs.torch_peaks("cpu", 256, ("fp32", "bf16"))
+    assert set(peaks) == {"fp32", "bf16"} and min(peaks.values()) > 0
+
+
+def test_no_gpu_roofs_is_one_line():
+    done = subprocess.run(
+        [sys.executable, "-m", "xfbench.roofline.roofs", "--device", "cuda:7"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 1 and done.stderr.startswith("roofs not measured: ")
+    assert len(done.stderr.strip().splitlines()) == 1

@@ -67,6 +67,38 @@ def anchors() -> tuple[Anchor, ...]:
     return tuple(out)
 
 
+@dataclass(frozen=True)
+class Datasheet:
+    device: str  # how NVML's name of the GPU ends
+    name: str
+    memory_gbps: float
+    peaks_tflops: dict  # dense, per precision
+    source: str
+
+
+@lru_cache(maxsize=1)
+def datasheets() -> tuple[Datasheet, ...]:
+    doc = tomllib.loads(DATA.read_text(encoding="utf-8"))
+    return tuple(
+        Datasheet(
+            device=d["device"],
+            name=d["name"],
+            memory_gbps=float(d["memory_gbps"]),
+            peaks_tflops={p: float(d[p]) for p in ("fp32", "tf32", "bf16", "fp16") if p in d},
+            source=d["source"],
+        )
+        for d in doc.get("datasheet", [])
+    )
+
+
+def datasheet_for(device_name: str) -> Datasheet | None:
+    """The datasheet of a GPU by NVML's name (its end), None for one not listed."""
+    for d in datasheets():
+        if device_name.strip().endswith(d.device):
+            return d
+    return None
+
+
 @dataclass
 class Match:
     anchor: Anchor

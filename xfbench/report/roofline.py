@@ -1,30 +1,38 @@
-"""The roofline in the report: each machine's measured roofs per CPU thread count (the
-run's machine record, roofline/roofs.py; the GEMM suite's best fp32 where it beat the
-probe), every CPU cell a point at its network's arithmetic intensity (roofline/profile.py)
-against its achieved FLOP/s, and what bounds it.
+"""The roofline in the report: each machine's measured roofs (the run's machine record,
+roofline/roofs.py): the CPU's per thread count, each GPU's, with the GEMM suite's best
+where it beat the probe and a GPU's datasheet roofs beside (anchors.toml); every cell a
+point at its network's arithmetic intensity (roofline/profile.py) against its achieved
+FLOP/s, under the peak of its own precision; and each cell's measured per-layer times
+(--profile-layers).
 
 A cell is "memory"-bound when its intensity lies left of the ridge (bandwidth x intensity
 below the peak), "compute"-bound right of it; it is "neither (overhead)" when it reaches
 less than OVERHEAD_SHARE of the roof that applies: what holds it back is then neither the
 memory nor the arithmetic but the framework, the batch or the threads (docs/measurement.md).
+A cell whose precision has no measured peak there (fp64) is not placed.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from xfbench.report.model import Machine, Report, _gemm_peaks, _tflops, display
+from xfbench.report.anchors import datasheet_for
+from xfbench.report.model import Machine, Report, _gemm_peaks, _tflops, display, dtype_name
 from xfbench.report.tables import Table, Text
 
 OVERHEAD_SHARE = 0.2
 CAPTION = (
-    "Each CPU cell at its network's arithmetic intensity (FLOPs over the bytes its layers "
+    "Each cell at its network's arithmetic intensity (FLOPs over the bytes its layers "
     "move at least: `xfbench profile`) against its achieved FLOP/s, under the roofs this "
-    "run measured at its thread count: memory bandwidth (STREAM's best kernel) x intensity, "
-    "and the fp32 GEMM peak (the probe's, or the GEMM suite's where higher). bound by: the "
-    f"roof that applies, or neither (overhead) below {OVERHEAD_SHARE:.0%} of it; share: "
-    "achieved over that roof (above 100 %: the framework's kernels beat the GEMM probe)."
+    "run measured where it ran (a CPU thread count, or a GPU): memory bandwidth (STREAM's "
+    "best kernel) x intensity, and the GEMM peak of the cell's precision (the probe's, or "
+    "the GEMM suite's where higher). bound by: the roof that applies, or neither (overhead) "
+    f"below {OVERHEAD_SHARE:.0%} of it; share: achieved over that roof (above 100 %: the "
+    "framework's kernels beat the GEMM probe)."
 )
+# The peak each cell precision computes at: mixed precision's products are the half type's.
+PEAK_OF = {"fp32": "fp32", "tf32": "tf32", "bf16": "bf16", "fp16": "fp16"}
+PEAK_TYPES = ("fp32", "tf32", "bf16", "fp16")
 
 
 def bound_by(
@@ -38,50 +46,76 @@ def bound_by(
     return ("neither (overhead)" if share < OVERHEAD_SHARE else bound), share, applies
 
 
-def roofs(m: Machine) -> dict[int, dict]:
-    """{threads: {"bandwidth_gbps", "peak_tflops", "peak_source"}} of a machine's runs."""
+def roofs(m: Machine) -> dict[str, dict]:
+    """{"t<N>" or "cuda:N": {"where", "device", "threads", "device_name", "bandwidth_gbps",
+    "peaks_tflops" {type: TFLOP/s}, "peak_sources" {type: "GEMM probe" | "GEMM suite"}}}
+    of a machine's runs. On the CPU tf32 is fp32 (no TF32 arithmetic there)."""
     gemm = _gemm_peaks(m)
-    out: dict[int, dict] = {}
+    out: dict[str, dict] = {}
     for run in m.runs:
         for key, r in (run.machine.get("roofs") or {}).items():
-            if not isinstance(r, dict) or "error" in r or not str(key).startswith("t"):
+            key = str(key)
+            gpu = key.startswith("cuda:")
+            if not isinstance(r, dict) or "error" in r or not (gpu or key.startswith("t")):
                 continue
-            threads = int(str(key)[1:])
-            peak, source = r.get("fp32_peak_tflops"), "GEMM probe"
-            suite = gemm.get(("cpu", "fp32", threads))
-            if isinstance(suite, (int, float)) and (not peak or suite > peak):
-                peak, source = suite, "GEMM suite"
-            if isinstance(r.get("memory_bandwidth_gbps"), (int, float)) and peak:
-                out[threads] = {
-                    "bandwidth_gbps": float(r["memory_bandwidth_gbps"]),
-                    "peak_tflops": float(peak),
-                    "peak_source": source,
-                }
+            bandwidth = r.get("memory_bandwidth_gbps")
+            if not isinstance(bandwidth, (int, float)) or bandwidth <= 0:
+                continue
+            threads = None if gpu else int(key[1:])
+            name = str(r.get("device_name") or key) if gpu else "cpu"
+            peaks, sources = {}, {}
+            for t in PEAK_TYPES:
+                probe = r.get(f"{'fp32' if t == 'tf32' and not gpu else t}_peak_tflops")
+                suite = gemm.get((name, t, None if gpu else threads))
+                if isinstance(suite, (int, float)) and (
+                    not isinstance(probe, (int, float)) or suite > probe
+                ):
+                    peaks[t], sources[t] = float(suite), "GEMM suite"
+                elif isinstance(probe, (int, float)) and probe > 0:
+                    peaks[t], sources[t] = float(probe), "GEMM probe"
+            if "fp32" not in peaks:
+                continue
+            out[key] = {
+                "where": name if gpu else f"{threads} thread(s)",
+                "device": key if gpu else "cpu",
+                "threads": threads,
+                "device_name": name,
+                "bandwidth_gbps": float(bandwidth),
+                "peaks_tflops": peaks,
+                "peak_sources": sources,
+            }
     return out
 
 
+def _roof_key(r) -> str:
+    return r.device if r.accelerator else f"t{r.threads}"
+
+
 def points(m: Machine) -> list[dict]:
-    """Every timed CPU cell of a machine placed on its roofline (where the run measured
-    the roofs at its thread count and the spec is known)."""
+    """Every timed cell of a machine placed on its roofline (where the run measured the
+    roofs where it ran, a peak of its precision, and the spec is known)."""
     from xfbench.models import get_spec
     from xfbench.roofline.profile import VALUE_BYTES, intensity
 
     measured = roofs(m)
     out = []
     for r in m.results.values():
-        roof = measured.get(r.threads)
-        achieved = _tflops(r) if r.ok and not r.accelerator else None
-        if roof is None or achieved is None or r.precision not in VALUE_BYTES:
+        roof = measured.get(_roof_key(r))
+        peak_type = PEAK_OF.get(dtype_name(r.precision))
+        peak = roof["peaks_tflops"].get(peak_type) if roof and peak_type else None
+        achieved = _tflops(r) if r.ok else None
+        if peak is None or achieved is None or r.precision not in VALUE_BYTES:
             continue
         try:
             spec = get_spec(r.network, r.scale, r.tokens)
         except (KeyError, ValueError):
             continue
         ai = intensity(spec, r.task, r.batch_size, r.precision)
-        bound, share, applies = bound_by(ai, achieved, roof["bandwidth_gbps"], roof["peak_tflops"])
+        bound, share, applies = bound_by(ai, achieved, roof["bandwidth_gbps"], peak)
         out.append(
             {
                 "result": r,
+                "roof": _roof_key(r),
                 "threads": r.threads,
                 "intensity": ai,
                 "achieved_tflops": achieved,
@@ -164,6 +198,10 @@ def tables(report: Report) -> list[Table]:
     return _roof_tables(report) + layer_tables(report)
 
 
+def _g(tflops: float | None, unit: float) -> str:
+    return "" if tflops is None else f"{tflops * unit:.3g}"
+
+
 def _roof_tables(report: Report) -> list[Table]:
     out = []
     several = len(report.machines) > 1
@@ -171,37 +209,84 @@ def _roof_tables(report: Report) -> list[Table]:
         measured = roofs(m)
         if not measured:
             continue
-        rows = [
-            [
-                Text(f"{t}"),
-                Text(f"{r['bandwidth_gbps']:.3g}"),
-                Text(f"{r['peak_tflops'] * 1e3:.3g}"),
-                Text(r["peak_source"]),
-                Text(f"{r['peak_tflops'] * 1e3 / r['bandwidth_gbps']:.3g}"),
-            ]
-            for t, r in sorted(measured.items())
-        ]
         where = f" ({m.label})" if several else ""
-        out.append(
-            Table(
-                title=f"Roofs measured{where}",
-                headers=[
-                    "threads",
-                    "memory GB/s",
-                    "fp32 peak GFLOP/s",
-                    "peak from",
-                    "ridge FLOP/B",
-                ],
-                rows=rows,
-                anchor=f"roofs-{m.tag or 'A'}",
+        cpu = [(k, r) for k, r in measured.items() if r["device"] == "cpu"]
+        gpu = [(k, r) for k, r in measured.items() if r["device"] != "cpu"]
+        if cpu:
+            cpu.sort(key=lambda kr: kr[1]["threads"])
+            out.append(
+                Table(
+                    title=f"Roofs measured{where}",
+                    headers=[
+                        "threads",
+                        "memory GB/s",
+                        "fp32 peak GFLOP/s",
+                        "bf16 peak GFLOP/s",
+                        "fp16 peak GFLOP/s",
+                        "peak from",
+                        "ridge FLOP/B (fp32)",
+                    ],
+                    rows=[
+                        [
+                            Text(str(r["threads"])),
+                            Text(f"{r['bandwidth_gbps']:.3g}"),
+                            *(
+                                Text(_g(r["peaks_tflops"].get(t), 1e3))
+                                for t in ("fp32", "bf16", "fp16")
+                            ),
+                            Text(r["peak_sources"]["fp32"]),
+                            Text(f"{r['peaks_tflops']['fp32'] * 1e3 / r['bandwidth_gbps']:.3g}"),
+                        ]
+                        for _, r in cpu
+                    ],
+                    caption="bf16 and fp16: PyTorch's matmul, fp16 only where the CPU has "
+                    "fp16 arithmetic (docs/measurement.md).",
+                    anchor=f"roofs-{m.tag or 'A'}",
+                )
             )
-        )
+        if gpu:
+            rows = []
+            for key, r in sorted(gpu):
+                sheet = datasheet_for(r["device_name"])
+                rows.append(
+                    [
+                        Text(f"{key}: {r['device_name']}"),
+                        Text("measured"),
+                        Text(f"{r['bandwidth_gbps']:.4g}"),
+                        *(Text(_g(r["peaks_tflops"].get(t), 1)) for t in PEAK_TYPES),
+                    ]
+                )
+                if sheet:
+                    rows.append(
+                        [
+                            Text(f"{key}: {sheet.name}"),
+                            Text(f"datasheet ({sheet.source})"),
+                            Text(f"{sheet.memory_gbps:.4g}"),
+                            *(Text(_g(sheet.peaks_tflops.get(t), 1)) for t in PEAK_TYPES),
+                        ]
+                    )
+            out.append(
+                Table(
+                    title=f"GPU roofs{where}",
+                    headers=[
+                        "GPU",
+                        "from",
+                        "memory GB/s",
+                        *(f"{t} peak TFLOP/s" for t in PEAK_TYPES),
+                    ],
+                    rows=rows,
+                    caption="measured: device-to-device STREAM and torch.matmul 8192 per "
+                    "type; datasheet: dense peaks, without sparsity.",
+                    anchor=f"gpu-roofs-{m.tag or 'A'}",
+                    text_cols=2,
+                )
+            )
         placed = sorted(
             points(m),
             key=lambda p: (
                 p["result"].network,
                 p["result"].task,
-                p["threads"],
+                p["roof"],
                 p["result"].framework,
             ),
         )
@@ -215,7 +300,7 @@ def _roof_tables(report: Report) -> list[Table]:
                         "framework",
                         "mode",
                         "precision",
-                        "threads",
+                        "where",
                         "FLOP/B",
                         "GFLOP/s",
                         "roof GFLOP/s",
@@ -229,25 +314,32 @@ def _roof_tables(report: Report) -> list[Table]:
                             Text(display(p["result"].framework)),
                             Text(p["result"].mode),
                             Text(p["result"].precision),
-                            Text(str(p["threads"])),
+                            Text(measured[p["roof"]]["where"]),
                             Text(f"{p['intensity']:.3g}"),
                             Text(f"{p['achieved_tflops'] * 1e3:.3g}"),
                             Text(f"{p['roof_tflops'] * 1e3:.3g}"),
-                            Text(f"{p['share']:.0%}" if p["share"] is not None else ""),
+                            Text(f"{p['share']:.0%}"),
                             Text(p["bound"]),
                         ]
                         for p in placed
                     ],
                     caption=CAPTION,
                     anchor=f"bound-{m.tag or 'A'}",
-                    text_cols=5,
+                    text_cols=6,
                 )
             )
     return out
 
 
+def _roof_line(ax, xs, bandwidth_gbps, peak_tflops, **style):
+    import numpy as np
+
+    ax.plot(xs, np.minimum(bandwidth_gbps * xs, peak_tflops * 1e3), **style)
+
+
 def plots(report: Report, folder: Path) -> dict[str, list[tuple[str, Path]]]:
-    """Per machine: the roofs of each thread count and every CPU cell, log-log."""
+    """Per machine: one plot of the CPU (the roofs of each thread count) and one per GPU
+    (its measured roofs solid, its datasheet's dotted), every cell placed there, log-log."""
     import numpy as np
 
     from xfbench.report.plots import COLORS, MARKERS, SIZE, _legend, _save, plt
@@ -255,43 +347,92 @@ def plots(report: Report, folder: Path) -> dict[str, list[tuple[str, Path]]]:
     out = []
     for mi, m in enumerate(report.machines):
         measured, placed = roofs(m), points(m)
-        if not measured or not placed:
-            continue
-        fig, ax = plt.subplots(figsize=SIZE)
-        lo = min(p["intensity"] for p in placed) / 4
-        hi = max(p["intensity"] for p in placed) * 4
-        xs = np.geomspace(lo, hi, 200)
-        threads = sorted(measured)
-        for i, t in enumerate(threads):
-            r = measured[t]
-            ys = np.minimum(r["bandwidth_gbps"] * xs, r["peak_tflops"] * 1e3)
-            ax.plot(xs, ys, color=COLORS[i % len(COLORS)], label=f"roof, {t} thread(s)")
-        frameworks = sorted({p["result"].framework for p in placed})
-        for p in placed:
-            i = threads.index(p["threads"])
-            f = frameworks.index(p["result"].framework)
-            ax.scatter(
-                p["intensity"],
-                p["achieved_tflops"] * 1e3,
-                color=COLORS[i % len(COLORS)],
-                marker=MARKERS[f % len(MARKERS)],
-                s=22,
+        cpu_keys = sorted(
+            (k for k, r in measured.items() if r["device"] == "cpu"),
+            key=lambda k: measured[k]["threads"],
+        )
+        gpu_keys = sorted(k for k, r in measured.items() if r["device"] != "cpu")
+        for group in ([cpu_keys] if cpu_keys else []) + [[k] for k in gpu_keys]:
+            here = [p for p in placed if p["roof"] in group]
+            if not here:
+                continue
+            fig, ax = plt.subplots(figsize=SIZE)
+            used = {PEAK_OF[dtype_name(p["result"].precision)] for p in here}
+            types = [t for t in PEAK_TYPES if t in used]  # fp32 first: the solid line
+            ridges = [
+                measured[k]["peaks_tflops"][t] * 1e3 / measured[k]["bandwidth_gbps"]
+                for k in group
+                for t in types
+                if t in measured[k]["peaks_tflops"]
+            ]
+            xs = np.geomspace(
+                min(p["intensity"] for p in here) / 4,
+                max(max(p["intensity"] for p in here), *ridges) * 4,
+                200,
             )
-            ax.annotate(
-                p["result"].network,
-                (p["intensity"], p["achieved_tflops"] * 1e3),
-                fontsize=6,
-                xytext=(3, 2),
-                textcoords="offset points",
-            )
-        for f, name in enumerate(frameworks):  # the markers' legend
-            ax.scatter([], [], color="grey", marker=MARKERS[f % len(MARKERS)], label=display(name))
-        ax.set_xscale("log")
-        ax.set_yscale("log")
-        ax.set_xlabel("arithmetic intensity, FLOP/byte (lower bound on traffic)")
-        ax.set_ylabel("GFLOP/s")
-        ax.set_title(f"Roofline: {m.short}")
-        _legend(ax, len(threads) + len(frameworks))
-        path = _save(fig, folder / f"roofline-{mi}.png")
-        out.append((f"Roofline of {m.short}: each CPU cell under its thread count's roofs", path))
+
+            def color(i: int, t: str, types=types) -> str:  # one per (roof, type)
+                return COLORS[(i * len(types) + types.index(t)) % len(COLORS)]
+
+            lines = 0
+            for i, key in enumerate(group):
+                r = measured[key]
+                label = r["where"] if r["device"] == "cpu" else "measured"
+                for j, t in enumerate(types):
+                    if t in r["peaks_tflops"]:
+                        _roof_line(
+                            ax,
+                            xs,
+                            r["bandwidth_gbps"],
+                            r["peaks_tflops"][t],
+                            color=color(i, t),
+                            linestyle="-" if j == 0 else "-.",
+                            label=f"roof, {label}, {t}",
+                        )
+                        lines += 1
+                sheet = datasheet_for(r["device_name"]) if r["device"] != "cpu" else None
+                for t in types:
+                    if sheet and t in sheet.peaks_tflops:
+                        _roof_line(
+                            ax,
+                            xs,
+                            sheet.memory_gbps,
+                            sheet.peaks_tflops[t],
+                            color=color(i, t),
+                            linestyle=":",
+                            label=f"datasheet, {sheet.name}, {t}",
+                        )
+                        lines += 1
+            frameworks = sorted({p["result"].framework for p in here})
+            for p in here:
+                i = group.index(p["roof"])
+                f = frameworks.index(p["result"].framework)
+                ax.scatter(
+                    p["intensity"],
+                    p["achieved_tflops"] * 1e3,
+                    color=color(i, PEAK_OF[dtype_name(p["result"].precision)]),
+                    marker=MARKERS[f % len(MARKERS)],
+                    s=22,
+                )
+                ax.annotate(
+                    p["result"].network,
+                    (p["intensity"], p["achieved_tflops"] * 1e3),
+                    fontsize=6,
+                    xytext=(3, 2),
+                    textcoords="offset points",
+                )
+            for f, name in enumerate(frameworks):  # the markers' legend
+                ax.scatter(
+                    [], [], color="grey", marker=MARKERS[f % len(MARKERS)], label=display(name)
+                )
+            ax.set_xscale("log")
+            ax.set_yscale("log")
+            ax.set_xlabel("arithmetic intensity, FLOP/byte (lower bound on traffic)")
+            ax.set_ylabel("GFLOP/s")
+            what = "CPU" if measured[group[0]]["device"] == "cpu" else measured[group[0]]["where"]
+            ax.set_title(f"Roofline: {m.short}, {what}")
+            _legend(ax, lines + len(frameworks))
+            slug = "cpu" if what == "CPU" else group[0].replace(":", "")
+            path = _save(fig, folder / f"roofline-{mi}-{slug}.png")
+            out.append((f"Roofline of {m.short}, {what}: each cell under its roofs", path))
     return {"roofline": out}

@@ -1,10 +1,10 @@
-"""The machine's roofs on the CPU, measured: memory bandwidth (STREAM's four kernels) and
-peak fp32 FLOP/s (a GEMM probe), at one thread count.
+"""The machine's roofs, measured: memory bandwidth (STREAM's four kernels) and peak
+FLOP/s (a GEMM probe per type), on the CPU at one thread count, or on one GPU.
 
-`python -m xfbench.roofline.roofs --threads N` prints one JSON object; `xfbench run` runs
-it in a child for each CPU thread count of its sweep, before the cells, and writes the
-results into the run's machine record (`roofs`), which every cell of the run and the
-report's roofline share.
+`python -m xfbench.roofline.roofs --threads N` (or `--device cuda:N`) prints one JSON
+object; `xfbench run` runs it in a child for each CPU thread count of its sweep and each
+GPU it uses, before the cells, and writes the results into the run's machine record
+(`roofs`), which every cell of the run and the report's roofline share.
 
 Bandwidth follows STREAM's rules: three float64 arrays, each at least four times the
 last-level cache (and at least 64 MiB), each kernel timed ARRAY_REPEATS times and the best
@@ -17,8 +17,15 @@ roof is the best of the four.
 
 The peak is an fp32 GEMM (NumPy's BLAS, limited to N threads with threadpoolctl) of
 PEAK_N x PEAK_N, the best of PEAK_REPEATS: the FLOP/s a dense product reaches here, not a
-datasheet's. Half types are the GEMM suite's (`xfbench/suites/test_gemm.py`), whose best
-the report takes where the same run has it.
+datasheet's. The half types' peaks are PyTorch's matmul at N threads where PyTorch is
+installed: bf16 always, fp16 only on a CPU with fp16 arithmetic (AVX-512 FP16 or AMX-FP16;
+elsewhere PyTorch computes it in a scalar loop, hundreds of times slower, which is no roof
+of the machine's). Where the same run has the GEMM suite's best, the report takes it.
+
+On a GPU (PyTorch): the same four kernels as PyTorch's element-wise operations on three
+float64 arrays of DEVICE_ARRAY_BYTES (far beyond any GPU's L2), timed by CUDA events (the
+triad is one fused kernel there: three arrays), and the peaks of fp32 (TF32 off), tf32,
+bf16 and fp16 from torch.matmul at DEVICE_PEAK_N, the best of PEAK_REPEATS after a warm-up.
 """
 
 from __future__ import annotations
@@ -37,12 +44,22 @@ ARRAY_REPEATS = 5
 MIN_ARRAY_BYTES = 64 << 20
 PEAK_N = 2048
 PEAK_REPEATS = 4
+DEVICE_ARRAY_BYTES = 1 << 30
+DEVICE_PEAK_N = 8192
 METHOD = (
     "STREAM's four kernels on float64 arrays of 4 x the last-level cache (at least 64 MiB), "
     f"best of {ARRAY_REPEATS}, in N pinned threads of NumPy (triad in two passes, counted "
     f"with the five arrays they move); peak: NumPy's fp32 GEMM {PEAK_N}^3 at N BLAS threads, "
+    f"best of {PEAK_REPEATS}; half types: torch.matmul {PEAK_N}^3 at N threads"
+)
+DEVICE_METHOD = (
+    "STREAM's four kernels as PyTorch element-wise operations on float64 arrays of "
+    f"{DEVICE_ARRAY_BYTES >> 20} MiB (or 1/8 of free memory), best of {ARRAY_REPEATS} by CUDA "
+    f"events (triad fused: three arrays); peaks: torch.matmul {DEVICE_PEAK_N}^3 per type, "
     f"best of {PEAK_REPEATS}"
 )
+# The half types' ISA: without one of these flags the CPU has no such arithmetic.
+CPU_HALF_ISA = {"bf16": None, "fp16": ("avx512_fp16", "amx_fp16")}
 
 
 def last_level_cache_bytes() -> int:
@@ -111,6 +128,95 @@ def gemm_peak(threads: int) -> float:
     return 2 * PEAK_N**3 / best / 1e12
 
 
+def _best_seconds(fn, device) -> float:
+    """fn's best time of PEAK_REPEATS after one warm-up: CUDA events on a GPU (no host
+    wait between calls), the wall clock on the CPU."""
+    import torch
+
+    fn()
+    if device.type != "cuda":
+        best = float("inf")
+        for _ in range(PEAK_REPEATS):
+            t0 = time.perf_counter()
+            fn()
+            best = min(best, time.perf_counter() - t0)
+        return best
+    torch.cuda.synchronize(device)
+    best = float("inf")
+    for _ in range(PEAK_REPEATS):
+        start = torch.cuda.Event(enable_timing=True)
+        end = torch.cuda.Event(enable_timing=True)
+        start.record()
+        fn()
+        end.record()
+        end.synchronize()
+        best = min(best, start.elapsed_time(end) / 1e3)
+    return best
+
+
+def torch_peaks(device: str, n: int, precisions) -> dict[str, float]:
+    """TFLOP/s of torch.matmul n^3 for each precision on a device."""
+    import torch
+
+    dev = torch.device(device)
+    dtypes = {"fp32": torch.float32, "tf32": torch.float32, "bf16": torch.bfloat16}
+    dtypes["fp16"] = torch.float16
+    out = {}
+    try:
+        for p in precisions:
+            torch.backends.cuda.matmul.fp32_precision = "tf32" if p == "tf32" else "ieee"
+            gen = torch.Generator(dev).manual_seed(0)
+            x = torch.randn(n, n, device=dev, dtype=dtypes[p], generator=gen)
+            y = torch.randn(n, n, device=dev, dtype=dtypes[p], generator=gen)
+            out[p] = 2 * n**3 / _best_seconds(lambda x=x, y=y: torch.matmul(x, y), dev) / 1e12
+            del x, y
+    finally:
+        torch.backends.cuda.matmul.fp32_precision = "ieee"
+    return out
+
+
+def torch_stream(device: str, array_bytes: int) -> dict[str, float]:
+    """GB/s of STREAM's four kernels as PyTorch operations on a device."""
+    import torch
+
+    dev = torch.device(device)
+    n = array_bytes // 8
+    a = torch.ones(n, dtype=torch.float64, device=dev)
+    b, c = torch.full_like(a, 2.0), torch.zeros_like(a)
+    s = 3.0
+    kernels = {
+        "copy": (lambda: c.copy_(a), 2),
+        "scale": (lambda: torch.mul(c, s, out=b), 2),
+        "add": (lambda: torch.add(a, b, out=c), 3),
+        "triad": (lambda: torch.add(b, c, alpha=s, out=a), 3),
+    }
+    return {
+        name: arrays * n * 8 / _best_seconds(kernel, dev) / 1e9
+        for name, (kernel, arrays) in kernels.items()
+    }
+
+
+def cpu_half_peaks(threads: int) -> dict:
+    """The half types' peaks on the CPU (`<type>_peak_tflops`), or why not
+    (`half_peaks_note`)."""
+    try:
+        import torch
+    except ImportError:
+        return {"half_peaks_note": "not measured: PyTorch is not installed"}
+    from xfbench.machine import cpu
+
+    isa = set(cpu()["isa"])
+    has = [p for p, flags in CPU_HALF_ISA.items() if flags is None or isa & set(flags)]
+    torch.set_num_threads(threads)
+    out = {f"{p}_peak_tflops": v for p, v in torch_peaks("cpu", PEAK_N, has).items()}
+    lacking = [p for p in CPU_HALF_ISA if p not in has]
+    if lacking:
+        out["half_peaks_note"] = (
+            f"{', '.join(lacking)} not measured: no such arithmetic in this CPU's ISA"
+        )
+    return out
+
+
 def measure(threads: int) -> dict:
     """The roofs at this thread count, pinned to the first `threads` CPUs allowed."""
     allowed = sorted(os.sched_getaffinity(0))
@@ -120,6 +226,7 @@ def measure(threads: int) -> dict:
     try:
         bandwidth = stream(threads)
         peak = gemm_peak(threads)
+        halves = cpu_half_peaks(threads)
     finally:  # the caller's CPUs back (the runner measures in a child of its own)
         os.sched_setaffinity(0, allowed)
     return {
@@ -128,16 +235,47 @@ def measure(threads: int) -> dict:
         "stream_bandwidth_gbps": bandwidth["kernels_gbps"],
         "stream_array_bytes": bandwidth["array_bytes"],
         "fp32_peak_tflops": peak,
+        **halves,
         "method": METHOD,
+    }
+
+
+def measure_device(device: str) -> dict:
+    """One GPU's roofs (PyTorch): device-to-device bandwidth and each type's peak."""
+    try:
+        import torch
+    except ImportError:
+        raise ValueError(
+            "the GPU's roofs are measured with PyTorch, which is not installed"
+        ) from None
+    if not device.startswith("cuda:") or not torch.cuda.is_available():
+        raise ValueError(f"{device}: not a CUDA device PyTorch can use here")
+    dev = torch.device(device)
+    free, _ = torch.cuda.mem_get_info(dev)
+    array = min(DEVICE_ARRAY_BYTES, free // 8)
+    kernels = torch_stream(device, array)
+    torch.cuda.empty_cache()
+    peaks = torch_peaks(device, DEVICE_PEAK_N, ("fp32", "tf32", "bf16", "fp16"))
+    return {
+        "device": device,
+        "device_name": torch.cuda.get_device_name(dev),
+        "memory_bandwidth_gbps": max(kernels.values()),
+        "stream_bandwidth_gbps": kernels,
+        "stream_array_bytes": array,
+        **{f"{p}_peak_tflops": v for p, v in peaks.items()},
+        "method": DEVICE_METHOD,
     }
 
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m xfbench.roofline.roofs")
-    p.add_argument("--threads", type=int, required=True)
+    where = p.add_mutually_exclusive_group(required=True)
+    where.add_argument("--threads", type=int, help="the CPU's roofs at this many threads")
+    where.add_argument("--device", help="one GPU's roofs (cuda:N)")
     args = p.parse_args(argv)
     try:
-        print(json.dumps(measure(args.threads)))
+        measured = measure_device(args.device) if args.device else measure(args.threads)
+        print(json.dumps(measured))
     except (ValueError, OSError, MemoryError) as e:
         print(f"roofs not measured: {e}", file=sys.stderr)
         return 1

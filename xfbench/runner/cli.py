@@ -181,39 +181,47 @@ def sweep(args, plan: Plan, folder: RunFolder) -> int:
 
 
 def measure_roofs(plan: Plan, folder: RunFolder, quiet: bool) -> dict:
-    """The CPU's memory bandwidth and fp32 peak at each CPU thread count of the sweep
-    (roofline/roofs.py), each in a child pinned to that many CPUs, before any cell runs;
-    kept in the folder (roofs.json) so that a resumed sweep reuses them. {"t<N>": {...}},
-    or {"t<N>": {"error": why}} for a count that could not be measured."""
+    """The machine's memory bandwidth and peaks (roofline/roofs.py) before any cell runs:
+    the CPU's at each CPU thread count of the sweep, each in a child pinned to that many
+    CPUs, and each GPU's of the sweep in a child of its own; kept in the folder
+    (roofs.json) so that a resumed sweep reuses them. {"t<N>": {...}, "cuda:N": {...}},
+    or {key: {"error": why}} for what could not be measured."""
     import json
     import subprocess
 
     from xfbench.runner.store import write_json
 
     counts = plan.selection.get("threads")
-    if not isinstance(counts, list) or "cpu" not in (plan.selection.get("devices") or []):
+    devices = plan.selection.get("devices") or []
+    wanted = {}
+    if isinstance(counts, list) and "cpu" in devices:
+        wanted.update({f"t{n}": ["--threads", str(n)] for n in counts})
+    used = {c.device for c in plan.cells}
+    wanted.update({d: ["--device", d] for d in devices if d.startswith("cuda:") and d in used})
+    if not wanted:
         return {}
     path = folder.root / "roofs.json"
     roofs = read_json(path) or {}
-    for n in counts:
-        if f"t{n}" in roofs and "error" not in roofs[f"t{n}"]:
+    for name, where in wanted.items():
+        if name in roofs and "error" not in roofs[name]:
             continue
         if not quiet:
-            print(f"measuring the CPU's roofs at {n} thread(s)", file=sys.stderr)
+            what = f"{where[1]} thread(s)" if where[0] == "--threads" else where[1]
+            print(f"measuring the roofs of {what}", file=sys.stderr)
         try:
             proc = subprocess.run(
-                [sys.executable, "-m", "xfbench.roofline.roofs", "--threads", str(n)],
+                [sys.executable, "-m", "xfbench.roofline.roofs", *where],
                 capture_output=True,
                 text=True,
                 timeout=300,
             )
-            roofs[f"t{n}"] = (
+            roofs[name] = (
                 json.loads(proc.stdout)
                 if proc.returncode == 0
                 else {"error": (proc.stderr.strip().splitlines() or ["failed"])[-1]}
             )
         except (subprocess.TimeoutExpired, json.JSONDecodeError) as e:
-            roofs[f"t{n}"] = {"error": f"{type(e).__name__}: {e}"}
+            roofs[name] = {"error": f"{type(e).__name__}: {e}"}
     write_json(path, roofs)
     return roofs
 
