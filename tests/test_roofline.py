@@ -202,3 +202,26 @@ def test_no_gpu_roofs_is_one_line():
     )
     assert done.returncode == 1 and done.stderr.startswith("roofs not measured: ")
     assert len(done.stderr.strip().splitlines()) == 1
+
+
+def test_the_acceptance_summary_gives_the_gpus_roofs_beside_its_datasheet(tmp_path):
+    from test_report import H100, entry, runner_folder
+
+    from xfbench.acceptance.summary import _roofs
+    from xfbench.report.load import load
+
+    cell = entry("resnet50", [0.1] * 3, device="cuda:0", device_name=H100, precision="bf16")
+    folder = runner_folder(tmp_path, "box", [cell], gpus=(H100,))
+    doc = json.loads((folder / "merged.json").read_text())
+    doc["machine_info"]["xfbench"]["roofs"] = {
+        "cuda:0": {
+            "device_name": H100,
+            "memory_bandwidth_gbps": 3015.0,
+            "fp32_peak_tflops": 51.0,
+            "bf16_peak_tflops": 791.2,
+        }
+    }
+    (folder / "merged.json").write_text(json.dumps(doc))
+    text = _roofs(load(folder))
+    assert "## GPU roofs" in text and "H100 SXM 80GB" in text and "791.2" in text
+    assert "0.90" in text and "0.80" in text  # 3015 / 3350 and 791.2 / 989

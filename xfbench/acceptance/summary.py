@@ -7,6 +7,8 @@ run must reach beside the published ones, from what the steps wrote.
   anchors match to it (report/anchors.py);
 - the sweeps, read as `xfbench report` reads them: cells measured, failed and skipped,
   the failures' one-line reasons;
+- the GPU's roofs the sweeps measured (device-to-device bandwidth, each type's matmul
+  peak) beside its datasheet's;
 - the equivalence checks on the device: each check's error, verified or (TF32) recorded;
 - the GPU tests: passed, failed, skipped (their JUnit XML).
 """
@@ -36,7 +38,7 @@ def summary(outcomes: list[Outcome], out: Path) -> str:
     elif sweeps is None:
         sweeps_sections = []
     else:
-        sweeps_sections = [_resnet50(sweeps), _sweeps(sweeps)]
+        sweeps_sections = [_resnet50(sweeps), _sweeps(sweeps), _roofs(sweeps)]
     for section in (_gemm(out), *sweeps_sections, _equivalence(out), _gpu_tests(out)):
         if section:
             parts.append(section)
@@ -139,6 +141,38 @@ def _sweeps(run: Run) -> str:
         )
         lines.append(f"- {r.status}: {what}: {r.reason}")
     return "\n".join(lines)
+
+
+def _roofs(run: Run) -> str:
+    """Each GPU's measured roofs (the runner measures them before its cells) and, where
+    anchors.toml has its datasheet, the datasheet's and measured over datasheet."""
+    from xfbench.report.anchors import datasheet_for
+    from xfbench.report.roofline import PEAK_TYPES, roofs
+
+    def g(values) -> list[str]:
+        return [f"{v:.4g}" if v else "" for v in values]
+
+    rows = []
+    for m in build([run]).machines:
+        for key, r in sorted(roofs(m).items()):
+            if r["device"] == "cpu":
+                continue
+            measured = [r["bandwidth_gbps"], *(r["peaks_tflops"].get(t) for t in PEAK_TYPES)]
+            rows.append([f"{key}: {r['device_name']}", "measured", *g(measured)])
+            sheet = datasheet_for(r["device_name"])
+            if sheet:
+                listed = [sheet.memory_gbps, *(sheet.peaks_tflops.get(t) for t in PEAK_TYPES)]
+                rows.append([sheet.name, f"datasheet ({sheet.source})", *g(listed)])
+                rows.append(
+                    ["", "measured / datasheet"]
+                    + [f"{a / b:.2f}" if a and b else "" for a, b in zip(measured, listed)]
+                )
+    if not rows:
+        return ""
+    headers = ["GPU", "from", "memory GB/s", *(f"{t} TFLOP/s" for t in PEAK_TYPES)]
+    return "## GPU roofs\n\n" + tabulate(
+        rows, headers=headers, tablefmt="github", disable_numparse=True
+    )
 
 
 def _equivalence(out: Path) -> str:
