@@ -129,7 +129,7 @@ def measure(cell, warmup: int = 2, timed: int = 5) -> tuple[Spec, list[dict], fl
     return spec, times, statistics.median(plain)
 
 
-def report(spec: Spec, cell, times: list[dict], plain_s: float | None, fmt: str) -> str:
+def report(spec: Spec, cell, times: list[dict], *, plain_s: float | None, fmt: str) -> str:
     from tabulate import tabulate
 
     body = text_rows(table_rows(spec, cell, times))

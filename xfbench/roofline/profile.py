@@ -288,5 +288,5 @@ def _measured(args, spec: Spec, batch: int) -> int:
         _, times, plain = layers.measure(cell)
     except CannotRun as e:
         return fail(f"cannot measure {cell.id}: {e}", 1)
-    print(layers.report(spec, cell, times, plain, args.format))
+    print(layers.report(spec, cell, times, plain_s=plain, fmt=args.format))
     return 0

@@ -196,7 +196,7 @@ def measure_roofs(plan: Plan, folder: RunFolder, quiet: bool) -> dict:
     wanted = {}
     if isinstance(counts, list) and "cpu" in devices:
         wanted.update({f"t{n}": ["--threads", str(n)] for n in counts})
-    used = {c.device for c in plan.cells}
+    used = {getattr(c, "device", None) for c in plan.cells}  # other suites: SuiteCell
     wanted.update({d: ["--device", d] for d in devices if d.startswith("cuda:") and d in used})
     if not wanted:
         return {}
