@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from test_roofline import xfbench
 
 from xfbench.adapters import Cell, get_adapter
 from xfbench.models import get_spec
@@ -92,16 +93,6 @@ def test_table_rows_put_flops_over_time():
 def test_what_is_not_profiled_says_why(framework, mode, says):
     reason = get_adapter(framework).layer_times_reason(_cell("alexnet", "infer", mode, framework))
     assert reason and says in reason
-
-
-def xfbench(args: list[str]) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "xfbench.harness.cli", *args],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
 
 
 def test_xfbench_profile_measure_prints_the_measured_table():
