@@ -29,6 +29,15 @@ def run(args: list[str], env=None) -> tuple[int, str]:
     return proc.returncode, proc.stdout + proc.stderr
 
 
+def serving_suite(*args: str, model: str = "resnet56", env=None) -> tuple[int, str]:
+    """pytest of the serving suite: one network at smoke size, SingleStream, quiet."""
+    return run(
+        ["-m", "pytest", "xfbench/suites/test_serving.py", "--model", model, "--preset"]
+        + ["smoke", "--scenario", "SingleStream", "-q", "-p", "no:cacheprovider", *args],
+        env=env,
+    )
+
+
 # -- cells, scenarios and the batching policy ------------------------------------------
 def test_each_inference_cell_runs_under_each_scenario():
     sel = parse(framework="onnxruntime", model="resnet56", preset="smoke", threads="1")
@@ -107,24 +116,11 @@ def test_detail_log_is_read_into_the_record_fields(tmp_path):
 def test_without_loadgen_serving_cells_skip_naming_the_package(tmp_path):
     """An environment without mlperf_loadgen: each cell skips with one line naming it."""
     (tmp_path / "mlperf_loadgen.py").write_text("raise ImportError('not here')\n")
-    code, out = run(
-        [
-            "-m",
-            "pytest",
-            "xfbench/suites/test_serving.py",
-            "--framework",
-            "null",
-            "--model",
-            "fcn5",
-            "--preset",
-            "smoke",
-            "--scenario",
-            "SingleStream",
-            "-q",
-            "-rs",
-            "-p",
-            "no:cacheprovider",
-        ],
+    code, out = serving_suite(
+        "--framework",
+        "null",
+        "-rs",
+        model="fcn5",
         env={**os.environ, "PYTHONPATH": str(tmp_path)},
     )
     assert code == 5, out  # nothing measured is not a success
@@ -246,30 +242,16 @@ def test_serving_sweep_writes_loadgen_logs_that_the_records_match(tmp_path):
 @pytest.mark.parametrize("framework, mode", [("onnxruntime", "cpu"), ("torch", "compile")])
 def test_int8_cells_record_their_distance_from_fp32(tmp_path, framework, mode):
     out = tmp_path / "out.json"
-    code, text = run(
-        [
-            "-m",
-            "pytest",
-            "xfbench/suites/test_serving.py",
-            "--framework",
-            framework,
-            "--mode",
-            mode,
-            "--precision",
-            "int8",
-            "--model",
-            "resnet56",
-            "--preset",
-            "smoke",
-            "--scenario",
-            "SingleStream",
-            "--threads",
-            "1",
-            "-q",
-            "-p",
-            "no:cacheprovider",
-            f"--benchmark-json={out}",
-        ],
+    code, text = serving_suite(
+        "--framework",
+        framework,
+        "--mode",
+        mode,
+        "--precision",
+        "int8",
+        "--threads",
+        "1",
+        f"--benchmark-json={out}",
     )
     assert code == 0, text
     r = json.loads(out.read_text())["benchmarks"][0]["extra_info"]
@@ -313,27 +295,8 @@ def test_machine_score_counts_offline_throughput():
 def test_serving_cells_of_several_frameworks_in_one_pytest(tmp_path):
     """A plain pytest of two frameworks runs each in its own child and ends with LoadGen's
     table (a serving record has no seconds per mini-batch for Table 7's)."""
-    code, out = run(
-        [
-            "-m",
-            "pytest",
-            "xfbench/suites/test_serving.py",
-            "--framework",
-            "onnxruntime,torch",
-            "--mode",
-            "cpu,eager",
-            "--model",
-            "resnet56",
-            "--preset",
-            "smoke",
-            "--scenario",
-            "SingleStream",
-            "--threads",
-            "1",
-            "-q",
-            "-p",
-            "no:cacheprovider",
-        ]
+    code, out = serving_suite(
+        "--framework", "onnxruntime,torch", "--mode", "cpu,eager", "--threads", "1"
     )
     assert code == 0, out
     assert "Traceback" not in out and "xfbench serving: LoadGen's scenarios, each framework" in out

@@ -228,6 +228,42 @@ def pytest_generate_tests(metafunc):
             metafunc.parametrize(suite.param, selected, ids=[c.id for c in selected])
 
 
+def threads_configured(config, cell, *more_reasons: str | None) -> dict:
+    """The cell's framework with its threads set (once per process, before its first
+    operation): what it reports it uses. Skips with the reason where the framework is
+    not installed, or with the first of more_reasons given."""
+    from xfbench.adapters import get_adapter
+
+    adapter = get_adapter(cell.framework)
+    reason = adapter.import_error() or next((r for r in more_reasons if r), None)
+    if reason:
+        pytest.skip(reason)
+    configured = config.stash[CONFIGURED]
+    if cell.framework not in configured:
+        configured[cell.framework] = adapter.configure_threads(cell.threads)
+    return configured[cell.framework]
+
+
+def measured(records: list, cell, measure_cell, one_line: tuple = (memory.TooLarge,)) -> dict:
+    """measure_cell()'s record, kept in records. A cell that cannot run here skips with
+    the reason; any other failure is kept as a failure row and fails the test, in one
+    line where it is one of one_line (the user's to fix, not a defect)."""
+    try:
+        record = measure_cell()
+    except CannotRun as e:
+        pytest.skip(str(e))
+    except one_line as e:
+        records.append(failed_row(cell.as_dict(), e))
+        record = str(e)
+    except Exception as e:
+        records.append(failed_row(cell.as_dict(), e))
+        raise
+    if isinstance(record, str):  # outside the except: one line, no chained traceback
+        pytest.fail(record, pytrace=False)
+    records.append(record)
+    return record
+
+
 @pytest.fixture
 def run_cell(request, benchmark):
     """Measure one cell: skip with the reason when it cannot run here."""
@@ -235,39 +271,23 @@ def run_cell(request, benchmark):
     sel = selection(config)
 
     def run(cell):
-        from xfbench.adapters import get_adapter
-
-        adapter = get_adapter(cell.framework)
-        reason = adapter.import_error()
-        if reason:
-            pytest.skip(reason)
-        configured = config.stash[CONFIGURED]
-        if cell.framework not in configured:
-            configured[cell.framework] = adapter.configure_threads(cell.threads)
+        threads_config = threads_configured(config, cell)
         benchmark.group = f"{cell.task} {cell.network}"
-        try:
-            record = measure(
+        return measured(
+            NETWORKS.records(config),
+            cell,
+            lambda: measure(
                 benchmark,
                 cell,
                 preset=sel.preset,
-                threads_config=configured[cell.framework],
+                threads_config=threads_config,
                 weights=config.getoption("weights") or "seed",
                 ci_target=ci_target(config),
                 profile_layers=bool(config.getoption("profile_layers", False)),
                 real=RealData(sel.data_dir, sel.data_workers) if sel.data == "real" else None,
-            )
-        except CannotRun as e:
-            pytest.skip(str(e))
-        except (memory.TooLarge, DataError) as e:
-            NETWORKS.records(config).append(failed_row(cell.as_dict(), e))
-            record = str(e)
-        except Exception as e:
-            NETWORKS.records(config).append(failed_row(cell.as_dict(), e))
-            raise
-        if isinstance(record, str):  # outside the except: one line, no chained traceback
-            pytest.fail(record, pytrace=False)
-        NETWORKS.records(config).append(record)
-        return record
+            ),
+            one_line=(memory.TooLarge, DataError),
+        )
 
     return run
 

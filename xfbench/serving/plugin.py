@@ -13,10 +13,9 @@ from pathlib import Path
 import pytest
 
 from xfbench import options
-from xfbench.errors import CannotRun, UsageError
-from xfbench.harness import memory
+from xfbench.errors import UsageError
 from xfbench.harness.selection import Selection, parse
-from xfbench.plugin import CONFIGURED, Suite, declare, failed_row, named
+from xfbench.plugin import Suite, declare, measured, named, threads_configured
 from xfbench.serving import loadgen
 from xfbench.serving.cell import DEFAULT_NETWORKS, ServingCell, expand, scenarios
 from xfbench.serving.measure import measure
@@ -91,37 +90,20 @@ def run_serving(request, benchmark, tmp_path_factory):
     chosen = SUITE.selection(config)
 
     def run(cell: ServingCell) -> dict:
-        from xfbench.adapters import get_adapter
-
-        adapter = get_adapter(cell.framework)
-        reason = adapter.import_error() or loadgen.missing()
-        if reason:
-            pytest.skip(reason)
-        configured = config.stash[CONFIGURED]
-        if cell.framework not in configured:
-            configured[cell.framework] = adapter.configure_threads(cell.threads)
+        threads_config = threads_configured(config, cell, loadgen.missing())
         benchmark.group = f"serve {cell.network} {cell.scenario}"
-        try:
-            record = measure(
+        return measured(
+            SUITE.records(config),
+            cell,
+            lambda: measure(
                 benchmark,
                 cell,
                 preset=chosen.selection.preset,
-                threads_config=configured[cell.framework],
+                threads_config=threads_config,
                 logs=logs_folder(cell, tmp_path_factory),
                 bound_ms=chosen.bound_ms,
                 weights=config.getoption("weights") or "seed",
-            )
-        except CannotRun as e:
-            pytest.skip(str(e))
-        except memory.TooLarge as e:
-            SUITE.records(config).append(failed_row(cell.as_dict(), e))
-            record = str(e)
-        except Exception as e:
-            SUITE.records(config).append(failed_row(cell.as_dict(), e))
-            raise
-        if isinstance(record, str):  # outside the except: one line, no chained traceback
-            pytest.fail(record, pytrace=False)
-        SUITE.records(config).append(record)
-        return record
+            ),
+        )
 
     return run
