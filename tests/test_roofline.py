@@ -225,3 +225,55 @@ def test_the_acceptance_summary_gives_the_gpus_roofs_beside_its_datasheet(tmp_pa
     text = _roofs(load(folder))
     assert "## GPU roofs" in text and "H100 SXM 80GB" in text and "791.2" in text
     assert "0.90" in text and "0.80" in text  # 3015 / 3350 and 791.2 / 989
+
+
+def test_a_sweep_measures_the_roofs_of_each_thread_count_and_gpu():
+    from xfbench.runner.cli import roof_targets
+
+    assert roof_targets({"threads": [1, 2], "devices": ["cpu", "cuda:0", "cuda:1"]}) == {
+        "t1": ["--threads", "1"],
+        "t2": ["--threads", "2"],
+        "cuda:0": ["--device", "cuda:0"],
+        "cuda:1": ["--device", "cuda:1"],
+    }
+    assert roof_targets({"threads": [4], "devices": ["cuda:0"]}) == {
+        "cuda:0": ["--device", "cuda:0"]
+    }
+    assert roof_targets({"threads": [4], "devices": ["tpu:0"]}) == {}
+
+
+@pytest.mark.parametrize(
+    "isa, measured, note",
+    [
+        (
+            ["avx2"],
+            ["bf16"],
+            "fp16 not measured",
+        ),  # an AMD EPYC, or an Intel before Sapphire Rapids
+        (["avx512f", "avx512_fp16"], ["bf16", "fp16"], None),
+        (["amx_tile", "amx_fp16"], ["bf16", "fp16"], None),
+    ],
+)
+def test_the_cpus_half_types_are_measured_where_it_has_their_arithmetic(
+    monkeypatch, isa, measured, note
+):
+    """fp16 only on a CPU with fp16 arithmetic (elsewhere PyTorch's fp16 matmul is a scalar
+    loop, no roof); the caller's thread count is given back."""
+    torch = pytest.importorskip("torch")
+    from xfbench import machine
+
+    asked = []
+    monkeypatch.setattr(machine, "cpu", lambda: {"isa": isa})
+    monkeypatch.setattr(
+        roofs,
+        "torch_peaks",
+        lambda device, n, types: asked.extend(types) or dict.fromkeys(types, 1.0),
+    )
+    before = torch.get_num_threads()
+    out = roofs.cpu_half_peaks(1)
+    assert asked == measured and {f"{t}_peak_tflops" for t in measured} <= set(out)
+    if note is None:
+        assert "half_peaks_note" not in out
+    else:
+        assert note in out["half_peaks_note"]
+    assert torch.get_num_threads() == before

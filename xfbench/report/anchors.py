@@ -45,8 +45,14 @@ class Anchor:
 
 
 @lru_cache(maxsize=1)
+def _data() -> dict:
+    """anchors.toml, read once: the anchors and the datasheets."""
+    return tomllib.loads(DATA.read_text(encoding="utf-8"))
+
+
+@lru_cache(maxsize=1)
 def anchors() -> tuple[Anchor, ...]:
-    doc = tomllib.loads(DATA.read_text(encoding="utf-8"))
+    doc = _data()
     out = []
     for a in doc.get("anchor", []):
         if a["kind"] not in KINDS:
@@ -78,7 +84,7 @@ class Datasheet:
 
 @lru_cache(maxsize=1)
 def datasheets() -> tuple[Datasheet, ...]:
-    doc = tomllib.loads(DATA.read_text(encoding="utf-8"))
+    doc = _data()
     return tuple(
         Datasheet(
             device=d["device"],

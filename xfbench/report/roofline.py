@@ -30,8 +30,8 @@ CAPTION = (
     f"below {OVERHEAD_SHARE:.0%} of it; share: achieved over that roof (above 100 %: the "
     "framework's kernels beat the GEMM probe)."
 )
-# The peak each cell precision computes at: mixed precision's products are the half type's.
-PEAK_OF = {"fp32": "fp32", "tf32": "tf32", "bf16": "bf16", "fp16": "fp16"}
+# The types with a measured peak; a cell computes at its precision's (mixed precision's
+# products are the half type's); fp64 and int8 have none.
 PEAK_TYPES = ("fp32", "tf32", "bf16", "fp16")
 
 
@@ -101,8 +101,7 @@ def points(m: Machine) -> list[dict]:
     out = []
     for r in m.results.values():
         roof = measured.get(_roof_key(r))
-        peak_type = PEAK_OF.get(dtype_name(r.precision))
-        peak = roof["peaks_tflops"].get(peak_type) if roof and peak_type else None
+        peak = roof["peaks_tflops"].get(dtype_name(r.precision)) if roof else None
         achieved = _tflops(r) if r.ok else None
         if peak is None or achieved is None or r.precision not in VALUE_BYTES:
             continue
@@ -357,7 +356,7 @@ def plots(report: Report, folder: Path) -> dict[str, list[tuple[str, Path]]]:
             if not here:
                 continue
             fig, ax = plt.subplots(figsize=SIZE)
-            used = {PEAK_OF[dtype_name(p["result"].precision)] for p in here}
+            used = {dtype_name(p["result"].precision) for p in here}
             types = [t for t in PEAK_TYPES if t in used]  # fp32 first: the solid line
             ridges = [
                 measured[k]["peaks_tflops"][t] * 1e3 / measured[k]["bandwidth_gbps"]
@@ -410,7 +409,7 @@ def plots(report: Report, folder: Path) -> dict[str, list[tuple[str, Path]]]:
                 ax.scatter(
                     p["intensity"],
                     p["achieved_tflops"] * 1e3,
-                    color=color(i, PEAK_OF[dtype_name(p["result"].precision)]),
+                    color=color(i, dtype_name(p["result"].precision)),
                     marker=MARKERS[f % len(MARKERS)],
                     s=22,
                 )

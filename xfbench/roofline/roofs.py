@@ -207,8 +207,12 @@ def cpu_half_peaks(threads: int) -> dict:
 
     isa = set(cpu()["isa"])
     has = [p for p, flags in CPU_HALF_ISA.items() if flags is None or isa & set(flags)]
+    before = torch.get_num_threads()
     torch.set_num_threads(threads)
-    out = {f"{p}_peak_tflops": v for p, v in torch_peaks("cpu", PEAK_N, has).items()}
+    try:
+        out = {f"{p}_peak_tflops": v for p, v in torch_peaks("cpu", PEAK_N, has).items()}
+    finally:  # the caller's count back (a test measures in its own process)
+        torch.set_num_threads(before)
     lacking = [p for p in CPU_HALF_ISA if p not in has]
     if lacking:
         out["half_peaks_note"] = (

@@ -180,6 +180,18 @@ def sweep(args, plan: Plan, folder: RunFolder) -> int:
     return _summary(args=args, plan=plan, folder=folder, merged=merged, interrupted=interrupted)
 
 
+def roof_targets(selection: dict) -> dict[str, list[str]]:
+    """What a sweep measures the roofs of: {"t<N>": the child's arguments} for each CPU
+    thread count, {"cuda:N": ...} for each GPU it names."""
+    counts = selection.get("threads")
+    devices = selection.get("devices") or []
+    wanted = {}
+    if isinstance(counts, list) and "cpu" in devices:
+        wanted.update({f"t{n}": ["--threads", str(n)] for n in counts})
+    wanted.update({d: ["--device", d] for d in devices if d.startswith("cuda:")})
+    return wanted
+
+
 def measure_roofs(plan: Plan, folder: RunFolder, quiet: bool) -> dict:
     """The machine's memory bandwidth and peaks (roofline/roofs.py) before any cell runs:
     the CPU's at each CPU thread count of the sweep, each in a child pinned to that many
@@ -191,13 +203,7 @@ def measure_roofs(plan: Plan, folder: RunFolder, quiet: bool) -> dict:
 
     from xfbench.runner.store import write_json
 
-    counts = plan.selection.get("threads")
-    devices = plan.selection.get("devices") or []
-    wanted = {}
-    if isinstance(counts, list) and "cpu" in devices:
-        wanted.update({f"t{n}": ["--threads", str(n)] for n in counts})
-    used = {getattr(c, "device", None) for c in plan.cells}  # other suites: SuiteCell
-    wanted.update({d: ["--device", d] for d in devices if d.startswith("cuda:") and d in used})
+    wanted = roof_targets(plan.selection)
     if not wanted:
         return {}
     path = folder.root / "roofs.json"
