@@ -17,8 +17,8 @@ PACKAGE = ROOT / "xfbench"
 # Bottom to top. A module may import the layers below its own; within the suites layer,
 # only the root plugin (every suite's options and fixtures).
 LAYERS = (
-    # what is measured, by which frameworks; "cannot"; the CPUs' layout (sysfs only)
-    ("models", "frameworks", "errors", "topology"),
+    # what is measured, by which frameworks; "cannot"; the CPUs' layout (sysfs only); published figures
+    ("models", "frameworks", "errors", "topology", "published"),
     (
         "machine",
         "records",

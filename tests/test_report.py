@@ -923,7 +923,7 @@ def test_table7_is_also_one_table_in_the_papers_order_with_ratios_to_the_fastest
 
 def test_published_anchors_stand_beside_our_cells_on_the_same_gpu(tmp_path):
     """ResNet-50 training at bf16 on an H100 and a bf16 GEMM of 8192 there appear beside
-    the published numbers of data/anchors.toml, with the ratio, setting and source; a
+    the published numbers of xfbench/published.toml, with the ratio, setting and source; a
     CPU-only run shows no anchors section."""
     bench = standard() + [
         entry(

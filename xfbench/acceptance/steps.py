@@ -27,7 +27,7 @@ PARTS = ("gemm", "resnet50", "table7", "transformers", "serving", "checks")  # a
 
 # Figures the acceptance run must reach (the issue that set them: CuPy's bf16 GEMM within
 # 5 % of torch.matmul in the same run; ResNet-50 against the published H100 range, which
-# report/data/anchors.toml holds and the report prints beside our cells).
+# xfbench/published.toml holds and the report prints beside our cells).
 CUPY_OVER_TORCH_MIN = 0.95
 
 

@@ -145,8 +145,8 @@ def _sweeps(run: Run) -> str:
 
 def _roofs(run: Run) -> str:
     """Each GPU's measured roofs (the runner measures them before its cells) and, where
-    anchors.toml has its datasheet, the datasheet's and measured over datasheet."""
-    from xfbench.report.anchors import datasheet_for
+    xfbench/published.toml has its datasheet, the datasheet's and measured over datasheet."""
+    from xfbench.published import gpu_for
     from xfbench.report.roofline import PEAK_TYPES, roofs
 
     def g(values) -> list[str]:
@@ -159,7 +159,7 @@ def _roofs(run: Run) -> str:
                 continue
             measured = [r["bandwidth_gbps"], *(r["peaks_tflops"].get(t) for t in PEAK_TYPES)]
             rows.append([f"{key}: {r['device_name']}", "measured", *g(measured)])
-            sheet = datasheet_for(r["device_name"])
+            sheet = gpu_for(r["device_name"])
             if sheet:
                 listed = [sheet.memory_gbps, *(sheet.peaks_tflops.get(t) for t in PEAK_TYPES)]
                 rows.append([sheet.name, f"datasheet ({sheet.source})", *g(listed)])

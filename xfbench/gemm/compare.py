@@ -2,8 +2,8 @@
 
 Prints one compact table of the GEMM records in pytest-benchmark JSON files:
 TFLOP/s, share of datasheet peak, share of the best implementation, CuPy over
-torch.matmul, and the published cuBLAS figure for square 8192 on that GPU (from
-shared/reference/ANCHORS.md) beside ours. With --min-ratio R it exits 1 when
+torch.matmul, and the published cuBLAS figure for that square size on that GPU (from
+xfbench/published.toml) beside ours. With --min-ratio R it exits 1 when
 CuPy reaches less than R times torch.matmul's TFLOP/s on any (shape, dtype,
 device) that both ran (--dtype narrows the rows and the check).
 """
@@ -19,14 +19,7 @@ from tabulate import tabulate
 from xfbench import options
 from xfbench.errors import UsageError
 from xfbench.gemm.best import fill_share_of_best
-
-# Published cuBLAS GEMM, square 8192, TFLOP/s (community measurements, ANCHORS.md),
-# keyed by the driver's device name.
-PUBLISHED_8192 = {
-    "NVIDIA H100 80GB HBM3": {"fp32": 51.8, "tf32": 372.0, "fp16": 736.0, "bf16": 798.0},
-    "NVIDIA H200": {"fp32": 51.3, "fp16": 759.0, "bf16": 790.0},
-    "NVIDIA H100 PCIe": {"fp32": 37.0, "tf32": 240.0, "fp16": 437.0, "bf16": 493.0},
-}
+from xfbench.published import published_gemm
 
 COLUMNS = (
     "device",
@@ -37,7 +30,7 @@ COLUMNS = (
     "% peak",
     "% best",
     "cupy/torch",
-    "published 8192",
+    "published",
     "rel. error",
 )
 
@@ -86,11 +79,9 @@ def table(records: list[dict]) -> str:
         ),
     ):
         key = (r["m"], r["n"], r["k"], r["dtype"], r["device"])
-        published = (
-            PUBLISHED_8192.get(r.get("device_name"), {}).get(r["dtype"])
-            if (r["m"], r["n"], r["k"]) == (8192, 8192, 8192)
-            else None
-        )
+        square = r["m"] if r["m"] == r["n"] == r["k"] else None
+        anchor = published_gemm(r.get("device_name"), r["dtype"], square) if square else None
+        published = anchor.value if anchor else None
         ok = r.get("status") == "ok"
         name = r.get("device_name") or ""
         rows.append(

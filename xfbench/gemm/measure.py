@@ -33,11 +33,12 @@ from xfbench import records
 from xfbench.errors import CannotRun
 from xfbench.gemm import get_impl
 from xfbench.gemm.check import Sample, random_pool, tolerance, within
-from xfbench.gemm.peaks import peak_share, peak_tflops
+from xfbench.gemm.peaks import peak_share
 from xfbench.gemm.shapes import Shape
 from xfbench.harness.energy import EnergyMeter
 from xfbench.harness.presets import Preset
 from xfbench.harness.threads import CpuMeter, allowed_cpus, contention_fields
+from xfbench.published import peak_tflops
 
 ROUND_S = 0.01  # GPU: device time of one round of queued products
 MAX_CALLS = 200  # well below CUDA's queue of pending launches (about 1000)

@@ -1,108 +1,20 @@
-"""Published numbers beside ours where the device matches (data/anchors.toml).
+"""Published numbers beside ours where the device matches (xfbench/published.toml).
 
 An anchor is one published measurement: ResNet-50 training images/s, or a transformer's
-training tokens/s, on one GPU at a precision, or one square GEMM's TFLOP/s. The report lists, for every one of our cells on a
-GPU whose name contains the anchor's device, our number, the published one and their
-ratio, with the publisher's setting and source: a ratio far below 1 on the same GPU says to
-suspect our adapter first. Nothing is shown where no device matches (a CPU-only run).
+training tokens/s, on one GPU at a precision, or one square GEMM's TFLOP/s. The report
+lists, for every one of our cells on a GPU of the anchor's model (by its exact name:
+xfbench.published.gpu_for), our number, the published one and their ratio, with the
+publisher's setting and source: a ratio far below 1 on the same GPU says to suspect our
+adapter first. Nothing is shown where no device matches (a CPU-only run).
 """
 
 from __future__ import annotations
 
-import tomllib
 from dataclasses import dataclass
-from functools import lru_cache
-from pathlib import Path
 
+from xfbench.published import TRAINING, Anchor, anchors, gpu_for
 from xfbench.report.model import Report
 from xfbench.report.tables import Table, _t
-
-DATA = Path(__file__).parent / "data" / "anchors.toml"
-# Training anchors: the network each is for, its unit and what the table calls it.
-TRAINING = {
-    "resnet50_train": ("resnet50", "images/s", "ResNet-50 training"),
-    "gpt2_train": ("gpt2", "tokens/s", "GPT-2 124M training"),
-    "bert_base_train": ("bert_base", "tokens/s", "BERT-base training"),
-}
-KINDS = (*TRAINING, "gemm")
-
-
-@dataclass(frozen=True)
-class Anchor:
-    kind: str  # one of KINDS
-    device: str  # substring of the GPU's name
-    precision: str  # fp32, tf32, bf16, fp16
-    value: float  # published (the low end of a range)
-    high: float | None  # the high end of a published range, or None
-    unit: str
-    setting: str
-    source: str
-    n: int | None = None  # GEMM size
-
-    @property
-    def published(self) -> str:
-        return f"{self.value:g}" + (f"-{self.high:g}" if self.high else "") + f" {self.unit}"
-
-
-@lru_cache(maxsize=1)
-def _data() -> dict:
-    """anchors.toml, read once: the anchors and the datasheets."""
-    return tomllib.loads(DATA.read_text(encoding="utf-8"))
-
-
-@lru_cache(maxsize=1)
-def anchors() -> tuple[Anchor, ...]:
-    doc = _data()
-    out = []
-    for a in doc.get("anchor", []):
-        if a["kind"] not in KINDS:
-            raise ValueError(f"{DATA}: unknown anchor kind {a['kind']!r}; valid: {KINDS}")
-        out.append(
-            Anchor(
-                kind=a["kind"],
-                device=a["device"],
-                precision=a["precision"],
-                value=float(a["value"]),
-                high=float(a["high"]) if "high" in a else None,
-                unit=a["unit"],
-                setting=a["setting"],
-                source=a["source"],
-                n=a.get("n"),
-            )
-        )
-    return tuple(out)
-
-
-@dataclass(frozen=True)
-class Datasheet:
-    device: str  # how NVML's name of the GPU ends
-    name: str
-    memory_gbps: float
-    peaks_tflops: dict  # dense, per precision
-    source: str
-
-
-@lru_cache(maxsize=1)
-def datasheets() -> tuple[Datasheet, ...]:
-    doc = _data()
-    return tuple(
-        Datasheet(
-            device=d["device"],
-            name=d["name"],
-            memory_gbps=float(d["memory_gbps"]),
-            peaks_tflops={p: float(d[p]) for p in ("fp32", "tf32", "bf16", "fp16") if p in d},
-            source=d["source"],
-        )
-        for d in doc.get("datasheet", [])
-    )
-
-
-def datasheet_for(device_name: str) -> Datasheet | None:
-    """The datasheet of a GPU by NVML's name (its end), None for one not listed."""
-    for d in datasheets():
-        if device_name.strip().endswith(d.device):
-            return d
-    return None
 
 
 @dataclass
@@ -137,7 +49,7 @@ def matches(report: Report) -> list[Match]:
                         and r.network == network
                         and r.scale == "full"
                         and r.precision == a.precision
-                        and a.device in r.device_name
+                        and gpu_for(r.device_name) == a.gpu
                     ):
                         per_sample = (r.tokens or 0) if unit == "tokens/s" else 1
                         found.append(
@@ -157,7 +69,7 @@ def matches(report: Report) -> list[Match]:
                         g["device"] != "cpu"
                         and g["dtype"] == a.precision
                         and g["size"] == a.n
-                        and a.device in g["device_name"]
+                        and gpu_for(g["device_name"]) == a.gpu
                     ):
                         found.append(
                             Match(
@@ -206,7 +118,7 @@ def anchors_table(report: Report) -> Table | None:
             "published setting and source",
         ],
         rows,
-        caption="Published measurements on the same GPU model (data/anchors.toml). Their "
+        caption="Published measurements on the same GPU model (xfbench/published.toml). Their "
         "settings differ from our cells (batch size, data pipeline, tuning): read a ratio "
         "far below 1 as a reason to check our adapter, not as a verdict.",
         anchor="anchors",

@@ -1,6 +1,6 @@
 """The roofline in the report: each machine's measured roofs (the run's machine record,
 roofline/roofs.py): the CPU's per thread count, each GPU's, with the GEMM suite's best
-where it beat the probe and a GPU's datasheet roofs beside (anchors.toml); every cell a
+where it beat the probe and a GPU's datasheet roofs beside (xfbench/published.toml); every cell a
 point at its network's arithmetic intensity (roofline/profile.py) against its achieved
 FLOP/s, under the peak of its own precision; and each cell's measured per-layer times
 (--profile-layers).
@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from xfbench.report.anchors import datasheet_for
+from xfbench.published import gpu_for
 from xfbench.report.model import Machine, Report, _gemm_peaks, _tflops, display, dtype_name
 from xfbench.report.tables import Table, Text
 
@@ -246,7 +246,7 @@ def _roof_tables(report: Report) -> list[Table]:
         if gpu:
             rows = []
             for key, r in sorted(gpu):
-                sheet = datasheet_for(r["device_name"])
+                sheet = gpu_for(r["device_name"])
                 rows.append(
                     [
                         Text(f"{key}: {r['device_name']}"),
@@ -389,7 +389,7 @@ def plots(report: Report, folder: Path) -> dict[str, list[tuple[str, Path]]]:
                             label=f"roof, {label}, {t}",
                         )
                         lines += 1
-                sheet = datasheet_for(r["device_name"]) if r["device"] != "cpu" else None
+                sheet = gpu_for(r["device_name"]) if r["device"] != "cpu" else None
                 for t in types:
                     if sheet and t in sheet.peaks_tflops:
                         _roof_line(

@@ -1,0 +1,56 @@
+"""Published figures are stated once (xfbench/published.toml) and matched to a device only
+by its exact name: an H100 SXM's figures never stand beside an H100 PCIe or NVL, and an
+H200 is held to its own datasheet."""
+
+from __future__ import annotations
+
+import pytest
+
+from xfbench import published
+from xfbench.gemm.compare import table
+
+
+@pytest.mark.parametrize(
+    "name, model",
+    [
+        ("NVIDIA H100 80GB HBM3", "h100_sxm"),
+        ("  nvidia h100 80gb  HBM3 ", "h100_sxm"),  # case and spacing aside
+        ("NVIDIA H100 PCIe", "h100_pcie"),
+        ("NVIDIA H100 NVL", None),  # another part: no neighbour's figures
+        ("NVIDIA H200", "h200_sxm"),
+        ("NVIDIA H200 NVL", None),
+        ("NVIDIA H100 80GB HBM3 (fake NVML)", None),
+        ("H100", None),
+        ("cpu", None),
+        (None, None),
+    ],
+)
+def test_a_device_matches_a_model_only_by_an_exact_name(name, model):
+    found = published.gpu_for(name)
+    assert (found.id if found else None) == model
+
+
+def test_the_h200_has_its_own_bandwidth_and_the_h100_sxm_compute():
+    h200, h100 = published.gpu_for("NVIDIA H200"), published.gpu_for("NVIDIA H100 80GB HBM3")
+    assert h200.memory_gbps == 4800.0 and h100.memory_gbps == 3350.0
+    assert h200.peaks_tflops["bf16"] == h100.peaks_tflops["bf16"] == 989.0
+
+
+def test_every_anchor_names_a_listed_model_and_a_gemm_figure_is_found_by_exact_name():
+    assert all(a.gpu in published.gpus() for a in published.anchors())
+    assert published.published_gemm("NVIDIA H100 80GB HBM3", "bf16", 8192).value == 798.0
+    assert published.published_gemm("NVIDIA H200", "bf16", 8192).value == 790.0
+    assert published.published_gemm("NVIDIA H100 PCIe", "bf16", 8192).value == 493.0
+    assert published.published_gemm("NVIDIA H100 NVL", "bf16", 8192) is None
+    assert published.published_gemm("NVIDIA H100 80GB HBM3", "bf16", 4096) is None
+
+
+def test_the_gemm_table_shows_the_published_figure_of_the_same_model_only():
+    def rec(name):
+        return {
+            "impl": "torch", "m": 8192, "n": 8192, "k": 8192, "shape": "8192", "dtype": "bf16",
+            "device": "cuda:0", "device_name": name, "status": "ok", "tflops": 700.0,
+        }  # fmt: skip
+
+    assert "798" in table([rec("NVIDIA H100 80GB HBM3")])
+    assert "798" not in table([rec("NVIDIA H100 NVL")])
