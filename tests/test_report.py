@@ -897,11 +897,50 @@ def test_a_bigger_cpu_and_a_gpu_machine_score_at_their_best_with_an_interval(tmp
         assert m.value == pytest.approx(factor, rel=0.02)
         assert m.low < m.value < m.high and m.high / m.low < 1.2 and not m.within_noise
         assert m.differ_in_kind == (name == "gpu")
-        assert score.main([str(folder)]) == 0
+        if name == "gpu":  # a CPU reference is never chosen for a GPU run unasked
+            assert score.main([str(folder)]) == 1
+            err = capsys.readouterr().err
+            assert "shares no workload with a reference of its kind (accelerator)" in err
+            assert len(err.strip().splitlines()) == 1
+        assert score.main([str(folder), *(["--reference", str(ref)] * (name == "gpu"))]) == 0
         out = capsys.readouterr().out
         assert out.startswith(f"machine score {score.value_text(m)} against {ref.name}")
         assert ("differ in kind" in out) == (name == "gpu")
         assert "per-core score: none" in out and "too few for the interval to say much" in out
+
+
+def test_a_reference_is_chosen_only_among_those_of_the_runs_device_kind(tmp_path, monkeypatch):
+    """A GPU reference is never the reference of a CPU run, nor a CPU reference of a GPU
+    run, even where it shares more workloads; the report's scores follow the same rule."""
+    from xfbench.report import score
+    from xfbench.report.model import build
+
+    def gpu(extra):
+        extra["device"], extra["device_name"] = "cuda:0", "NVIDIA H100 80GB HBM3"
+
+    cpu_ref, gpu_run = _relabelled(tmp_path, "gpu-run", gpu, 10.0)
+    _, gpu_ref = _relabelled(tmp_path, "gpu-ref", gpu, 12.0)
+    refs = tmp_path / "references"
+    for folder, keep in ((cpu_ref, {"fcn5"}), (gpu_ref, None)):
+        doc = json.loads((folder / "merged.json").read_text())
+        doc["benchmarks"] = [
+            b for b in doc["benchmarks"] if keep is None or b["extra_info"]["network"] in keep
+        ]
+        (refs / folder.name).mkdir(parents=True)
+        (refs / folder.name / "merged.json").write_text(json.dumps(doc))
+    # a CPU run sharing one workload with the CPU reference (which holds FCN-5 alone) and
+    # two with the GPU reference
+    cpu_run = runner_folder(
+        tmp_path,
+        "cpu-run",
+        [entry("fcn5", [0.1] * 3, threads=2), entry("resnet56", [1.0] * 3, batch=128)],
+    )
+    monkeypatch.setattr(score, "REFERENCES", refs)
+    assert score.best_reference(score.load_run(cpu_run)).reference == cpu_ref.name
+    assert score.best_reference(score.load_run(gpu_run)).reference == "gpu-ref"
+    report = build([score.load_run(gpu_run), score.load_run(cpu_run)])
+    chosen = {m.short: s.reference for m, s in score.machine_scores(report)}
+    assert sorted(chosen.values()) == sorted([cpu_ref.name, "gpu-ref"])
 
 
 def test_table7_is_also_one_table_in_the_papers_order_with_ratios_to_the_fastest(tmp_path):

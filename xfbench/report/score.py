@@ -318,9 +318,29 @@ def load_run(path):
     return load(path)
 
 
+def device_kind(run) -> str:
+    """`accelerator` when any measured cell of a run ran on a GPU or TPU, else `cpu`."""
+    return "accelerator" if any(r.ok and r.accelerator for r in run.results) else "cpu"
+
+
+def of_its_kind(run, refs: list) -> list:
+    """The references a run may be scored against unasked: those of its own device kind. A
+    GPU run is never scored against a CPU reference by default, nor a CPU run against a
+    GPU's; `xfbench score --reference` still compares any two, and says they differ in
+    kind."""
+    kind = device_kind(run)
+    return [ref for ref in refs if device_kind(ref) == kind]
+
+
 def best_reference(run, candidates=None) -> Scores | None:
-    """The score against the reference sharing the most workloads (None: none shares)."""
-    scores = [score(run, load_run(c)) for c in (candidates or references())]
+    """The score against the reference sharing the most workloads (None: none shares).
+    Without candidates, the checked-in references of the run's device kind."""
+    refs = (
+        [load_run(c) for c in candidates]
+        if candidates
+        else of_its_kind(run, [load_run(c) for c in references()])
+    )
+    scores = [score(run, ref) for ref in refs]
     best = max(scores, key=lambda s: s.cells, default=None)
     return best if best is not None and best.machine.value is not None else None
 
@@ -347,7 +367,7 @@ def machine_scores(report) -> list[tuple]:
         )
         # a reference is not scored on itself (given as its folder or its merged.json)
         own = {_folder(x.path) for x in m.runs}
-        scores = [score(run, ref) for ref in refs if _folder(ref.path) not in own]
+        scores = [score(run, ref) for ref in of_its_kind(run, refs) if _folder(ref.path) not in own]
         best = max(scores, key=lambda s: s.cells, default=None)
         out.append((m, best if best is not None and best.machine.value is not None else None))
     return out
@@ -455,8 +475,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("results", help="a runner folder or pytest-benchmark JSON file")
     p.add_argument(
         "--reference",
-        help="a reference runner folder (default: the one checked in with xfbench that "
-        "shares the most workloads with RESULTS)",
+        help="a reference runner folder (default: the one checked in with xfbench, of "
+        "RESULTS' device kind, CPU or accelerator, that shares the most workloads with it)",
     )
     p.add_argument(
         "--prices",
@@ -478,13 +498,18 @@ def main(argv: list[str] | None = None) -> int:
                 file=sys.stderr,
             )
             return 2
-        best = best_reference(run, candidates)
+        best = best_reference(run, [Path(args.reference)] if args.reference else None)
     except LoadError as e:
         print(f"xfbench score: {e}", file=sys.stderr)
         return 1
     if best is None:
         names = ", ".join(Path(c).name for c in candidates)
-        print(f"xfbench score: {args.results} shares no workload with {names}", file=sys.stderr)
+        kind = "" if args.reference else f" of its kind ({device_kind(run)})"
+        print(
+            f"xfbench score: {args.results} shares no workload with a reference{kind}: "
+            f"{names}; give --reference to compare across kinds",
+            file=sys.stderr,
+        )
         return 1
     price = None
     if args.prices:
