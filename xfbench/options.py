@@ -284,6 +284,16 @@ OPTIONS: tuple[Option, ...] = (
         child=True,
     ),
     Option(
+        name="skip-roofs",
+        values="measure no roofs before the cells (the machine's bandwidth and peaks, "
+        "docs/measurement.md); roofs already in the folder's roofs.json are kept",
+        default="measure the roofs of each CPU thread count and GPU of the sweep first",
+        flag=True,
+        pytest=False,
+        run=ALL,
+        group="sweep",
+    ),
+    Option(
         name="skip-missing-devices",
         values="record the cells of a --device this machine lacks as skipped",
         default="such a device is an error listing those present",

@@ -1,14 +1,16 @@
 """`xfbench acceptance`: the GPU acceptance run (docs/gpus.md).
 
-    xfbench acceptance [--part gemm,resnet50,table7,checks | --steps NAME,...]
+    xfbench acceptance [--part first,gemm,... | --steps NAME,...]
                        [--device cuda:0] [--preset quick|paper|smoke] [--budget SECONDS]
-                       [--out DIR] [--archive FILE.tar.gz] [--list]
+                       [--out DIR] [--archive FILE.tar.gz] [--pack DIR] [--list]
 
 Runs the probe and then the chosen steps (steps.py), each under its own time-out and all
 under --budget seconds; writes each step's log, the suites' JSON and the sweeps' results
 folder under --out, then summary.md there, prints the summary, and packs --out into
---archive when asked. Exit status: 0 when every step passed, 1 when any did not, 2 for a
-bad option, 130 when interrupted (the summary and archive of what ran are still written).
+--archive when asked. --pack DIR keeps DIR to what a lent GPU machine brings back
+(returns.py), rewritten after every step. Exit status: 0 when every step passed, 1 when
+any did not, 2 for a bad option, 130 when interrupted (the summary and archive of what ran
+are still written).
 """
 
 from __future__ import annotations
@@ -21,8 +23,9 @@ import tarfile
 from pathlib import Path
 
 from xfbench import options
+from xfbench.acceptance import returns
 from xfbench.acceptance.run import run_steps
-from xfbench.acceptance.steps import PARTS, SIZES, chosen, steps
+from xfbench.acceptance.steps import FIRST_BUDGET_S, PARTS, SIZES, chosen, steps
 from xfbench.acceptance.summary import summary
 from xfbench.errors import UsageError
 from xfbench.harness.selection import (
@@ -36,7 +39,7 @@ DEFAULT_BUDGET_S = 540  # one call of the GPU machine (10 minutes) less its star
 
 def parser() -> argparse.ArgumentParser:
     p = options.ArgumentParser(prog="xfbench acceptance", description=__doc__.splitlines()[0])
-    p.add_argument("--part", help=f"comma-separated parts (default: all of {', '.join(PARTS)})")
+    p.add_argument("--part", help=f"comma-separated parts of {', '.join(PARTS)} (default: first)")
     p.add_argument(
         "--steps", help="comma-separated step names instead of parts (--list names them)"
     )
@@ -46,13 +49,18 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--preset", default="quick", help=f"one of {', '.join(SIZES)} (default quick)")
     p.add_argument(
         "--budget",
-        default=DEFAULT_BUDGET_S,
-        help=f"seconds for the whole run (default {DEFAULT_BUDGET_S})",
+        help=f"seconds for the whole run (default {FIRST_BUDGET_S} for the first part, "
+        f"else {DEFAULT_BUDGET_S})",
     )
     p.add_argument(
         "--out", help="folder for everything it writes (default results/acceptance-DATE-HOST)"
     )
     p.add_argument("--archive", help="pack the --out folder into this .tar.gz at the end")
+    p.add_argument(
+        "--pack",
+        help="after every step, write the summary so far and an archive of --out into this "
+        "folder, within the limits of what a lent GPU machine brings back (docs/gpus.md)",
+    )
     p.add_argument(
         "--list", action="store_true", help="print the steps and their commands, run nothing"
     )
@@ -65,21 +73,27 @@ def main(argv: list[str] | None = None) -> int:
             args = parser().parse_args(argv)
         except SystemExit as e:  # --help
             return 2 if e.code else 0
-        args.budget = options.number("--budget", args.budget, what="a number of seconds")
         device = normalize_device(args.device)
         if args.preset not in SIZES:
             raise UsageError(f"unknown --preset {args.preset!r}; valid: {', '.join(SIZES)}")
         out = Path(args.out or f"results/acceptance-{datetime.date.today()}-{socket.gethostname()}")
         everything = steps(device, args.preset, out.resolve())
-        parts = option_list("part", args.part) or list(PARTS)
+        parts = option_list("part", args.part) or ["first"]
         unknown = [p for p in parts if p not in PARTS]
         if unknown:
             raise UsageError(f"unknown --part {unknown[0]!r}; valid: {', '.join(PARTS)}")
         names = option_list("steps", args.steps)
+        default_budget = FIRST_BUDGET_S if parts == ["first"] and not names else DEFAULT_BUDGET_S
+        args.budget = options.number(
+            "--budget", args.budget or default_budget, what="a number of seconds"
+        )
         known = [s.name for s in everything]
         unknown = [n for n in names if n not in known]
         if unknown:
             raise UsageError(f"unknown step {unknown[0]!r}; valid: {', '.join(known)}")
+        pack = Path(args.pack).resolve() if args.pack else None
+        if pack and pack.is_relative_to(out.resolve()):
+            raise UsageError(f"--pack {args.pack} is inside --out {out}: it would pack itself")
         if not args.list and device not in present_devices():
             raise UsageError(
                 f"device {device} is not present; this machine has: {', '.join(present_devices())}"
@@ -100,10 +114,17 @@ def main(argv: list[str] | None = None) -> int:
     print(
         f"xfbench acceptance: {len(todo)} steps on {device}, budget {args.budget:.0f} s, into {out}"
     )
-    outcomes = run_steps(todo, args.budget, out)
-    text = summary(outcomes, out)
-    (out / "summary.md").write_text(text + "\n")
-    print("\n" + text)
+    kept = [""]
+
+    def keep(outcomes) -> None:
+        """The summary so far, in --out and (--pack) in what comes back, after each step."""
+        kept[0] = summary(outcomes, out)
+        (out / "summary.md").write_text(kept[0] + "\n")
+        if pack:
+            returns.pack(out, pack, kept[0])
+
+    outcomes = run_steps(todo, args.budget, out, after=keep)
+    print("\n" + kept[0])
     if args.archive:
         with tarfile.open(args.archive, "w:gz") as tar:
             tar.add(out, arcname=out.name)

@@ -33,10 +33,16 @@ class Outcome:
 
 
 def run_steps(
-    steps: list[Step], budget_s: float, out: Path, say=print, clock=time.monotonic
+    steps: list[Step],
+    budget_s: float,
+    out: Path,
+    say=print,
+    clock=time.monotonic,
+    after=lambda outcomes: None,
 ) -> list[Outcome]:
-    """Run the steps in order; an interrupt (Ctrl-C) ends the step in flight, records it
-    as interrupted and leaves the rest, returning what was done."""
+    """Run the steps in order, calling after(outcomes so far) when each ends; an interrupt
+    (Ctrl-C) ends the step in flight, records it as interrupted and leaves the rest,
+    returning what was done."""
     logs = out / "logs"
     logs.mkdir(parents=True, exist_ok=True)
     start = clock()
@@ -74,6 +80,7 @@ def run_steps(
         if outcome.log_tail:
             say(outcome.log_tail)
         (out / "steps.json").write_text(json.dumps([asdict(o) for o in outcomes], indent=1))
+        after(outcomes)
     return outcomes
 
 

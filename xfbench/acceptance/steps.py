@@ -23,7 +23,10 @@ SUITES = Path(xfbench.__file__).resolve().parent / "suites"
 # The suite's own tests exist in a checkout only (they are not installed).
 TESTS = Path(xfbench.__file__).resolve().parents[1] / "tests"
 
-PARTS = ("gemm", "resnet50", "table7", "transformers", "serving", "checks")  # and the probe in each
+# `first` fits one 15-minute GPU window (its caps, with RESERVE_S, within FIRST_BUDGET_S);
+# the others are for later windows, resuming into the same folder.
+PARTS = ("first", "gemm", "resnet50", "table7", "transformers", "serving", "checks")
+FIRST_BUDGET_S = 480  # 8 minutes: a window's 15 less the machine's start, transfers, margin
 
 # Figures the acceptance run must reach (the issue that set them: CuPy's bf16 GEMM within
 # 5 % of torch.matmul in the same run; ResNet-50 against the published H100 range, which
@@ -50,6 +53,9 @@ class Sizes:
     batch: int  # ResNet-50's training batch
     models: str  # Table 7's networks
     serving: str  # the serving step's network
+    jax_subset: str = "fcn5,resnet56,lstm32"  # the first part's JAX cells
+    # the first part's equivalence checks: a dense net, convolutions, cuDNN's LSTM, attention
+    checked: str = "fcn5,resnet56,lstm32,gpt2"
 
 
 NINE = ",".join(PAPER_NETWORKS)
@@ -77,19 +83,157 @@ def steps(device: str, preset: str, out: Path) -> list[Step]:
     sweep = ("--device", device, "--preset", s.preset, "--results", results)
     if device == "cpu":  # the CPU check: one thread count, not the sweep over them
         sweep += ("--threads", "1")
+    probe = Step(
+        name="probe",
+        part="probe",
+        cap_s=30,
+        argv=(sys.executable, "-m", "xfbench.acceptance.probe", str(out / "probe.json")),
+        what="the machine, and the versions and devices each framework sees",
+    )
+    return [probe, *_first(device, s, out, sweep), *_later(device, s, out, sweep)]
+
+
+def _first(device: str, s: Sizes, out: Path, sweep: tuple[str, ...]) -> list[Step]:
+    """The first window's steps, in the order of what they prove: that the GPU computes at
+    its rate (GEMM), that the headline networks train at published speeds, that Table 7's
+    column and JAX run, that the GPU-only paths and the equivalence hold, then the roofs.
+    Each cap is an estimate (docs/gpus.md says from what); the sweeps measure no roofs
+    (--skip-roofs): the last step does, into the same folder."""
+    first = (*sweep, "--skip-roofs")
+    roofs = ("--device", device) if device != "cpu" else ("--threads", "1")
+    return [
+        Step(
+            name="first-gemm",
+            part="first",
+            cap_s=60,
+            argv=_pytest(
+                str(SUITES / "test_gemm.py"),
+                "--gemm-impl=cupy,torch,jax",
+                f"--gemm-sizes={s.gemm}",
+                "--precision=bf16,tf32,fp32",
+                f"--device={device}",
+                f"--preset={s.preset}",
+                f"--benchmark-json={out / 'gemm.json'}",
+            ),
+            what=f"GEMM {s.gemm}: CuPy, torch.matmul and JAX at bf16, TF32 and fp32 (TF32 off)",
+        ),
+        Step(
+            name="first-resnet50",
+            part="first",
+            cap_s=45,
+            argv=_sweep(
+                "--framework=torch",
+                "--model=resnet50",
+                "--task=train",
+                "--mode=eager",
+                "--precision=bf16",
+                f"--batch-size={s.batch}",
+                *first,
+            ),
+            what=f"ResNet-50 training, batch {s.batch}, PyTorch eager, bf16 (channels-last)",
+        ),
+        Step(
+            name="first-transformers",
+            part="first",
+            cap_s=60,
+            argv=_sweep(
+                "--framework=torch",
+                "--model=gpt2,bert_base",
+                "--task=train",
+                "--mode=eager",
+                "--precision=bf16",
+                *first,
+            ),
+            what="GPT-2 small (1024 tokens) and BERT-base (128) training at their published "
+            "batches, PyTorch eager, bf16",
+        ),
+        Step(
+            name="first-table7",
+            part="first",
+            cap_s=80,
+            argv=_sweep(
+                "--framework=torch",
+                "--mode=eager",
+                "--precision=fp32",
+                "--task=train",
+                "--model",
+                s.models,
+                *first,
+            ),
+            what="Table 7's GPU column: PyTorch eager training, fp32 (TF32 off)",
+        ),
+        Step(
+            name="first-jax",
+            part="first",
+            cap_s=55,
+            argv=_sweep(
+                "--framework=jax",
+                "--precision=fp32",
+                "--task=train",
+                "--model",
+                s.jax_subset,
+                *first,
+            ),
+            what=f"JAX training, fp32, on a subset of Table 7 ({s.jax_subset})",
+        ),
+        Step(
+            name="first-gpu-tests",
+            part="first",
+            cap_s=40,
+            argv=_pytest(
+                str(TESTS / "test_gpu.py"),
+                "-m",
+                "gpu",
+                # Inductor's first compilations take minutes: the checks part runs those
+                "-k",
+                "not compiled",
+                f"--junitxml={out / 'gpu-tests.xml'}",
+            ),
+            what="the GPU tests (the gpu marker), but for the compiled modes",
+            needs=(TESTS / "test_gpu.py",),
+        ),
+        Step(
+            name="first-equivalence",
+            part="first",
+            cap_s=50,
+            argv=_pytest(
+                str(SUITES / "test_equivalence.py"),
+                f"--device={device}",
+                "--framework=torch,jax",
+                "--mode=eager,jit",
+                f"--model={s.checked}",
+                "--precision=fp32",
+                "--preset=smoke",  # the function, not the size, is what is checked
+                f"--benchmark-json={out / 'equivalence.json'}",
+            ),
+            what=f"the equivalence checks on the device ({s.checked}), PyTorch eager and JAX, "
+            "fp32 (TF32 off)",
+        ),
+        Step(
+            name="first-roofs",
+            part="first",
+            cap_s=30,
+            argv=(
+                sys.executable,
+                "-m",
+                "xfbench.roofline.roofs",
+                *roofs,
+                "--into",
+                str(out / "results" / "roofs.json"),
+            ),
+            what="the device's roofs: device-to-device bandwidth and each type's matmul peak",
+        ),
+    ]
+
+
+def _later(device: str, s: Sizes, out: Path, sweep: tuple[str, ...]) -> list[Step]:
+    """The steps of the parts for later windows."""
     models = ("--model", s.models)
 
     def json(name: str) -> str:
         return f"--benchmark-json={out / (name + '.json')}"
 
     return [
-        Step(
-            name="probe",
-            part="probe",
-            cap_s=120,
-            argv=(sys.executable, "-m", "xfbench.acceptance.probe", str(out / "probe.json")),
-            what="the machine, and the versions and devices each framework sees",
-        ),
         Step(
             name="gemm",
             part="gemm",

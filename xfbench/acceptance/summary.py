@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import xml.etree.ElementTree as ET
+from collections import Counter
 from pathlib import Path
 
 from tabulate import tabulate
@@ -140,6 +141,9 @@ def _sweeps(run: Run) -> str:
             if v
         )
         lines.append(f"- {r.status}: {what}: {r.reason}")
+    reasons = Counter(r.reason for r in skipped)
+    for reason, n in reasons.most_common():
+        lines.append(f"- skipped ({n} cell{'s' * (n != 1)}): {reason}")
     return "\n".join(lines)
 
 

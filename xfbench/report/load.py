@@ -496,4 +496,12 @@ def load(path: str | Path) -> Run:
         detail = "; ".join(run.problems[:3]) if run.problems else "no JSON files in it"
         raise LoadError(f"{path}: no usable results ({detail})")
     run.machine = run.machine or machine_of({})
+    # Roofs measured after the cells (the acceptance run measures a GPU's last) are in the
+    # folder's roofs.json only: they join those the machine record carries.
+    try:
+        kept = read_json(path / "roofs.json") if (path / "roofs.json").is_file() else None
+    except LoadError:
+        kept = None
+    if isinstance(kept, dict):
+        run.machine["roofs"] = {**run.machine.get("roofs", {}), **kept}
     return run

@@ -271,19 +271,36 @@ def measure_device(device: str) -> dict:
     }
 
 
+def key(threads: int | None = None, device: str | None = None) -> str:
+    """The name of one set of roofs in a run's roofs.json: `t<N>` for the CPU at N threads,
+    the device (`cuda:0`) for a GPU."""
+    return device if device else f"t{threads}"
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m xfbench.roofline.roofs")
     where = p.add_mutually_exclusive_group(required=True)
     where.add_argument("--threads", type=int, help="the CPU's roofs at this many threads")
     where.add_argument("--device", help="one GPU's roofs (cuda:N)")
+    p.add_argument(
+        "--into",
+        type=Path,
+        help="also keep them (or why they were not measured) under their key in this JSON "
+        "file, a run's roofs.json, which the report reads beside the run's cells",
+    )
     args = p.parse_args(argv)
     try:
         measured = measure_device(args.device) if args.device else measure(args.threads)
         print(json.dumps(measured))
     except (ValueError, OSError, MemoryError) as e:
+        measured = {"error": str(e)}
         print(f"roofs not measured: {e}", file=sys.stderr)
-        return 1
-    return 0
+    if args.into:
+        kept = json.loads(args.into.read_text()) if args.into.is_file() else {}
+        kept[key(args.threads, args.device)] = measured
+        args.into.parent.mkdir(parents=True, exist_ok=True)
+        args.into.write_text(json.dumps(kept, indent=1))
+    return 1 if "error" in measured else 0
 
 
 if __name__ == "__main__":

@@ -125,7 +125,11 @@ def sweep(args, plan: Plan, folder: RunFolder) -> int:
 
     quiet = args.quiet or args.json_only
     machine_description = machine.describe()
-    machine_description["roofs"] = measure_roofs(plan, folder, quiet)
+    machine_description["roofs"] = (
+        read_json(folder.root / "roofs.json") or {}
+        if args.skip_roofs
+        else measure_roofs(plan, folder, quiet)
+    )
     timeout = args.cell_timeout or default_timeout(plan.preset_name)
     folder.add_selection(plan.selection)
     todo = [
@@ -195,41 +199,35 @@ def roof_targets(selection: dict) -> dict[str, list[str]]:
 def measure_roofs(plan: Plan, folder: RunFolder, quiet: bool) -> dict:
     """The machine's memory bandwidth and peaks (roofline/roofs.py) before any cell runs:
     the CPU's at each CPU thread count of the sweep, each in a child pinned to that many
-    CPUs, and each GPU's of the sweep in a child of its own; kept in the folder
-    (roofs.json) so that a resumed sweep reuses them. {"t<N>": {...}, "cuda:N": {...}},
+    CPUs, and each GPU's of the sweep in a child of its own; each child keeps them in the
+    folder (roofs.json) so that a resumed sweep reuses them. {"t<N>": {...}, "cuda:N": {...}},
     or {key: {"error": why}} for what could not be measured."""
-    import json
     import subprocess
 
     from xfbench.runner.store import write_json
 
     wanted = roof_targets(plan.selection)
-    if not wanted:
-        return {}
     path = folder.root / "roofs.json"
-    roofs = read_json(path) or {}
     for name, where in wanted.items():
-        if name in roofs and "error" not in roofs[name]:
+        if "error" not in (read_json(path) or {}).get(name, {"error": "not yet"}):
             continue
         if not quiet:
             what = f"{where[1]} thread(s)" if where[0] == "--threads" else where[1]
             print(f"measuring the roofs of {what}", file=sys.stderr)
         try:
             proc = subprocess.run(
-                [sys.executable, "-m", "xfbench.roofline.roofs", *where],
+                [sys.executable, "-m", "xfbench.roofline.roofs", *where, "--into", str(path)],
                 capture_output=True,
                 text=True,
                 timeout=300,
             )
-            roofs[name] = (
-                json.loads(proc.stdout)
-                if proc.returncode == 0
-                else {"error": (proc.stderr.strip().splitlines() or ["failed"])[-1]}
-            )
-        except (subprocess.TimeoutExpired, json.JSONDecodeError) as e:
-            roofs[name] = {"error": f"{type(e).__name__}: {e}"}
-    write_json(path, roofs)
-    return roofs
+            why = (proc.stderr.strip().splitlines() or ["failed"])[-1]
+        except subprocess.TimeoutExpired as e:
+            why = f"TimeoutExpired: {e}"
+        kept = read_json(path) or {}
+        if name not in kept:  # the child died before it could say why
+            write_json(path, {**kept, name: {"error": why}})
+    return read_json(path) or {} if wanted else {}
 
 
 def _report(folder: RunFolder) -> None:

@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# One GPU window (docs/gpus.md): exactly what is sent to a lent GPU machine, from the
+# checkout's root, with nothing installed there:
+#   bash gpu/window.sh                  # the first part: about 8 minutes on one H100 or H200
+#   bash gpu/window.sh --part table7    # a later window: another part, into the same folder
+# Any option of `xfbench acceptance` may follow and overrides those below (the rehearsal,
+# tests/test_gpu_window.py, adds --device cpu --preset smoke). What comes back is $OUT:
+# summary.md and acceptance.tar.gz, each rewritten after every step, and console.log, so a
+# run cut off at its time limit still returns every step that finished. Its output ends
+# with the summary.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+back=${OUT:-results/gpu-window}
+mkdir -p "$back"
+export PYTHONPATH=".${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
+python3 -m xfbench.harness.cli acceptance --part first --device cuda:0 --preset quick \
+    --out results/acceptance --pack "$back" "$@" 2>&1 | tee "$back/console.log"

@@ -1,0 +1,163 @@
+"""The GPU window's script (gpu/window.sh) and its first part: the steps in the order of
+what they prove, their caps within one window, what comes back within the device tool's
+rule, and the script itself rehearsed on the CPU and on a machine whose only GPU is the
+fake NVML one (tests/fake_gpu), so that its step list and device are the GPU's."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tarfile
+from pathlib import Path
+
+import pytest
+
+from xfbench.acceptance import returns
+from xfbench.acceptance.run import RESERVE_S
+from xfbench.acceptance.steps import FIRST_BUDGET_S, chosen, steps
+
+ROOT = Path(__file__).resolve().parents[1]
+SCRIPT = ROOT / "gpu" / "window.sh"
+ORDER = [
+    "probe",
+    "first-gemm",
+    "first-resnet50",
+    "first-transformers",
+    "first-table7",
+    "first-jax",
+    "first-gpu-tests",
+    "first-equivalence",
+    "first-roofs",
+]
+
+
+def test_the_first_part_proves_things_in_order_within_eight_minutes(tmp_path):
+    first = chosen(steps("cuda:0", "quick", tmp_path), ["first"], None)
+    assert [s.name for s in first] == ORDER
+    assert sum(s.cap_s for s in first) + RESERVE_S <= FIRST_BUDGET_S <= 480
+    argv = {s.name: " ".join(s.argv) for s in first}
+    assert "--gemm-sizes=8192" in argv["first-gemm"] and "cupy,torch,jax" in argv["first-gemm"]
+    assert (
+        "--precision=bf16" in argv["first-resnet50"]
+        and "--batch-size=256" in argv["first-resnet50"]
+    )
+    assert "gpt2,bert_base" in argv["first-transformers"]
+    # the sweeps leave the roofs to the last step, into the folder the report reads
+    assert all("--skip-roofs" in argv[n] for n in ORDER[2:6])
+    assert argv["first-roofs"].endswith(
+        "--device cuda:0 --into " + str(tmp_path / "results" / "roofs.json")
+    )
+
+
+def test_the_rule_for_what_comes_back_is_checked(tmp_path):
+    fine = tmp_path / "fine"
+    (fine / "a" / "b").mkdir(parents=True)
+    (fine / "a" / "b" / "deep-enough.txt").write_text("x")
+    assert returns.violations(fine) == []
+    bad = tmp_path / "bad"
+    (bad / "a" / "b" / "c").mkdir(parents=True)
+    (bad / "a" / "b" / "c" / "too-deep.txt").write_text("x")
+    (bad / "odd name.txt").write_text("x")
+    for i in range(8):
+        (bad / f"f{i}").write_text("x")
+    with open(bad / "big", "wb") as f:
+        f.truncate(returns.FILE_BYTES + 1)
+    found = "\n".join(returns.violations(bad))
+    assert "11 files, more than 8" in found and "more than 2 folders down" in found
+    assert "'odd name.txt' has characters" in found and f"{returns.FILE_BYTES + 1} bytes" in found
+
+
+def test_a_pack_too_large_leaves_out_its_largest_files_and_says_so(tmp_path, monkeypatch):
+    out, into = tmp_path / "out", tmp_path / "back"
+    (out / "logs").mkdir(parents=True)
+    (out / "steps.json").write_text("[]")
+    (out / "logs" / "huge.log").write_bytes(os.urandom(200_000))  # random: no compression
+    monkeypatch.setattr(returns, "FILE_BYTES", 100_000)
+    left = returns.pack(out, into, "## Steps")
+    assert left == [out / "logs" / "huge.log"]
+    names = tarfile.open(into / returns.ARCHIVE).getnames()
+    assert "out/steps.json" in names and "out/logs/huge.log" not in names
+    assert "out/left-out.txt" in names
+    assert "logs/huge.log" in (into / returns.SUMMARY).read_text()
+    assert returns.violations(into) == []
+
+
+def _window(tmp_path: Path, *args: str, fake_gpu: bool = False) -> subprocess.CompletedProcess:
+    env = dict(os.environ)
+    # the script runs `python3`: this interpreter, as the GPU machine's python3 is its own
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env['PATH']}"
+    env["OUT"] = str(tmp_path / "back")
+    env.pop("PYTHONPATH", None)
+    if fake_gpu:
+        env["PYTHONPATH"] = str(ROOT / "tests" / "fake_gpu")
+    # --out only keeps the rehearsal out of the checkout's results/
+    return subprocess.run(
+        ["bash", str(SCRIPT), *args, "--out", str(tmp_path / "work")],
+        env=env, capture_output=True, text=True, timeout=900,
+    )  # fmt: skip
+
+
+def _statuses(summary: str) -> dict[str, str]:
+    """The summary's Steps table: step -> status."""
+    rows = summary.split("## Steps")[1].split("\n\n")[1].splitlines()[2:]
+    return {cells[1].strip(): cells[2].strip() for cells in (r.split("|") for r in rows)}
+
+
+@pytest.mark.slow
+def test_the_script_rehearsed_on_the_cpu_runs_every_step_and_returns_within_the_rule(tmp_path):
+    done = _window(tmp_path, "--device", "cpu", "--preset", "smoke")
+    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
+    back = tmp_path / "back"
+    assert returns.violations(back) == []
+    assert sorted(p.name for p in back.iterdir()) == [
+        "acceptance.tar.gz",
+        "console.log",
+        "summary.md",
+    ]
+    summary = (back / "summary.md").read_text()
+    # the output ends with the summary, as plain text
+    assert done.stdout.rstrip().endswith(summary.rstrip().splitlines()[-1])
+    assert _statuses(summary) == dict.fromkeys(ORDER, "passed")
+    names = tarfile.open(back / returns.ARCHIVE).getnames()
+    for kept in ("steps.json", "gemm.json", "equivalence.json", "results/merged.json",
+                 "results/roofs.json", "logs/first-jax.log"):  # fmt: skip
+        assert f"work/{kept}" in names
+    assert "9 cells measured, 0 failed" in summary
+
+
+@pytest.mark.slow
+def test_the_script_rehearsed_with_a_fake_gpu_takes_the_gpus_steps_and_device(tmp_path):
+    done = _window(tmp_path, "--preset", "smoke", fake_gpu=True)
+    back = tmp_path / "back"
+    assert returns.violations(back) == []
+    assert done.stdout.startswith(f"xfbench acceptance: {len(ORDER)} steps on cuda:0")
+    summary = (back / "summary.md").read_text()
+    assert list(_statuses(summary)) == ORDER
+    # the CPU builds here cannot use the fake GPU: its cells skip with the reason, never
+    # running on the CPU instead
+    assert "0 cells measured" in summary and "cuda:0 is not present to torch" in summary
+    assert "roofs not measured: cuda:0" in summary
+
+
+def test_what_comes_back_is_rewritten_after_every_step(tmp_path, monkeypatch):
+    """A run cut off during a step still returns the steps before it: the second step
+    finds the first already in the packed summary."""
+    from xfbench.acceptance import cli
+    from xfbench.acceptance.steps import Step
+
+    back = tmp_path / "back"
+    check = (
+        "import pathlib, sys; "
+        f"text = pathlib.Path({str(back / returns.SUMMARY)!r}).read_text(); "
+        "sys.exit(0 if '| one ' in text and '| passed ' in text else 3)"
+    )
+    stand_ins = [
+        Step(name="one", part="first", cap_s=30, argv=(sys.executable, "-c", "pass"), what=""),
+        Step(name="two", part="first", cap_s=30, argv=(sys.executable, "-c", check), what=""),
+    ]
+    monkeypatch.setattr(cli, "steps", lambda device, preset, out: stand_ins)
+    argv = ["--device", "cpu", "--out", str(tmp_path / "work"), "--pack", str(back)]
+    assert cli.main(argv) == 0
+    assert _statuses((back / returns.SUMMARY).read_text()) == {"one": "passed", "two": "passed"}
+    assert cli.main([*argv[:-1], str(tmp_path / "work" / "inside")]) == 2  # would pack itself
