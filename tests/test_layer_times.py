@@ -1,7 +1,7 @@
 """Measured per-layer time (roofline/layers.py, adapters/torch/layer_times.py): every
 top-level layer of the spec gets its forward and backward time from PyTorch's profiler,
 backward matched to the layer that made its autograd nodes; the other frameworks say why
-not; `xfbench profile --measure` and `--profile-layers` give them, outside timed rounds."""
+not; `xfbench profile --framework` and `--profile-layers` give them, outside timed rounds."""
 
 from __future__ import annotations
 
@@ -98,8 +98,8 @@ def test_what_is_not_profiled_says_why(framework, mode, says):
 def test_xfbench_profile_measure_prints_the_measured_table():
     pytest.importorskip("torch")
     done = xfbench(
-        ["profile", "resnet56", "--scale", "smoke", "--batch", "4", "--task", "train"]
-        + ["--measure", "torch", "--threads", "1", "--format", "csv"]
+        ["profile", "resnet56", "--scale", "smoke", "--batch-size", "4", "--task", "train"]
+        + ["--framework", "torch", "--threads", "1", "--format", "csv"]
     )
     assert done.returncode == 0, done.stderr[-2000:]
     table = list(csv.DictReader(io.StringIO(done.stdout)))
@@ -114,10 +114,10 @@ def test_xfbench_profile_measure_prints_the_measured_table():
 @pytest.mark.parametrize(
     "args, says",
     [
-        (["--measure", "caffe"], "unknown --measure 'caffe'"),
-        (["--measure", "torch", "--mode", "warp"], "unknown --mode 'warp'"),
-        (["--measure", "torch", "--mode", "compile"], "eager mode"),
-        (["--measure", "torch", "--threads", "4096"], "4096 threads"),
+        (["--framework", "caffe"], "unknown --framework 'caffe'"),
+        (["--framework", "torch", "--mode", "warp"], "unknown --mode 'warp'"),
+        (["--framework", "torch", "--mode", "compile"], "eager mode"),
+        (["--framework", "torch", "--threads", "4096"], "4096 threads"),
     ],
 )
 def test_bad_measure_input_is_one_line(args, says):

@@ -56,7 +56,9 @@ def test_xfbench_profile_prints_every_layer_and_the_totals(tmp_path):
     flops = profile._human(spec.forward_flops(spec.batch_size))
     assert f"| forward pass        | {flops}" in done.stdout
     assert (tmp_path / "p.png").stat().st_size > 0
-    done = xfbench(["profile", "resnet56", "--format", "csv", "--task", "train", "--batch", "4"])
+    done = xfbench(
+        ["profile", "resnet56", "--format", "csv", "--task", "train", "--batch-size", "4"]
+    )
     table = list(csv.DictReader(io.StringIO(done.stdout)))
     spec = get_spec("resnet56", "full")
     assert sum(int(r["FLOPs"]) for r in table) == spec.train_flops(4)
@@ -67,7 +69,7 @@ def test_xfbench_profile_prints_every_layer_and_the_totals(tmp_path):
     [
         (["nope"], "unknown network 'nope'"),
         (["resnet50", "--task", "fly"], "unknown --task 'fly'"),
-        (["resnet50", "--batch", "0"], "--batch"),
+        (["resnet50", "--batch-size", "0"], "--batch-size"),
         (["resnet50", "--format", "xml"], "unknown --format 'xml'"),
     ],
 )

@@ -25,7 +25,7 @@ SUBCOMMANDS = {
         "the machine and per-core scores, with intervals, against a reference result set",
     ),
     "profile": (
-        "xfbench.roofline.profile",
+        "xfbench.roofline.cli",
         "a network's layers: FLOPs, bytes moved, arithmetic intensity (from its spec)",
     ),
     "data": ("xfbench.data.check", "check the real data sets under --data-dir (data check)"),

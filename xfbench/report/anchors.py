@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from xfbench.published import TRAINING, Anchor, anchors, gpu_for
 from xfbench.report.model import Report
-from xfbench.report.tables import Table, _t
+from xfbench.report.table import Table, _t
 
 
 @dataclass

@@ -8,7 +8,7 @@ from tabulate import tabulate
 
 from xfbench.report import anchors, roofline, scaling_tables, serving, tables
 from xfbench.report.model import Report
-from xfbench.report.tables import Table, Text
+from xfbench.report.table import Table, Text
 
 INTRO = (
     "Seconds per mini-batch are medians of the timed rounds (pytest-benchmark's stats.median). "

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from xfbench.published import gpu_for
 from xfbench.report.model import Machine, Report, _gemm_peaks, _tflops, display, dtype_name
-from xfbench.report.tables import Table, Text
+from xfbench.report.table import Table, Text
 
 OVERHEAD_SHARE = 0.2
 CAPTION = (

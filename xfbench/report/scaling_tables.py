@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from xfbench.report.model import Report, format_seconds, network_title
 from xfbench.report.scaling import ScalingRow, ScalingTable, Sweep, pattern_title, patterns_of
-from xfbench.report.tables import Table, Text, _num
+from xfbench.report.table import Table, Text, _num
 
 TITLES = {
     "strong": "Strong scaling: the global batch fixed, split over the workers",

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from xfbench.report.model import Report
-from xfbench.report.tables import Table, Text
+from xfbench.report.table import Table, Text
 from xfbench.serving.scenarios import METRIC
 from xfbench.serving.table import headline, network_tables, validity
 

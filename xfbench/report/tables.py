@@ -1,52 +1,12 @@
-"""The report's tables as plain rows of text, shared by the Markdown and HTML renderers.
-
-A cell is a Text: the string, whether it is the best of its column, and the number
-of the footnote that explains it (failed cells)."""
+"""The report's main tables (Table 7, the machines, the scores, ...) as plain rows of text
+(report/table.py), shared by the Markdown and HTML renderers."""
 
 from __future__ import annotations
-
-import math
-from dataclasses import dataclass, field
 
 from xfbench.harness.threads import legend, marks
 from xfbench.report import paper
 from xfbench.report.model import Block, Report, col_label, network_title, row_key, row_label
-
-
-@dataclass
-class Text:
-    text: str
-    best: bool = False
-    note: int | None = None
-
-
-@dataclass
-class Table:
-    title: str
-    headers: list[str]
-    rows: list[list[Text]]
-    caption: str = ""
-    anchor: str = ""
-    sub: list[Table] = field(default_factory=list)
-    text_cols: int = 1  # leading columns of text (left-aligned in HTML)
-    groups: list[tuple[str, int]] = field(default_factory=list)  # HTML: (header, span) above
-    short_headers: list[str] = field(default_factory=list)  # HTML: headers under groups
-
-
-def _t(value) -> Text:
-    return value if isinstance(value, Text) else Text(str(value))
-
-
-def _num(value, fmt: str, none: str = "") -> str:
-    if (
-        value is None
-        or isinstance(value, bool)
-        or (isinstance(value, float) and not math.isfinite(value))
-    ):
-        return none
-    if not isinstance(value, (int, float)):
-        return str(value)  # a file with a string where a number belongs: show it as written
-    return format(value, fmt)
+from xfbench.report.table import Table, Text, _num, _t
 
 
 def _mb(value) -> str:

@@ -1,6 +1,6 @@
 """Measured per-layer time beside each layer's FLOPs and arithmetic intensity.
 
-`xfbench profile NETWORK --measure FRAMEWORK` builds the cell (eager PyTorch by default),
+`xfbench profile NETWORK --framework FRAMEWORK` builds the cell (eager PyTorch by default),
 warms it up, times a few plain steps, then profiles a few more (Workload.layer_times) and
 prints every top-level layer's forward and backward time, its share of the step, its
 achieved FLOP/s and its FLOP/B. `xfbench run --profile-layers` does the same after each

@@ -1,6 +1,6 @@
-"""`xfbench profile NETWORK`: every layer of a network, from its spec, with its FLOPs, the
-bytes it moves and its arithmetic intensity, and the totals of a forward pass and of a
-training step.
+"""Every layer of a network, from its spec, with its FLOPs, the bytes it moves and its
+arithmetic intensity, and the totals of a forward pass and of a training step: what
+`xfbench profile NETWORK` prints (roofline/cli.py).
 
 The traffic model is a lower bound (docs/measurement.md, The roofline): each layer reads
 its inputs and weights and writes its outputs once (for a block that is not split into
@@ -13,16 +13,13 @@ and writes three (7). The FLOPs are the spec's, the numbers docs/models.md gives
 
 from __future__ import annotations
 
-import sys
 from dataclasses import dataclass
 from math import prod
 
 import numpy as np
 
-from xfbench import options
 from xfbench.adapters.base import MATH_DTYPES
-from xfbench.errors import UsageError
-from xfbench.models import NETWORKS, SCALES, Spec, get_spec
+from xfbench.models import Spec
 
 # Bytes of one activation or weight value as a precision computes it (mixed precision:
 # the half-precision copies the products read), from the adapters' one table of dtypes.
@@ -180,113 +177,3 @@ def plot(spec: Spec, batch: int, precision: str, task: str, path: str) -> None:
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
-
-
-def parser() -> options.ArgumentParser:
-    p = options.ArgumentParser(prog="xfbench profile", description=__doc__.split("\n\n")[0])
-    p.add_argument("network", help=f"one of {', '.join(NETWORKS)}")
-    p.add_argument("--task", default="infer", help="infer (forward) or train (default: infer)")
-    p.add_argument("--batch", type=options.whole_number(1), help="default: Table 7's batch")
-    p.add_argument("--precision", default="fp32", help=", ".join(VALUE_BYTES))
-    p.add_argument("--scale", default="full", help=f"{' or '.join(SCALES)} (default: full)")
-    p.add_argument("--format", default="md", help="md or csv (default: md)")
-    p.add_argument("--plot", metavar="FILE", help="also write the per-layer plot (PNG)")
-    m = p.add_argument_group(
-        "measured per-layer time (run the network, profile each layer's forward and backward)"
-    )
-    m.add_argument(
-        "--measure",
-        metavar="FRAMEWORK",
-        help="run it in this framework and time every layer (torch; the others say why not)",
-    )
-    m.add_argument("--mode", help="the framework's mode (default: eager, else its first)")
-    m.add_argument("--device", default="cpu", help="cpu or cuda:N (default: cpu)")
-    m.add_argument(
-        "--threads",
-        type=options.whole_number(1),
-        help="CPU threads (default: every CPU this process may use)",
-    )
-    return p
-
-
-def main(argv: list[str] | None = None) -> int:
-    args = options.parse_command_line(parser(), argv)
-    if isinstance(args, int):
-        return args
-    try:
-        if args.network not in NETWORKS:
-            raise UsageError(f"unknown network {args.network!r}; valid: {', '.join(NETWORKS)}")
-        for name, value, valid in (
-            ("--task", args.task, ("infer", "train")),
-            ("--precision", args.precision, tuple(VALUE_BYTES)),
-            ("--scale", args.scale, SCALES),
-            ("--format", args.format, ("md", "csv")),
-        ):
-            if value not in valid:
-                raise UsageError(f"unknown {name} {value!r}; valid: {', '.join(valid)}")
-    except UsageError as e:
-        print(f"xfbench profile: {e}", file=sys.stderr)
-        return 2
-    spec = get_spec(args.network, args.scale)
-    batch = args.batch or spec.batch_size
-    if args.measure:
-        return _measured(args, spec, batch)
-    print(table(spec, batch, precision=args.precision, task=args.task, fmt=args.format))
-    if args.plot:
-        plot(spec, batch, precision=args.precision, task=args.task, path=args.plot)
-        print(f"plot: {args.plot}", file=sys.stderr)
-    return 0
-
-
-def _measured(args, spec: Spec, batch: int) -> int:
-    """--measure: the cell built, run and profiled per layer (roofline/layers.py)."""
-    from xfbench.adapters import Cell
-    from xfbench.errors import CannotRun
-    from xfbench.frameworks import FRAMEWORKS
-    from xfbench.harness import threads
-    from xfbench.roofline import layers
-
-    def fail(message: str, status: int = 2) -> int:
-        print(f"xfbench profile: {message}", file=sys.stderr)
-        return status
-
-    if args.measure not in FRAMEWORKS:
-        return fail(f"unknown --measure {args.measure!r}; valid: {', '.join(FRAMEWORKS)}")
-    n = args.threads or len(threads.allowed_cpus())
-    try:
-        threads.pin(n)  # before the framework is imported, as a sweep's child does
-    except ValueError as e:
-        return fail(str(e))
-    from xfbench.adapters import get_adapter
-
-    adapter = get_adapter(args.measure)
-    reason = adapter.import_error()
-    if reason:
-        return fail(reason, 1)
-    mode = args.mode or ("eager" if "eager" in adapter.modes else (adapter.modes or ("",))[0])
-    if mode not in adapter.modes:
-        valid = ", ".join(adapter.modes) or "none"
-        return fail(f"unknown --mode {mode!r} for {args.measure}; valid: {valid}")
-    cell = Cell(
-        network=spec.id,
-        framework=args.measure,
-        mode=mode,
-        precision=args.precision,
-        device=args.device,
-        threads=n,
-        batch_size=batch,
-        task=args.task,
-        data="resident",
-        scale=spec.scale,
-        tokens=None,
-    )
-    reason = adapter.layer_times_reason(cell)
-    if reason:
-        return fail(f"cannot measure {cell.id}: {reason}", 1)
-    adapter.configure_threads(n)
-    try:
-        _, times, plain = layers.measure(cell)
-    except CannotRun as e:
-        return fail(f"cannot measure {cell.id}: {e}", 1)
-    print(layers.report(spec, cell, times, plain_s=plain, fmt=args.format))
-    return 0

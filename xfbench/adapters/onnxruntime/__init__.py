@@ -24,15 +24,8 @@ converted model and are not offered.
 from __future__ import annotations
 
 from xfbench.adapters.base import Adapter
+from xfbench.adapters.onnxruntime.reasons import HALF_REASON, TRAIN_REASON
 
-TRAIN_REASON = (
-    "ONNX Runtime here runs inference only: training needs onnxruntime-training's "
-    "separate runtime and artifacts, which this suite does not measure"
-)
-HALF_REASON = (
-    "ONNX Runtime runs fp32 (and tf32 on CUDA) here: fp16/bf16 would need a converted "
-    "model, which this suite does not make"
-)
 TRT_FP32_REASON = (
     "TensorRT may run fp32 layers with TF32 kernels and ONNX Runtime's TensorRT "
     "provider cannot forbid it: run the tensorrt mode with --precision tf32"

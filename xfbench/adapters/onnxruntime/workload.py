@@ -15,7 +15,7 @@ import numpy as np
 import onnxruntime as ort
 
 from xfbench.adapters.base import Cell, Workload
-from xfbench.adapters.onnxruntime import TRAIN_REASON
+from xfbench.adapters.onnxruntime.reasons import TRAIN_REASON
 from xfbench.errors import CannotRun
 from xfbench.exchange.names import INPUT, OPSET, OUTPUT, canonical_path
 from xfbench.models import Spec, synthetic_batch

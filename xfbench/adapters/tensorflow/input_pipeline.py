@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from xfbench.adapters.tensorflow import import_tensorflow
 from xfbench.data.sources import (
     CIFAR_MEAN,
     CIFAR_STD,
@@ -21,7 +20,8 @@ from xfbench.data.sources import (
 
 def batches(src: Source, batch: int, seed: int, workers: int, channels_last: bool):
     """An endless iterator of (x, y) tensors on the host."""
-    tf = import_tensorflow()
+    import tensorflow as tf
+
     indices = tf.data.Dataset.from_generator(
         lambda: batches_of_indices(len(src), batch, seed),
         output_signature=tf.TensorSpec((batch,), tf.int64),

@@ -398,10 +398,10 @@ class TorchWorkload(Workload):
 
     # -- results ------------------------------------------------------------------
     def layer_times(self, steps: int) -> list[dict]:
-        from xfbench.adapters.torch import ADAPTER
+        from xfbench.adapters import get_adapter
         from xfbench.adapters.torch.layer_times import measure
 
-        reason = ADAPTER.layer_times_reason(self.cell)
+        reason = get_adapter("torch").layer_times_reason(self.cell)
         if reason:
             raise CannotRun(reason)
 
