@@ -44,10 +44,6 @@ def keys(fields: tuple[Field, ...]) -> set[str]:
     return {f.name for f in fields}
 
 
-def required(fields: tuple[Field, ...]) -> set[str]:
-    return {f.name for f in fields if not f.when}
-
-
 def header(kind: str) -> dict:
     """The fields that say what a record is; every writer puts them first."""
     if kind not in KINDS:

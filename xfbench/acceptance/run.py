@@ -19,7 +19,7 @@ from xfbench.harness import launch
 
 RESERVE_S = 30  # kept back for the summary, the report and the archive
 MIN_STEP_S = 20
-TAIL_LINES = 15
+TAIL_LINES = 15  # shorter than a failure record's: the summary shows it
 
 
 @dataclass
@@ -93,7 +93,7 @@ def _run(step: Step, timeout: float, log: Path, clock) -> Outcome:
     if end.returncode == 0 and not end.timed_out:
         return Outcome(step.name, "passed", seconds, timeout_s=timeout)
     status, reason = launch.failure(end, timeout)
-    tail = "\n".join(log.read_text(errors="replace").rstrip().splitlines()[-TAIL_LINES:])
+    tail = launch.tail(log.read_text(errors="replace"), TAIL_LINES)
     return Outcome(
         step=step.name,
         status=status,

@@ -24,10 +24,6 @@ def get_adapter(name: str) -> Adapter:
     return importlib.import_module(FRAMEWORKS[name].adapter).ADAPTER
 
 
-def all_modes() -> dict[str, tuple[str, ...]]:
-    return {name: f.modes for name, f in FRAMEWORKS.items()}
-
-
 __all__ = [
     "Adapter",
     "Cell",
@@ -35,6 +31,5 @@ __all__ = [
     "PRECISIONS",
     "TASKS",
     "Workload",
-    "all_modes",
     "get_adapter",
 ]

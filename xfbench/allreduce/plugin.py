@@ -48,7 +48,6 @@ class Case:
 class AllreduceSelection:
     cases: tuple[Case, ...]
     sizes: tuple[int, ...]
-    sizes_explicit: bool
     preset: str
     threads_per_rank: int | None  # None: CPUs // largest CPU world size
     not_selected: str | None = None  # why no case is selected
@@ -139,7 +138,6 @@ def select(
     return AllreduceSelection(
         cases=tuple(cases),
         sizes=tuple(nbytes),
-        sizes_explicit=allreduce_sizes not in (None, ""),
         preset=preset or "paper",
         threads_per_rank=threads_per_rank,
         not_selected=not_selected,

@@ -29,7 +29,12 @@ from xfbench.harness.processes import end_with_descendants
 # The folder that holds the xfbench package: a checkout's root, or site-packages.
 PACKAGE_PARENT = Path(__file__).resolve().parents[2]
 POLL_S = 0.25
-TAIL_LINES = 40
+TAIL_LINES = 40  # of a failed child's output, kept with its failure record
+
+
+def tail(text: str, lines: int = TAIL_LINES) -> str:
+    """The last lines of a child's output: what a failure record keeps of it."""
+    return "\n".join(text.rstrip().splitlines()[-lines:])
 
 
 class LaunchError(RuntimeError):
@@ -150,7 +155,7 @@ class Ended:
 
     @property
     def tail(self) -> str:
-        return "\n".join(self.output.rstrip().splitlines()[-TAIL_LINES:])
+        return tail(self.output)
 
 
 def failure(end: Ended, timeout_s: float, timeout_hint: str = "") -> tuple[str, str]:

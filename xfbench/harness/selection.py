@@ -31,7 +31,6 @@ class Selection:
     modes: tuple[str, ...] | None  # None: every mode of each framework that runs on the device
     precisions: tuple[str, ...]
     devices: tuple[str, ...]
-    devices_explicit: bool
     threads: int
     batch_size: int | None  # None: the preset's (Table 7's, or the smoke batch)
     preset: Preset
@@ -209,7 +208,6 @@ def parse(
         modes=tuple(modes) if modes else None,
         precisions=tuple(precisions),
         devices=tuple(dict.fromkeys(devices)),
-        devices_explicit=explicit,
         threads=n_threads,
         batch_size=_positive("--batch-size", batch_size),
         preset=PRESETS[preset_name],

@@ -47,7 +47,6 @@ def _fcn(
     classes: int,
     batch: int,
     width: float,
-    real: str | None = None,
     scale_io: bool = True,
 ) -> Spec:
     io = _w(features, width) if scale_io else features
@@ -63,7 +62,6 @@ def _fcn(
         classes=out,
         layers=tuple(layers),
         batch_size=batch,
-        real_data=real,
         table7_row=row,
     )
 
@@ -105,7 +103,6 @@ def fcn_r(width: float = 1.0, size: int | None = None) -> Spec:
         classes=10,
         batch=1024,
         width=width,
-        real="mnist",
         scale_io=False,
     )
 
@@ -167,7 +164,6 @@ def alexnet_r(width: float = 1.0, size: int | None = None) -> Spec:
         classes=10,
         layers=layers,
         batch_size=1024,
-        real_data="cifar10",
         table7_row="AlexNet-R",
     )
 
@@ -215,7 +211,6 @@ def resnet56(width: float = 1.0, size: int | None = None) -> Spec:
         classes=10,
         layers=tuple(layers),
         batch_size=128,
-        real_data="cifar10",
         table7_row="ResNet-56",
     )
 
@@ -233,7 +228,6 @@ def _lstm(id: str, steps: int, row: str | None, width: float) -> Spec:
         input_kind="tokens",
         vocab=vocab,
         clip_norm=5.0,
-        real_data="ptb",
         table7_row=row,
     )
 

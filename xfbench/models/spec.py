@@ -39,7 +39,6 @@ class Spec:
     input_kind: str = "float"  # "float" or "tokens"
     vocab: int = 0  # token ids are uniform in [0, vocab)
     clip_norm: float | None = None  # global gradient-norm clip before the update
-    real_data: str | None = None  # "mnist", "cifar10", "ptb" for the paper's -R runs
     table7_row: str | None = None  # the row of Shi et al.'s Table 7, where it has one
     scale: str = "full"  # "full" or "smoke"
     lr: float = 0.01

@@ -13,10 +13,6 @@ from functools import lru_cache
 from pathlib import Path
 
 CSV = Path(__file__).parent / "data" / "shi2016_table7.csv"
-CITATION = (
-    'Shi, Wang, Xu, Chu, "Benchmarking State-of-the-Art Deep Learning Software Tools" '
-    "(arXiv:1608.07249), Table 7"
-)
 
 
 @dataclass(frozen=True)

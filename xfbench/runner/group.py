@@ -25,7 +25,6 @@ from xfbench.runner.store import RunFolder, cell_key, read_json
 # node ids, so they find the suites wherever xfbench lives and whatever the directory.
 SUITES_DIR = Path(__file__).resolve().parents[1] / "suites"
 SUITE_FILES = {"train": "test_train.py", "infer": "test_infer.py", "serve": "test_serving.py"}
-TAIL_LINES = 40
 
 # Environment of the child: where it writes its cells, and its in-flight marker.
 CELL_DIR_ENV = "XFBENCH_CELL_DIR"
@@ -105,7 +104,7 @@ def _tail(log: Path, start: int) -> str:
             text = f.read().decode("utf-8", "replace")
     except OSError:
         return ""
-    return "\n".join(text.rstrip().splitlines()[-TAIL_LINES:])
+    return launch.tail(text)
 
 
 @dataclass

@@ -28,6 +28,7 @@ import pytest
 from xfbench import options, records
 from xfbench.adapters import Cell
 from xfbench.errors import UsageError
+from xfbench.harness import launch
 from xfbench.options import CHILD_OPTIONS
 from xfbench.plugin import SUITE_FAILURE, cell_timeout
 from xfbench.runner.group import CELL_DIR_ENV, MARKER_ENV, Group, Job, key, run_group
@@ -42,7 +43,6 @@ CACHE = pytest.StashKey()  # config: machine and commit info for per-cell files
 # Test hook: "<task>-<cell-id>:kill|sleep|raise[,...]" makes that cell SIGKILL its own
 # process, hang, or raise, so the tests can check that the sweep records it and goes on.
 FAULT_ENV = "XFBENCH_FAULT"
-TAIL_LINES = 40
 
 
 def pytest_configure(config):
@@ -283,7 +283,7 @@ def _from_exception(cell, call, report) -> dict:
     oom = (excinfo is not None and excinfo.errisinstance(MemoryError)) or any(
         s in reason for s in ("out of memory", "OutOfMemory", "ResourceExhausted", "OOM")
     )
-    tail = "\n".join(report.longreprtext.rstrip().splitlines()[-TAIL_LINES:])
+    tail = launch.tail(report.longreprtext)
     return _failure(cell, "oom" if oom else "failed", reason, tail)
 
 

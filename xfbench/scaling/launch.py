@@ -39,7 +39,6 @@ from xfbench.scaling.cell import ScalingCell, cell_from, parser, to_argv
 MODULES = {name: f.scaling for name, f in FRAMEWORKS.items() if f.scaling}
 HOST_DEVICES_FLAG = "--xla_force_host_platform_device_count"
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
-TAIL_LINES = 40
 
 
 def _option(options: list[str], name: str) -> str | None:

@@ -25,6 +25,7 @@ import pytest
 
 from xfbench import records
 from xfbench.errors import UsageError
+from xfbench.harness import launch
 from xfbench.harness.selection import comma_list
 from xfbench.plugin import SUITE_FAILURE as PENDING
 from xfbench.plugin import Suite, cell_timeout, declare
@@ -251,7 +252,7 @@ def pytest_runtest_makereport(item, call):
                 cell,
                 "failed",
                 (reason.splitlines() or ["failed"])[0],
-                "\n".join(report.longreprtext.splitlines()[-40:]),
+                launch.tail(report.longreprtext),
             )
     # The runner's plugin records the failure for --benchmark-json and the results folder.
     SUITE.records(item.config).append(

@@ -57,7 +57,6 @@ TIMING = {
     "quick": Timing(min_duration_s=10.0, search_runs=5, search_budget_s=75.0, samples=256),
     "paper": Timing(min_duration_s=60.0, search_runs=7, search_budget_s=600.0, samples=1024),
 }
-MLPERF_OFFICIAL_S = 600.0  # MLPerf Inference's minimum duration, named, not the default
 
 
 def timing(preset: str) -> Timing:
