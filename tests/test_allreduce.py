@@ -18,9 +18,11 @@ from xfbench.allreduce.check import errors, expected_sum, verdict
 from xfbench.allreduce.launch import run
 from xfbench.allreduce.plugin import SUITE_FILE, default_world_sizes, select
 from xfbench.allreduce.sizes import cap, label, parse_sizes
-from xfbench.allreduce.worker_args import FAULT_ENV
 from xfbench.errors import UsageError
+from xfbench.options import ALLREDUCE_FAULT
 from xfbench.plugin import named
+
+FAULT_ENV = ALLREDUCE_FAULT.name
 
 ROOT = Path(__file__).resolve().parents[1]
 SIZES = "1KB,4KB,64KB"

@@ -18,10 +18,12 @@ import pytest
 from xfbench.errors import UsageError
 from xfbench.harness.selection import cells, parse
 from xfbench.harness.threads import allowed_cpus
+from xfbench.options import FAULT
 from xfbench.runner import cli
 from xfbench.runner.plan import default_threads, make_plan
-from xfbench.runner.plugin import FAULT_ENV
 from xfbench.runner.store import RunFolder, StoreError, default_folder, host, write_json
+
+FAULT_ENV = FAULT.name
 
 ROOT = Path(__file__).resolve().parents[1]
 CPUS = len(allowed_cpus())

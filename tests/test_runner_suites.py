@@ -11,14 +11,15 @@ from pathlib import Path
 import pytest
 
 import xfbench.runner.group
+from xfbench.options import FAULT
 from xfbench.report import render_folder
 from xfbench.runner import cli
 from xfbench.runner.group import Group, child_command, key
-from xfbench.runner.plugin import FAULT_ENV
 from xfbench.runner.store import RunFolder
 from xfbench.runner.suites import allreduce_plan, from_item, scaling_plan
 from xfbench.scaling.cell import default_threads_per_worker
 
+FAULT_ENV = FAULT.name
 ROOT = Path(__file__).resolve().parents[1]
 SMOKE = ["--framework", "torch", "--preset", "smoke"]
 

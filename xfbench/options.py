@@ -514,61 +514,82 @@ class Variable:
         return value
 
 
+# Each variable once, by name; code reads or sets it through its Variable (`CELL_DIR.name`).
+CACHE = Variable(
+    name="XFBENCH_CACHE",
+    meaning="the folder of the canonical ONNX files (default ~/.cache/xfbench/onnx)",
+)
+
+MALLOC = Variable(
+    name="XFBENCH_MALLOC",
+    values=("keep", "default"),
+    meaning="`keep` (the default): glibc keeps freed memory for reuse, every framework "
+    "alike; `default`: glibc's own settings",
+)
+
+FAULT = Variable(
+    name="XFBENCH_FAULT",
+    meaning="tests only: `<task>-<cell-id>:ACTION`, comma-separated, ACTION `kill`, "
+    "`sleep` or `raise`: that cell kills its process, hangs or raises",
+)
+
+ALLREDUCE_FAULT = Variable(
+    name="XFBENCH_ALLREDUCE_FAULT",
+    values=("max",),
+    meaning="tests only: `max` makes the all-reduce workers reduce with max, a wrong "
+    "sum their check must catch",
+)
+
+REQUIRE_BROWSER = Variable(
+    name="XFBENCH_REQUIRE_BROWSER",
+    values=("1",),
+    meaning="tests only: `1` fails the report's browser test where Chromium is absent "
+    "(.ci/run sets it) instead of skipping it",
+)
+
+CELL_DIR = Variable(
+    name="XFBENCH_CELL_DIR",
+    meaning="the results folder a runner's child writes its cells into",
+    who="xfbench",
+)
+
+MARKER = Variable(
+    name="XFBENCH_MARKER",
+    meaning="the file a runner's child names the cell in flight in",
+    who="xfbench",
+)
+
+COPY = Variable(
+    name="XFBENCH_COPY",
+    meaning="`INDEX/COUNT/WAIT_S`: this runner's child is one of COUNT copies of its cells "
+    "run at once (--copies), each waiting up to WAIT_S seconds for the others",
+    who="xfbench",
+)
+
+COPY_DIR = Variable(
+    name="XFBENCH_COPY_DIR",
+    meaning="the folder where the copies of --copies meet before and after each cell's "
+    "timed rounds",
+    who="xfbench",
+)
+
+SCALING_CPUS = Variable(
+    name="XFBENCH_SCALING_CPUS",
+    meaning="the CPUs, comma-separated, that a scaling cell's workers share out",
+    who="xfbench",
+)
+
 ENVIRONMENT: tuple[Variable, ...] = (
-    Variable(
-        name="XFBENCH_CACHE",
-        meaning="the folder of the canonical ONNX files (default ~/.cache/xfbench/onnx)",
-    ),
-    Variable(
-        name="XFBENCH_MALLOC",
-        values=("keep", "default"),
-        meaning="`keep` (the default): glibc keeps freed memory for reuse, every framework "
-        "alike; `default`: glibc's own settings",
-    ),
-    Variable(
-        name="XFBENCH_FAULT",
-        meaning="tests only: `<task>-<cell-id>:ACTION`, comma-separated, ACTION `kill`, "
-        "`sleep` or `raise`: that cell kills its process, hangs or raises",
-    ),
-    Variable(
-        name="XFBENCH_ALLREDUCE_FAULT",
-        values=("max",),
-        meaning="tests only: `max` makes the all-reduce workers reduce with max, a wrong "
-        "sum their check must catch",
-    ),
-    Variable(
-        name="XFBENCH_REQUIRE_BROWSER",
-        values=("1",),
-        meaning="tests only: `1` fails the report's browser test where Chromium is absent "
-        "(.ci/run sets it) instead of skipping it",
-    ),
-    Variable(
-        name="XFBENCH_CELL_DIR",
-        meaning="the results folder a runner's child writes its cells into",
-        who="xfbench",
-    ),
-    Variable(
-        name="XFBENCH_MARKER",
-        meaning="the file a runner's child names the cell in flight in",
-        who="xfbench",
-    ),
-    Variable(
-        name="XFBENCH_COPY",
-        meaning="`INDEX/COUNT/WAIT_S`: this runner's child is one of COUNT copies of its cells "
-        "run at once (--copies), each waiting up to WAIT_S seconds for the others",
-        who="xfbench",
-    ),
-    Variable(
-        name="XFBENCH_COPY_DIR",
-        meaning="the folder where the copies of --copies meet before and after each cell's "
-        "timed rounds",
-        who="xfbench",
-    ),
-    Variable(
-        name="XFBENCH_SCALING_CPUS",
-        meaning="the CPUs, comma-separated, that a scaling cell's workers share out",
-        who="xfbench",
-    ),
+    CACHE,
+    MALLOC,
+    FAULT,
+    ALLREDUCE_FAULT,
+    REQUIRE_BROWSER,
+    CELL_DIR,
+    MARKER,
+    COPY,
+    COPY_DIR,
+    SCALING_CPUS,
 )
 ENV = {v.name: v for v in ENVIRONMENT}
 FAULT_ACTIONS = ("kill", "sleep", "raise")
@@ -577,7 +598,7 @@ FAULT_ACTIONS = ("kill", "sleep", "raise")
 def faults() -> dict[str, str]:
     """XFBENCH_FAULT as {cell key: action}; UsageError for an entry it cannot read."""
     out = {}
-    for entry in (ENV["XFBENCH_FAULT"].read() or "").split(","):
+    for entry in (FAULT.read() or "").split(","):
         if not entry.strip():
             continue
         cell, _, action = entry.strip().rpartition(":")
@@ -589,14 +610,14 @@ def faults() -> dict[str, str]:
     return out
 
 
-def cpu_list(name: str) -> list[int] | None:
+def cpu_list(variable: Variable) -> list[int] | None:
     """An environment variable holding CPU numbers, comma-separated, or None when unset."""
-    text = ENV[name].read()
+    text = variable.read()
     if text is None:
         return None
     parts = [p.strip() for p in text.split(",")]
     if not all(p.isdigit() for p in parts):
-        raise UsageError(f"{name}={text!r}: write CPU numbers, comma-separated, e.g. 0,1")
+        raise UsageError(f"{variable.name}={text!r}: write CPU numbers, comma-separated, e.g. 0,1")
     return sorted({int(p) for p in parts})
 
 
@@ -605,7 +626,7 @@ def check_environment() -> None:
     for variable in ENVIRONMENT:
         variable.read()
     faults()
-    cpu_list("XFBENCH_SCALING_CPUS")
+    cpu_list(SCALING_CPUS)
 
 
 def environment_table() -> str:

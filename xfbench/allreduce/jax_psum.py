@@ -23,6 +23,7 @@ import sys
 import time
 import traceback
 
+from xfbench.adapters.jax import host_devices_env
 from xfbench.allreduce import FRAMEWORK_PATTERNS, ITEM_BYTES
 from xfbench.allreduce.check import expected_sum
 from xfbench.allreduce.rows import measure
@@ -32,14 +33,7 @@ from xfbench.allreduce.worker_args import fault, parser
 from xfbench.allreduce.worker_common import failure, pin_to, rank_cpus, write_result
 
 PROG = "python -m xfbench.allreduce.jax_psum"
-HOST_DEVICES_FLAG = "--xla_force_host_platform_device_count"
 PATTERNS = FRAMEWORK_PATTERNS["jax"]
-
-
-def host_devices_env(world_size: int, env: dict) -> dict:
-    """env with XLA_FLAGS asking for world_size host devices (replacing an earlier count)."""
-    flags = [f for f in env.get("XLA_FLAGS", "").split() if not f.startswith(HOST_DEVICES_FLAG)]
-    return {**env, "XLA_FLAGS": " ".join(flags + [f"{HOST_DEVICES_FLAG}={world_size}"])}
 
 
 class Collectives:

@@ -14,7 +14,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from xfbench.allreduce.jax_psum import host_devices_env
+from xfbench.adapters.jax import host_devices_env
 from xfbench.frameworks import FRAMEWORKS
 from xfbench.harness import launch
 from xfbench.harness.launch import LaunchError

@@ -11,7 +11,6 @@ from xfbench.errors import UsageError
 
 # Test hook: "max" makes the workers reduce with max instead of sum, a wrong
 # reduction the correctness check must catch.
-FAULT_ENV = "XFBENCH_ALLREDUCE_FAULT"
 
 
 def _sizes(text: str) -> list[int]:
@@ -64,4 +63,4 @@ def parser(prog: str) -> argparse.ArgumentParser:
 
 
 def fault() -> str | None:
-    return options.ENV[FAULT_ENV].read()
+    return options.ALLREDUCE_FAULT.read()

@@ -20,7 +20,7 @@ FORMAT = 1  # bump when the graph builder changes what a file holds
 
 
 def cache_dir() -> Path:
-    return Path(options.ENV["XFBENCH_CACHE"].read() or Path.home() / ".cache" / "xfbench" / "onnx")
+    return Path(options.CACHE.read() or Path.home() / ".cache" / "xfbench" / "onnx")
 
 
 def digest(spec: Spec) -> str:

@@ -32,11 +32,11 @@ class Copy:
 
     @classmethod
     def from_env(cls) -> Copy | None:
-        text = options.ENV["XFBENCH_COPY"].read()
+        text = options.COPY.read()
         if text is None:
             return None
         index, count, wait = (text.split("/") + [str(WAIT_S)])[:3]
-        folder = options.ENV["XFBENCH_COPY_DIR"].read()
+        folder = options.COPY_DIR.read()
         try:
             wait_s = float(wait)
         except ValueError:

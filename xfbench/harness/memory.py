@@ -50,7 +50,7 @@ def keep_freed_memory() -> str:
     Returns the setting in force, for the records.
     """
     global SETTING
-    if options.ENV["XFBENCH_MALLOC"].read() == "default":
+    if options.MALLOC.read() == "default":
         SETTING = "glibc default (XFBENCH_MALLOC=default)"
         return SETTING
     try:

@@ -20,13 +20,13 @@ from typing import Any
 
 from pytest_benchmark.stats import Stats
 
+from xfbench import options
 from xfbench.adapters import Cell
 from xfbench.harness import stats as ci
 from xfbench.harness.copies import WAIT_S
 from xfbench.runner.group import Group, Job, key, run_group
 from xfbench.runner.store import RunFolder, read_json
 
-COPY_ENV, COPY_DIR_ENV = "XFBENCH_COPY", "XFBENCH_COPY_DIR"
 # Package energy counters (RAPL) see the whole socket: each copy would count the others'.
 ENERGY_FIELDS = ("energy_j", "energy_per_step_j", "joules_per_sample", "samples_per_kj")
 
@@ -84,7 +84,7 @@ def run_copies(job: Job, folder: RunFolder, timeout_s: float, on_poll=None) -> N
             [c.cell for c in job.cells],
             job.options,
             cpus=cpus,
-            env={COPY_ENV: f"{i}/{n}/{wait_s:g}", COPY_DIR_ENV: str(meeting)},
+            env={options.COPY.name: f"{i}/{n}/{wait_s:g}", options.COPY_DIR.name: str(meeting)},
         )
         try:
             run_group(inner, subs[i], timeout_s, poll)

@@ -16,6 +16,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from xfbench import options
 from xfbench.adapters import Cell
 from xfbench.harness import launch
 from xfbench.harness.selection import comma_list
@@ -25,10 +26,6 @@ from xfbench.runner.store import RunFolder, cell_key, read_json
 # node ids, so they find the suites wherever xfbench lives and whatever the directory.
 SUITES_DIR = Path(__file__).resolve().parents[1] / "suites"
 SUITE_FILES = {"train": "test_train.py", "infer": "test_infer.py", "serve": "test_serving.py"}
-
-# Environment of the child: where it writes its cells, and its in-flight marker.
-CELL_DIR_ENV = "XFBENCH_CELL_DIR"
-MARKER_ENV = "XFBENCH_MARKER"
 
 
 @dataclass(frozen=True)
@@ -120,7 +117,7 @@ def _run_child(job: Job, cells, folder: RunFolder, timeout_s: float, on_poll) ->
     marker_path = folder.root / f".running-{job.group.name}.json"
     marker_path.unlink(missing_ok=True)
     env = launch.child_env(
-        {CELL_DIR_ENV: str(folder.root), MARKER_ENV: str(marker_path), **job.env}
+        {options.CELL_DIR.name: str(folder.root), options.MARKER.name: str(marker_path), **job.env}
     )
     oom_before = launch.oom_kills()
     marker = None

@@ -31,7 +31,7 @@ from xfbench.errors import UsageError
 from xfbench.harness import launch
 from xfbench.options import CHILD_OPTIONS
 from xfbench.plugin import SUITE_FAILURE, cell_timeout
-from xfbench.runner.group import CELL_DIR_ENV, MARKER_ENV, Group, Job, key, run_group
+from xfbench.runner.group import Group, Job, key, run_group
 from xfbench.runner.store import STATUSES, RunFolder, children_runtimes, read_json, write_json
 from xfbench.runner.suites import from_item
 
@@ -39,10 +39,6 @@ FAILURES = pytest.StashKey()  # config: failure records of this session
 ISOLATION = pytest.StashKey()  # config: the Isolation when groups run in children
 REPLAYED = pytest.StashKey()  # item: the child's failure record for this cell
 CACHE = pytest.StashKey()  # config: machine and commit info for per-cell files
-
-# Test hook: "<task>-<cell-id>:kill|sleep|raise[,...]" makes that cell SIGKILL its own
-# process, hang, or raise, so the tests can check that the sweep records it and goes on.
-FAULT_ENV = "XFBENCH_FAULT"
 
 
 def pytest_configure(config):
@@ -97,7 +93,7 @@ class Isolation:
 
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(session, config, items):
-    if os.environ.get(CELL_DIR_ENV):
+    if options.CELL_DIR.read():
         return  # a runner's child: one group already
     cells = [c for c in map(_cell, items) if c is not None]
     if len({(c.framework, c.device) for c in cells}) > 1:
@@ -186,7 +182,7 @@ def pytest_unconfigure(config):
 
 # -- a runner's child: marker before each cell, a file after each --------------------
 def pytest_runtest_protocol(item, nextitem):
-    marker = os.environ.get(MARKER_ENV)
+    marker = options.MARKER.read()
     cell = _unit(item)
     if marker and cell is not None:
         write_json(
@@ -205,7 +201,7 @@ def pytest_runtest_call(item):
     elif action == "sleep":
         time.sleep(3600)
     elif action == "raise":
-        raise RuntimeError(f"fault injected by {FAULT_ENV}")
+        raise RuntimeError(f"fault injected by {options.FAULT.name}")
 
 
 @pytest.hookimpl(wrapper=True)
@@ -235,8 +231,8 @@ def pytest_runtest_makereport(item, call):
         )
     if record:
         item.config.stash[FAILURES].append(record)
-        if os.environ.get(CELL_DIR_ENV):
-            RunFolder(os.environ[CELL_DIR_ENV]).write_failure(
+        if options.CELL_DIR.read():
+            RunFolder(options.CELL_DIR.read()).write_failure(
                 key(cell), **{k: record[k] for k in ("cell", "status", "reason", "output_tail")}
             )
     return report
@@ -290,7 +286,7 @@ def _from_exception(cell, call, report) -> dict:
 def _write_result(config, cell, stats) -> None:
     """This cell's pytest-benchmark JSON, as --benchmark-json would write it for this
     one benchmark, into the results folder (runner's child only)."""
-    folder = os.environ.get(CELL_DIR_ENV)
+    folder = options.CELL_DIR.read()
     if not folder:
         return
     if CACHE not in config.stash:

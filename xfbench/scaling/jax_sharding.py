@@ -31,12 +31,12 @@ import os
 import re
 import sys
 
+from xfbench.adapters.jax import HOST_DEVICES_FLAG, host_devices_env
 from xfbench.scaling import result as R
 from xfbench.scaling.cell import WorkerTask, parse_args
 from xfbench.scaling.protocol import Hooks, measure
 
 PROG = "python -m xfbench.scaling.jax_sharding"
-HOST_DEVICES_FLAG = "--xla_force_host_platform_device_count"
 AXIS = "batch"  # the one mesh axis: the devices the batch is split over
 
 
@@ -44,9 +44,8 @@ def main(argv: list[str] | None = None) -> int:
     run = parse_args(argv, framework="jax", prog=PROG)
     cell = run.cell
     if cell.device == "cpu":
-        flags = os.environ.get("XLA_FLAGS", "")
-        if HOST_DEVICES_FLAG not in flags:
-            os.environ["XLA_FLAGS"] = f"{flags} {HOST_DEVICES_FLAG}={cell.workers}".strip()
+        if HOST_DEVICES_FLAG not in os.environ.get("XLA_FLAGS", ""):
+            os.environ.update(host_devices_env(cell.workers, dict(os.environ)))
         # Before jax is imported: XLA sizes its CPU thread pools from this affinity.
         try:
             R.pin(R.worker_cpus(0, cell.threads_per_worker, cell.workers))

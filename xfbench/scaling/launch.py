@@ -7,7 +7,7 @@
     tensorflow: python -m xfbench.scaling.tensorflow_mirrored ARGS
 
 ARGS is the workers' shared command line (scaling/cell.py). On the CPU the command's
-environment names the CPUs the workers may spread over (scaling.result.CPUS_ENV), so a
+environment names the CPUs the workers may spread over (XFBENCH_SCALING_CPUS), so a
 launcher pinned to fewer CPUs (a pytest session pinned to --threads) still gives each
 worker its own.
 
@@ -27,18 +27,18 @@ import sys
 import tempfile
 from pathlib import Path
 
+from xfbench.adapters.jax import host_devices_env
 from xfbench.errors import UsageError
 from xfbench.frameworks import FRAMEWORKS
 from xfbench.harness import launch
 from xfbench.harness.launch import LaunchError
 from xfbench.harness.processes import free_port
-from xfbench.options import seconds
+from xfbench.harness.threads import THREAD_VARIABLES
+from xfbench.options import SCALING_CPUS, seconds
 from xfbench.scaling import result as R
 from xfbench.scaling.cell import ScalingCell, cell_from, parser, to_argv
 
 MODULES = {name: f.scaling for name, f in FRAMEWORKS.items() if f.scaling}
-HOST_DEVICES_FLAG = "--xla_force_host_platform_device_count"
-THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
 
 
 def _option(options: list[str], name: str) -> str | None:
@@ -67,7 +67,7 @@ def command(
     args = to_argv(cell, warmup, steps, str(out))
     if save_weights:
         args += ["--save-weights", str(save_weights)]
-    env = launch.child_env({R.CPUS_ENV: ",".join(map(str, R.available_cpus()))})
+    env = launch.child_env({SCALING_CPUS.name: ",".join(map(str, R.available_cpus()))})
     options = list(torchrun_options)
     if cell.framework == "torch":
         # Each worker pins itself to its T CPUs before importing torch; set here too so
@@ -92,8 +92,7 @@ def command(
     if options:
         raise UsageError(f"torchrun options are for torch; {cell.framework} runs in one process")
     if cell.framework == "jax" and cell.device == "cpu":
-        flags = env.get("XLA_FLAGS", "")
-        env["XLA_FLAGS"] = f"{flags} {HOST_DEVICES_FLAG}={cell.workers}".strip()
+        env = host_devices_env(cell.workers, env)
     return [sys.executable, "-m", MODULES[cell.framework]] + args, env
 
 

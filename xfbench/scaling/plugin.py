@@ -23,7 +23,7 @@ import statistics
 
 import pytest
 
-from xfbench import records
+from xfbench import options, records
 from xfbench.errors import UsageError
 from xfbench.harness import launch
 from xfbench.harness.selection import comma_list
@@ -57,7 +57,7 @@ def parse_scaling(value: str | None) -> tuple[str, ...]:
 
 def _before_pin(config) -> None:
     # The workers spread over the CPUs this session could use before --threads pins it.
-    os.environ.setdefault(R.CPUS_ENV, ",".join(map(str, R.available_cpus())))
+    os.environ.setdefault(options.SCALING_CPUS.name, ",".join(map(str, R.available_cpus())))
 
 
 def _select(config):

@@ -19,7 +19,6 @@ from xfbench.harness import threads
 # it from the CPUs its process could use before any pinning (a pytest session pins
 # itself to --threads CPUs, and children inherit that mask); unset, a worker uses its
 # own affinity.
-CPUS_ENV = "XFBENCH_SCALING_CPUS"
 
 # Replicas agree when no weight differs by more than this share of the largest weight.
 # Data-parallel replicas apply the same update to the same weights, so in practice the
@@ -32,8 +31,8 @@ COMM_PAIRS = 3
 
 
 def available_cpus() -> list[int]:
-    """The CPUs the workers may use (CPUS_ENV if set, else this process's affinity)."""
-    return options.cpu_list(CPUS_ENV) or threads.allowed_cpus()
+    """The CPUs the workers may use (XFBENCH_SCALING_CPUS if set, else this process's affinity)."""
+    return options.cpu_list(options.SCALING_CPUS) or threads.allowed_cpus()
 
 
 def worker_cpus(index: int, per_worker: int, count: int = 1) -> list[int]:
@@ -43,7 +42,7 @@ def worker_cpus(index: int, per_worker: int, count: int = 1) -> list[int]:
     if hi > len(cpus):
         raise RuntimeError(
             f"{(index + count)} workers of {per_worker} threads need {hi} CPUs, "
-            f"but only {len(cpus)} are available ({CPUS_ENV} or the affinity)"
+            f"but only {len(cpus)} are available ({options.SCALING_CPUS.name} or the affinity)"
         )
     return cpus[lo:hi]
 

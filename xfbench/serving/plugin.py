@@ -6,7 +6,6 @@ It runs when its file is named (pytest xfbench/suites/test_serving.py, or xfbenc
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -20,8 +19,6 @@ from xfbench.serving import loadgen
 from xfbench.serving.cell import DEFAULT_NETWORKS, ServingCell, expand, scenarios
 from xfbench.serving.measure import measure
 from xfbench.serving.table import serving_table
-
-CELL_DIR_ENV = "XFBENCH_CELL_DIR"  # as runner.group: a runner's child writes its cells there
 
 
 @dataclass(frozen=True)
@@ -77,7 +74,7 @@ SUITE = declare(
 def logs_folder(cell: ServingCell, tmp_path_factory) -> Path:
     """Where LoadGen writes this cell's logs: the results folder of a runner's child
     (loadgen/<task>-<cell id>/), else pytest's temporary folder of this session."""
-    root = os.environ.get(CELL_DIR_ENV)
+    root = options.CELL_DIR.read()
     if root:
         return Path(root) / "loadgen" / f"{cell.task}-{cell.id}"
     return tmp_path_factory.getbasetemp() / "loadgen" / f"{cell.task}-{cell.id}"

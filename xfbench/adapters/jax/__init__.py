@@ -14,6 +14,15 @@ from xfbench.adapters.base import PRECISIONS, Adapter
 
 # Backends a harness device name maps to, in the order devices() lists them.
 ACCELERATORS = (("cuda", "cuda"), ("tpu", "tpu"))
+# XLA's flag that splits the CPU into N host devices (data-parallel workers and all-reduce
+# ranks on one CPU); set before jax is imported.
+HOST_DEVICES_FLAG = "--xla_force_host_platform_device_count"
+
+
+def host_devices_env(count: int, env: dict) -> dict:
+    """env with XLA_FLAGS asking for count host devices (replacing an earlier count)."""
+    flags = [f for f in env.get("XLA_FLAGS", "").split() if not f.startswith(HOST_DEVICES_FLAG)]
+    return {**env, "XLA_FLAGS": " ".join(flags + [f"{HOST_DEVICES_FLAG}={count}"])}
 
 
 class JaxAdapter(Adapter):
