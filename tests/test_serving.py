@@ -79,6 +79,29 @@ def test_latency_bounds_name_their_source():
     assert latency_bound_ms("lstm32", True)[0] == 130.0
 
 
+def test_the_tables_columns_are_the_scenarios_declared(monkeypatch):
+    """The report's serving table iterates the scenarios' declaration: a fifth scenario is
+    a fifth column, in its place, showing its own field."""
+    from xfbench.serving import table
+    from xfbench.serving.scenarios import SCENARIO_TABLE, Scenario
+
+    extra = Scenario("Interactive", "p99 TTFT", "TTFT ms", "ttft_p99_ms")
+    monkeypatch.setattr(table, "SCENARIO_TABLE", (*SCENARIO_TABLE, extra))
+    monkeypatch.setattr(table, "BY_NAME", {s.name: s for s in (*SCENARIO_TABLE, extra)})
+    base = {"network": "gpt2", "framework": "torch", "mode": "eager", "precision": "fp32",
+            "device": "cpu", "threads": 2, "valid": True}  # fmt: skip
+    records = [
+        {**base, "scenario": "Offline", "samples_per_s": 12.5},
+        {**base, "scenario": "Interactive", "ttft_p99_ms": 41.0},
+    ]
+    headers, [row] = table.network_tables(records)["gpt2"]
+    assert headers[5:10] == [
+        "SingleStream p90 ms", "MultiStream p99 ms", "Server QPS", "Offline samples/s",
+        "Interactive TTFT ms",
+    ]  # fmt: skip
+    assert row[8:10] == ["12.5", "41"]
+
+
 def test_serving_cell_is_a_cell_with_a_scenario():
     cell = ServingCell(
         network="fcn5",

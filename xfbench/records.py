@@ -44,6 +44,16 @@ def keys(fields: tuple[Field, ...]) -> set[str]:
     return {f.name for f in fields}
 
 
+def replaced(fields: tuple[Field, ...], *changed: Field) -> tuple[Field, ...]:
+    """fields with those of the same names as changed replaced, in their order (by name,
+    never by position: a field added to fields keeps its place)."""
+    by_name = {f.name: f for f in changed}
+    unknown = set(by_name) - keys(fields)
+    if unknown:
+        raise ValueError(f"no field named {', '.join(sorted(unknown))} to replace")
+    return tuple(by_name.get(f.name, f) for f in fields)
+
+
 def header(kind: str) -> dict:
     """The fields that say what a record is; every writer puts them first."""
     if kind not in KINDS:
@@ -644,11 +654,11 @@ SERVING_SEARCH_STEP = (
     Field("validity", "str", "LoadGen's VALID or INVALID for the run"),
     Field("logs", "str", "the run's log folder, inside loadgen_logs"),
 )
-SERVING = CELL[:7] + (
+SERVING = replaced(
+    CELL,
     Field("task", "str", "serve"),
     Field("data", "str", "resident (synthetic samples held in host memory)"),
-    CELL[9],
-    CELL[10],
+) + (
     Field("scenario", "str", "SingleStream, MultiStream, Server or Offline"),
     Field("preset", "str", "the preset that chose LoadGen's durations"),
     Field("status", "str", "ok"),

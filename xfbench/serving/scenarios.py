@@ -11,19 +11,44 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-# LoadGen's names, in the order a cell's scenarios run; ids are the test ids' last part.
-SCENARIOS = ("SingleStream", "MultiStream", "Server", "Offline")
-IDS = {s: s.lower() for s in SCENARIOS}
-BY_ID = {v: k for k, v in IDS.items()}
 MULTISTREAM_SAMPLES = 8  # MLPerf's samples per MultiStream query
 
-# What each scenario's number is, for tables and docs.
-METRIC = {
-    "SingleStream": "p90 latency of batch-1 queries sent back to back",
-    "MultiStream": f"p99 latency of {MULTISTREAM_SAMPLES}-sample queries sent back to back",
-    "Server": "the highest Poisson arrival rate (queries/s) whose p99 latency meets the bound",
-    "Offline": "samples/s with every sample issued at once",
-}
+
+@dataclass(frozen=True)
+class Scenario:
+    """One of LoadGen's scenarios as every table shows it: its number is the record's
+    `field`, in `unit`."""
+
+    name: str  # LoadGen's
+    metric: str  # what its number is, for tables and docs
+    unit: str
+    field: str
+
+
+# In the order a cell's scenarios run; every table's scenario columns follow it.
+SCENARIO_TABLE = (
+    Scenario(
+        "SingleStream", "p90 latency of batch-1 queries sent back to back", "p90 ms", "p90_ms"
+    ),
+    Scenario(
+        "MultiStream",
+        f"p99 latency of {MULTISTREAM_SAMPLES}-sample queries sent back to back",
+        "p99 ms",
+        "p99_ms",
+    ),
+    Scenario(
+        "Server",
+        "the highest Poisson arrival rate (queries/s) whose p99 latency meets the bound",
+        "QPS",
+        "server_qps",
+    ),
+    Scenario("Offline", "samples/s with every sample issued at once", "samples/s", "samples_per_s"),
+)
+SCENARIOS = tuple(s.name for s in SCENARIO_TABLE)
+BY_NAME = {s.name: s for s in SCENARIO_TABLE}
+METRIC = {s.name: s.metric for s in SCENARIO_TABLE}
+IDS = {s: s.lower() for s in SCENARIOS}  # the test ids' last part
+BY_ID = {v: k for k, v in IDS.items()}
 
 # Server's p99 latency bound per network, in ms. MLPerf Inference's datacenter bounds where
 # it has the network (ResNet-50: 15 ms; BERT: 130 ms, set for BERT-large and kept for

@@ -3,7 +3,7 @@ the scenarios side by side (reports)."""
 
 from __future__ import annotations
 
-from xfbench.serving.scenarios import SCENARIOS
+from xfbench.serving.scenarios import BY_NAME, SCENARIO_TABLE, SCENARIOS
 
 
 def _num(value, spec: str = ".4g") -> str:
@@ -13,15 +13,13 @@ def _num(value, spec: str = ".4g") -> str:
 
 
 def headline(r: dict) -> tuple[str, str]:
-    """(what the scenario's number is, the number) of one serving record."""
-    scenario = r.get("scenario")
-    if scenario == "SingleStream":
-        return "p90 ms", _num(r.get("p90_ms"))
-    if scenario == "MultiStream":
-        return "p99 ms", _num(r.get("p99_ms"))
-    if scenario == "Server":
-        return "QPS", _num(r.get("server_qps")) or "none"
-    return "samples/s", _num(r.get("samples_per_s"))
+    """(what the scenario's number is, the number) of one serving record; a Server search
+    that met the bound at no rate gives "none"."""
+    scenario = BY_NAME.get(r.get("scenario"))
+    if scenario is None:
+        return "", ""
+    value = _num(r.get(scenario.field))
+    return scenario.unit, value or ("none" if scenario.name == "Server" else "")
 
 
 def validity(r: dict) -> str:
@@ -120,8 +118,8 @@ def network_tables(records: list[dict]) -> dict[str, tuple[list[str], list[list[
         table = []
         for key, cells in sorted(rows.items()):
             line = list(key)
-            for scenario in SCENARIOS:
-                r = cells.get(scenario)
+            for scenario in SCENARIO_TABLE:
+                r = cells.get(scenario.name)
                 if r is None:
                     line.append("")
                 elif r.get("status", "ok") != "ok":
@@ -139,19 +137,14 @@ def network_tables(records: list[dict]) -> dict[str, tuple[list[str], list[list[
                 if isinstance(r.get("latency_bound_ms"), (int, float))
             }
         )
-        server = "Server QPS" + (
-            f" (p99 ≤ {', '.join(f'{b:g}' for b in bounds)} ms)" if bounds else ""
-        )
+        bound = f" (p99 ≤ {', '.join(f'{b:g}' for b in bounds)} ms)" if bounds else ""
         headers = [
             "framework",
             "mode",
             "precision",
             "device",
             "threads",
-            "SingleStream p90 ms",
-            "MultiStream p99 ms",
-            server,
-            "Offline samples/s",
+            *(f"{s.name} {s.unit}" + (bound if s.name == "Server" else "") for s in SCENARIO_TABLE),
             "int8 vs fp32",
         ]
         out[network] = (headers, table)
