@@ -367,10 +367,10 @@ def test_two_machines_side_by_side_with_geometric_mean(tmp_path, capsys):
     assert "| A     | 2026-01-01-alpha: Test CPU 9000" in md  # the tags' legend
     rows = read_csv(out / "report.csv")
     assert {r["host"] for r in rows} == {"2026-01-01-alpha", "2026-01-02-beta"}
-    # the other machine as reference inverts the ratio
-    assert cli(a, b, "--out", out, "--format", "md", "--reference", "2026-01-02-beta") == 0
+    # the other machine as the base inverts the ratio
+    assert cli(a, b, "--out", out, "--format", "md", "--base", "2026-01-02-beta") == 0
     assert f"{1 / expected:.3g}x (9 cells)" in (out / "report.md").read_text()
-    assert cli(a, b, "--out", out, "--reference", "nowhere") == 1
+    assert cli(a, b, "--out", out, "--base", "nowhere") == 1
     assert "names no single machine" in capsys.readouterr().err
 
 

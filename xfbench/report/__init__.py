@@ -16,7 +16,7 @@ def render(
     formats=FORMATS,
     *,
     with_paper: bool = False,
-    reference: str | None = None,
+    base: str | None = None,
     prices: str | Path | None = None,
     problems: list[str] | None = None,
 ) -> list[Path]:
@@ -26,7 +26,7 @@ def render(
     results, then the plots).
 
     Raises report.load.LoadError (unusable input), report.procurement.PricesError and
-    ValueError (a reference that names no machine); each message is one line. What was
+    ValueError (a base that names no machine); each message is one line. What was
     left out (a file that could not be read, a plot not drawn) is listed in the report
     and appended to problems when it is given."""
     from xfbench.report import (
@@ -46,7 +46,7 @@ def render(
 
     runs = [load(p) for p in results]
     price_table = procurement.load_prices(prices) if prices else None
-    rep = model.build(runs, with_paper=with_paper, reference=reference, prices=price_table)
+    rep = model.build(runs, with_paper=with_paper, base=base, prices=price_table)
     rep.scores = score.machine_scores(rep)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)

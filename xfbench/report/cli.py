@@ -1,5 +1,5 @@
 """`xfbench report RESULTS... [--format md,html,csv] [--out DIR] [--paper]
-[--reference MACHINE] [--prices FILE]`"""
+[--base MACHINE] [--prices FILE]`"""
 
 from __future__ import annotations
 
@@ -38,11 +38,11 @@ def parser() -> options.ArgumentParser:
         "--paper", action="store_true", help="show Shi et al.'s own Table 7 numbers beside ours"
     )
     p.add_argument(
-        "--reference",
+        "--base",
         default=None,
         metavar="MACHINE",
-        help="the machine the others are compared with (label, host or run name; "
-        "default: the first)",
+        help="the machine the others are compared with, side by side (label, host or run "
+        "name; default: the first)",
     )
     p.add_argument(
         "--prices",
@@ -85,7 +85,7 @@ def main(argv: list[str] | None = None) -> int:
             out,
             formats,
             with_paper=args.paper,
-            reference=args.reference,
+            base=args.base,
             prices=args.prices,
             problems=problems,
         )

@@ -1,5 +1,5 @@
 """From runs to the report's content: machines, Table 7 blocks, per-cell figures,
-machine-against-reference summaries and the procurement view.
+machine-against-base summaries and the procurement view.
 
 Everything here is plain data; the md, html and csv renderers only lay it out.
 """
@@ -287,7 +287,7 @@ class Detail:
 class Summary:
     machine: Machine
     cells: int
-    geomean: float | None  # reference time / this machine's time, geometric mean
+    geomean: float | None  # the base machine's time / this machine's, geometric mean
     cpu_cells: int
     cpu_geomean: float | None
     acc_cells: int
@@ -311,7 +311,7 @@ class Report:
     details: list[Detail]
     footnotes: list[Footnote]
     summaries: list[Summary]
-    reference: Machine | None
+    base: Machine | None  # the machine the others are compared with, side by side
     buys: list[Buy]
     gemm: list[tuple[Machine, dict]]
     problems: list[str]
@@ -439,11 +439,11 @@ def _match_key(block: BlockKey, row: RowKey, r: Result):
     return (block, row, ("cpu", r.threads) if not r.accelerator else ("acc", r.device))
 
 
-def summarise(machines: list[Machine], reference: Machine) -> list[Summary]:
-    ref = {_match_key(b, row, r): r for (b, row, _), r in reference.results.items()}
+def summarise(machines: list[Machine], base: Machine) -> list[Summary]:
+    ref = {_match_key(b, row, r): r for (b, row, _), r in base.results.items()}
     out = []
     for m in machines:
-        if m is reference:
+        if m is base:
             continue
         every, cpu, acc = [], [], []
         for (b, row, _), r in m.results.items():
@@ -478,19 +478,19 @@ def build(
     runs: list[Run],
     *,
     with_paper: bool = False,
-    reference: str | None = None,
+    base: str | None = None,
     prices: dict[str, dict[str, float]] | None = None,
 ) -> Report:
-    """The report's content. `reference` names a machine (label, host or run name);
+    """The report's content. `base` names a machine (label, host or run name);
     ValueError when it names none."""
     machines, problems = group_machines(runs)
     problems = [p for run in runs for p in run.problems] + problems
     ref = None
-    if len(machines) > 1 or reference:
-        ref = find_machine(machines, reference) if reference else machines[0]
+    if len(machines) > 1 or base:
+        ref = find_machine(machines, base) if base else machines[0]
         if ref is None:
             raise ValueError(
-                f"--reference {reference!r} names no single machine; machines: "
+                f"--base {base!r} names no single machine; machines: "
                 + "; ".join(m.label for m in machines)
             )
     if prices:
@@ -611,7 +611,7 @@ def build(
         details=details,
         footnotes=footnotes,
         summaries=summarise(machines, ref) if ref and len(machines) > 1 else [],
-        reference=ref,
+        base=ref,
         buys=buys,
         gemm=gemm,
         problems=problems,

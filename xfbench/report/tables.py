@@ -65,7 +65,7 @@ def machines_table(report: Report) -> Table:
                         f"{r.name} ({r.files} file{'s' if r.files != 1 else ''})" for r in m.runs
                     )
                 ),
-                _t("reference" if m is report.reference else ""),
+                _t("base" if m is report.base else ""),
             ]
         )
     return Table(
@@ -399,11 +399,11 @@ def fastest_table(report: Report) -> Table | None:
 
 
 def machines_compared_table(report: Report) -> Table | None:
-    """Each cell two machines both measured, the reference against each other machine:
+    """Each cell two machines both measured, the base machine against each other one:
     which is faster and by how much, or within noise (their intervals' ratio contains 1)."""
-    if len(report.machines) < 2 or report.reference is None:
+    if len(report.machines) < 2 or report.base is None:
         return None
-    ref = report.reference
+    ref = report.base
     rows = []
     for block in report.blocks:
         for row in block.rows:
@@ -487,11 +487,11 @@ def summary_table(report: Report) -> Table | None:
         for s in report.summaries
     ]
     return Table(
-        f"Against {report.reference.label}",
+        f"Against {report.base.label}",
         ["machine", "speedup, all shared cells", "CPU cells", "accelerator cells"],
         rows,
-        caption="Geometric mean over the cells both machines ran of (reference seconds / "
-        "this machine's seconds): above 1 is faster than the reference. CPU cells "
+        caption="Geometric mean over the cells both machines ran of (the base machine's "
+        "seconds / this machine's seconds): above 1 is faster than the base. CPU cells "
         "are matched by thread count, accelerator cells by device index.",
         anchor="summary",
         text_cols=1,
