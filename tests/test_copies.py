@@ -294,9 +294,13 @@ def test_an_interrupted_group_of_copies_keeps_the_cells_every_copy_finished(tmp_
 
 @pytest.mark.skipif(CPUS < 2, reason="two copies of one thread need two CPUs")
 def test_copies_without_threads_run_the_thread_counts_where_they_fit():
+    from xfbench.plugin import declared
     from xfbench.runner.plan import make_plan
 
-    plan = make_plan(framework="null", preset="smoke", device="cpu", task="train", copies="2")
+    plan = make_plan(
+        declared()["single"],
+        dict(framework="null", preset="smoke", device="cpu", task="train", copies="2"),
+    )
     assert plan.selection["threads"] and plan.jobs
     assert all(len(job.copies) == 2 and 2 * job.group.threads <= CPUS for job in plan.jobs)
 
@@ -313,12 +317,13 @@ def test_ctrl_c_stops_every_copy_and_keeps_the_cells_they_finished(tmp_path):
 
     import psutil
 
+    from xfbench.plugin import declared
     from xfbench.runner.plan import make_plan
 
-    plan = make_plan(
+    plan = make_plan(declared()["single"], dict(
         framework="null", preset="smoke", device="cpu", task="train", model="fcn5,fcn8",
         threads="1", copies="2",
-    )  # fmt: skip
+    ))  # fmt: skip
     first, hung = plan.jobs[0].cells
     results = tmp_path / "r"
     env = {**os.environ, "XFBENCH_FAULT": f"train-{hung.cell.id}:sleep"}

@@ -59,9 +59,13 @@ def test_a_registered_framework_is_selectable(throwaway):
 
 
 def test_the_runner_plans_its_groups(throwaway):
+    from xfbench.plugin import declared
     from xfbench.runner.plan import make_plan
 
-    plan = make_plan(framework=throwaway, model="fcn_r", preset="smoke", threads="1", device="cpu")
+    plan = make_plan(
+        declared()["single"],
+        dict(framework=throwaway, model="fcn_r", preset="smoke", threads="1", device="cpu"),
+    )
     assert [job.group.framework for job in plan.jobs] == [throwaway]
     assert {c.task for c in plan.cells} == {"train", "infer"}
 

@@ -17,10 +17,12 @@ import pytest
 
 from xfbench.errors import UsageError
 from xfbench.harness.selection import cells, parse
+from xfbench.harness.sweeps import default_threads
 from xfbench.harness.threads import allowed_cpus
 from xfbench.options import FAULT
+from xfbench.plugin import declared
 from xfbench.runner import cli
-from xfbench.runner.plan import default_threads, make_plan
+from xfbench.runner.plan import make_plan
 from xfbench.runner.store import RunFolder, StoreError, default_folder, host, write_json
 
 FAULT_ENV = FAULT.name
@@ -190,7 +192,10 @@ def test_a_sweep_resumes_the_newest_unfinished_folder_of_its_selection(tmp_path,
     monkeypatch.chdir(tmp_path)
     argv = NULL + ["--model", "fcn5", "--threads", "1"]
     plan = make_plan(
-        framework="null", model="fcn5", threads="1", preset="smoke", task="train", device="cpu"
+        declared()["single"],
+        dict(
+            framework="null", model="fcn5", threads="1", preset="smoke", task="train", device="cpu"
+        ),
     )
     old = RunFolder(Path("results") / f"2000-01-01-{host()}")
     old.add_selection(plan.selection)
@@ -204,9 +209,9 @@ def test_a_sweep_resumes_the_newest_unfinished_folder_of_its_selection(tmp_path,
 def test_table7_preset_runs_one_mode_per_framework_and_trains_only():
     sel = parse(framework="torch", preset="table7", threads="1")
     assert {c.mode for c in cells(sel, "train")} == {"eager"}
-    assert make_plan(framework="torch", preset="table7", threads="1").selection["tasks"] == [
-        "train"
-    ]
+    assert make_plan(
+        declared()["single"], dict(framework="torch", preset="table7", threads="1")
+    ).selection["tasks"] == ["train"]
 
 
 @pytest.mark.slow
@@ -255,15 +260,22 @@ def test_plain_pytest_runs_each_framework_in_its_own_process(tmp_path):
 
 
 def test_the_weights_source_reaches_the_children():
+    from xfbench.plugin import declared
     from xfbench.runner.plan import make_plan
 
-    plan = make_plan(framework="null", model="fcn_r", threads="1", preset="smoke", weights="onnx")
-    assert all(job.options["weights"] == "onnx" for job in plan.jobs)
+    plan = make_plan(
+        declared()["single"],
+        dict(framework="null", model="fcn_r", threads="1", preset="smoke", weights="onnx"),
+    )
+    assert all(job.settings["weights"] == "onnx" for job in plan.jobs)
     assert plan.selection["weights"] == "onnx"
     import pytest
 
     with pytest.raises(UsageError, match="unknown weights 'disk'"):
-        make_plan(framework="null", threads="1", preset="smoke", weights="disk")
+        make_plan(
+            declared()["single"],
+            dict(framework="null", threads="1", preset="smoke", weights="disk"),
+        )
 
 
 def _mark_contended(folder: RunFolder, key: str) -> None:
@@ -310,8 +322,8 @@ def test_retry_contended_measures_those_cells_again_and_replaces_their_records(
 
     # with it, only the contended cell runs again, and its new record replaces the old
     assert run(argv + ["--retry-contended"], monkeypatch) == 0
-    [command] = [line for line in log.read_text()[size:].splitlines() if line.startswith("$ ")]
-    assert "[null-fcn5-" in command and "[null-fcn8-" not in command
+    [named] = [line for line in log.read_text()[size:].splitlines() if line.startswith("# its")]
+    assert "null-fcn5-" in named and "null-fcn8-" not in named
     [entry] = json.loads((folder.cells / f"{k5}.json").read_text())["benchmarks"]
     assert "old_record" not in entry["extra_info"]
     assert folder.stamps(k8) == untouched
@@ -410,13 +422,16 @@ def test_a_run_where_every_cell_fails_still_writes_its_benchmark_json(tmp_path, 
 @pytest.mark.skipif(CPUS < 2, reason="two thread counts need 2 CPUs")
 def test_a_gpu_cell_runs_once_not_once_per_cpu_thread_count():
     plan = make_plan(
-        framework="null",
-        model="fcn5",
-        threads="1,2",
-        device="cpu,cuda:0",
-        preset="smoke",
-        task="train",
-        skip_missing_devices=True,  # the plan alone: no GPU is needed
+        declared()["single"],
+        dict(
+            framework="null",
+            model="fcn5",
+            threads="1,2",
+            device="cpu,cuda:0",
+            preset="smoke",
+            task="train",
+            skip_missing_devices=True,  # the plan alone: no GPU is needed
+        ),
     )
     groups = [(j.group.device, j.group.threads) for j in plan.jobs]
     assert groups == [("cpu", 1), ("cpu", 2), ("cuda:0", 2)]

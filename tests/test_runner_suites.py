@@ -1,22 +1,24 @@
-"""`xfbench run --suite scaling|allreduce`: options checked before anything runs, node ids
-as the suites name their tests, and the sweep (children, failures, resume) driven against
-stand-in suites that record what they were asked, so nothing here trains a network."""
+"""`xfbench run --suite scaling|allreduce`: options checked before anything runs, the job
+each child is handed (its suite's cells, not options), and the sweep (children, failures,
+resume, report) driven against stand-in suites declared in one place, so nothing here
+trains a network."""
 
 from __future__ import annotations
 
 import json
+import os
 import textwrap
 from pathlib import Path
 
 import pytest
 
-import xfbench.runner.group
 from xfbench.options import FAULT
+from xfbench.plugin import SUITES_DIR, declared
 from xfbench.report import render_folder
 from xfbench.runner import cli
-from xfbench.runner.group import Group, child_command, key
+from xfbench.runner.group import Group, child_command, job_document, key
+from xfbench.runner.plan import make_plan
 from xfbench.runner.store import RunFolder
-from xfbench.runner.suites import allreduce_plan, from_item, scaling_plan
 from xfbench.scaling.cell import default_threads_per_worker
 
 FAULT_ENV = FAULT.name
@@ -95,55 +97,47 @@ def test_bad_suite_options_are_one_line_before_anything_runs(tmp_path, capsys, a
     assert not results.exists()
 
 
-def test_node_ids_and_child_options_follow_the_contract():
-    plan = scaling_plan(
-        framework="torch,jax",
-        model="resnet56,fcn_r",
-        preset="smoke",
-        device="cpu",
-        workers="1,2",
-        scaling="strong,weak",
+def test_each_child_is_handed_its_cells_and_settings_not_options(tmp_path):
+    """The plan's jobs carry the suite's own cells (scaling.cell.expand's), grouped one
+    child per (framework, device); the job file a child is handed names the suite, its
+    files, exactly those cells as records and the settings they are measured with, and
+    the child reads the cells back as they were."""
+    from xfbench.scaling.cell import ScalingCell
+
+    suites = declared()
+    plan = make_plan(
+        suites["scaling"],
+        dict(
+            framework="torch,jax",
+            model="resnet56,fcn_r",
+            preset="smoke",
+            device="cpu",
+            workers="1,2",
+            scaling="strong,weak",
+        ),
     )
     assert plan.selection["suite"] == "scaling"
-    assert len(plan.jobs) == 2 * 2 * 2  # framework x network x scaling kind
-    job = next(
-        j for j in plan.jobs if j.group.framework == "jax" and j.group.part == "resnet56-strong"
-    )
-    argv = child_command(job, job.cells)
+    assert [j.group.name for j in plan.jobs] == ["scaling-torch-cpu", "scaling-jax-cpu"]
+    job = plan.jobs[1]
     # strong smoke batch: the smoke batch (8) times the most workers, so 1 and 2 divide it
-    suite = xfbench.runner.group.SUITES_DIR / "test_scaling.py"
-    assert argv[-2:] == [
-        f"{suite}::test_scaling[resnet56-jax-cpu-w1-strong-b16]",
-        f"{suite}::test_scaling[resnet56-jax-cpu-w2-strong-b16]",
+    assert [c.id for c in job.cells][:2] == [
+        "resnet56-jax-cpu-w1-strong-b16",
+        "resnet56-jax-cpu-w2-strong-b16",
     ]
-    opts = dict(zip(argv[6:-2:2], argv[7:-2:2]))
-    assert opts == {
-        "--framework": "jax",
-        "--device": "cpu",
-        "--model": "resnet56",
-        "--scaling": "strong",
-        "--workers": "1,2",
-        "--batch-size": "16",
-        "--precision": "fp32",
-        "--preset": "smoke",
+    assert [key(c) for c in job.cells][-1] == "scaling-fcn_r-jax-cpu-w2-weak-b8"
+    doc = job_document(job, job.cells)
+    assert doc["suite"] == "scaling" and doc["files"] == [str(SUITES_DIR / "test_scaling.py")]
+    assert doc["settings"] == {
+        "preset": "smoke",
+        "threads": None,  # the suite's own threads per worker
+        "framework": "jax",
+        "device": "cpu",
     }
-    assert "--threads" not in argv  # the suite's own threads per worker
-    assert job.group.name == "scaling-jax-cpu-resnet56-strong"
-    weak = next(
-        j for j in plan.jobs if j.group.framework == "torch" and j.group.part == "fcn_r-weak"
-    )
-    assert [c.id for c in weak.cells] == [
-        "fcn_r-torch-cpu-w1-weak-b8",
-        "fcn_r-torch-cpu-w2-weak-b8",
-    ]
-    assert [key(c) for c in weak.cells] == [
-        "scaling-fcn_r-torch-cpu-w1-weak-b8",
-        "scaling-fcn_r-torch-cpu-w2-weak-b8",
-    ]
-    assert weak.cells[1].as_dict() == {
+    assert [ScalingCell.from_dict(c) for c in doc["cells"]] == job.cells
+    assert doc["cells"][-1] == {
         "kind": "scaling",
         "network": "fcn_r",
-        "framework": "torch",
+        "framework": "jax",
         "device": "cpu",
         "workers": 2,
         "scaling": "weak",
@@ -153,123 +147,105 @@ def test_node_ids_and_child_options_follow_the_contract():
         # the suite's own default, from the one expansion (scaling.cell.expand)
         "threads_per_worker": default_threads_per_worker(2),
     }
+    assert child_command(doc)[-1] == str(SUITES_DIR / "test_scaling.py")
 
     # --threads is per worker and reaches the child; a given batch is the batch of every cell
-    plan = scaling_plan(
-        framework="torch",
-        model="resnet56",
-        preset="paper",
-        device="cpu",
-        workers="1,2",
-        threads="1",
-        batch_size="64",
+    plan = make_plan(
+        suites["scaling"],
+        dict(
+            framework="torch",
+            model="resnet56",
+            preset="paper",
+            device="cpu",
+            workers="1,2",
+            threads="1",
+            batch_size="64",
+        ),
     )
     [job] = plan.jobs
-    argv = child_command(job, job.cells)
-    assert (
-        argv[argv.index("--threads") + 1] == "1"
-        and job.group.name == "scaling-torch-cpu-t1-resnet56-strong"
-    )
+    assert job_document(job, job.cells)["settings"]["threads"] == "1"
     assert [c.id for c in job.cells] == [f"resnet56-torch-cpu-w{w}-strong-b64" for w in (1, 2)]
 
-    plan = allreduce_plan(
-        framework="torch,jax",
-        device="cpu",
-        preset="smoke",
-        world_sizes="1,2",
-        allreduce_sizes="1K,4K",
-    )
-    assert [c.node_id for j in plan.jobs for c in j.cells] == [
-        f"{xfbench.runner.group.SUITES_DIR / 'test_allreduce.py'}::test_allreduce[{i}]"
-        for i in ("torch-cpu-n1", "torch-cpu-n2", "jax-cpu-n1", "jax-cpu-n2")
+    plan = make_plan(
+        suites["allreduce"],
+        dict(framework="torch,jax", device="cpu", preset="smoke", world_sizes="1,2",
+             allreduce_sizes="1K,4K"),
+    )  # fmt: skip
+    assert [key(c) for j in plan.jobs for c in j.cells] == [
+        f"allreduce-{i}" for i in ("torch-cpu-n1", "torch-cpu-n2", "jax-cpu-n1", "jax-cpu-n2")
     ]
-    argv = child_command(plan.jobs[0], plan.jobs[0].cells)
-    assert argv[argv.index("--world-sizes") + 1] == "1,2"
-    assert argv[argv.index("--allreduce-sizes") + 1] == "1K,4K"
-    assert plan.jobs[0].group.name == "allreduce-torch-cpu" and "--threads" not in argv
-    [job] = allreduce_plan(framework="torch", device="cpu", world_sizes="2", threads="1").jobs
-    argv = child_command(job, job.cells)
-    assert argv[argv.index("--threads") + 1] == "1"  # threads per rank
+    doc = job_document(plan.jobs[0], plan.jobs[0].cells)
+    assert doc["settings"]["allreduce_sizes"] == "1K,4K"
+    assert plan.jobs[0].group.name == "allreduce-torch-cpu"
     # the train/infer groups keep their names (log files of earlier runs)
     assert Group("torch", "cuda:0", 4).name == "torch-cuda0-t4"
 
 
-def test_a_test_of_the_suites_is_known_by_its_id_whatever_its_parameter():
-    class Item:
-        originalname = "test_scaling"
+def test_a_child_runs_exactly_the_cells_of_its_job(tmp_path):
+    """A pytest process handed a job file (XFBENCH_JOB) generates its cells, no others,
+    whatever the options would have expanded to."""
+    import os
+    import subprocess
+    import sys
 
-        class callspec:
-            id = "fcn_r-tensorflow-cuda-w4-weak-b32"
-            params = {"anything": object()}
+    from xfbench.adapters import Cell
 
-    cell = from_item(Item)
-    assert key(cell) == "scaling-fcn_r-tensorflow-cuda-w4-weak-b32"
-    assert cell.as_dict() == {
-        "kind": "scaling",
-        "network": "fcn_r",
-        "framework": "tensorflow",
-        "device": "cuda",
-        "workers": 4,
-        "scaling": "weak",
-        "batch": 32,
-    }
-    Item.originalname, Item.callspec.id = "test_allreduce", "jax-cpu-n2"
-    assert from_item(Item).as_dict() == {
-        "kind": "allreduce",
-        "framework": "jax",
-        "device": "cpu",
-        "world_size": 2,
-    }
-    Item.callspec.id = "not-selected"  # a suite's placeholder when it does not run: no cell
-    assert from_item(Item) is None
-    Item.originalname, Item.callspec.id = "test_train", "jax-cpu-n2"
-    assert from_item(Item) is None
+    cell = Cell(network="fcn8", framework="null", mode="none", precision="fp32", device="cpu",
+                threads=1, batch_size=8, task="train", scale="smoke")  # fmt: skip
+    job = tmp_path / "job.json"
+    job.write_text(json.dumps({"suite": "single", "settings": {"preset": "smoke", "threads": "1",
+                   "framework": "null", "device": "cpu"}, "cells": [cell.as_dict()]}))  # fmt: skip
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "XFBENCH_JOB": str(job)}
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "--collect-only", "-p", "no:cacheprovider",
+         str(SUITES_DIR / "test_train.py"), str(SUITES_DIR / "test_infer.py")],
+        env=env, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    collected = [line for line in proc.stdout.splitlines() if "::" in line]
+    cells = [line.split("::")[1] for line in collected if "not-selected" not in line]
+    assert cells == [f"test_train[{cell.id}]"], proc.stdout[-2000:]
 
 
 # ------------------------------------------------------------------ sweeps against stand-ins
 
-CONFTEST = """
-from xfbench import options
+# Stand-ins for the scaling and all-reduce suites, each declared in one place (its module,
+# loaded by the children as a plugin): the real suite's own sweep and table, a test that
+# records a step time of 0.1 s / workers**0.5 (efficiency 1/sqrt(2) at 2 workers) or a
+# sweep of made-up bandwidths, so nothing here trains a network or starts a worker.
+STAND_IN = """
+import os
 
-pytest_plugins = ("xfbench.runner.plugin",)
+import pytest
+
+from xfbench.allreduce import plugin as allreduce
+from xfbench.plugin import Suite, declare
+from xfbench.scaling import plugin as scaling
+from xfbench.scaling.cell import ScalingCell
+
+HERE = os.path.dirname(os.path.abspath(__file__))
 
 
-def pytest_addoption(parser):
-    options.add_pytest_options(parser)
+def _scaling_cells(metafunc):
+    opt = metafunc.config.getoption
+    return [ScalingCell(network=n, framework=opt("framework"), device="cpu", workers=int(w),
+                        scaling=s, batch=int(opt("batch_size")), threads_per_worker=1,
+                        scale="smoke")
+            for n in opt("model").split(",") for s in opt("scaling").split(",")
+            for w in opt("workers").split(",")]
+
+
+SCALING = declare(Suite(name="scaling", param="scell", cells=_scaling_cells,
+                        cell_type=ScalingCell, files=(os.path.join(HERE, "test_scaling.py"),),
+                        sweep=scaling.sweep, title="stand-in scaling", table=scaling.summary))
+ALLREDUCE = declare(Suite(name="allreduce", param="case", cells=lambda metafunc: [],
+                          cell_type=allreduce.Case,
+                          files=(os.path.join(HERE, "test_allreduce.py"),),
+                          sweep=allreduce.sweep, title="stand-in all-reduce",
+                          table=allreduce.summary))
 """
 
-# Stand-in for suites/test_scaling.py: expands its cells from the options as the real suite
-# does, and records a step time of 0.1 s / workers**0.5 (efficiency 1/sqrt(2) at 2 workers).
 SCALING = """
 import os
-from dataclasses import asdict, dataclass
-
-
-@dataclass(frozen=True)
-class ScalingCell:
-    network: str
-    framework: str
-    device: str
-    workers: int
-    scaling: str
-    batch: int
-
-    @property
-    def id(self):
-        return (f"{self.network}-{self.framework}-{self.device}-w{self.workers}-"
-                f"{self.scaling}-b{self.batch}")
-
-    def as_dict(self):
-        return asdict(self)
-
-
-def pytest_generate_tests(metafunc):
-    opt = metafunc.config.getoption
-    device = "cuda" if opt("device").startswith("cuda") else "cpu"
-    cells = [ScalingCell(n, opt("framework"), device, int(w), s, int(opt("batch_size")))
-             for n in opt("model").split(",") for s in opt("scaling").split(",")
-             for w in opt("workers").split(",")]
-    metafunc.parametrize("scell", cells, ids=[c.id for c in cells])
 
 
 def test_scaling(scell, benchmark):
@@ -278,32 +254,30 @@ def test_scaling(scell, benchmark):
     benchmark._mode = "benchmark.pedantic(...)"
     benchmark.group = f"scaling {scell.network} {scell.scaling}"
     benchmark.extra_info.update({
-        "kind": "scaling", **scell.as_dict(), "global_batch": global_batch,
+        **scell.as_dict(), "global_batch": global_batch,
         "per_worker_batch": global_batch // scell.workers, "status": "ok",
         "seconds_per_batch": seconds, "samples_per_s": global_batch / seconds,
         "speedup": None, "efficiency": None, "backend": "gloo", "comm_share": None,
-        "threads_per_worker": 1, "pid": os.getpid()})
+        "pid": os.getpid()})
     stats = benchmark._make_stats(1)
     for _ in range(3):
         stats.update(seconds)
 """
 
 ALLREDUCE = """
-def pytest_generate_tests(metafunc):
-    opt = metafunc.config.getoption
-    ids = [f"{opt('framework')}-{opt('device')}-n{n}" for n in opt("world_sizes").split(",")]
-    metafunc.parametrize("world_size", [int(n) for n in opt("world_sizes").split(",")], ids=ids)
-
-
-def test_allreduce(world_size, benchmark, request):
-    sizes = [int(s.rstrip("K")) * 1024 for s in request.config.getoption("allreduce_sizes").split(",")]
-    rows = [{"pattern": p, "bytes": b, "status": "ok", "seconds": 1e-4 * b / 1024,
-             "algbw_gbps": 1.0, "busbw_gbps": 2 * (world_size - 1) / world_size,
-             "correct": True} for b in sizes for p in ("allreduce", "reduce_broadcast")]
+def test_allreduce(case, benchmark, request):
+    sizes = [int(s.rstrip("K")) * 1024
+             for s in request.config.getoption("allreduce_sizes").split(",")]
+    n = case.world_size
+    rows = [{"pattern": p, "bytes": b, "count": b // 4, "dtype": "fp32", "status": "ok",
+             "seconds": 1e-4 * b / 1024, "algbw_gbps": 1.0, "busbw_gbps": 2 * (n - 1) / n,
+             "correct": True, "framework": case.framework, "backend": "gloo",
+             "device": case.device, "world_size": n}
+            for b in sizes for p in ("allreduce", "reduce_broadcast")]
     benchmark._mode = "benchmark.pedantic(...)"
-    benchmark.extra_info.update({"kind": "allreduce_sweep", "framework": "torch",
-                                 "backend": "gloo", "device": "cpu",
-                                 "world_size": world_size, "rows": rows})
+    benchmark.extra_info.update({"kind": "allreduce", "framework": case.framework,
+                                 "backend": "gloo", "device": case.device,
+                                 "world_size": n, "rows": rows})
     stats = benchmark._make_stats(1)
     stats.update(rows[-2]["seconds"])
 """
@@ -311,22 +285,32 @@ def test_allreduce(world_size, benchmark, request):
 
 @pytest.fixture
 def stand_ins(tmp_path, monkeypatch):
-    """A checkout whose suites/ holds the stand-ins; the children run there with this
-    checkout's runner plugin."""
-    checkout = tmp_path / "checkout"
-    (checkout / "suites").mkdir(parents=True)
-    (checkout / "suites" / "conftest.py").write_text(textwrap.dedent(CONFTEST))
-    (checkout / "suites" / "test_scaling.py").write_text(textwrap.dedent(SCALING))
-    (checkout / "suites" / "test_allreduce.py").write_text(textwrap.dedent(ALLREDUCE))
-    monkeypatch.setattr(xfbench.runner.group, "SUITES_DIR", checkout / "suites")
-    monkeypatch.setenv("PYTHONPATH", str(ROOT))
-    # The stand-ins' conftest declares the options itself: keep the installed plugin out.
-    monkeypatch.setenv("PYTEST_ADDOPTS", "-p no:xfbench.plugin")
+    """The stand-in suites declared here in place of the real ones, and in every child
+    (PYTEST_PLUGINS), whose files they run."""
+    import importlib
+    import sys
+
+    import xfbench.plugin
+
+    suites = tmp_path / "standins"
+    suites.mkdir()
+    (suites / "xfbench_standins.py").write_text(textwrap.dedent(STAND_IN))
+    (suites / "test_scaling.py").write_text(textwrap.dedent(SCALING))
+    (suites / "test_allreduce.py").write_text(textwrap.dedent(ALLREDUCE))
+    real = [s for s in xfbench.plugin.SUITES if s.name not in ("scaling", "allreduce")]
+    monkeypatch.setattr(xfbench.plugin, "SUITES", real)
+    monkeypatch.syspath_prepend(str(suites))
+    sys.modules.pop("xfbench_standins", None)
+    importlib.import_module("xfbench_standins")  # declares them into xfbench.plugin.SUITES
+    monkeypatch.setenv("PYTHONPATH", f"{ROOT}{os.pathsep}{suites}")
+    monkeypatch.setenv("PYTEST_PLUGINS", "xfbench_standins")
     return tmp_path
 
 
 @pytest.mark.slow
 def test_scaling_sweep_records_failures_resumes_and_reports(stand_ins, monkeypatch):
+    """A suite declared in one place (the stand-in's module) reaches the plan, the
+    children (its cells in their job files), the results folder and the report."""
     folder = RunFolder(stand_ins / "r")
     argv = SMOKE + [
         "--suite",
@@ -363,8 +347,10 @@ def test_scaling_sweep_records_failures_resumes_and_reports(stand_ins, monkeypat
     merged = json.loads(folder.merged.read_text())
     assert len(merged["benchmarks"]) == 2 and len(merged["xfbench"]["failures"]) == 2
     assert merged["xfbench"]["selection"]["suite"] == "scaling"
-    logs = sorted(p.name for p in folder.logs.iterdir())
-    assert logs == ["scaling-torch-cpu-fcn_r-strong.log", "scaling-torch-cpu-fcn_r-weak.log"]
+    assert sorted(p.name for p in folder.logs.iterdir()) == ["scaling-torch-cpu.log"]
+    # the child was handed its cells: the job file names them, no more
+    job = json.loads((folder.root / "jobs" / "scaling-torch-cpu.json").read_text())
+    assert job["suite"] == "scaling" and job["files"][0].startswith(str(stand_ins))
 
     # the same command again: every cell is finished, nothing runs
     sizes = {p: p.stat().st_size for p in folder.logs.iterdir()}
@@ -408,10 +394,11 @@ def test_allreduce_sweep_passes_world_sizes_and_message_sizes(stand_ins, monkeyp
     entry = json.loads((folder.cells / "allreduce-torch-cpu-n2.json").read_text())["benchmarks"][0]
     assert [r["bytes"] for r in entry["extra_info"]["rows"]] == [1024, 1024, 4096, 4096]
     assert "2 of 2 cells measured, 0 failed" in capsys.readouterr().out
-    # the summary table of an all-reduce sweep
+    # the summary table of an all-reduce sweep: the suite's declared table
     assert cli.main(argv) == 0
     out = capsys.readouterr().out
     assert "busbw GB/s all-reduce (largest)" in out and "| torch" in out
+    assert "busbw (GB/s)" in out  # and each sweep's nccl-tests table
 
 
 def test_plain_pytest_json_carries_scaling_failures(stand_ins):
@@ -422,11 +409,7 @@ def test_plain_pytest_json_carries_scaling_failures(stand_ins):
     import sys
 
     out = stand_ins / "out.json"
-    env = dict(
-        os.environ,
-        PYTHONPATH=str(ROOT),
-        **{FAULT_ENV: "scaling-fcn_r-torch-cpu-w2-strong-b16:raise"},
-    )
+    env = dict(os.environ, **{FAULT_ENV: "scaling-fcn_r-torch-cpu-w2-strong-b16:raise"})
     proc = subprocess.run(
         [
             sys.executable,
@@ -435,7 +418,7 @@ def test_plain_pytest_json_carries_scaling_failures(stand_ins):
             "-q",
             "-p",
             "no:cacheprovider",
-            "suites/test_scaling.py",
+            "test_scaling.py",
             "--framework",
             "torch",
             "--device",
@@ -450,7 +433,7 @@ def test_plain_pytest_json_carries_scaling_failures(stand_ins):
             "16",
             f"--benchmark-json={out}",
         ],
-        cwd=stand_ins / "checkout",
+        cwd=stand_ins / "standins",
         env=env,
         capture_output=True,
         text=True,
@@ -472,7 +455,7 @@ def test_plain_pytest_json_carries_scaling_failures(stand_ins):
 def test_a_suites_own_failure_record_is_the_one_recorded(stand_ins, monkeypatch):
     """A suite that knows why its cell failed (the workers timed out) leaves its record in
     item.stash[xfbench.plugin.SUITE_FAILURE]; the runner keeps its status and reason."""
-    test = stand_ins / "checkout" / "suites" / "test_scaling.py"
+    test = stand_ins / "standins" / "test_scaling.py"
     test.write_text(
         test.read_text()
         + textwrap.dedent("""
@@ -525,7 +508,7 @@ def test_a_failure_recorded_by_the_suite_and_the_runner_plugin_is_listed_once():
 def test_allreduce_summary_has_a_column_per_measured_pattern():
     """torch measures three patterns, jax two: the summary's busbw columns are those some
     sweep has (jax alone: no reduce+broadcast column), blank where a sweep lacks one."""
-    from xfbench.runner.suites import summary_table
+    from xfbench.allreduce.table import cells_table
 
     def sweep(framework, patterns, busbw):
         return {
@@ -553,7 +536,7 @@ def test_allreduce_summary_has_a_column_per_measured_pattern():
         lines = [line.strip("|").split("|") for line in text.splitlines() if line.startswith("|")]
         return [[c.strip() for c in line] for line in lines if not line[0].strip().startswith("-")]
 
-    header, t, j = cells(summary_table("allreduce", [torch, jax]))
+    header, t, j = cells(cells_table([torch, jax]))
     assert header[5:] == [
         "busbw GB/s all-reduce (largest)",
         "busbw GB/s reduce+broadcast",
@@ -561,7 +544,7 @@ def test_allreduce_summary_has_a_column_per_measured_pattern():
         "correct",
     ]
     assert t[5:] == ["1.5", "0.75", "0.25", "yes"] and j[5:] == ["2.5", "", "0.125", "yes"]
-    header, j = cells(summary_table("allreduce", [jax]))
+    header, j = cells(cells_table([jax]))
     assert header[5:] == [
         "busbw GB/s all-reduce (largest)",
         "busbw GB/s parameter server",

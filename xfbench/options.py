@@ -22,8 +22,6 @@ from dataclasses import dataclass
 
 from xfbench.errors import UsageError
 
-# The suites of `xfbench run --suite`.
-RUN_SUITES = ("single", "scaling", "allreduce", "serving")
 # Where an option shows in `xfbench run --help`.
 GROUPS = {
     "suite": "",
@@ -42,7 +40,9 @@ class Option:
     default: str  # what it means when not given
     pytest: bool = True  # an option of pytest xfbench/suites/...
     run: tuple[str, ...] = ()  # the `xfbench run --suite`s it applies to; () none
-    child: bool = False  # given to each child pytest of a sweep, as the user gave it
+    # a setting each child process of a sweep measures its cells with, as the user gave it
+    # (the cells themselves reach the child as records: runner.group)
+    child: bool = False
     selection: bool = False  # read by harness.selection.parse
     flag: bool = False  # takes no value
     run_values: str = ""  # where `xfbench run` reads it otherwise (a list, not one count)
@@ -53,13 +53,17 @@ class Option:
     def dest(self) -> str:
         return self.name.replace("-", "_")
 
+    def applies(self, suite: str) -> bool:
+        """Whether `xfbench run --suite suite` takes it."""
+        return suite in self.run or self.run == ALL
+
     def help(self, run: bool = False) -> str:
         # argparse formats help with %: a literal % is %%
         text = (self.run_values if run and self.run_values else self.values).replace("`", "")
         return f"{text} (default: {self.default})".replace("%", "%%")
 
 
-ALL = RUN_SUITES
+ALL = ("*",)  # every suite of `xfbench run`, those added later included
 OPTIONS: tuple[Option, ...] = (
     Option(
         name="suite",
@@ -86,7 +90,6 @@ OPTIONS: tuple[Option, ...] = (
         default="the preset's: Shi's nine and the two transformers (`table7`, "
         "`procurement`: the nine); serving: `resnet56`, `resnet50`",
         run=("single", "scaling", "serving"),
-        child=True,
         selection=True,
     ),
     Option(
@@ -96,7 +99,6 @@ OPTIONS: tuple[Option, ...] = (
         "`tensorrt`, `fused` (the transformers)",
         default="the preset's choice, else every mode that runs on the device",
         run=("single", "serving"),
-        child=True,
         selection=True,
     ),
     Option(
@@ -106,7 +108,6 @@ OPTIONS: tuple[Option, ...] = (
         "comma-separated",
         default="fp32 (GEMM suite: every GEMM type)",
         run=("single", "scaling", "serving"),
-        child=True,
         selection=True,
     ),
     Option(
@@ -152,7 +153,6 @@ OPTIONS: tuple[Option, ...] = (
         "the SUT runs)",
         default="the preset's: Table 7's, or the smoke batch",
         run=("single", "scaling", "serving"),
-        child=True,
         selection=True,
     ),
     Option(
@@ -251,6 +251,7 @@ OPTIONS: tuple[Option, ...] = (
         values="all-reduce suite: message sizes, `1KB,4MB,1GB` or a doubling range `1KB:1GB`",
         default="1KB:1GB (smoke preset 1KB:1MB), capped at 1/8 of each rank's memory",
         run=("allreduce",),
+        child=True,
         group="parallel",
     ),
     Option(
@@ -259,7 +260,6 @@ OPTIONS: tuple[Option, ...] = (
         "`MultiStream`, `Server`, `Offline` (any case)",
         default="all four",
         run=("serving",),
-        child=True,
         group="serving",
     ),
     Option(
@@ -370,15 +370,7 @@ SELECTION_OPTIONS = tuple(o.dest for o in OPTIONS if o.selection)
 
 def applies(suite: str) -> tuple[str, ...]:
     """The dests of the `xfbench run` options that apply to --suite suite."""
-    return tuple(o.dest for o in RUN_OPTIONS if suite in o.run)
-
-
-def plan_options(suite: str) -> tuple[Option, ...]:
-    """The options that choose the cells of `xfbench run --suite suite`: its plan's
-    keyword arguments (the others shape the sweep or its output)."""
-    return tuple(
-        o for o in RUN_OPTIONS if suite in o.run and o.group in ("cells", "parallel", "serving")
-    )
+    return tuple(o.dest for o in RUN_OPTIONS if o.applies(suite))
 
 
 class ArgumentParser(argparse.ArgumentParser):
@@ -553,6 +545,13 @@ CELL_DIR = Variable(
     who="xfbench",
 )
 
+JOB = Variable(
+    name="XFBENCH_JOB",
+    meaning="the job file a runner's child runs: its suite, its cells, and the settings they "
+    "are measured with (runner.group)",
+    who="xfbench",
+)
+
 MARKER = Variable(
     name="XFBENCH_MARKER",
     meaning="the file a runner's child names the cell in flight in",
@@ -586,6 +585,7 @@ ENVIRONMENT: tuple[Variable, ...] = (
     ALLREDUCE_FAULT,
     REQUIRE_BROWSER,
     CELL_DIR,
+    JOB,
     MARKER,
     COPY,
     COPY_DIR,

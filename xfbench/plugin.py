@@ -13,6 +13,8 @@ in force when a framework's thread pool starts.
 
 from __future__ import annotations
 
+import importlib
+import json
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -22,11 +24,13 @@ from typing import Any
 import pytest
 
 from xfbench import machine, options
+from xfbench.adapters import Cell
 from xfbench.data.readers import DataError
 from xfbench.errors import CannotRun, UsageError
 from xfbench.harness import memory, threads
 from xfbench.harness.measure import WEIGHT_SOURCES, RealData, measure
-from xfbench.harness.selection import Selection, cells, parse
+from xfbench.harness.selection import Selection, cells, option_list, parse
+from xfbench.harness.sweeps import thread_counts
 from xfbench.harness.table import cell_table
 
 # Failures recorded, per-cell result files and one process per framework group (runner);
@@ -47,13 +51,25 @@ SELECTION = pytest.StashKey()
 SUITE_FAILURE = pytest.StashKey()
 CONFIGURED = pytest.StashKey()
 NOTHING_MEASURED = pytest.StashKey()
+JOB = pytest.StashKey()  # config: the runner's job this child runs (runner.group)
 MEASURED: set[str] = set()  # node ids of cell tests that passed in this session
 
 
 # -- the skeleton every suite declares itself to ------------------------------------------
+@dataclass(frozen=True)
+class Sweep:
+    """What `xfbench run --suite NAME` runs (a suite's `sweep`): its cells, the selection
+    stored with them (to recognise a resume) and the preset (the cells' time-out)."""
+
+    selection: dict
+    cells: list
+    preset: str
+
+
 @dataclass(kw_only=True)
 class Suite:
-    """What a suite declares; the root plugin does the rest once for every suite.
+    """What a suite declares; the root plugin and the runner do the rest once for every
+    suite.
 
     A suite gives its cells (the test parameter `param` they fill, and `cells`, from the
     session), when it runs (only when its `file` is named; `not_selected`, why none of
@@ -63,12 +79,21 @@ class Suite:
     validates every suite's selection (`select`, after threads are pinned; `before_pin`)
     in one place, so that a bad value (UsageError, ValueError or pytest.UsageError with a
     one-line message) is one line and pytest's usage-error exit before anything runs, and
-    writes pytest_generate_tests and the terminal summary."""
+    writes pytest_generate_tests and the terminal summary.
 
-    name: str
+    A suite `xfbench run --suite NAME` sweeps also gives `sweep` (its cells from the run's
+    options, dest -> value), `cell_type` (whose from_dict reads a cell back from its
+    as_dict(), with `task` and `id`) and `files`: the runner hands each child process a
+    job file of cells (runner.group) and the child runs exactly those, a module with a
+    TASK taking the cells of that task."""
+
+    name: str  # its name for `xfbench run --suite`
     param: str
     cells: Callable[[pytest.Metafunc], list]
     file: str | None = None
+    files: tuple[str, ...] = ()  # its pytest files in xfbench/suites/ (or paths)
+    cell_type: Any = None
+    sweep: Callable[[dict], Sweep] | None = None
     not_selected: Callable[[pytest.Config], str | None] | None = None
     select: Callable[[pytest.Config], Any] | None = None
     before_pin: Callable[[pytest.Config], None] | None = None
@@ -89,6 +114,10 @@ class Suite:
             return f"the {self.name} suite runs when named: pytest xfbench/suites/{self.file}"
         return self.not_selected(config) if self.not_selected else None
 
+    def paths(self) -> list[Path]:
+        """Its pytest files, as a child of the runner is given them."""
+        return [SUITES_DIR / f for f in self.files or (self.file,)]
+
 
 SUITES: list[Suite] = []
 
@@ -98,12 +127,73 @@ def declare(suite: Suite) -> Suite:
     return suite
 
 
+def declared() -> dict[str, Suite]:
+    """Every suite, by name: the root plugin's and those of the plugins it names
+    (pytest_plugins), imported here where pytest has not loaded them (`xfbench run`)."""
+    for module in pytest_plugins:
+        importlib.import_module(module)
+    return {s.name: s for s in SUITES}
+
+
+def network_sweep(opts: dict) -> Sweep:
+    """`xfbench run` (--suite single): the train and infer cells of the selection at each
+    thread count of --threads, each count a process of its own; a GPU or TPU cell once, with
+    the most host threads asked for (its time is the device's)."""
+    from xfbench.adapters import TASKS
+
+    counts = thread_counts(opts.get("threads"))
+    given = {dest: opts.get(dest) for dest in options.SELECTION_OPTIONS if dest != "threads"}
+    selections = {n: parse(**given, threads=str(n)) for n in counts}
+    sel = selections[counts[0]]
+    if opts.get("ci_target") is not None:
+        options.number("--ci-target", opts["ci_target"], high=100, what="a percentage")
+    weights = opts.get("weights")
+    if weights not in (None, *WEIGHT_SOURCES):
+        raise UsageError(f"unknown weights {weights!r}; valid: {', '.join(WEIGHT_SOURCES)}")
+    tasks = option_list("task", opts.get("task")) or list(sel.preset.tasks)
+    for t in tasks:
+        if t not in TASKS:
+            raise UsageError(f"unknown task {t!r}; valid: {', '.join(TASKS)}")
+    chosen = [
+        c
+        for fw in sel.frameworks
+        for dev in sel.devices
+        for n in (counts if dev == "cpu" else counts[-1:])
+        for t in tasks
+        for c in cells(selections[n], t)
+        if c.framework == fw and c.device == dev
+    ]
+    selection = {
+        "frameworks": list(sel.frameworks),
+        "networks": list(sel.networks),
+        "modes": list(sel.modes) if sel.modes else None,
+        "precisions": list(sel.precisions),
+        "devices": list(sel.devices),
+        "threads": counts,
+        "tasks": tasks,
+        "preset": sel.preset.name,
+        "batch_size": sel.batch_size,
+        "data": sel.data,
+        "data_dir": sel.data_dir,
+        "weights": weights or "seed",
+        **({"profile_layers": True} if opts.get("profile_layers") else {}),
+    }
+    return Sweep(selection=selection, cells=chosen, preset=sel.preset.name)
+
+
+def _network_cells(metafunc) -> list:
+    return cells(selection(metafunc.config), metafunc.module.TASK)
+
+
 # The train and infer suites (suites/test_train.py, test_infer.py): their module says TASK.
 NETWORKS = declare(
     Suite(
-        name="network",
+        name="single",
         param="cell",
-        cells=lambda metafunc: cells(selection(metafunc.config), metafunc.module.TASK),
+        cells=_network_cells,
+        files=("test_train.py", "test_infer.py"),
+        cell_type=Cell,
+        sweep=network_sweep,
         title="xfbench: seconds per mini-batch (median)",
         table=cell_table,
     )
@@ -140,8 +230,10 @@ def named(config, suite_file: str) -> bool:
 
 
 def active(config) -> bool:
-    """Whether this session runs xfbench's suites: a path argument inside (or above)
-    the suites folder, or --pyargs naming xfbench's suites."""
+    """Whether this session runs xfbench's suites: a runner's child (its job), a path
+    argument inside (or above) the suites folder, or --pyargs naming xfbench's suites."""
+    if JOB in config.stash:
+        return True
     for arg in config.args:
         target = str(arg).split("::")[0]
         if config.getoption("pyargs", False) and (
@@ -164,11 +256,24 @@ def selection(config):
     return config.stash[SELECTION]
 
 
+def read_job(config) -> None:
+    """In a runner's child (XFBENCH_JOB): its settings become this session's options, and
+    its cells the only ones this session generates (pytest_generate_tests)."""
+    path = options.JOB.read()
+    if not path:
+        return
+    job = json.loads(Path(path).read_text())
+    for dest, value in job["settings"].items():
+        setattr(config.option, dest, value)
+    config.stash[JOB] = job
+
+
 def pytest_configure(config):
     MEASURED.clear()
     for suite in SUITES:
         config.stash[suite.records_key] = []
     config.stash[CONFIGURED] = {}
+    read_job(config)
     if not active(config):
         return
     try:
@@ -213,18 +318,33 @@ def ci_target(config) -> float | None:
     return options.number("--ci-target", value, high=100, what="a percentage") / 100
 
 
+def _job_cells(suite: Suite, metafunc, job: dict) -> tuple[list, str | None]:
+    """The cells of a runner's job this module runs (a module with a TASK: that task's),
+    or the reason it runs none."""
+    if job["suite"] != suite.name:
+        return [], f"this process runs the {job['suite']} suite's job"
+    task = getattr(metafunc.module, "TASK", None)
+    chosen = [suite.cell_type.from_dict(c) for c in job["cells"]]
+    chosen = [c for c in chosen if task in (None, c.task)]
+    return chosen, None if chosen else f"no {task} cell in this process's job"
+
+
 def pytest_generate_tests(metafunc):
-    """Every suite's cells, or one placeholder skipped with the reason the suite does not
-    run (not named, nothing selected)."""
+    """Every suite's cells (in a runner's child, its job's), or one placeholder skipped
+    with the reason the suite does not run (not named, nothing selected)."""
+    job = metafunc.config.stash.get(JOB, None)
     for suite in SUITES:
         if suite.param not in metafunc.fixturenames:
             continue
-        reason = suite.skip_reason(metafunc.config)
+        if job is not None:
+            selected, reason = _job_cells(suite, metafunc, job)
+        else:
+            reason = suite.skip_reason(metafunc.config)
+            selected = [] if reason else suite.cells(metafunc)
         if reason:
             placeholder = pytest.param(None, marks=pytest.mark.skip(reason=reason))
             metafunc.parametrize(suite.param, [placeholder], ids=["not-selected"])
         else:
-            selected = suite.cells(metafunc)
             metafunc.parametrize(suite.param, selected, ids=[c.id for c in selected])
 
 
@@ -311,7 +431,7 @@ def pytest_sessionfinish(session, exitstatus):
     pytest's "no tests" status, 5, never 0: a script must not read it as a success. A cell
     counts as measured when its test passed, here or in the child that ran it."""
     config = session.config
-    if not active(config) or exitstatus != pytest.ExitCode.OK:
+    if not active(config) or exitstatus != pytest.ExitCode.OK or config.option.collectonly:
         return
     cell_items = [i for i in session.items if _has_cell(i)]
     if cell_items and not any(i.nodeid in MEASURED for i in cell_items):

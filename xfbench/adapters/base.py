@@ -18,7 +18,7 @@ Lifecycle of one cell, as the harness drives it:
 from __future__ import annotations
 
 import importlib.util
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from typing import Any
 
 import numpy as np
@@ -103,6 +103,11 @@ class Cell:
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+    @classmethod
+    def from_dict(cls, record: dict[str, Any]):
+        """The cell as_dict() describes (other keys, such as a record's kind, ignored)."""
+        return cls(**{f.name: record[f.name] for f in fields(cls) if f.name in record})
 
 
 class Workload:

@@ -14,18 +14,19 @@ from __future__ import annotations
 
 import importlib.util
 import os
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, fields
 
 import pytest
 
 from xfbench import frameworks, records
 from xfbench.allreduce import FRAMEWORKS
 from xfbench.allreduce import sizes as sizes_mod
-from xfbench.allreduce.table import sweep_tables
+from xfbench.allreduce.table import cells_table, sweep_tables
 from xfbench.allreduce.timing import TIMINGS
 from xfbench.errors import UsageError
-from xfbench.harness.selection import comma_list
-from xfbench.plugin import Suite, cell_timeout, declare, failed_row, named
+from xfbench.harness import sweeps
+from xfbench.harness.selection import comma_list, parse
+from xfbench.plugin import Suite, Sweep, cell_timeout, declare, failed_row, named
 
 SUITE_FILE = "test_allreduce.py"
 # The CPUs of this process before the common --threads option narrows them: the ranks
@@ -38,10 +39,18 @@ class Case:
     framework: str
     device: str  # "cpu" or "cuda" (all GPUs of the machine, one per rank)
     world_size: int
+    task = "allreduce"  # its kind of measurement: the first part of its key in a results folder
 
     @property
     def id(self) -> str:
         return f"{self.framework}-{self.device}-n{self.world_size}"
+
+    def as_dict(self) -> dict:
+        return {"kind": "allreduce", **asdict(self)}
+
+    @classmethod
+    def from_dict(cls, record: dict) -> Case:
+        return cls(**{f.name: record[f.name] for f in fields(cls) if f.name in record})
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -259,8 +268,9 @@ def run_allreduce(request, benchmark):
 
 
 def summary(records: list[dict]) -> str:
-    """Each sweep's table (sizes left out under the memory cap named), or its failure."""
-    out = []
+    """A row per cell, then each sweep's tables (sizes left out under the memory cap
+    named), or its failure."""
+    out = [cells_table(records)]
     for r in records:
         if r.get("rows"):
             out.append(sweep_tables(r["rows"]))
@@ -272,16 +282,58 @@ def summary(records: list[dict]) -> str:
                 )
         else:
             reason = (str(r.get("reason", "")).splitlines() or [""])[0]
-            out.append(f"# {r.get('case')}: {r.get('status')}: {reason}")
+            case = r.get("case") or f"{r.get('framework')}-{r.get('device')}-n{r.get('world_size')}"
+            out.append(f"# {case}: {r.get('status')}: {reason}")
     return "\n".join(out)
+
+
+def sweep(opts: dict) -> Sweep:
+    """`xfbench run --suite allreduce`: its options checked (UsageError: one line) and its
+    cases, from the suite's own expansion (select). --workers is another name for
+    --world-sizes here."""
+    world_sizes, sizes = opts.get("world_sizes"), opts.get("allreduce_sizes")
+    if opts.get("workers") and world_sizes:
+        raise UsageError("--workers and --world-sizes name the same thing here; give one")
+    world_sizes = world_sizes or opts.get("workers")
+    sel = parse(framework=opts.get("framework"), preset=opts.get("preset"))
+    frameworks = sweeps.frameworks(opts.get("framework"), FRAMEWORKS, "allreduce", sel.frameworks)
+    devices = sweeps.worker_devices(opts.get("device"), "allreduce")
+    per_rank = sweeps.threads_per_worker(opts.get("threads"))
+    if sizes is not None and not comma_list(sizes):
+        raise UsageError("--allreduce-sizes needs at least one message size")
+    by_device = {
+        d: sweeps.worker_counts(world_sizes, d, "--world-sizes", every_gpu=True) for d in devices
+    }
+    if "cpu" in by_device:
+        sweeps.fits_cpus("--world-sizes", by_device["cpu"], per_rank)
+    chosen = select(
+        world_sizes=world_sizes,
+        allreduce_sizes=sizes,
+        framework=",".join(frameworks),
+        device=",".join(devices),
+        preset=sel.preset.name,
+        threads=opts.get("threads"),
+    )
+    selection = {
+        "suite": "allreduce",
+        "frameworks": frameworks,
+        "devices": devices,
+        "world_sizes": by_device,
+        "sizes": sizes,
+        "threads_per_rank": per_rank,
+        "preset": sel.preset.name,
+    }
+    return Sweep(selection=selection, cells=list(chosen.cases), preset=sel.preset.name)
 
 
 SUITE = declare(
     Suite(
-        name="all-reduce",
+        name="allreduce",
         param="allreduce_case",
         cells=lambda metafunc: list(SUITE.selection(metafunc.config).cases),
         file=SUITE_FILE,
+        cell_type=Case,
+        sweep=sweep,
         not_selected=lambda config: SUITE.selection(config).not_selected,
         select=_select,
         title="xfbench all-reduce: median time per operation, nccl-tests' algbw and busbw",

@@ -1,4 +1,5 @@
-"""nccl-tests-style tables: one line per message size, one table per pattern."""
+"""The all-reduce tables: nccl-tests-style (one line per message size, one table per
+pattern) and one row per cell (the end of a sweep)."""
 
 from __future__ import annotations
 
@@ -67,3 +68,66 @@ def sweep_tables(rows: list[dict]) -> str:
                 )
             )
     return "\n".join(out)
+
+
+def _fmt(value, spec: str) -> str:
+    return (
+        format(value, spec)
+        if isinstance(value, (int, float)) and not isinstance(value, bool)
+        else ""
+    )
+
+
+# summary columns: the busbw of each pattern some sweep measured, at its largest size
+ALLREDUCE_PATTERN_HEADERS = {
+    "allreduce": "busbw GB/s all-reduce (largest)",
+    "reduce_broadcast": "busbw GB/s reduce+broadcast",
+    "parameter_server": "busbw GB/s parameter server",
+}
+
+
+def _allreduce_patterns(records: list[dict]) -> list[str]:
+    """The patterns these sweeps measured, all-reduce first: no column stays empty (a
+    JAX sweep has no reduce+broadcast)."""
+    have = {x.get("pattern") for r in records for x in r.get("rows") or [] if isinstance(x, dict)}
+    have = {p for p in have if isinstance(p, str)} | {"allreduce"}
+    return [p for p in ALLREDUCE_PATTERN_HEADERS if p in have] + sorted(
+        have - set(ALLREDUCE_PATTERN_HEADERS)
+    )
+
+
+def _allreduce_row(r: dict, patterns: list[str]) -> list:
+    base = [r.get("framework"), r.get("device"), r.get("world_size")]
+    if r.get("status", "ok") != "ok":
+        return (
+            base
+            + [f"{r.get('status') or 'failed'}: {r.get('reason', '')}"[:60]]
+            + [""] * (2 + len(patterns))
+        )
+    rows = [x for x in r.get("rows") or [] if isinstance(x, dict)]
+    sizes = sorted({x.get("bytes") for x in rows if isinstance(x.get("bytes"), int)})
+    largest = {x.get("pattern"): x for x in rows if sizes and x.get("bytes") == sizes[-1]}
+    correct = all(x.get("correct") is True for x in rows)
+    return (
+        base
+        + [r.get("backend", ""), f"{len(sizes)} sizes up to {sizes[-1] if sizes else '?'} B"]
+        + [_fmt(largest.get(p, {}).get("busbw_gbps"), ".3g") for p in patterns]
+        + ["yes" if correct else "NO"]
+    )
+
+
+def cells_table(records: list[dict]) -> str:
+    """One row per all-reduce cell: its backend, the sizes it swept, each pattern's busbw at
+    the largest size, and whether every result was right (or why the cell gave none)."""
+    patterns = _allreduce_patterns(records)
+    headers = (
+        "framework",
+        "device",
+        "world size",
+        "backend",
+        "sizes",
+        *(ALLREDUCE_PATTERN_HEADERS.get(p, f"busbw GB/s {p}") for p in patterns),
+        "correct",
+    )
+    rows = [_allreduce_row(r, patterns) for r in records]
+    return tabulate(rows, headers=headers, tablefmt="github", disable_numparse=True)

@@ -34,7 +34,7 @@ SUBCOMMANDS = {
 
 
 def usage() -> str:
-    lines = ["usage: xfbench COMMAND [options]", "", "commands:"]
+    lines = ["usage: xfbench COMMAND [options] | xfbench --version", "", "commands:"]
     lines += [f"  {name:<10} {text}" for name, (_, text) in SUBCOMMANDS.items()]
     return "\n".join(lines)
 
@@ -44,6 +44,11 @@ def main(argv: list[str] | None = None) -> int:
     if not argv or argv[0] in ("-h", "--help"):
         print(usage())
         return 0 if argv else 2
+    if argv[0] in ("-V", "--version"):
+        import xfbench
+
+        print(f"xfbench {xfbench.__version__}")
+        return 0
     name, rest = argv[0], argv[1:]
     if name not in SUBCOMMANDS:
         print(

@@ -1,8 +1,7 @@
 """`xfbench run`: sweep cells, one fresh process per (framework, device, threads) group.
 
-`--suite scaling`, `--suite allreduce` and `--suite serving` run the data-parallel scaling
-cells, the all-reduce sweeps and the LoadGen serving cells instead (runner.suites), through
-the same children, folder and resume.
+`--suite NAME` runs another declared suite's cells (xfbench.plugin.Suite: scaling,
+allreduce, serving) through the same children, folder and resume.
 
 Every option is checked before anything runs; a bad one gives one line and exit 2.
 Exit status: 0 when every cell has a result or was skipped with its reason, 1 when
@@ -18,8 +17,8 @@ from pathlib import Path
 
 from xfbench import options
 from xfbench.errors import UsageError
+from xfbench.plugin import declared
 from xfbench.records import RecordError
-from xfbench.runner import suites
 from xfbench.runner.copies import run_copies
 from xfbench.runner.group import Job, key, run_group
 from xfbench.runner.plan import Plan, default_timeout, make_plan
@@ -98,22 +97,15 @@ def make_suite_plan(args) -> Plan:
     """The plan of the suite named by --suite, every option checked (UsageError: one line)."""
     if args.suite is None:
         args.suite = "single"
-    if args.suite not in suites.SUITES:
-        raise UsageError(f"unknown suite {args.suite!r}; valid: {', '.join(suites.SUITES)}")
+    runnable = {name: s for name, s in declared().items() if s.sweep}
+    if args.suite not in runnable:
+        raise UsageError(f"unknown suite {args.suite!r}; valid: {', '.join(runnable)}")
     # Options that belong to one suite only: giving them to another is a mistake, not a no-op.
     own = options.applies(args.suite)
     for o in options.RUN_OPTIONS:
         if getattr(args, o.dest) not in (None, False) and o.dest not in own:
             raise UsageError(f"--{o.name} does not apply to --suite {args.suite}")
-    plan = {
-        "single": make_plan,
-        "scaling": suites.scaling_plan,
-        "allreduce": suites.allreduce_plan,
-        "serving": suites.serving_plan,
-    }
-    return plan[args.suite](
-        **{o.dest: getattr(args, o.dest) for o in options.plan_options(args.suite)}
-    )
+    return make_plan(runnable[args.suite], {dest: getattr(args, dest) for dest in own})
 
 
 def _interrupt(signum, frame):
@@ -172,7 +164,7 @@ def sweep(args, plan: Plan, folder: RunFolder) -> int:
             for job in plan.jobs:
                 job_todo = [c for c in job.cells if key(c) in todo_keys]
                 if job_todo:
-                    part = Job(job.group, job_todo, job.options, job.copies)
+                    part = Job(job.group, job_todo, job.settings, job.copies)
                     (run_copies if job.copies else run_group)(part, folder, timeout, on_poll)
                     progress.update(f"finished {job.group.name}", *counts())
                     folder.merge(plan.selection, machine_description)
@@ -230,13 +222,17 @@ def measure_roofs(plan: Plan, folder: RunFolder, quiet: bool) -> dict:
     return read_json(path) or {} if wanted else {}
 
 
-def _report(folder: RunFolder) -> None:
-    """Render the run folder with `xfbench report`; the results are safe on disk whatever
-    happens here."""
+def _report(folder: RunFolder, quiet: bool) -> None:
+    """Render the run folder with `xfbench report` (its scores included), saying where
+    unless quiet; the results are safe on disk whatever happens here."""
+    from contextlib import redirect_stdout
+    from io import StringIO
+
     from xfbench.report.cli import main as report_main
 
     try:
-        rc = report_main([str(folder.root)])
+        with redirect_stdout(StringIO() if quiet else sys.stdout):
+            rc = report_main([str(folder.root)])
     except (Exception, SystemExit) as e:
         rc = f"{type(e).__name__}: {e}"
     if rc not in (0, None, 1):  # 1: the report itself said what it left out, or why
@@ -277,20 +273,20 @@ def _summary(args, plan: Plan, folder: RunFolder, merged: Path, interrupted: boo
         f"{finished} of {len(plan.cells)} cells measured, {hard} failed, "
         f"{len(plan.cells) - len(records)} not run: {merged}"
     )
+    quiet = args.quiet or args.json_only
     if args.json_only:
         print(merged)
     elif args.quiet:
         print(line)
     else:
-        from xfbench.harness.table import cell_table
-
-        suite = plan.selection.get("suite")
-        print(suites.summary_table(suite, records) if suite else cell_table(records))
+        print(plan.suite.table(records))
         print(line)
-        if interrupted:
-            print("interrupted: run the same command again to resume", file=sys.stderr)
-        else:
-            _report(folder)
+    if interrupted:
+        print("interrupted: run the same command again to resume", file=sys.stderr)
+    else:
+        # --quiet and --json-only change what is printed, not what is written
+        _report(folder, quiet)
+        if not quiet:
             _score(folder)
     if interrupted:
         return 130

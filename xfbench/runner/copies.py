@@ -80,9 +80,15 @@ def run_copies(job: Job, folder: RunFolder, timeout_s: float, on_poll=None) -> N
                 on_poll(current)
 
         inner = Job(
-            Group(job.group.framework, job.group.device, job.group.threads, part=f"copy{i}"),
+            Group(
+                job.group.framework,
+                job.group.device,
+                job.group.threads,
+                job.group.suite,
+                part=f"copy{i}",
+            ),
             [c.cell for c in job.cells],
-            job.options,
+            job.settings,
             cpus=cpus,
             env={options.COPY.name: f"{i}/{n}/{wait_s:g}", options.COPY_DIR.name: str(meeting)},
         )

@@ -1,13 +1,15 @@
-"""Run one (framework, device, threads) group of cells in fresh pytest processes.
-(The scaling and all-reduce suites' cells run the same way: runner.suites.)
+"""Run one group of cells (a suite's, on one framework, device and thread count) in fresh
+pytest processes.
 
-The child is an ordinary `pytest xfbench/suites/...` process given exactly the group's
-remaining cells as node ids; xfbench's plugin (xfbench.plugin) pins its threads and affinity before any
-framework is imported. With XFBENCH_CELL_DIR set, the child writes each cell's
-result (or failure, or skip) into the results folder as the cell finishes, and a
-marker naming the cell it is starting. That is how this side knows which cell a
-crash, a kill, an out-of-memory or a time-out belongs to: the cell is recorded as
-failed with the tail of the output, and a new process takes the remaining cells.
+The child is an ordinary `pytest` of the suite's files, handed a job file
+(XFBENCH_JOB): the suite, exactly the group's remaining cells as records, and the settings
+they are measured with; xfbench's plugin (xfbench.plugin) takes its options from the
+settings, pins its threads and affinity before any framework is imported, and generates
+exactly those cells. With XFBENCH_CELL_DIR set, the child writes each cell's result (or
+failure, or skip) into the results folder as the cell finishes, named by the cell's key,
+and a marker naming the cell it is starting. That is how this side knows which cell a
+crash, a kill, an out-of-memory or a time-out belongs to: the cell is recorded as failed
+with the tail of the output, and a new process takes the remaining cells.
 """
 
 from __future__ import annotations
@@ -15,83 +17,72 @@ from __future__ import annotations
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from xfbench import options
-from xfbench.adapters import Cell
 from xfbench.harness import launch
-from xfbench.harness.selection import comma_list
-from xfbench.runner.store import RunFolder, cell_key, read_json
-
-# The suites' folder, inside the installed package (or the checkout). Children get absolute
-# node ids, so they find the suites wherever xfbench lives and whatever the directory.
-SUITES_DIR = Path(__file__).resolve().parents[1] / "suites"
-SUITE_FILES = {"train": "test_train.py", "infer": "test_infer.py", "serve": "test_serving.py"}
+from xfbench.runner.store import RunFolder, cell_key, read_json, write_json
 
 
 @dataclass(frozen=True)
 class Group:
     framework: str
     device: str
-    threads: int  # --threads of the child; 0: not given (the suite's own default)
-    suite: str = ""  # "" (train/infer), or "scaling" / "allreduce" (runner.suites)
-    part: str = ""  # what else splits a suite's cells over children (network, kind)
+    threads: int  # --threads of the child; 0: the cells have none (the suite's own)
+    suite: str = "single"  # the declared suite (xfbench.plugin.Suite) its cells are of
+    part: str = ""  # what else splits a suite's cells over children (--copies: x<N>)
 
     @property
     def name(self) -> str:
         name = f"{self.framework}-{self.device.replace(':', '')}" + (
             f"-t{self.threads}" if self.threads else ""
         )
-        return "-".join(x for x in (self.suite, name, self.part) if x)
+        # the train/infer groups keep the names of earlier runs' logs
+        suite = "" if self.suite == "single" else self.suite
+        return "-".join(x for x in (suite, name, self.part) if x)
 
 
 @dataclass
 class Job:
-    """The cells of one group still to run, and the selection options they share."""
+    """The cells of one group still to run, and the settings they are measured with."""
 
     group: Group
-    cells: list[Cell]  # each knows its task
-    options: dict[str, str] = field(default_factory=dict)  # --model, --mode, --preset, ...
+    cells: list[Any]  # each knows its task and id, and as_dict() describes it
+    settings: dict[str, Any] = field(default_factory=dict)  # --preset, --weights, ... (dests)
     # --copies: the CPU set of each copy (runner.copies); empty: one process
     copies: list[list[int]] = field(default_factory=list)
     cpus: list[int] | None = None  # the CPUs the child is pinned to (None: all allowed)
     env: dict[str, str] = field(default_factory=dict)  # added to the child's environment
 
 
-def key(cell: Cell) -> str:
+def key(cell) -> str:
     return cell_key(cell.task, cell.id)
 
 
-def node_id(cell: Cell) -> str:
-    if cell.task not in SUITE_FILES:
-        return cell.node_id  # a scaling or all-reduce cell (runner.suites.SuiteCell)
-    return f"{SUITES_DIR / SUITE_FILES[cell.task]}::test_{cell.task}[{cell.id}]"
+def job_document(job: Job, cells: list) -> dict:
+    """What a child is handed (XFBENCH_JOB): its suite, its cells, and its options, which
+    are the job's settings with the group's framework, device and thread count."""
+    from xfbench.plugin import declared
+
+    suite = declared()[job.group.suite]
+    settings = {
+        **job.settings,
+        "framework": job.group.framework,
+        "device": job.group.device,
+        **({"threads": str(job.group.threads)} if job.group.threads else {}),
+    }
+    return {
+        "suite": suite.name,
+        "files": [str(p) for p in suite.paths()],
+        "settings": settings,
+        "cells": [c.as_dict() for c in cells],
+    }
 
 
-def child_command(job: Job, cells: list[Cell]) -> list[str]:
-    args = [
-        sys.executable,
-        "-m",
-        "pytest",
-        "-q",
-        "-p",
-        "no:cacheprovider",
-        "--framework",
-        job.group.framework,
-        "--device",
-        job.group.device,
-    ] + (["--threads", str(job.group.threads)] if job.group.threads else [])
-    for name, value in job.options.items():
-        if name == "mode" and value:
-            # Only this framework's modes: the child validates --mode against it alone.
-            from xfbench.adapters import get_adapter
-
-            own = get_adapter(job.group.framework).modes
-            value = ",".join(m for m in comma_list(str(value)) if m in own)
-        if value is True:  # a flag
-            args.append(f"--{name}")
-        elif value not in (None, "", False):
-            args += [f"--{name}", str(value)]
-    return args + [node_id(cell) for cell in cells]
+def child_command(document: dict) -> list[str]:
+    """The child: pytest of the suite's files (absolute, so it finds them wherever xfbench
+    lives and whatever the directory); the job file says which cells."""
+    return [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *document["files"]]
 
 
 def _tail(log: Path, start: int) -> str:
@@ -116,8 +107,16 @@ def _run_child(job: Job, cells, folder: RunFolder, timeout_s: float, on_poll) ->
     log = folder.logs / f"{job.group.name}.log"
     marker_path = folder.root / f".running-{job.group.name}.json"
     marker_path.unlink(missing_ok=True)
+    document = job_document(job, cells)
+    job_path = folder.root / "jobs" / f"{job.group.name}.json"
+    write_json(job_path, document)
     env = launch.child_env(
-        {options.CELL_DIR.name: str(folder.root), options.MARKER.name: str(marker_path), **job.env}
+        {
+            options.CELL_DIR.name: str(folder.root),
+            options.MARKER.name: str(marker_path),
+            options.JOB.name: str(job_path),
+            **job.env,
+        }
     )
     oom_before = launch.oom_kills()
     marker = None
@@ -132,10 +131,12 @@ def _run_child(job: Job, cells, folder: RunFolder, timeout_s: float, on_poll) ->
 
     with open(log, "ab") as out:
         log_start = out.tell()
-        out.write(f"$ {' '.join(child_command(job, cells))}\n".encode())
+        command = child_command(document)
+        out.write(f"$ {options.JOB.name}={job_path} {' '.join(command)}\n".encode())
+        out.write(f"# its cells: {', '.join(c.id for c in cells)}\n".encode())
         out.flush()
         # Ctrl-C in the terminal reaches only this process; the child is stopped by us.
-        proc = launch.start(child_command(job, cells), env=env, stdout=out, cpus=job.cpus)
+        proc = launch.start(command, env=env, stdout=out, cpus=job.cpus)
         end = launch.wait(proc, timeout_s, on_poll=poll, oom_before=oom_before)
     marker = read_json(marker_path) or marker
     marker_path.unlink(missing_ok=True)

@@ -30,10 +30,9 @@ from xfbench.adapters import Cell
 from xfbench.errors import UsageError
 from xfbench.harness import launch
 from xfbench.options import CHILD_OPTIONS
-from xfbench.plugin import SUITE_FAILURE, cell_timeout
+from xfbench.plugin import SUITE_FAILURE, SUITES, cell_timeout
 from xfbench.runner.group import Group, Job, key, run_group
 from xfbench.runner.store import STATUSES, RunFolder, children_runtimes, read_json, write_json
-from xfbench.runner.suites import from_item
 
 FAILURES = pytest.StashKey()  # config: failure records of this session
 ISOLATION = pytest.StashKey()  # config: the Isolation when groups run in children
@@ -49,39 +48,46 @@ def pytest_configure(config):
         raise pytest.UsageError(str(e)) from None
 
 
-def _cell(item):
-    """The Cell of a test item (train, infer, or a serving cell), or None."""
+def _suite_cell(item):
+    """(suite, cell) of a test item of a suite `xfbench run` sweeps (one with a declared
+    sweep), or None (another test, or a suite's placeholder when it does not run)."""
     callspec = getattr(item, "callspec", None)
-    params = callspec.params.values() if callspec else ()
-    return next((p for p in params if isinstance(p, Cell)), None)
+    for suite in SUITES if callspec else ():
+        if suite.sweep and callspec.params.get(suite.param) is not None:
+            return suite, callspec.params[suite.param]
+    return None
 
 
 def _unit(item):
-    """What a test item measures, for markers, result files and failure records: a
-    train/infer Cell, a scaling or all-reduce cell (runner.suites.SuiteCell), or None."""
-    return _cell(item) or from_item(item)
+    """What a test item measures, for markers, result files and failure records: the cell
+    of a suite `xfbench run` sweeps (its task and id name it), or None."""
+    found = _suite_cell(item)
+    return found[1] if found else None
 
 
 # -- several groups in one pytest: isolate each in a child ----------------------------
 class Isolation:
-    def __init__(self, config, cells):
+    def __init__(self, config, found):
         from xfbench.harness.presets import PRESETS
 
         self.folder = RunFolder(tempfile.mkdtemp(prefix="xfbench-"))
         preset = PRESETS.get(config.getoption("preset") or "paper", PRESETS["paper"])
         self.timeout = cell_timeout(config) or preset.cell_timeout_s
-        given = {name: config.getoption(name.replace("-", "_"), None) for name in CHILD_OPTIONS}
+        given = {
+            name.replace("-", "_"): config.getoption(name.replace("-", "_"), None)
+            for name in CHILD_OPTIONS
+        }
         self.jobs: dict[Group, Job] = {}
-        for cell in cells:
-            group = Group(cell.framework, cell.device, cell.threads)
+        for suite, cell in found:
+            group = Group(cell.framework, cell.device, cell.threads, suite.name)
             self.jobs.setdefault(group, Job(group, [], given)).cells.append(cell)
         self.ran: set[Group] = set()
         self.records: list[dict] = []
         self.runtimes: dict[str, dict] = {}  # what the children's frameworks reported
 
-    def outcome(self, cell) -> tuple[dict | None, dict | None]:
+    def outcome(self, suite, cell) -> tuple[dict | None, dict | None]:
         """(pytest-benchmark JSON, failure record) of a cell, running its group first."""
-        group = Group(cell.framework, cell.device, cell.threads)
+        group = Group(cell.framework, cell.device, cell.threads, suite.name)
         if group not in self.ran:
             self.ran.add(group)
             run_group(self.jobs[group], self.folder, self.timeout)
@@ -95,18 +101,23 @@ class Isolation:
 def pytest_collection_modifyitems(session, config, items):
     if options.CELL_DIR.read():
         return  # a runner's child: one group already
-    cells = [c for c in map(_cell, items) if c is not None]
-    if len({(c.framework, c.device) for c in cells}) > 1:
-        config.stash[ISOLATION] = Isolation(config, cells)
+    found = [
+        (suite, cell)
+        for suite, cell in filter(None, map(_suite_cell, items))
+        if isinstance(cell, Cell)
+    ]
+    if len({(c.framework, c.device) for _, c in found}) > 1:
+        config.stash[ISOLATION] = Isolation(config, found)
 
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_pyfunc_call(pyfuncitem):
     isolation = pyfuncitem.config.stash.get(ISOLATION, None)
-    cell = _cell(pyfuncitem)
-    if isolation is None or cell is None:
+    found = _suite_cell(pyfuncitem)
+    if isolation is None or found is None or not isinstance(found[1], Cell):
         return None
-    result, failure = isolation.outcome(cell)
+    suite, cell = found
+    result, failure = isolation.outcome(suite, cell)
     bench = pyfuncitem.funcargs.get("benchmark")
     if bench is not None:
         # The cell was measured in a child, so this fixture is filled, not used.

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from typing import Any
 
 from xfbench.errors import UsageError
@@ -75,8 +75,17 @@ class ScalingCell:
             f"{self.scaling}-b{self.batch}"
         )
 
+    @property
+    def task(self) -> str:
+        """Its kind of measurement, the first part of its key in a results folder."""
+        return "scaling"
+
     def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return {"kind": "scaling", **asdict(self)}
+
+    @classmethod
+    def from_dict(cls, record: dict[str, Any]) -> ScalingCell:
+        return cls(**{f.name: record[f.name] for f in fields(cls) if f.name in record})
 
     def check(self) -> None:
         """Raise UsageError with one line when a field is out of range."""

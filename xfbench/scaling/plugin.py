@@ -18,6 +18,7 @@ The suite (suites/test_scaling.py) runs only when named on the command line.
 from __future__ import annotations
 
 import importlib.util
+import math
 import os
 import statistics
 
@@ -25,10 +26,10 @@ import pytest
 
 from xfbench import options, records
 from xfbench.errors import UsageError
-from xfbench.harness import launch
-from xfbench.harness.selection import comma_list
+from xfbench.harness import launch, sweeps
+from xfbench.harness.selection import comma_list, parse
 from xfbench.plugin import SUITE_FAILURE as PENDING
-from xfbench.plugin import Suite, cell_timeout, declare
+from xfbench.plugin import Suite, Sweep, cell_timeout, declare
 from xfbench.scaling import result as R
 from xfbench.scaling.cell import FRAMEWORKS, ScalingCell, expand
 from xfbench.scaling.speedup import fill_speedup, scaling_table
@@ -86,6 +87,63 @@ def scaling_cells(config) -> list[ScalingCell]:
     )
 
 
+def sweep(opts: dict) -> Sweep:
+    """`xfbench run --suite scaling`: its options checked (UsageError: one line) and its
+    cells, from the suite's one expansion (scaling.cell.expand)."""
+    from xfbench import machine
+
+    sel = parse(
+        **{k: opts.get(k) for k in ("framework", "model", "precision", "batch_size", "preset")}
+    )
+    frameworks = sweeps.frameworks(opts.get("framework"), FRAMEWORKS, "scaling", sel.frameworks)
+    devices = sweeps.worker_devices(opts.get("device"), "scaling")
+    per_worker = sweeps.threads_per_worker(opts.get("threads"))
+    if len(sel.precisions) > 1:
+        raise UsageError("--suite scaling takes one --precision")
+    kinds = list(parse_scaling(opts.get("scaling")))
+    workers = {d: sweeps.worker_counts(opts.get("workers"), d) for d in devices}
+    if "cpu" in workers:
+        sweeps.fits_cpus("--workers", workers["cpu"], per_worker)
+    cells = [
+        c
+        for fw in frameworks
+        for dev in devices
+        for c in expand(
+            frameworks=[fw],
+            networks=sel.networks,
+            devices=[dev],
+            workers=tuple(workers[dev]),
+            kinds=kinds,
+            batch=sel.batch_size,
+            precisions=sel.precisions,
+            scale=sel.preset.scale,
+            threads=per_worker,
+            gpus=machine.gpu_count(),
+        )
+    ]
+    for c in cells:
+        if c.scaling == "strong" and c.batch % c.workers:
+            ws = workers[c.device]
+            raise UsageError(
+                f"strong scaling splits the global batch {c.batch} of {c.network} over the "
+                f"workers: {c.workers} workers do not divide it; give --batch-size a multiple "
+                f"of {math.lcm(*ws)}"
+            )
+    selection = {
+        "suite": "scaling",
+        "frameworks": frameworks,
+        "networks": list(sel.networks),
+        "devices": devices,
+        "workers": workers,
+        "scaling": kinds,
+        "precision": sel.precisions[0],
+        "batch_size": sel.batch_size,
+        "threads_per_worker": per_worker,
+        "preset": sel.preset.name,
+    }
+    return Sweep(selection=selection, cells=cells, preset=sel.preset.name)
+
+
 def summary(records: list[dict]) -> str:
     fill_speedup(records)
     return scaling_table(records)
@@ -97,6 +155,8 @@ SUITE = declare(
         param="scaling_cell",
         cells=lambda metafunc: scaling_cells(metafunc.config),
         file=SUITE_FILE,
+        cell_type=ScalingCell,
+        sweep=sweep,
         select=_select,
         before_pin=_before_pin,
         title="xfbench scaling: seconds per step of the global batch (median), speedup and "

@@ -13,8 +13,11 @@ import pytest
 
 from xfbench import options
 from xfbench.errors import UsageError
+from xfbench.harness.measure import WEIGHT_SOURCES
 from xfbench.harness.selection import Selection, parse
-from xfbench.plugin import Suite, declare, measured, named, threads_configured
+from xfbench.harness.sweeps import thread_counts
+from xfbench.harness.threads import allowed_cpus
+from xfbench.plugin import Suite, Sweep, declare, measured, named, threads_configured
 from xfbench.serving import loadgen
 from xfbench.serving.cell import DEFAULT_NETWORKS, ServingCell, expand, scenarios
 from xfbench.serving.measure import measure
@@ -57,12 +60,54 @@ def select(config) -> ServingSelection:
     )
 
 
+def sweep(opts: dict) -> Sweep:
+    """`xfbench run --suite serving`: the serving cells at each thread count, as the
+    train/infer sweep (GPU cells once). Thread counts: those given, else every CPU this
+    process may use (a serving machine serves with all of them)."""
+    threads = opts.get("threads")
+    counts = thread_counts(threads) if threads is not None else [len(allowed_cpus())]
+    given = {dest: opts.get(dest) for dest in options.SELECTION_OPTIONS if dest != "threads"}
+    given.update(model=opts.get("model") or ",".join(DEFAULT_NETWORKS), data=None)
+    selections = {n: parse(**given, threads=str(n)) for n in counts}
+    sel = selections[counts[0]]
+    chosen = scenarios(opts.get("scenario"))
+    bound_ms = latency_bound(opts.get("latency_bound"))
+    weights = opts.get("weights")
+    if weights not in (None, *WEIGHT_SOURCES):
+        raise UsageError(f"unknown weights {weights!r}; valid: {', '.join(WEIGHT_SOURCES)}")
+    cells = [
+        c
+        for fw in sel.frameworks
+        for dev in sel.devices
+        for n in (counts if dev == "cpu" else counts[-1:])
+        for c in expand(selections[n], chosen)
+        if c.framework == fw and c.device == dev
+    ]
+    selection = {
+        "suite": "serving",
+        "frameworks": list(sel.frameworks),
+        "networks": list(sel.networks),
+        "modes": list(sel.modes) if sel.modes else None,
+        "precisions": list(sel.precisions),
+        "devices": list(sel.devices),
+        "threads": counts,
+        "scenarios": chosen,
+        "latency_bound_ms": bound_ms,
+        "preset": sel.preset.name,
+        "batch_size": sel.batch_size,
+        "weights": weights or "seed",
+    }
+    return Sweep(selection=selection, cells=cells, preset=sel.preset.name)
+
+
 SUITE = declare(
     Suite(
         name="serving",
         param="serving_cell",
         file="test_serving.py",
         cells=lambda metafunc: SUITE.selection(metafunc.config).cells(),
+        cell_type=ServingCell,
+        sweep=sweep,
         select=select,
         title="xfbench serving: LoadGen's scenarios (SingleStream p90, MultiStream p99, "
         "Server QPS under the bound, Offline samples/s)",
