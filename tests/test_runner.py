@@ -125,6 +125,29 @@ def test_a_finished_sweep_writes_its_report(tmp_path, capsys):
         assert (folder.root / name).is_file() and str(folder.root / name) in out
 
 
+def test_a_quiet_sweep_writes_its_report_and_prints_one_line(tmp_path, capsys):
+    """--quiet changes what is printed, not what is written."""
+    folder = RunFolder(tmp_path / "r")
+    argv = NULL + ["--model", "fcn_r", "--threads", "1", "--results", str(folder.root)]
+    assert cli.main([*argv, "--quiet"]) == 0
+    assert capsys.readouterr().out.strip().splitlines() == [
+        f"1 of 1 cells measured, 0 failed, 0 not run: {folder.merged}"
+    ]
+    assert all(
+        (folder.root / name).is_file() for name in ("report.md", "report.html", "report.csv")
+    )
+
+
+def test_a_dry_run_prints_the_groups_and_their_estimates_and_writes_nothing(tmp_path, capsys):
+    folder = tmp_path / "r"
+    argv = ["--framework", "null", "--preset", "smoke", "--device", "cpu", "--threads", "1"]
+    assert cli.main([*argv, "--model", "fcn5,fcn8", "--dry-run", "--results", str(folder)]) == 0
+    out = capsys.readouterr().out
+    assert "null-cpu-t1: 4 cells, ~" in out and "  train-null-fcn8-none-fp32-cpu-t1-b8" in out
+    assert "4 cells in 1 process groups" in out and "nothing was measured or written" in out
+    assert not folder.exists()
+
+
 def test_each_thread_count_runs_in_its_own_pinned_process(tmp_path):
     folder = RunFolder(tmp_path / "r")
     assert (

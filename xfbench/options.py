@@ -342,6 +342,17 @@ OPTIONS: tuple[Option, ...] = (
         group="sweep",
     ),
     Option(
+        name="dry-run",
+        values="print the cells, the process groups and an estimate of each group's time "
+        "(from the preset and the cells' FLOPs at an assumed rate), then stop: nothing is "
+        "measured or written",
+        default="run the sweep",
+        flag=True,
+        pytest=False,
+        run=ALL,
+        group="output",
+    ),
+    Option(
         name="quiet",
         values="no progress bar or table: one line at the end",
         default="progress bar and table",

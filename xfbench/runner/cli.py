@@ -74,6 +74,9 @@ def main(argv: list[str] | None = None) -> int:
             raise UsageError(
                 "the selection has no cells (no mode of these frameworks runs on these devices)"
             )
+        if args.dry_run:
+            print(dry_run(plan))
+            return 0
         folder = choose_folder(args, plan)
         for path in (folder.root, folder.cells, folder.failed, folder.logs):
             _writable(path)
@@ -106,6 +109,28 @@ def make_suite_plan(args) -> Plan:
         if getattr(args, o.dest) not in (None, False) and o.dest not in own:
             raise UsageError(f"--{o.name} does not apply to --suite {args.suite}")
     return make_plan(runnable[args.suite], {dest: getattr(args, dest) for dest in own})
+
+
+def dry_run(plan: Plan) -> str:
+    """The plan in words: each process group, its cells and about how long it takes."""
+    from xfbench.runner.estimate import ASSUMED_GFLOPS_PER_THREAD, group_seconds
+
+    def seconds(s: float | None) -> str:
+        return "?" if s is None else f"~{s:.0f} s" if s < 600 else f"~{s / 60:.0f} min"
+
+    lines, total = [], 0.0
+    for job in plan.jobs:
+        s = group_seconds(job.cells, plan.preset_name)
+        total = None if s is None or total is None else total + s
+        lines.append(f"{job.group.name}: {len(job.cells)} cells, {seconds(s)}")
+        lines += [f"  {key(c)}" for c in job.cells]
+    lines.append(
+        f"{len(plan.cells)} cells in {len(plan.jobs)} process groups, {seconds(total)} in all "
+        f"(preset {plan.preset_name}; steps estimated from their FLOPs at "
+        f"{ASSUMED_GFLOPS_PER_THREAD:g} GFLOP/s a CPU thread, so a machine's real time may "
+        "be half of it or several times it); nothing was measured or written"
+    )
+    return "\n".join(lines)
 
 
 def _interrupt(signum, frame):

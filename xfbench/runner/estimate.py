@@ -1,0 +1,60 @@
+"""How long a sweep's process groups should take, from the preset and the cells alone:
+`xfbench run --dry-run` prints it, measuring and writing nothing.
+
+A cell's step is its FLOPs (the spec's) at an assumed rate: ASSUMED_GFLOPS_PER_THREAD on
+the CPU (fp32 matrix code reaches 40-110 GFLOP/s a core on the machines this suite was
+built on; docs/measurement.md), and ASSUMED_SHARE of a GPU's datasheet peak. It then takes
+the preset's steps (the first, the warm-ups, the rounds its budget gives) plus BUILD_S to
+build the network; a serving cell takes LoadGen's durations for its scenario. The real
+time differs by the machine, often 2-5 times: an estimate to plan with, not a number.
+"""
+
+from __future__ import annotations
+
+from xfbench.harness.presets import PRESETS
+
+ASSUMED_GFLOPS_PER_THREAD = 50.0
+ASSUMED_SHARE = 0.3
+BUILD_S = 2.0
+
+
+def _rate(cell) -> float:
+    """Assumed FLOP/s of the cell's device."""
+    if cell.device == "cpu":
+        return ASSUMED_GFLOPS_PER_THREAD * 1e9 * max(1, getattr(cell, "threads", 1))
+    from xfbench import machine
+    from xfbench.published import peak_tflops
+
+    names = [g.get("name") for g in machine.describe().get("gpus") or []]
+    peak = peak_tflops(names[0] if names else None, cell.precision) or 20.0
+    return ASSUMED_SHARE * peak * 1e12
+
+
+def cell_seconds(cell, preset_name: str) -> float | None:
+    """About how long one cell takes, or None where nothing says (an all-reduce sweep)."""
+    from xfbench.models import get_spec
+
+    preset = PRESETS[preset_name]
+    scenario = getattr(cell, "scenario", None)
+    if scenario is not None:  # a serving cell: LoadGen's durations decide
+        from xfbench.serving.scenarios import TIMING
+
+        timing = TIMING.get(preset_name, TIMING["paper"])
+        return BUILD_S + (timing.search_budget_s if scenario == "Server" else timing.min_duration_s)
+    if hasattr(cell, "batch_size"):  # a train/infer cell
+        spec = get_spec(cell.network, cell.scale, cell.tokens)
+        step = spec.flops(cell.task, cell.batch_size) / _rate(cell)
+        rounds, _ = preset.rounds(step)
+        return BUILD_S + (1 + preset.warmup + rounds) * step
+    if hasattr(cell, "workers"):  # a scaling cell: all its workers' step, warm-ups, rounds
+        spec = get_spec(cell.network, cell.scale)
+        rate = ASSUMED_GFLOPS_PER_THREAD * 1e9 * cell.threads_per_worker * cell.workers
+        step = spec.flops("train", cell.global_batch) / rate
+        return 3 * BUILD_S + (1 + preset.warmup + preset.min_rounds) * step
+    return None
+
+
+def group_seconds(cells, preset_name: str) -> float | None:
+    """The sum over a group's cells; None when any cell's is not known."""
+    times = [cell_seconds(getattr(c, "cell", c), preset_name) for c in cells]
+    return None if any(t is None for t in times) else sum(times)
