@@ -86,3 +86,18 @@ def test_cells_selections_plans_and_reports_are_keyword_only(where):
     module, name = where.split(":")
     cls = getattr(importlib.import_module(module), name)
     assert all(f.kw_only for f in dataclasses.fields(cls)), f"{where} takes arguments by position"
+
+
+MOST_LINES = 100
+
+
+def test_no_function_is_over_a_hundred_lines():
+    """A function that long does several things: each gets a name of its own."""
+    long = []
+    for path in sorted((ROOT / "xfbench").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                lines = node.end_lineno - node.lineno + 1
+                if lines > MOST_LINES:
+                    long.append(f"{path.relative_to(ROOT)}:{node.lineno} {node.name} ({lines})")
+    assert not long, "split these into named steps:\n" + "\n".join(long)

@@ -100,7 +100,6 @@ def _first(device: str, s: Sizes, out: Path, sweep: tuple[str, ...]) -> list[Ste
     Each cap is an estimate (docs/gpus.md says from what); the sweeps measure no roofs
     (--skip-roofs): the last step does, into the same folder."""
     first = (*sweep, "--skip-roofs")
-    roofs = ("--device", device) if device != "cpu" else ("--threads", "1")
     return [
         Step(
             name="first-gemm",
@@ -176,6 +175,15 @@ def _first(device: str, s: Sizes, out: Path, sweep: tuple[str, ...]) -> list[Ste
             ),
             what=f"JAX training, fp32, on a subset of Table 7 ({s.jax_subset})",
         ),
+        *_first_checks(device, s, out),
+    ]
+
+
+def _first_checks(device: str, s: Sizes, out: Path) -> list[Step]:
+    """The first part's checks, after its measurements: the GPU tests, the equivalence
+    checks on the device, and the roofs into the sweeps' folder."""
+    roofs = ("--device", device) if device != "cpu" else ("--threads", "1")
+    return [
         Step(
             name="first-gpu-tests",
             part="first",
@@ -226,13 +234,12 @@ def _first(device: str, s: Sizes, out: Path, sweep: tuple[str, ...]) -> list[Ste
     ]
 
 
+def _json(out: Path, name: str) -> str:
+    return f"--benchmark-json={out / (name + '.json')}"
+
+
 def _later(device: str, s: Sizes, out: Path, sweep: tuple[str, ...]) -> list[Step]:
     """The steps of the parts for later windows."""
-    models = ("--model", s.models)
-
-    def json(name: str) -> str:
-        return f"--benchmark-json={out / (name + '.json')}"
-
     return [
         Step(
             name="gemm",
@@ -245,7 +252,7 @@ def _later(device: str, s: Sizes, out: Path, sweep: tuple[str, ...]) -> list[Ste
                 "--precision=fp32,tf32,bf16",
                 f"--device={device}",
                 f"--preset={s.preset}",
-                json("gemm"),
+                _json(out, "gemm"),
             ),
             what=f"GEMM {s.gemm}: CuPy, torch.matmul and JAX at fp32 (TF32 off), TF32 and bf16",
         ),
@@ -278,6 +285,15 @@ def _later(device: str, s: Sizes, out: Path, sweep: tuple[str, ...]) -> list[Ste
             ),
             what=f"ResNet-50 training, batch {s.batch}, JAX, bf16 and TF32",
         ),
+        *_later_sweeps(s, sweep),
+        *_later_checks(device, s, out),
+    ]
+
+
+def _later_sweeps(s: Sizes, sweep: tuple[str, ...]) -> list[Step]:
+    """The later windows' sweeps: Table 7's GPU column, the transformers, serving."""
+    models = ("--model", s.models)
+    return [
         Step(
             name="table7-torch-eager",
             part="table7",
@@ -365,6 +381,12 @@ def _later(device: str, s: Sizes, out: Path, sweep: tuple[str, ...]) -> list[Ste
             "PyTorch eager and compiled and JAX, bf16: p90 latency, Server QPS under the "
             "bound, Offline samples/s",
         ),
+    ]
+
+
+def _later_checks(device: str, s: Sizes, out: Path) -> list[Step]:
+    """The checks part: the GPU tests, the equivalence checks, NCCL all-reduce and DDP."""
+    return [
         Step(
             name="gpu-tests",
             part="checks",
@@ -387,7 +409,7 @@ def _later(device: str, s: Sizes, out: Path, sweep: tuple[str, ...]) -> list[Ste
                 f"--device={device}",
                 "--precision=fp32,tf32",
                 "--preset=smoke",  # the function, not the size, is what is checked
-                json("equivalence"),
+                _json(out, "equivalence"),
             ),
             what="the equivalence checks on the device: fp32 (TF32 off) held to the rule, TF32 recorded",
         ),
@@ -401,7 +423,7 @@ def _later(device: str, s: Sizes, out: Path, sweep: tuple[str, ...]) -> list[Ste
                 "--world-sizes=1",
                 f"--device={device}",
                 f"--preset={s.preset}",
-                json("allreduce"),
+                _json(out, "allreduce"),
             ),
             what="all-reduce at world size 1 (NCCL on a GPU)",
         ),
@@ -416,7 +438,7 @@ def _later(device: str, s: Sizes, out: Path, sweep: tuple[str, ...]) -> list[Ste
                 "--workers=1",
                 f"--device={device}",
                 f"--preset={s.preset}",
-                json("scaling"),
+                _json(out, "scaling"),
             ),
             what="data-parallel training on one worker (DDP over NCCL on a GPU)",
         ),

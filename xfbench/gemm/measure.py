@@ -105,6 +105,82 @@ def _gib(n: float) -> str:
     return f"{n / 2**30:.2f} GiB"
 
 
+def _fitting_sets(impl, shape: Shape, dtype: str, device: str) -> int:
+    """How many input sets to rotate within the device's free memory; CannotRun when even
+    the three matrices do not fit."""
+    operands, out = matrix_bytes(shape, dtype)
+    pool_bytes = 4 * (sum(shape.elements()[:2]) + (MAX_SETS - 1) * SHIFT)
+    if device == "cpu":
+        free = psutil.virtual_memory().available - pool_bytes
+    else:
+        free = impl.free_bytes(device)
+    if free is not None and operands + out > free:
+        raise CannotRun(
+            f"the three matrices need {_gib(operands + out)}; {device} has "
+            f"{_gib(max(free, 0))} free"
+        )
+    # Leave a quarter of free memory to the library (workspaces, its own pool).
+    spare = None if free is None else int(0.75 * free) - operands - out
+    return input_sets(shape, dtype, spare)
+
+
+def _operands(impl, shape: Shape, dtype: str, device: str, *, n_sets: int, seed: int):
+    """n_sets (A, B) pairs on the device, overlapping windows of one random pool, and the
+    check's sample of the first pair's product."""
+    a_n, b_n, _ = shape.elements()
+    pool = impl.quantize(random_pool(a_n + b_n + (n_sets - 1) * SHIFT, seed), dtype)
+    host = [
+        (
+            pool[i * SHIFT : i * SHIFT + a_n].reshape(shape.m, shape.k),
+            pool[a_n + i * SHIFT : a_n + i * SHIFT + b_n].reshape(shape.k, shape.n),
+        )
+        for i in range(n_sets)
+    ]
+    sample = Sample.of(*host[0], seed=seed)
+    pairs = [(impl.load(a, "a", dtype, device), impl.load(b, "b", dtype, device)) for a, b in host]
+    return pairs, sample
+
+
+def _timed_rounds(benchmark, impl, pairs, *, device: str, preset: Preset):
+    """The timed rounds, each a batch of products (one on the CPU; on a GPU enough to fill
+    ROUND_S of device time): (seconds per product, products per round, rounds, the timer's
+    kind, the CPU and energy meters)."""
+    timer = impl.timer(device)
+    turn = [0]
+
+    def batch(calls: int) -> float:
+        timer.start(calls)
+        last = None
+        for _ in range(calls):
+            a, b = pairs[turn[0] % len(pairs)]
+            turn[0] += 1
+            last = impl.matmul(a, b)
+        return timer.stop(last)
+
+    calls = 1
+    if device != "cpu":
+        probe = min(len(pairs), 8)
+        per_call = batch(probe) / probe
+        calls = max(1, min(MAX_CALLS, math.ceil(ROUND_S / max(per_call, 1e-9))))
+    for _ in range(preset.warmup):
+        batch(calls)
+    t0 = time.perf_counter()
+    batch(calls)
+    rounds, _ = preset.rounds(time.perf_counter() - t0)
+    samples: list[float] = []
+    with CpuMeter() as meter, EnergyMeter(device) as energy:
+        benchmark.pedantic(
+            lambda: samples.append(batch(calls)), rounds=rounds, iterations=1, warmup_rounds=0
+        )
+    stats = benchmark.stats.stats if benchmark.stats else None
+    if device == "cpu" and stats:
+        seconds = stats.median
+    else:
+        seconds = statistics.median(samples) / calls
+    kind = "perf_counter (pytest-benchmark)" if device == "cpu" else timer.kind
+    return seconds, calls, rounds, kind, meter, energy
+
+
 def measure(
     benchmark, cell: GemmCell, preset: Preset, threads_config: dict[str, Any], seed: int = 0
 ) -> dict:
@@ -119,35 +195,8 @@ def measure(
     pairs = None
     try:
         mode = impl.prepare(dtype, device)
-        operands, out = matrix_bytes(shape, dtype)
-        pool_bytes = 4 * (sum(shape.elements()[:2]) + (MAX_SETS - 1) * SHIFT)
-        if device == "cpu":
-            free = psutil.virtual_memory().available - pool_bytes
-        else:
-            free = impl.free_bytes(device)
-        if free is not None and operands + out > free:
-            raise CannotRun(
-                f"the three matrices need {_gib(operands + out)}; {device} has "
-                f"{_gib(max(free, 0))} free"
-            )
-        # Leave a quarter of free memory to the library (workspaces, its own pool).
-        spare = None if free is None else int(0.75 * free) - operands - out
-        n_sets = input_sets(shape, dtype, spare)
-
-        a_n, b_n, _ = shape.elements()
-        pool = impl.quantize(random_pool(a_n + b_n + (n_sets - 1) * SHIFT, seed), dtype)
-        host = [
-            (
-                pool[i * SHIFT : i * SHIFT + a_n].reshape(shape.m, shape.k),
-                pool[a_n + i * SHIFT : a_n + i * SHIFT + b_n].reshape(shape.k, shape.n),
-            )
-            for i in range(n_sets)
-        ]
-        sample = Sample.of(*host[0], seed=seed)
-        pairs = [
-            (impl.load(a, "a", dtype, device), impl.load(b, "b", dtype, device)) for a, b in host
-        ]
-        del host, pool
+        n_sets = _fitting_sets(impl, shape, dtype, device)
+        pairs, sample = _operands(impl, shape, dtype, device, n_sets=n_sets, seed=seed)
 
         # First product: compilation, autotuning and the check, timed apart.
         t0 = time.perf_counter()
@@ -187,39 +236,9 @@ def measure(
             benchmark.extra_info.update(record)
             raise WrongProduct(record["reason"])
 
-        timer = impl.timer(device)
-        turn = [0]
-
-        def batch(calls: int) -> float:
-            timer.start(calls)
-            last = None
-            for _ in range(calls):
-                a, b = pairs[turn[0] % n_sets]
-                turn[0] += 1
-                last = impl.matmul(a, b)
-            return timer.stop(last)
-
-        calls = 1
-        if device != "cpu":
-            probe = min(n_sets, 8)
-            per_call = batch(probe) / probe
-            calls = max(1, min(MAX_CALLS, math.ceil(ROUND_S / max(per_call, 1e-9))))
-        for _ in range(preset.warmup):
-            batch(calls)
-        t0 = time.perf_counter()
-        batch(calls)
-        rounds, _ = preset.rounds(time.perf_counter() - t0)
-
-        samples: list[float] = []
-        with CpuMeter() as meter, EnergyMeter(device) as energy:
-            benchmark.pedantic(
-                lambda: samples.append(batch(calls)), rounds=rounds, iterations=1, warmup_rounds=0
-            )
-        stats = benchmark.stats.stats if benchmark.stats else None
-        if device == "cpu" and stats:
-            seconds = stats.median
-        else:
-            seconds = statistics.median(samples) / calls
+        seconds, calls, rounds, timer, meter, energy = _timed_rounds(
+            benchmark, impl, pairs, device=device, preset=preset
+        )
         tflops = shape.flops / seconds / 1e12 if seconds > 0 else math.nan
         record.update(
             {
@@ -229,7 +248,7 @@ def measure(
                 "peak_tflops": peak_tflops(record["device_name"], dtype),
                 "peak_share": peak_share(tflops, record["device_name"], dtype),
                 "share_of_best": None,  # filled in at the end of the session (gemm/best.py)
-                "timer": "perf_counter (pytest-benchmark)" if device == "cpu" else timer.kind,
+                "timer": timer,
                 "calls_per_round": calls,
                 "rounds": rounds,
                 "warmup_rounds": preset.warmup,

@@ -117,6 +117,37 @@ def build(cell: Cell, seed: int = 0, weights: str = "seed"):
     return adapter, spec, workload
 
 
+def _real_data_check(cell: Cell, real: RealData | None) -> None:
+    """CannotRun where a --data real cell has no data set, or no --data-dir."""
+    if cell.data != "real":
+        return
+    from xfbench.data.sources import DATASET
+
+    if cell.network not in DATASET:
+        from xfbench.models import TRANSFORMERS
+
+        why = (
+            "no text data set is built for the transformers yet (docs/models.md)"
+            if cell.network in TRANSFORMERS
+            else "the paper ran it on synthetic data"
+        )
+        raise CannotRun(f"{cell.network} has no real data set ({why})")
+    if real is None:
+        raise CannotRun("--data real needs --data-dir")
+
+
+def _warm_up(step, *, compile_s: float, preset: Preset, ci_target, real_data: bool):
+    """The untimed steps after the first (a real-data cell at least one: it starts the
+    loader's workers), and the rounds they size: (rounds, what chose them)."""
+    pilot = []  # each warm-up step's time: the spread that sizes adaptive rounds
+    for _ in range(max(preset.warmup, 1 if real_data else 0)):
+        t0 = time.perf_counter()
+        step()
+        pilot.append(time.perf_counter() - t0)
+    warm_step = sum(pilot) / len(pilot) if pilot else compile_s
+    return preset.rounds(warm_step, pilot, ci_target)
+
+
 def measure(
     benchmark,
     cell: Cell,
@@ -132,28 +163,15 @@ def measure(
     With --data real, each timed step takes the next batch from the framework's own input
     pipeline (the wait is part of the step, and also recorded apart); raises
     data.readers.DataError, one line, for a data set that cannot be used."""
-    if cell.data == "real":
-        from xfbench.data.sources import DATASET
-
-        if cell.network not in DATASET:
-            from xfbench.models import TRANSFORMERS
-
-            why = (
-                "no text data set is built for the transformers yet (docs/models.md)"
-                if cell.network in TRANSFORMERS
-                else "the paper ran it on synthetic data"
-            )
-            raise CannotRun(f"{cell.network} has no real data set ({why})")
-        if real is None:
-            raise CannotRun("--data real needs --data-dir")
+    _real_data_check(cell, real)
     copy = copies.Copy.from_env()  # one of several copies run at once (--copies)
     name = f"{cell.task}-{cell.id}"
     own_peak = reset_peak_rss()
     t0 = time.perf_counter()
     adapter, spec, work = build(cell, weights=weights)
     build_s = time.perf_counter() - t0
+    timer = None
     try:
-        timer = None
         if cell.data == "real":
             from xfbench.data.sources import source_for
 
@@ -169,22 +187,16 @@ def measure(
         compiled = work.compile_facts()  # raises when a compiled mode fell back
 
         step = timer or work.step  # a real-data step waits for its batch
-        pilot = []  # each warm-up step's time: the spread that sizes adaptive rounds
-        for _ in range(max(preset.warmup, 1 if timer else 0)):  # starts the loader's workers
-            t0 = time.perf_counter()
-            step()
-            pilot.append(time.perf_counter() - t0)
-        warm_step = sum(pilot) / len(pilot) if pilot else compile_s
-        rounds, chosen_by = preset.rounds(warm_step, pilot, ci_target)
-
+        rounds, chosen_by = _warm_up(
+            step, compile_s=compile_s, preset=preset, ci_target=ci_target, real_data=bool(timer)
+        )
         if timer:
             timer.waits.clear()
             timer.steps.clear()
-        # a real-data cell's loader worker processes are its own work, not contention
-        own_children = timer is not None
         together = copy.meet(name, "start", copy.wait_s) if copy else None
         window = time.time()
-        with CpuMeter(children=own_children) as meter, EnergyMeter(cell.device) as energy:
+        # a real-data cell's loader worker processes are its own work, not contention
+        with CpuMeter(children=timer is not None) as meter, EnergyMeter(cell.device) as energy:
             benchmark.pedantic(step, rounds=rounds, iterations=1, warmup_rounds=0)
         window = [window, time.time()]
         if copy:  # the load stays on until every copy has finished its rounds

@@ -474,125 +474,119 @@ def _prices_for(m: Machine, prices: dict[str, dict[str, float]]) -> tuple[str, d
     return None
 
 
-def build(
-    runs: list[Run],
-    *,
-    with_paper: bool = False,
-    base: str | None = None,
-    prices: dict[str, dict[str, float]] | None = None,
-) -> Report:
-    """The report's content. `base` names a machine (label, host or run name);
-    ValueError when it names none."""
-    machines, problems = group_machines(runs)
-    problems = [p for run in runs for p in run.problems] + problems
-    ref = None
-    if len(machines) > 1 or base:
-        ref = find_machine(machines, base) if base else machines[0]
-        if ref is None:
-            raise ValueError(
-                f"--base {base!r} names no single machine; machines: "
-                + "; ".join(m.label for m in machines)
-            )
-    if prices:
-        used = set()
-        for m in machines:
-            hit = _prices_for(m, prices)
-            if hit:
-                used.add(hit[0])
-                m.prices = hit[1]
-        problems += [
-            f"prices for {k!r} match no machine in the results" for k in prices if k not in used
-        ]
+def _base_machine(machines: list[Machine], base: str | None) -> Machine | None:
+    """The machine the others are compared with (the first unless `base` names one);
+    ValueError when base names none."""
+    if len(machines) < 2 and not base:
+        return None
+    found = find_machine(machines, base) if base else machines[0]
+    if found is None:
+        raise ValueError(
+            f"--base {base!r} names no single machine; machines: "
+            + "; ".join(m.label for m in machines)
+        )
+    return found
 
-    details = [d for m in machines for d in _details(m)]
-    by_cell = {(id(d.machine), d.block, d.row, d.col): d for d in details}
 
-    # Blocks: every (task, network, batch) seen anywhere, ok or failed.
-    everything = [
-        (mi, r) for mi, m in enumerate(machines) for r in list(m.results.values()) + m.failures
-    ]
-    # Training first; the networks in docs/models.md's order (Shi's rows, then those
-    # beyond the paper), any other after them.
+def _priced(machines: list[Machine], prices: dict[str, dict[str, float]]) -> list[str]:
+    """Each machine's prices (Machine.prices); a problem per price matching no machine."""
+    used = set()
+    for m in machines:
+        hit = _prices_for(m, prices)
+        if hit:
+            used.add(hit[0])
+            m.prices = hit[1]
+    return [f"prices for {k!r} match no machine in the results" for k in prices if k not in used]
+
+
+def _block_keys(everything) -> list[tuple]:
+    """Every (task, network, batch, scale) seen anywhere, ok or failed: training first; the
+    networks in docs/models.md's order (Shi's rows, then those beyond the paper), any other
+    after them."""
     from xfbench.models import NETWORKS
 
     order = {n: i for i, n in enumerate(NETWORKS)}
-    block_keys = sorted(
+    return sorted(
         {block_key(r) for _, r in everything},
         key=lambda k: (k[0] != "train", order.get(k[1], len(order)), k[1], k[2], k[3]),
     )
-    footnotes: list[Footnote] = []
-    blocks = []
-    for bk in block_keys:
-        inside = [(mi, r) for mi, r in everything if block_key(r) == bk]
-        columns = []
-        for mi, m in enumerate(machines):
-            keys = sorted({col_key(r) for i, r in inside if i == mi}, key=_col_order)
-            columns += [
-                Column(
-                    mi,
-                    k,
-                    col_label(k) if len(machines) == 1 else f"{m.tag}: {col_label(k)}",
-                    col_label(k),
-                )
-                for k in keys
-            ]
-        rows = []
-        for rk in sorted({row_key(r) for _, r in inside}):
-            cells = []
-            for c in columns:
-                m = machines[c.machine]
-                r = m.results.get((bk, rk, c.key))
-                if r is not None:
-                    # contended / thread-shortfall marks beside the number (legend: tables.py)
-                    text = format_seconds(r.median) + plus_minus(r) + marks(r.info)
-                    cells.append(TableCell(text, r.median, result=r))
-                    continue
-                failed = next(
-                    (
-                        f
-                        for f in m.failures
-                        if (block_key(f), row_key(f), col_key(f)) == (bk, rk, c.key)
-                    ),
-                    None,
-                )
-                if failed is not None:
-                    number = len(footnotes) + 1
-                    footnotes.append(Footnote(number, failed, m.label))
-                    cells.append(TableCell(failed.status, footnote=number, result=failed))
-                else:
-                    cells.append(TableCell("-"))
-            checks = [mark(m.equivalence, rk[0], bk[1], bk[0]) for m in machines]
-            check = next((c for c in checks if c and not c["verified"]), None) or next(
-                (c for c in checks if c), None
-            )
-            rows.append(Row(rk, row_label(rk), _verified_text(check), cells))
-        for ci in range(len(columns)):
-            timed = [row.cells[ci] for row in rows if row.cells[ci].value is not None]
-            if len(timed) > 1:  # a lone number is not a winner
-                best = min(timed, key=lambda cell: cell.value)
-                best.best = True
-                d = by_cell.get(
-                    (id(machines[columns[ci].machine]), bk, row_key(best.result), columns[ci].key)
-                )
-                if d:
-                    d.best_in_column = True
-        task, network, batch, scale = bk
-        lengths = sorted({r.tokens for _, r in inside if r.tokens})
-        title = (
-            f"{network_title(network)}: {task}, batch {batch}"
-            + (f" x {', '.join(map(str, lengths))} tokens" if lengths else "")
-            + ("" if scale == "full" else f", {scale} size")
-        )
-        blocks.append(
-            Block(
-                key=bk,
-                title=title,
-                columns=columns,
-                rows=rows,
-                paper=_paper_block(bk) if with_paper else None,
-            )
-        )
 
+
+def _columns(machines: list[Machine], inside) -> list[Column]:
+    columns = []
+    for mi, m in enumerate(machines):
+        keys = sorted({col_key(r) for i, r in inside if i == mi}, key=_col_order)
+        columns += [
+            Column(
+                mi, k, col_label(k) if len(machines) == 1 else f"{m.tag}: {col_label(k)}",
+                col_label(k),
+            )
+            for k in keys
+        ]  # fmt: skip
+    return columns
+
+
+def _table_cell(m: Machine, bk, rk, *, column: Column, footnotes: list[Footnote]) -> TableCell:
+    """A cell of a block: its median (with its interval and marks), its failure's status
+    and footnote, or "-" where it did not run."""
+    r = m.results.get((bk, rk, column.key))
+    if r is not None:
+        # contended / thread-shortfall marks beside the number (legend: tables.py)
+        text = format_seconds(r.median) + plus_minus(r) + marks(r.info)
+        return TableCell(text, r.median, result=r)
+    failed = next(
+        (f for f in m.failures if (block_key(f), row_key(f), col_key(f)) == (bk, rk, column.key)),
+        None,
+    )
+    if failed is None:
+        return TableCell("-")
+    number = len(footnotes) + 1
+    footnotes.append(Footnote(number, failed, m.label))
+    return TableCell(failed.status, footnote=number, result=failed)
+
+
+def _block(bk, machines, inside, *, footnotes, by_cell, with_paper: bool) -> Block:
+    """One (task, network, batch) table: a row per configuration, a column per machine's
+    thread count or device; the best of each column marked."""
+    columns = _columns(machines, inside)
+    rows = []
+    for rk in sorted({row_key(r) for _, r in inside}):
+        cells = [
+            _table_cell(machines[c.machine], bk, rk, column=c, footnotes=footnotes) for c in columns
+        ]
+        checks = [mark(m.equivalence, rk[0], bk[1], bk[0]) for m in machines]
+        check = next((c for c in checks if c and not c["verified"]), None) or next(
+            (c for c in checks if c), None
+        )
+        rows.append(Row(rk, row_label(rk), _verified_text(check), cells))
+    for ci in range(len(columns)):
+        timed = [row.cells[ci] for row in rows if row.cells[ci].value is not None]
+        if len(timed) > 1:  # a lone number is not a winner
+            best = min(timed, key=lambda cell: cell.value)
+            best.best = True
+            d = by_cell.get(
+                (id(machines[columns[ci].machine]), bk, row_key(best.result), columns[ci].key)
+            )
+            if d:
+                d.best_in_column = True
+    task, network, batch, scale = bk
+    lengths = sorted({r.tokens for _, r in inside if r.tokens})
+    title = (
+        f"{network_title(network)}: {task}, batch {batch}"
+        + (f" x {', '.join(map(str, lengths))} tokens" if lengths else "")
+        + ("" if scale == "full" else f", {scale} size")
+    )
+    return Block(
+        key=bk,
+        title=title,
+        columns=columns,
+        rows=rows,
+        paper=_paper_block(bk) if with_paper else None,
+    )
+
+
+def _buys(machines, details, block_keys) -> list[Buy]:
+    """Each priced machine's best configuration of each block, with its money figures."""
     for d in details:
         if d.machine.prices:
             d.money = procurement.figures(d.samples_per_s, d.machine.prices)
@@ -604,7 +598,41 @@ def build(
                 best = max(mine, key=lambda d: d.samples_per_s)
                 buys.append(Buy(bk, m, best, best.money))
     buys.sort(key=lambda b: (block_keys.index(b.block), machines.index(b.machine)))
-    gemm = [(m, g) for m in machines for g in m.gemm]
+    return buys
+
+
+def build(
+    runs: list[Run],
+    *,
+    with_paper: bool = False,
+    base: str | None = None,
+    prices: dict[str, dict[str, float]] | None = None,
+) -> Report:
+    """The report's content. `base` names a machine (label, host or run name);
+    ValueError when it names none."""
+    machines, problems = group_machines(runs)
+    problems = [p for run in runs for p in run.problems] + problems
+    ref = _base_machine(machines, base)
+    if prices:
+        problems += _priced(machines, prices)
+    details = [d for m in machines for d in _details(m)]
+    by_cell = {(id(d.machine), d.block, d.row, d.col): d for d in details}
+    everything = [
+        (mi, r) for mi, m in enumerate(machines) for r in list(m.results.values()) + m.failures
+    ]
+    block_keys = _block_keys(everything)
+    footnotes: list[Footnote] = []
+    blocks = [
+        _block(
+            bk,
+            machines,
+            [(mi, r) for mi, r in everything if block_key(r) == bk],
+            footnotes=footnotes,
+            by_cell=by_cell,
+            with_paper=with_paper,
+        )
+        for bk in block_keys
+    ]  # fmt: skip
     return Report(
         machines=machines,
         blocks=blocks,
@@ -612,8 +640,8 @@ def build(
         footnotes=footnotes,
         summaries=summarise(machines, ref) if ref and len(machines) > 1 else [],
         base=ref,
-        buys=buys,
-        gemm=gemm,
+        buys=_buys(machines, details, block_keys),
+        gemm=[(m, g) for m in machines for g in m.gemm],
         problems=problems,
         with_paper=with_paper,
         scaling=scaling.build(machines, first_footnote=len(footnotes) + 1, problems=problems),

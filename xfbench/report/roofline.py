@@ -201,6 +201,114 @@ def _g(tflops: float | None, unit: float) -> str:
     return "" if tflops is None else f"{tflops * unit:.3g}"
 
 
+def _cpu_roofs(m: Machine, cpu: list, where: str) -> Table:
+    """The CPU's roofs at each thread count the run measured."""
+    cpu = sorted(cpu, key=lambda kr: kr[1]["threads"])
+    return Table(
+        title=f"Roofs measured{where}",
+        headers=[
+            "threads",
+            "memory GB/s",
+            "fp32 peak GFLOP/s",
+            "bf16 peak GFLOP/s",
+            "fp16 peak GFLOP/s",
+            "peak from",
+            "ridge FLOP/B (fp32)",
+        ],
+        rows=[
+            [
+                Text(str(r["threads"])),
+                Text(f"{r['bandwidth_gbps']:.3g}"),
+                *(Text(_g(r["peaks_tflops"].get(t), 1e3)) for t in ("fp32", "bf16", "fp16")),
+                Text(r["peak_sources"]["fp32"]),
+                Text(f"{r['peaks_tflops']['fp32'] * 1e3 / r['bandwidth_gbps']:.3g}"),
+            ]
+            for _, r in cpu
+        ],
+        caption="bf16 and fp16: PyTorch's matmul, fp16 only where the CPU has "
+        "fp16 arithmetic (docs/measurement.md).",
+        anchor=f"roofs-{m.tag or 'A'}",
+    )
+
+
+def _gpu_roofs(m: Machine, gpu: list, where: str) -> Table:
+    """Each GPU's measured roofs, with its model's datasheet beside (xfbench.published)."""
+    rows = []
+    for key, r in sorted(gpu):
+        rows.append(
+            [
+                Text(f"{key}: {r['device_name']}"),
+                Text("measured"),
+                Text(f"{r['bandwidth_gbps']:.4g}"),
+                *(Text(_g(r["peaks_tflops"].get(t), 1)) for t in PEAK_TYPES),
+            ]
+        )
+        sheet = gpu_for(r["device_name"])
+        if sheet:
+            rows.append(
+                [
+                    Text(f"{key}: {sheet.name}"),
+                    Text(f"datasheet ({sheet.source})"),
+                    Text(f"{sheet.memory_gbps:.4g}"),
+                    *(Text(_g(sheet.peaks_tflops.get(t), 1)) for t in PEAK_TYPES),
+                ]
+            )
+    return Table(
+        title=f"GPU roofs{where}",
+        headers=["GPU", "from", "memory GB/s", *(f"{t} peak TFLOP/s" for t in PEAK_TYPES)],
+        rows=rows,
+        caption="measured: device-to-device STREAM and torch.matmul 8192 per "
+        "type; datasheet: dense peaks, without sparsity.",
+        anchor=f"gpu-roofs-{m.tag or 'A'}",
+        text_cols=2,
+    )
+
+
+def _bound_by(m: Machine, measured: dict, where: str) -> Table | None:
+    """Each placed cell: its intensity, its FLOP/s, the roof over it and what bounds it."""
+    placed = sorted(
+        points(m),
+        key=lambda p: (p["result"].network, p["result"].task, p["roof"], p["result"].framework),
+    )
+    if not placed:
+        return None
+    return Table(
+        title=f"Bound by{where}",
+        headers=[
+            "network",
+            "task",
+            "framework",
+            "mode",
+            "precision",
+            "where",
+            "FLOP/B",
+            "GFLOP/s",
+            "roof GFLOP/s",
+            "share",
+            "bound by",
+        ],
+        rows=[
+            [
+                Text(p["result"].network),
+                Text(p["result"].task),
+                Text(display(p["result"].framework)),
+                Text(p["result"].mode),
+                Text(p["result"].precision),
+                Text(measured[p["roof"]]["where"]),
+                Text(f"{p['intensity']:.3g}"),
+                Text(f"{p['achieved_tflops'] * 1e3:.3g}"),
+                Text(f"{p['roof_tflops'] * 1e3:.3g}"),
+                Text(f"{p['share']:.0%}"),
+                Text(p["bound"]),
+            ]
+            for p in placed
+        ],
+        caption=CAPTION,
+        anchor=f"bound-{m.tag or 'A'}",
+        text_cols=6,
+    )
+
+
 def _roof_tables(report: Report) -> list[Table]:
     out = []
     several = len(report.machines) > 1
@@ -211,122 +319,10 @@ def _roof_tables(report: Report) -> list[Table]:
         where = f" ({m.label})" if several else ""
         cpu = [(k, r) for k, r in measured.items() if r["device"] == "cpu"]
         gpu = [(k, r) for k, r in measured.items() if r["device"] != "cpu"]
-        if cpu:
-            cpu.sort(key=lambda kr: kr[1]["threads"])
-            out.append(
-                Table(
-                    title=f"Roofs measured{where}",
-                    headers=[
-                        "threads",
-                        "memory GB/s",
-                        "fp32 peak GFLOP/s",
-                        "bf16 peak GFLOP/s",
-                        "fp16 peak GFLOP/s",
-                        "peak from",
-                        "ridge FLOP/B (fp32)",
-                    ],
-                    rows=[
-                        [
-                            Text(str(r["threads"])),
-                            Text(f"{r['bandwidth_gbps']:.3g}"),
-                            *(
-                                Text(_g(r["peaks_tflops"].get(t), 1e3))
-                                for t in ("fp32", "bf16", "fp16")
-                            ),
-                            Text(r["peak_sources"]["fp32"]),
-                            Text(f"{r['peaks_tflops']['fp32'] * 1e3 / r['bandwidth_gbps']:.3g}"),
-                        ]
-                        for _, r in cpu
-                    ],
-                    caption="bf16 and fp16: PyTorch's matmul, fp16 only where the CPU has "
-                    "fp16 arithmetic (docs/measurement.md).",
-                    anchor=f"roofs-{m.tag or 'A'}",
-                )
-            )
-        if gpu:
-            rows = []
-            for key, r in sorted(gpu):
-                sheet = gpu_for(r["device_name"])
-                rows.append(
-                    [
-                        Text(f"{key}: {r['device_name']}"),
-                        Text("measured"),
-                        Text(f"{r['bandwidth_gbps']:.4g}"),
-                        *(Text(_g(r["peaks_tflops"].get(t), 1)) for t in PEAK_TYPES),
-                    ]
-                )
-                if sheet:
-                    rows.append(
-                        [
-                            Text(f"{key}: {sheet.name}"),
-                            Text(f"datasheet ({sheet.source})"),
-                            Text(f"{sheet.memory_gbps:.4g}"),
-                            *(Text(_g(sheet.peaks_tflops.get(t), 1)) for t in PEAK_TYPES),
-                        ]
-                    )
-            out.append(
-                Table(
-                    title=f"GPU roofs{where}",
-                    headers=[
-                        "GPU",
-                        "from",
-                        "memory GB/s",
-                        *(f"{t} peak TFLOP/s" for t in PEAK_TYPES),
-                    ],
-                    rows=rows,
-                    caption="measured: device-to-device STREAM and torch.matmul 8192 per "
-                    "type; datasheet: dense peaks, without sparsity.",
-                    anchor=f"gpu-roofs-{m.tag or 'A'}",
-                    text_cols=2,
-                )
-            )
-        placed = sorted(
-            points(m),
-            key=lambda p: (
-                p["result"].network,
-                p["result"].task,
-                p["roof"],
-                p["result"].framework,
-            ),
-        )
-        if placed:
-            out.append(
-                Table(
-                    title=f"Bound by{where}",
-                    headers=[
-                        "network",
-                        "task",
-                        "framework",
-                        "mode",
-                        "precision",
-                        "where",
-                        "FLOP/B",
-                        "GFLOP/s",
-                        "roof GFLOP/s",
-                        "share",
-                        "bound by",
-                    ],
-                    rows=[
-                        [
-                            Text(p["result"].network),
-                            Text(p["result"].task),
-                            Text(display(p["result"].framework)),
-                            Text(p["result"].mode),
-                            Text(p["result"].precision),
-                            Text(measured[p["roof"]]["where"]),
-                            Text(f"{p['intensity']:.3g}"),
-                            Text(f"{p['achieved_tflops'] * 1e3:.3g}"),
-                            Text(f"{p['roof_tflops'] * 1e3:.3g}"),
-                            Text(f"{p['share']:.0%}"),
-                            Text(p["bound"]),
-                        ]
-                        for p in placed
-                    ],
-                    caption=CAPTION,
-                    anchor=f"bound-{m.tag or 'A'}",
-                    text_cols=6,
-                )
-            )
+        out += [_cpu_roofs(m, cpu, where)] if cpu else []
+        out += [_gpu_roofs(m, gpu, where)] if gpu else []
+        bound = _bound_by(m, measured, where)
+        out += [bound] if bound else []
     return out
 
 

@@ -107,42 +107,24 @@ def measure(
         buckets.warm(samples, preset.warmup)
         if logs.exists():
             shutil.rmtree(logs)  # a cell measured again keeps only its own logs
-        sut = lambda: loadgen.SystemUnderTest(buckets.work, samples, policy)  # noqa: E731
-        latency = buckets.step_s[policy.buckets[0]]
-        throughput = policy.max_batch / buckets.step_s[policy.max_batch]
         outcome = {}
-
-        def run_scenario():
-            if cell.scenario == "Server":
-                outcome.update(
-                    server_search(
-                        sut=sut,
+        with CpuMeter() as meter:
+            benchmark.pedantic(
+                lambda: outcome.update(
+                    _scenario(
+                        cell,
+                        buckets,
+                        samples,
+                        policy=policy,
                         plan=plan,
-                        latency_s=latency,
-                        throughput=throughput,
                         bound_ms=bound_value,
                         logs=logs,
                     )
-                )
-            else:
-                # LoadGen schedules its queries from these expectations and stops once
-                # the minimum duration has passed: expecting faster than the warm-up
-                # measured makes sure it schedules enough (an Offline query cannot stop
-                # early, so it is sized at 1.5 x the warm throughput).
-                test = loadgen.settings(
-                    cell.scenario,
-                    min_duration_s=plan.min_duration_s,
-                    expected_latency_s=0.5 * latency,
-                    expected_qps=1.5 * throughput,
-                    target_qps=None,
-                    bound_ms=bound_value,
-                )
-                kept = sut()
-                outcome.update(loadgen.run(kept, cell.scenario, test, logs))
-                outcome.update(_batches(kept))
-
-        with CpuMeter() as meter:
-            benchmark.pedantic(run_scenario, rounds=1, iterations=1, warmup_rounds=0)
+                ),
+                rounds=1,
+                iterations=1,
+                warmup_rounds=0,
+            )
         record = {
             **records.header("serving"),
             **cell.as_dict(),
@@ -181,6 +163,37 @@ def measure(
         return record
     finally:
         buckets.close()
+
+
+def _scenario(cell: ServingCell, buckets, samples, *, policy, plan, bound_ms, logs: Path) -> dict:
+    """One LoadGen run of the cell's scenario (Server: the search for its highest rate
+    under the bound), from the warm step times' expectations: LoadGen's numbers."""
+    sut = lambda: loadgen.SystemUnderTest(buckets.work, samples, policy)  # noqa: E731
+    latency = buckets.step_s[policy.buckets[0]]
+    throughput = policy.max_batch / buckets.step_s[policy.max_batch]
+    if cell.scenario == "Server":
+        return server_search(
+            sut=sut,
+            plan=plan,
+            latency_s=latency,
+            throughput=throughput,
+            bound_ms=bound_ms,
+            logs=logs,
+        )
+    # LoadGen schedules its queries from these expectations and stops once the minimum
+    # duration has passed: expecting faster than the warm-up measured makes sure it
+    # schedules enough (an Offline query cannot stop early, so it is sized at 1.5 x the
+    # warm throughput).
+    test = loadgen.settings(
+        cell.scenario,
+        min_duration_s=plan.min_duration_s,
+        expected_latency_s=0.5 * latency,
+        expected_qps=1.5 * throughput,
+        target_qps=None,
+        bound_ms=bound_ms,
+    )
+    kept = sut()
+    return {**loadgen.run(kept, cell.scenario, test, logs), **_batches(kept)}
 
 
 def _batches(sut: loadgen.SystemUnderTest) -> dict:

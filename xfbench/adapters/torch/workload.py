@@ -127,50 +127,94 @@ class TorchWorkload(Workload):
         # it runs in the first steps (compile and warm-up), never in the timed rounds.
         torch.backends.cudnn.benchmark = self.device.type == "cuda"
         torch.manual_seed(seed)
+        self._place_network(weights)
+        self._place_batch(seed)
+        self._mixed_precision()
+        lstm_note = self._choose_lstm_kernel(spec, cell)
+        # What ran, asked of PyTorch: a layer that computed in another dtype than the
+        # cell's precision fails the cell rather than being timed under its label.
+        self.layer_dtypes, kernels = probe(self.net, self.x, self.autocast, spec.time_major)
+        if cell.precision != "int8":  # int8: what its quantized graph holds, below
+            check_layer_dtypes(cell.precision, self.layer_dtypes, MATH_LAYERS)
+        mode = self._compile_mode()
+        int8_facts = self._steps(weights, mode)
+        params = next(self.net.parameters())
+        if params.device != self.device or self.x.device != self.device:
+            raise RuntimeError(f"asked for {self.device}, but tensors are on {params.device}")
+        self.info = {
+            "device_name": (
+                torch.cuda.get_device_name(self.device) if self.device.type == "cuda" else "cpu"
+            ),
+            "layout": self.layout,
+            "fp32_precision": precision_flags,
+            "layer_dtypes": self.layer_dtypes,
+            "lstm_kernel": (kernels.get("lstm") or "n/a") + lstm_note,
+            "attention_kernel": kernels.get("attention", "n/a"),
+            **(
+                {"optimizer": training.describe(spec, self.optimizer_impl)}
+                if cell.task == "train"
+                else {}
+            ),
+            "loss_scale": (
+                f"dynamic (torch.amp.GradScaler, from {self.scaler.get_scale():g})"
+                if self.scaler
+                else "none"
+            ),
+            "cudnn_benchmark": torch.backends.cudnn.benchmark,
+            **(
+                {"inductor_weight_prepack": torch._inductor.config.cpp.weight_prepack}
+                if mode and self.device.type == "cpu"
+                else {}
+            ),
+            **backend(self.device.type, compiled=bool(mode)),
+            **int8_facts,
+        }
 
-        net = build_network(spec)
-        W.load(spec, net, weights)
-        self.layout = preferred_layout(spec, self.device, cell.precision)
-        memory_format = (
+    def _place_network(self, weights: dict[str, np.ndarray]) -> None:
+        """The network with the canonical weights, on the device in its dtype and layout."""
+        net = build_network(self.spec)
+        W.load(self.spec, net, weights)
+        self.layout = preferred_layout(self.spec, self.device, self.cell.precision)
+        self.net_format = (
             torch.channels_last if self.layout == "channels_last" else torch.contiguous_format
         )
-        self.fp64 = cell.precision == "fp64"
+        self.fp64 = self.cell.precision == "fp64"
         self.dtype = torch.float64 if self.fp64 else torch.float32
-        self.net = net.to(self.device, self.dtype, memory_format=memory_format)
+        self.net = net.to(self.device, self.dtype, memory_format=self.net_format)
 
-        x, y = synthetic_batch(spec, cell.batch_size, seed)
-        if spec.time_major:  # the LSTM model is time-major: (T, N)
+    def _place_batch(self, seed: int) -> None:
+        """The synthetic batch, on the host (pinned for a GPU) and on the device."""
+        x, y = synthetic_batch(self.spec, self.cell.batch_size, seed)
+        if self.spec.time_major:  # the LSTM model is time-major: (T, N)
             x, y = np.ascontiguousarray(x.T), np.ascontiguousarray(y.T)
         if self.fp64 and x.dtype == np.float32:
             x = x.astype(np.float64)  # the same values, widened exactly
         self.x_host, self.y_host = torch.from_numpy(x), torch.from_numpy(y)
         if self.device.type == "cuda":
             self.x_host, self.y_host = self.x_host.pin_memory(), self.y_host.pin_memory()
-        self.memory_format = memory_format if x.ndim == 4 else torch.contiguous_format
+        self.memory_format = self.net_format if x.ndim == 4 else torch.contiguous_format
         self.x, self.y = self._to_device()
 
-        if cell.precision in AMP_DTYPES:
-            self.autocast = lambda: torch.autocast(self.device.type, AMP_DTYPES[cell.precision])
+    def _mixed_precision(self) -> None:
+        """Autocast to the cell's half type (products in it, PyTorch's autocast lists), and
+        fp16 training's dynamic loss scale."""
+        precision = self.cell.precision
+        if precision in AMP_DTYPES:
+            self.autocast = lambda: torch.autocast(self.device.type, AMP_DTYPES[precision])
         else:
             self.autocast = contextlib.nullcontext
         self.scaler = (
             torch.amp.GradScaler(self.device.type)
-            if cell.precision == "fp16" and cell.task == "train"
+            if precision == "fp16" and self.cell.task == "train"
             else None
         )
-        lstm_note = self._choose_lstm_kernel(spec, cell)
-        # What ran, asked of PyTorch: a layer that computed in another dtype than the
-        # cell's precision fails the cell rather than being timed under its label.
-        self.layer_dtypes, kernels = probe(self.net, self.x, self.autocast, spec.time_major)
-        lstm_kernel = kernels.get("lstm")
-        if cell.precision != "int8":  # int8: what its quantized graph holds, below
-            check_layer_dtypes(cell.precision, self.layer_dtypes, MATH_LAYERS)
 
+    def _compile_mode(self) -> str | None:
+        """torch.compile's mode for the cell's (None: eager), its compiler made ready."""
         compile_mode = {"eager": None, "compile": "default", "cudagraph": "reduce-overhead"}
-        if cell.mode not in compile_mode:
-            raise CannotRun(f"unknown PyTorch mode {cell.mode!r}")
-        mode = compile_mode[cell.mode]
-        compile_ = (lambda f: torch.compile(f, mode=mode)) if mode else (lambda f: f)
+        if self.cell.mode not in compile_mode:
+            raise CannotRun(f"unknown PyTorch mode {self.cell.mode!r}")
+        mode = compile_mode[self.cell.mode]
         if mode and self.device.type == "cpu":
             import torch._inductor.config as inductor
 
@@ -184,8 +228,15 @@ class TorchWorkload(Workload):
             # silently run eagerly. Each compiled cell starts from an empty cache.
             torch._dynamo.reset()
             torch._dynamo.utils.counters.clear()
-        self.compiled_functions = 0 if not mode else 1 if cell.task != "train" or self.scaler else 2
+        train = self.cell.task == "train"
+        self.compiled_functions = 0 if not mode else 2 if train and not self.scaler else 1
+        return mode
 
+    def _steps(self, weights: dict[str, np.ndarray], mode: str | None) -> dict:
+        """The step the cell times (training: forward and loss, then the update; inference:
+        the forward), compiled in mode; the int8 network's facts, or {}."""
+        spec, cell = self.spec, self.cell
+        compile_ = (lambda f: torch.compile(f, mode=mode)) if mode else (lambda f: f)
         self._loss = self._out = None
         self.positions = training.positions(spec, self.device)
         if cell.task == "train":
@@ -207,45 +258,14 @@ class TorchWorkload(Workload):
             # The scaler's update must see the inf check, so fp16 keeps it eager.
             self.update = self._update if self.scaler else compile_(self._update)
             self.step = self._train_step
-        elif cell.precision == "int8":
+            return {}
+        self.step = self._infer_step
+        if cell.precision == "int8":
             self.forward, int8_facts = self._int8(spec, weights)
-            self.step = self._infer_step
-        else:
-            self.net.eval()
-            self.forward = compile_(self.net)
-            self.step = self._infer_step
-
-        params = next(self.net.parameters())
-        if params.device != self.device or self.x.device != self.device:
-            raise RuntimeError(f"asked for {self.device}, but tensors are on {params.device}")
-        self.info = {
-            "device_name": (
-                torch.cuda.get_device_name(self.device) if self.device.type == "cuda" else "cpu"
-            ),
-            "layout": self.layout,
-            "fp32_precision": precision_flags,
-            "layer_dtypes": self.layer_dtypes,
-            "lstm_kernel": (lstm_kernel or "n/a") + lstm_note,
-            "attention_kernel": kernels.get("attention", "n/a"),
-            **(
-                {"optimizer": training.describe(spec, self.optimizer_impl)}
-                if cell.task == "train"
-                else {}
-            ),
-            "loss_scale": (
-                f"dynamic (torch.amp.GradScaler, from {self.scaler.get_scale():g})"
-                if self.scaler
-                else "none"
-            ),
-            "cudnn_benchmark": torch.backends.cudnn.benchmark,
-            **(
-                {"inductor_weight_prepack": torch._inductor.config.cpp.weight_prepack}
-                if mode and self.device.type == "cpu"
-                else {}
-            ),
-            **backend(self.device.type, compiled=bool(mode)),
-            **(int8_facts if cell.precision == "int8" else {}),
-        }
+            return int8_facts
+        self.net.eval()
+        self.forward = compile_(self.net)
+        return {}
 
     def _int8(self, spec: Spec, weights: dict[str, np.ndarray]):
         """The PT2E int8 network, compiled for this workload (int8.py), and what its record
