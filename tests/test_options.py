@@ -38,6 +38,21 @@ def test_docs_options_table_is_the_declaration():
     assert env == options.environment_table()
 
 
+def test_the_pages_synopsis_and_presets_table_are_the_declarations():
+    """running.md's synopsis of xfbench run and measurement.md's presets table are made
+    from the code (options.run_synopsis, presets.markdown_table): paste them again after a
+    change."""
+    from xfbench.harness import presets
+
+    synopsis = _between(RUNNING, "<!-- synopsis: made from xfbench/options.py -->", "<!-- end")
+    assert synopsis.strip("`\n") == options.run_synopsis()
+    measurement = (ROOT / "docs" / "measurement.md").read_text()
+    table = _between(
+        measurement, "<!-- presets table: made from xfbench/harness/presets.py -->", "<!-- end"
+    )
+    assert table == presets.markdown_table()
+
+
 def test_xfbench_run_help_is_the_declaration():
     """Every option of `xfbench run --help` comes from the table, and the table's run
     options are all there."""

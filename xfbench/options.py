@@ -25,7 +25,8 @@ from xfbench.errors import UsageError
 # Where an option shows in `xfbench run --help`.
 GROUPS = {
     "suite": "",
-    "cells": "cells (comma-separated lists, as for pytest xfbench/suites/)",
+    "cells": "cells (as for pytest xfbench/suites/; an option naming several things takes "
+    "them comma-separated)",
     "sweep": "the sweep",
     "parallel": "--suite scaling and --suite allreduce",
     "serving": "--suite serving",
@@ -425,6 +426,18 @@ def add_run_arguments(parser) -> None:
             groups[o.group].add_argument(f"--{o.name}", action="store_true", help=o.help(True))
         else:
             groups[o.group].add_argument(f"--{o.name}", metavar=o.metavar, help=o.help(True))
+
+
+def run_synopsis(width: int = 92) -> str:
+    """docs/running.md's synopsis of `xfbench run`, every option of it."""
+    lines, line = [], "xfbench run"
+    for o in RUN_OPTIONS:
+        part = f"[--{o.name}]" if o.flag else f"[--{o.name} {o.metavar or o.dest.upper()}]"
+        if len(line) + 1 + len(part) > width:
+            lines.append(line)
+            line = " " * len("xfbench run")
+        line += " " + part
+    return "\n".join([*lines, line])
 
 
 def markdown_table() -> str:

@@ -121,3 +121,25 @@ PRESETS = {
         networks=PAPER_NETWORKS,
     ),
 }
+
+
+def markdown_table() -> str:
+    """docs/measurement.md's presets table, made from PRESETS."""
+    lines = [
+        "| preset | what it is | networks | warm-up steps | timed steps | cell time-out |",
+        "|---|---|---|---|---|---|",
+    ]
+    for p in PRESETS.values():
+        networks = "the small test sizes" if p.scale == "smoke" else "full size"
+        networks += ", " + ("Shi's nine" if p.networks else "every network")
+        if p.min_rounds == p.max_rounds:
+            timed = f"exactly {p.min_rounds}"
+        else:
+            timed = f"{p.min_rounds} to {p.max_rounds}, filling {p.budget_s:g} s"
+            timed += f"; adaptive up to {p.time_cap_s:g} s" if p.time_cap_s else ""
+        name = f"`{p.name}`" + (" (default)" if p.name == "paper" else "")
+        lines.append(
+            f"| {name} | {p.description} | {networks} | {p.warmup} | {timed} | "
+            f"{p.cell_timeout_s:g} s |"
+        )
+    return "\n".join(lines)

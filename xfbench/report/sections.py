@@ -1,0 +1,152 @@
+"""The report's sections, declared once, in the order every format shows them: each a
+function of the report and its plots giving Parts (a heading, a caption, tables, numbered
+footnotes or a list, plots), which the Markdown and HTML renderers draw alike. A new kind
+of result is one entry here and the module that builds its tables."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from xfbench.report import anchors, roofline, scaling_tables, serving, tables
+from xfbench.report.model import Report
+from xfbench.report.table import Table
+
+
+@dataclass
+class Part:
+    """One part of a report: an optional heading (level 2) and caption, its tables (their
+    own headings at `level`), footnotes numbered as its cells cite them or a plain list,
+    each under its title, and plots."""
+
+    title: str = ""
+    caption: str = ""
+    tables: list[Table] = field(default_factory=list)
+    level: int = 3
+    notes_title: str = ""
+    notes: list[tuple[int, str]] = field(default_factory=list)
+    items_title: str = ""
+    items: list[str] = field(default_factory=list)
+    plots: list[tuple[str, Path]] = field(default_factory=list)
+
+
+def _one(table: Table | None) -> list[Part]:
+    """A table that is a section of its own (its heading at level 2), where there is one."""
+    return [Part(tables=[table], level=2)] if table else []
+
+
+def _table7(report: Report, plots: dict) -> list[Part]:
+    serving_only = report.scaling or any(m.serving for m in report.machines)
+    if not report.blocks and serving_only:
+        return []
+    names, tags = [m.label for m in report.machines], [m.tag for m in report.machines]
+    return [
+        Part(
+            title="Table 7: seconds per mini-batch",
+            caption="Columns: CPU thread counts (`4t` = 4 threads), then each accelerator by name.",
+            tables=[tables.table7(b, names, tags) for b in report.blocks],
+            notes_title="Failed cells",
+            notes=tables.footnote_lines(report),
+        )
+    ]
+
+
+def _details(report: Report, plots: dict) -> list[Part]:
+    found = [t for t in (tables.details_table(report, b) for b in report.blocks) if t]
+    if not report.blocks:
+        return []
+    return [
+        Part(
+            title="Throughput, TFLOP/s, scaling, compile time, memory",
+            caption="samples/s = batch / median; TFLOP/s from the network's analytic FLOPs; "
+            "speedup and parallel efficiency over the same row's 1-thread CPU cell.",
+            tables=found,
+        )
+    ]
+
+
+def _scaling(report: Report, plots: dict) -> list[Part]:
+    out = []
+    found = scaling_tables.scaling_tables(report)
+    if found:
+        out.append(
+            Part(
+                title="Data-parallel scaling",
+                caption=scaling_tables.CAPTION,
+                tables=found,
+                plots=plots.get("efficiency", []),
+            )
+        )
+    found = scaling_tables.allreduce_tables(report)
+    if found:
+        out.append(
+            Part(
+                title="All-reduce bandwidth",
+                caption=scaling_tables.ALLREDUCE_CAPTION,
+                tables=found,
+                plots=plots.get("busbw", []),
+            )
+        )
+    failures = scaling_tables.failure_lines(report)
+    if failures:
+        out.append(Part(notes_title="Failed scaling and all-reduce cells", notes=failures))
+    return out
+
+
+def _serving(report: Report, plots: dict) -> list[Part]:
+    found, failures = serving.tables(report), serving.failure_lines(report)
+    if not (found or failures):
+        return []
+    return [
+        Part(
+            title="Serving (MLPerf LoadGen)",
+            caption=serving.CAPTION,
+            tables=found,
+            items_title="Serving cells that gave no number",
+            items=failures,
+            plots=plots.get("serving", []),
+        )
+    ]
+
+
+def _roofline(report: Report, plots: dict) -> list[Part]:
+    found = roofline.tables(report)
+    return [Part(title="Roofline", tables=found, plots=plots.get("roofline", []))] if found else []
+
+
+def _plots(report: Report, plots: dict) -> list[Part]:
+    drawn = [p for kind in ("threads", "accelerators", "gemm") for p in plots.get(kind, [])]
+    return [Part(title="Plots", plots=drawn)] if drawn else []
+
+
+def _left_out(report: Report, plots: dict) -> list[Part]:
+    return [Part(title="Left out", items=list(report.problems))] if report.problems else []
+
+
+SECTIONS: tuple[Callable[[Report, dict], list[Part]], ...] = (
+    lambda r, p: _one(tables.answer_table(r)),  # the answer first: the scores
+    lambda r, p: _one(tables.procurement_summary(r)),  # then what money buys
+    lambda r, p: _one(tables.fastest_table(r)),
+    lambda r, p: _one(tables.machines_table(r)),
+    lambda r, p: _one(tables.machines_compared_table(r)),
+    lambda r, p: _one(tables.backends_table(r)),
+    lambda r, p: _one(tables.summary_table(r)),
+    lambda r, p: _one(tables.compact_table7(r)),
+    _table7,
+    _details,
+    lambda r, p: _one(tables.copies_table(r)),
+    _scaling,
+    _serving,
+    _roofline,
+    lambda r, p: _one(tables.procurement_table(r)),
+    lambda r, p: _one(tables.gemm_table(r)),
+    lambda r, p: _one(anchors.anchors_table(r)),
+    _plots,
+    _left_out,
+)
+
+
+def parts(report: Report, plots: dict) -> list[Part]:
+    """Every part of the report, in its order."""
+    return [part for section in SECTIONS for part in section(report, plots)]
