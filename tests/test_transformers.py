@@ -159,6 +159,44 @@ def test_onnxruntime_fused_mode_records_what_the_optimizer_fused():
     assert np.abs(work.output() - ref).max() <= 1e-4 * np.abs(ref).max()
 
 
+@pytest.mark.parametrize("network, gelu", [("gpt2", "tanh"), ("bert_base", "erf")])
+def test_the_fused_graph_computes_the_networks_own_gelu(network, gelu, monkeypatch):
+    """ONNX Runtime's optimizer fuses any Gelu into BiasGelu, the erf form: GPT-2's (the
+    tanh form) must come out as FastGelu. With weights that put GELU's inputs near 1, as
+    trained ones do, the fused GPT-2 cell agrees with the graph as written as closely as
+    round-off allows (the erf form is 1e-4 off there). Without the approximation option
+    the fused graph holds an erf GELU, and the cell refuses to run it."""
+    pytest.importorskip("onnx")
+    import onnx
+    import onnxruntime.transformers.fusion_options as fusion_options
+
+    from xfbench.adapters.onnxruntime import workload as ort_workload
+    from xfbench.exchange.graph import build_graph
+    from xfbench.exchange.reference import reference_logits
+
+    spec = get_spec(network, "smoke")
+    weights = initial_weights(spec, 0)
+    for name in weights:
+        if ".mlp.fc.weight" in name:
+            weights[name] = weights[name] * 30
+    model, _ = build_graph(spec, weights, "infer")
+    fused, _ = ort_workload.transformer_fusions(spec, model.SerializeToString())
+    assert set(ort_workload.gelus(onnx.load_from_string(fused))) == {gelu}
+    cell = _cell(network, "onnxruntime", "fused", task="infer")
+    work = get_adapter("onnxruntime").build(spec, cell, weights)
+    work.step()
+    ref = reference_logits(spec, weights, 4)
+    assert np.abs(work.output() - ref).max() <= 2e-6 * np.abs(ref).max()
+
+    if gelu == "tanh":  # the optimizer's default: the option stays off whatever is set
+        stays_off = property(lambda self: False, lambda self, value: None)
+        monkeypatch.setattr(
+            fusion_options.FusionOptions, "enable_gelu_approximation", stays_off, raising=False
+        )
+        with pytest.raises(RuntimeError, match="computes a erf GELU where gpt2's is the tanh"):
+            ort_workload.transformer_fusions(spec, model.SerializeToString())
+
+
 def test_the_fused_mode_is_only_swept_for_the_transformers():
     sel = selection.parse(
         framework="onnxruntime", model="resnet56,gpt2", preset="smoke", device="cpu"

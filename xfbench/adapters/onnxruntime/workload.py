@@ -72,6 +72,7 @@ def transformer_fusions(spec: Spec, model: bytes) -> tuple[bytes, dict[str, int]
     those it did not recognise stay as written, and the record says so by their count."""
     try:
         import onnx
+        from onnxruntime.transformers.fusion_options import FusionOptions
         from onnxruntime.transformers.optimizer import optimize_model
     except ImportError as e:
         raise CannotRun(f"the fused mode needs onnx and onnxruntime.transformers: {e}") from None
@@ -79,16 +80,50 @@ def transformer_fusions(spec: Spec, model: bytes) -> tuple[bytes, dict[str, int]
 
     block = spec.layer(L.TransformerBlock)[0]
     dim = spec.layer(L.TokenEmbedding)[0].dim
+    model_type = "gpt2" if block.causal else "bert"
+    fusions = FusionOptions(model_type)
+    # The optimizer fuses every Gelu node with its bias into BiasGelu, the erf form,
+    # whatever the node's approximate attribute says. GPT-2's GELU is the tanh form:
+    # its documented approximation option turns those into FastGelu, which computes it.
+    fusions.enable_gelu_approximation = block.gelu == "tanh"
     optimized = optimize_model(
         onnx.load_from_string(model),
-        model_type="gpt2" if block.causal else "bert",
+        model_type=model_type,
         num_heads=block.heads,
         hidden_size=dim,
         opt_level=0,
         use_gpu=False,
+        optimization_options=fusions,
     )
+    wrong = [g for g in gelus(optimized.model) if g != block.gelu]
+    if wrong:
+        raise RuntimeError(
+            f"the fused graph computes a {wrong[0]} GELU where {spec.id}'s is the "
+            f"{block.gelu} one: it would time another function"
+        )
     counts = {k: int(v) for k, v in optimized.get_fused_operator_statistics().items() if v}
     return optimized.model.SerializeToString(), counts
+
+
+# The GELU each operator computes: ONNX's Gelu by its approximate attribute; ONNX Runtime's
+# contrib operators by their definition (FastGelu is the tanh form).
+_GELU_OPS = {"BiasGelu": "erf", "FastGelu": "tanh", "Gelu": None}
+
+
+def gelus(model) -> list[str]:
+    """The form ("erf" or "tanh") of every GELU of an ONNX model, in node order."""
+    out = []
+    for node in model.graph.node:
+        if node.op_type not in _GELU_OPS:
+            continue
+        form = _GELU_OPS[node.op_type]
+        if form is None:
+            approximate = next(
+                (a.s.decode() for a in node.attribute if a.name == "approximate"), "none"
+            )
+            form = "tanh" if approximate == "tanh" else "erf"
+        out.append(form)
+    return out
 
 
 class OrtWorkload(Workload):
