@@ -54,8 +54,10 @@ class Sizes:
     models: str  # Table 7's networks
     serving: str  # the serving step's network
     jax_subset: str = "fcn5,resnet56,lstm32"  # the first part's JAX cells
-    # the first part's equivalence checks: a dense net, convolutions, cuDNN's LSTM, attention
-    checked: str = "fcn5,resnet56,lstm32,gpt2"
+    # the first part's equivalence checks: a dense net, convolutions and pooling, cuDNN's
+    # LSTM, attention (ResNet-56's BatchNorm waits for the checks part: its float64 step
+    # compiles for long in JAX)
+    checked: str = "fcn5,alexnet,lstm32,gpt2"
 
 
 NINE = ",".join(PAPER_NETWORKS)
