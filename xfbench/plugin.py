@@ -30,7 +30,7 @@ from xfbench.errors import CannotRun, UsageError
 from xfbench.harness import memory, threads
 from xfbench.harness.measure import WEIGHT_SOURCES, RealData, measure
 from xfbench.harness.selection import Selection, cells, option_list, parse
-from xfbench.harness.sweeps import thread_counts
+from xfbench.harness.sweeps import at_thread_counts, described, thread_counts
 from xfbench.harness.table import cell_table
 
 # Failures recorded, per-cell result files and one process per framework group (runner);
@@ -154,25 +154,10 @@ def network_sweep(opts: dict) -> Sweep:
     for t in tasks:
         if t not in TASKS:
             raise UsageError(f"unknown task {t!r}; valid: {', '.join(TASKS)}")
-    chosen = [
-        c
-        for fw in sel.frameworks
-        for dev in sel.devices
-        for n in (counts if dev == "cpu" else counts[-1:])
-        for t in tasks
-        for c in cells(selections[n], t)
-        if c.framework == fw and c.device == dev
-    ]
+    chosen = at_thread_counts(selections, lambda s: [c for t in tasks for c in cells(s, t)])
     selection = {
-        "frameworks": list(sel.frameworks),
-        "networks": list(sel.networks),
-        "modes": list(sel.modes) if sel.modes else None,
-        "precisions": list(sel.precisions),
-        "devices": list(sel.devices),
-        "threads": counts,
+        **described(sel, counts),
         "tasks": tasks,
-        "preset": sel.preset.name,
-        "batch_size": sel.batch_size,
         "data": sel.data,
         "data_dir": sel.data_dir,
         "weights": weights or "seed",

@@ -131,3 +131,34 @@ def fits_cpus(option: str, counts: list[int], threads: int | None) -> None:
             f"{option} {max(counts)} with {threads or 1} thread(s) each needs "
             f"{need} CPUs; this process may use {cpus}"
         )
+
+
+def at_thread_counts(selections: dict, expand) -> list:
+    """The cells of a sweep over thread counts ({count: its Selection}): expand(selection)
+    at each count for the CPU, and an accelerator's cells once, with the most host threads
+    (their time is the device's), in framework and device order."""
+    counts = sorted(selections)
+    first = selections[counts[0]]
+    return [
+        c
+        for fw in first.frameworks
+        for dev in first.devices
+        for n in (counts if dev == "cpu" else counts[-1:])
+        for c in expand(selections[n])
+        if c.framework == fw and c.device == dev
+    ]
+
+
+def described(sel, counts: list[int]) -> dict:
+    """The selection fields every thread-count sweep stores with its cells (a resume
+    recognises its folder by them)."""
+    return {
+        "frameworks": list(sel.frameworks),
+        "networks": list(sel.networks),
+        "modes": list(sel.modes) if sel.modes else None,
+        "precisions": list(sel.precisions),
+        "devices": list(sel.devices),
+        "threads": counts,
+        "preset": sel.preset.name,
+        "batch_size": sel.batch_size,
+    }

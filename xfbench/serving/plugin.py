@@ -15,7 +15,7 @@ from xfbench import options
 from xfbench.errors import UsageError
 from xfbench.harness.measure import WEIGHT_SOURCES
 from xfbench.harness.selection import Selection, parse
-from xfbench.harness.sweeps import thread_counts
+from xfbench.harness.sweeps import at_thread_counts, described, thread_counts
 from xfbench.harness.threads import allowed_cpus
 from xfbench.plugin import Suite, Sweep, declare, measured, named, threads_configured
 from xfbench.serving import loadgen
@@ -75,26 +75,12 @@ def sweep(opts: dict) -> Sweep:
     weights = opts.get("weights")
     if weights not in (None, *WEIGHT_SOURCES):
         raise UsageError(f"unknown weights {weights!r}; valid: {', '.join(WEIGHT_SOURCES)}")
-    cells = [
-        c
-        for fw in sel.frameworks
-        for dev in sel.devices
-        for n in (counts if dev == "cpu" else counts[-1:])
-        for c in expand(selections[n], chosen)
-        if c.framework == fw and c.device == dev
-    ]
+    cells = at_thread_counts(selections, lambda s: expand(s, chosen))
     selection = {
         "suite": "serving",
-        "frameworks": list(sel.frameworks),
-        "networks": list(sel.networks),
-        "modes": list(sel.modes) if sel.modes else None,
-        "precisions": list(sel.precisions),
-        "devices": list(sel.devices),
-        "threads": counts,
+        **described(sel, counts),
         "scenarios": chosen,
         "latency_bound_ms": bound_ms,
-        "preset": sel.preset.name,
-        "batch_size": sel.batch_size,
         "weights": weights or "seed",
     }
     return Sweep(selection=selection, cells=cells, preset=sel.preset.name)
