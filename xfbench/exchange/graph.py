@@ -204,6 +204,16 @@ def _layer_norm(g: _Graph, name: str, x: str, *, d: int, eps: float) -> str:
     return g.op("LayerNormalization", [x, scale, bias], name, axis=-1, epsilon=eps)
 
 
+def score_scale(head_dim: int) -> float:
+    """Attention's softmax scale, 1 / sqrt(dh)."""
+    return 1 / np.sqrt(head_dim)
+
+
+def causal_mask(t: int) -> np.ndarray:
+    """(T, T) added to the scores: -inf at keys after the query's position (no weight)."""
+    return np.triu(np.full((t, t), -np.inf, np.float32), k=1)
+
+
 def _attention(g: _Graph, layer: L.TransformerBlock, x: str, shape) -> str:
     t, d = shape
     h = layer.heads
@@ -220,10 +230,9 @@ def _attention(g: _Graph, layer: L.TransformerBlock, x: str, shape) -> str:
         for part in g.op("Split", [qkv, g.const([1, 1, 1])], axis=0, n_out=3)
     )
     scores = g.op("MatMul", [q, g.op("Transpose", [k], perm=[0, 1, 3, 2])])
-    scores = g.op("Mul", [scores, g.const(1 / np.sqrt(d // h), np.float32)])
-    if layer.causal:  # positions after the query's are -inf: they get no weight
-        mask = np.triu(np.full((t, t), -np.inf, np.float32), k=1)
-        scores = g.op("Add", [scores, g.const(mask, np.float32, "causal_mask")])
+    scores = g.op("Mul", [scores, g.const(score_scale(d // h), np.float32)])
+    if layer.causal:
+        scores = g.op("Add", [scores, g.const(causal_mask(t), np.float32, "causal_mask")])
     y = g.op("MatMul", [g.op("Softmax", [scores], axis=-1), v])
     y = g.op("Reshape", [g.op("Transpose", [y], perm=[0, 2, 1, 3]), g.const([0, t, d])])
     return _linear(g, f"{layer.name}.attn.out", y, d_in=d, d_out=d)

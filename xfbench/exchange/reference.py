@@ -79,3 +79,39 @@ def reference_loss(spec: Spec, weights, batch: int, seed: int = 0) -> float:
     if spec.loss_positions is not None:  # the masked LM's positions
         logits, y = logits[:, list(spec.loss_positions)], y[:, list(spec.loss_positions)]
     return cross_entropy(logits, y)
+
+
+def widened(model):
+    """The same ONNX model computing in float64: every float32 tensor (weights, constants,
+    inputs, outputs, Cast targets) made float64; token inputs stay int64."""
+    import onnx
+    from onnx import TensorProto, numpy_helper
+
+    model = onnx.ModelProto.FromString(model.SerializeToString())
+    graph = model.graph
+    for init in graph.initializer:
+        if init.data_type == TensorProto.FLOAT:
+            wide = numpy_helper.to_array(init).astype(np.float64)
+            init.CopyFrom(numpy_helper.from_array(wide, init.name))
+    for info in [*graph.input, *graph.output, *graph.value_info]:
+        if info.type.tensor_type.elem_type == TensorProto.FLOAT:
+            info.type.tensor_type.elem_type = TensorProto.DOUBLE
+    for node in graph.node:
+        for attribute in node.attribute:
+            if attribute.name == "to" and attribute.i == TensorProto.FLOAT:
+                attribute.i = TensorProto.DOUBLE
+    return model
+
+
+def float64_logits(spec: Spec, weights, batch: int, seed: int = 0) -> np.ndarray:
+    """The canonical function in float64: the "infer" graph as written, widened to float64
+    and run by ONNX's own reference interpreter (NumPy), which shares no kernel with any
+    framework measured."""
+    from onnx.reference import ReferenceEvaluator
+
+    from xfbench.exchange.names import INPUT
+
+    x, _ = synthetic_batch(spec, batch, seed)
+    model = widened(build_graph(spec, weights, "infer")[0])
+    wide = x.astype(np.float64) if x.dtype == np.float32 else x
+    return ReferenceEvaluator(model).run(None, {INPUT: wide})[0]

@@ -64,6 +64,7 @@ from xfbench.adapters import Cell, get_adapter
 from xfbench.errors import CannotRun
 from xfbench.exchange.reference import (
     TOL,
+    float64_logits,
     max_rel_err,
     reference_logits,
     reference_loss,
@@ -74,6 +75,12 @@ from xfbench.models import Spec, synthetic_batch
 from xfbench.models import layers as L
 
 FLOOR_FACTOR = 4
+# Trained-range weights (trained_range): the standard deviations a trained transformer's
+# GELU inputs and attention scores reach, where the initial weights (std 0.02) keep both
+# near zero and a swapped GELU or a wrong softmax scale changes the logits by less than
+# fp32's round-off.
+TRAINED_GELU_STD = 1.5
+TRAINED_SCORE_STD = 3.0
 
 
 def first_mode(framework: str, device: str = "cpu") -> str:
@@ -594,4 +601,75 @@ def check_float64(
         "worst_tensor": worst,
         "tolerance": FP64_TOL,
         "reference": "float64 PyTorch (eager, the CPU): logits, loss and update",
+    }
+
+
+def trained_range(spec: Spec, weights: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """The weights, with every transformer block's feed-forward input weights (and BERT's
+    masked-LM transform) scaled so that GELU's inputs have a standard deviation of
+    TRAINED_GELU_STD, and its query and key weights so that the attention scores (q k /
+    sqrt(dh)) have one of TRAINED_SCORE_STD, as in a trained network. Each scaled matrix
+    reads LayerNorm's output, whose features have unit variance: a matrix of standard
+    deviation s over d inputs gives outputs of s sqrt(d). Other networks: unchanged."""
+    out = dict(weights)
+    blocks = spec.layer(L.TransformerBlock)
+    if not blocks:
+        return out
+    d = spec.layer(L.TokenEmbedding)[0].dim
+
+    def scaled(w: np.ndarray, target: float) -> np.ndarray:
+        return (w * (target / (float(w.std()) * np.sqrt(w.shape[1])))).astype(w.dtype)
+
+    for block in blocks:
+        fc = f"{block.name}.mlp.fc.weight"
+        out[fc] = scaled(out[fc], TRAINED_GELU_STD)
+        qkv = out[f"{block.name}.attn.qkv.weight"].copy()  # rows: q, k, v
+        # scores q.k / sqrt(dh) have std (sq sqrt(d)) (sk sqrt(d)): each side sqrt(target)
+        qkv[: 2 * d] = scaled(qkv[: 2 * d], np.sqrt(TRAINED_SCORE_STD))
+        out[f"{block.name}.attn.qkv.weight"] = qkv
+    if "mlm.transform.weight" in out:
+        out["mlm.transform.weight"] = scaled(out["mlm.transform.weight"], TRAINED_GELU_STD)
+    return out
+
+
+def check_function(
+    framework: str,
+    spec: Spec,
+    weights,
+    batch: int,
+    mode: str | None = None,
+    device: str = "cpu",
+) -> dict:
+    """The framework's fp32 logits, with the kernels its mode really runs (library GELU,
+    fused attention, ONNX Runtime's fused graph), at trained-range weights, against the
+    canonical function in float64 (float64_logits). Tolerance: FLOOR_FACTOR times the
+    distance of the canonical graph run plainly in fp32 (ONNX Runtime, no graph
+    optimisation) from it, at these weights: a change of function as small as GELU's
+    erf form for its tanh form moves the logits 40 to 100 times further."""
+    mode = mode or first_mode(framework, device)
+    wide = trained_range(spec, weights)
+    ref64 = float64_logits(spec, wide, batch)
+    floor = rel_err(reference_logits(spec, wide, batch), ref64)
+    tolerance = FLOOR_FACTOR * max(floor, 1e-8)
+    logits = framework_logits(
+        framework=framework, spec=spec, weights=wide, batch=batch, mode=mode, device=device
+    )
+    err = rel_err(logits, ref64)
+    return {
+        "network": spec.id,
+        "framework": framework,
+        "mode": mode,
+        "device": device,
+        "precision": "fp32",
+        "check": "function",
+        "scale": spec.scale,
+        "batch_size": batch,
+        "verified": bool(err <= tolerance),
+        "max_rel_err": err,
+        "worst_tensor": "logits",
+        "tolerance": tolerance,
+        "fp32_floor": floor,
+        "weights": f"trained range: GELU inputs std {TRAINED_GELU_STD}, attention scores "
+        f"std {TRAINED_SCORE_STD}",
+        "reference": "the canonical graph in float64 (onnx.reference)",
     }

@@ -9,7 +9,13 @@ framework's modes that runs there:
   graph, and its updated weights against the same step computed in float64;
 - train-fp64: the same network run in float64 (the fp64 precision): its logits, its
   step's loss and its update (w1 - w0) against float64 PyTorch, to 1e-10 (once, on the
-  CPU, where fp64 runs).
+  CPU, where fp64 runs);
+- function (the transformers, ONNX Runtime's modes included): the fp32 logits, with the
+  kernels each mode runs (its library GELU and attention, ONNX Runtime's fused graph), at
+  weights that put GELU's inputs and the attention scores in a trained network's range,
+  against the canonical graph in float64, held to FLOOR_FACTOR times a plain fp32 run's
+  distance from it: a GELU of the other form, a causal mask one position off or a softmax
+  scale off by a factor fails it (tests/test_planted_changes.py).
 The references run on the CPU whatever the device checked. fp32 means TF32 off on a GPU
 too, and is held to the rule below; with --precision fp32,tf32 a GPU's TF32 checks are run
 beside it and their errors recorded (`asserted: false`), not asserted: TF32 is a
@@ -49,7 +55,7 @@ from xfbench.errors import CannotRun
 from xfbench.frameworks import FRAMEWORKS, training
 from xfbench.harness.equivalence import check_modes, parse_seeds
 from xfbench.harness.selection import comma_list
-from xfbench.models import SMOKE_BATCH, get_spec
+from xfbench.models import SMOKE_BATCH, TRANSFORMERS, get_spec
 from xfbench.plugin import named
 
 TRAINING_FRAMEWORKS = training()
@@ -95,6 +101,12 @@ def pytest_generate_tests(metafunc):
     sel = _selection(metafunc.config)
     asked = comma_list(metafunc.config.getoption("framework"))
     chosen = [f for f in TRAINING_FRAMEWORKS if f in asked] or list(TRAINING_FRAMEWORKS)
+    networks = list(sel.networks)
+    if metafunc.definition.name == "test_function_at_trained_range":
+        # the transformers, in every framework that runs them (ONNX Runtime's fused
+        # graph among them); the other networks' functions are checked above
+        chosen = [f for f in (*TRAINING_FRAMEWORKS, "onnxruntime") if not asked or f in asked]
+        networks = [n for n in networks if n in TRANSFORMERS]
     seeds_asked = metafunc.config.getoption("seeds")
     try:
         seeds = parse_seeds(seeds_asked) if seeds_asked else [0]
@@ -103,7 +115,7 @@ def pytest_generate_tests(metafunc):
     # fp32 is held to the rule; tf32 (a GPU's) is measured and recorded, not asserted.
     precisions = [p for p in sel.precisions if p in ("fp32", "tf32")] or ["fp32"]
     params, ids = [], []
-    for n in sel.networks:
+    for n in networks:
         for f in chosen:
             for d in sel.devices:
                 for m in check_modes(f, sel.modes, d):
@@ -237,4 +249,27 @@ def test_float64_step_agrees(request, benchmark, network, framework, mode, devic
         f"loss {record['loss_rel_err']:.2e}, update {record['update_rel_err']:.2e} "
         f"(in {record['worst_update_tensor']}) from float64 PyTorch's "
         f"(tolerance {record['tolerance']:.0e})"
+    )
+
+
+def test_function_at_trained_range(
+    request, benchmark, network, framework, mode, device, precision, seed
+):
+    if precision != "fp32":
+        pytest.skip("the function check is an fp32 one")
+    spec, batch, weights = _setup(request, framework, network, seed)
+    from xfbench.harness.equivalence import check_function
+
+    try:
+        record = check_function(
+            framework=framework, spec=spec, weights=weights, batch=batch, mode=mode, device=device
+        )
+    except CannotRun as e:
+        pytest.skip(str(e))
+    _asserted(record)
+    _record(benchmark, record, seed)
+    assert record["verified"], (
+        f"{framework} {mode} {network} at trained-range weights: logits {record['max_rel_err']:.2e} "
+        f"from the float64 function (tolerance {record['tolerance']:.2e}, fp32 floor "
+        f"{record['fp32_floor']:.2e})"
     )

@@ -11,6 +11,8 @@ a step is one run_with_iobinding, which returns once the device has finished
 
 from __future__ import annotations
 
+import logging
+
 import numpy as np
 import onnxruntime as ort
 
@@ -81,6 +83,8 @@ def transformer_fusions(spec: Spec, model: bytes) -> tuple[bytes, dict[str, int]
     block = spec.layer(L.TransformerBlock)[0]
     dim = spec.layer(L.TokenEmbedding)[0].dim
     model_type = "gpt2" if block.causal else "bert"
+    # its warning that the graph's producer is not PyTorch (it is xfbench's) says nothing
+    logging.getLogger("onnxruntime.transformers.optimizer").setLevel(logging.ERROR)
     fusions = FusionOptions(model_type)
     # The optimizer fuses every Gelu node with its bias into BiasGelu, the erf form,
     # whatever the node's approximate attribute says. GPT-2's GELU is the tanh form:

@@ -39,6 +39,17 @@ def _gelu(x, tanh: bool, written: bool = False):
     return 0.5 * x * (1 + tf.math.erf(x / math.sqrt(2)))
 
 
+def _causal(t: int):
+    """(T, T): True where a query may attend to a key: the key's position is not after
+    the query's."""
+    return tf.linalg.band_part(tf.ones((t, t), tf.bool), -1, 0)
+
+
+def _scale(head_dim: int) -> float:
+    """Attention's softmax scale, 1 / sqrt(dh)."""
+    return 1 / math.sqrt(head_dim)
+
+
 class Transformer(tf.Module):
     """(N, T) token ids -> (N, T, vocab) logits in the master dtype."""
 
@@ -83,10 +94,9 @@ class Transformer(tf.Module):
         q, k, v = tf.unstack(tf.transpose(qkv, [2, 0, 3, 1, 4]))  # each (N, heads, T, dh)
         # the scores scaled and normalised in the master dtype, the products in q's
         scores = tf.cast(tf.matmul(q, k, transpose_b=True), self.master_dtype)
-        scores = scores * tf.constant(1 / math.sqrt(d // h), self.master_dtype)
+        scores = scores * tf.constant(_scale(d // h), self.master_dtype)
         if layer.causal:
-            allowed = tf.linalg.band_part(tf.ones((t, t), tf.bool), -1, 0)
-            scores = tf.where(allowed, scores, tf.constant(-math.inf, scores.dtype))
+            scores = tf.where(_causal(t), scores, tf.constant(-math.inf, scores.dtype))
         probs = tf.cast(tf.nn.softmax(scores, axis=-1), v.dtype)
         y = tf.reshape(tf.transpose(tf.matmul(probs, v), [0, 2, 1, 3]), [n, t, d])
         return self._linear(y, f"{layer.name}.attn.out")
