@@ -113,3 +113,43 @@ def test_a_huge_batch_is_one_line_and_an_oom_failure(tmp_path):
 
     (failure,) = json.loads(out.read_text())["xfbench"]["failures"]
     assert failure["status"] == "oom"
+
+
+def test_the_attention_scores_a_framework_keeps_are_counted():
+    """GPT-2 small at 1,024 tokens and batch 64 (the accelerator geometry): a written-out
+    attention (TensorFlow, JAX's XLA implementation) keeps a float32 (T, T) matrix per head
+    and layer for its backward pass, 36 GiB; a fused kernel (PyTorch's, cuDNN's through JAX
+    in bf16 on a GPU) keeps none. Inference keeps one layer's in flight."""
+    from xfbench.adapters import Cell, get_adapter
+    from xfbench.harness.memory import needed_bytes
+    from xfbench.models import get_spec
+
+    spec = get_spec("gpt2", tokens=1024)
+
+    def kept(framework, precision="bf16", device="cuda:0", task="train"):
+        cell = Cell(network="gpt2", framework=framework, mode="x", precision=precision,
+                    device=device, threads=1, batch_size=64, task=task, tokens=1024)  # fmt: skip
+        return get_adapter(framework).attention_scores_kept(cell)
+
+    assert kept("torch") == 0 and kept("torch", "fp64", "cpu") == 1
+    assert kept("jax") == 0 and kept("jax", device="cpu") == 1 and kept("tensorflow") == 1
+    fused, _ = needed_bytes(spec, "train", 64, "bf16", 0)
+    written, parts = needed_bytes(spec, "train", 64, "bf16", 1)
+    assert written - fused == 12 * 12 * 1024 * 1024 * 4 * 64  # layers x heads x T^2 x fp32
+    assert "attention scores 36.00 GiB" in parts
+    one_layer, _ = needed_bytes(spec, "infer", 64, "bf16", 1)
+    assert one_layer - needed_bytes(spec, "infer", 64, "bf16", 0)[0] == 12 * 1024**2 * 4 * 64
+
+
+def test_a_cell_whose_attention_scores_cannot_fit_is_refused_before_it_starts(monkeypatch):
+    import pytest
+
+    from xfbench.harness import memory
+    from xfbench.models import get_spec
+
+    spec = get_spec("gpt2", tokens=1024)
+    monkeypatch.setattr(memory, "host_available_bytes", lambda: 40 * 2**30)
+    args = dict(spec=spec, task="train", batch=64, precision="bf16", device="cpu")
+    memory.check_fits(**args, scores_kept=0)  # 26 GiB: fits in 40
+    with pytest.raises(memory.TooLarge, match="attention scores 36.00 GiB"):
+        memory.check_fits(**args, scores_kept=1)

@@ -222,3 +222,31 @@ def test_compiled_adamw_counts_float64_steps_in_float64():
         training.start_adamw(opt)
         steps = {s["step"].dtype for s in opt.state.values()}
         assert steps == {dtype} and len(opt.state) == len(list(net.parameters()))
+
+
+@pytest.mark.parametrize("precision", ["bf16", "fp16"])
+def test_written_out_attention_keeps_its_scores_in_float32(precision):
+    """One rule for the scores in the half precisions (docs/frameworks.md): the half-type
+    values' products, summed in float32 and kept so, as PyTorch's and JAX's kernels keep
+    them. TensorFlow's attention and JAX's written-out one (float64, fp16 on the CPU) form
+    the scores that way: within float32's round-off of the exact products, where scores
+    rounded to the half type are 1e-4 to 1e-3 off."""
+    jnp = pytest.importorskip("jax.numpy")
+    tf = pytest.importorskip("tensorflow")
+    from xfbench.adapters.jax.transformer import written_scores
+    from xfbench.adapters.tensorflow.transformer import scores
+
+    dtype = {"bf16": "bfloat16", "fp16": "float16"}[precision]
+    rng = np.random.default_rng(0)
+    q, k = (rng.standard_normal((2, 8, 2, 16)).astype(np.float32) for _ in range(2))
+    qh, kh = jnp.asarray(q, dtype), jnp.asarray(k, dtype)
+    wide = [np.asarray(a, np.float64) for a in (qh, kh)]
+    exact = np.einsum("btnh,bsnh->bnts", *wide)
+
+    def off(a):
+        return np.abs(np.asarray(a, np.float64) - exact).max() / np.abs(exact).max()
+
+    assert written_scores(qh, kh).dtype == jnp.float32 and off(written_scores(qh, kh)) < 1e-6
+    qt, kt = (tf.cast(tf.transpose(tf.constant(a), [0, 2, 1, 3]), dtype) for a in (q, k))
+    assert off(scores(qt, kt, tf.float32).numpy()) < 1e-6
+    assert off(jnp.einsum("btnh,bsnh->bnts", qh, kh)) > 1e-4  # what rounding would do

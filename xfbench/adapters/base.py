@@ -261,6 +261,13 @@ class Adapter:
         """Set the framework's own thread knobs; returns what it reports it will use."""
         return {}
 
+    def attention_scores_kept(self, cell: Cell) -> int:
+        """How many (T, T) matrices of attention scores or probabilities, per head and
+        layer, the cell's attention keeps in the master dtype: for its backward pass
+        (training) or in flight (inference). 0 for a fused kernel that keeps none. Read by
+        the memory pre-check before anything is built; imports no framework."""
+        return 0
+
     def build(self, spec, cell: Cell, weights: dict[str, np.ndarray]) -> Workload:
         raise NotImplementedError
 

@@ -112,6 +112,7 @@ def build(cell: Cell, seed: int = 0, weights: str = "seed"):
         batch=cell.batch_size,
         precision=cell.precision,
         device=cell.device,
+        scores_kept=adapter.attention_scores_kept(cell),
     )
     workload = adapter.build(spec, cell, initial(spec, seed, weights))
     return adapter, spec, workload

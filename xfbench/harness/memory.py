@@ -98,11 +98,15 @@ def host_available_bytes() -> int:
     return available
 
 
-def needed_bytes(spec, task: str, batch: int, precision: str) -> tuple[int, str]:
+def needed_bytes(
+    spec, task: str, batch: int, precision: str, scores_kept: int = 0
+) -> tuple[int, str]:
     """A lower bound on the memory a cell needs, and how it is made up. Training keeps
     weights, gradients and the optimizer's state (fp32: SGD's momentum, or AdamW's two
     moments) and, per sample, every layer's activations for the backward pass; inference
-    the weights and the two largest activations in flight.
+    the weights and the two largest activations in flight. An attention that is not one
+    fused kernel keeps scores_kept (T, T) matrices per head (Adapter.attention_scores_kept):
+    in every layer for training, in one layer at a time for inference.
     Frameworks need more (gradients of activations, workspace, allocator slack)."""
     act_bytes = {"bf16": 2, "fp16": 2, "fp64": 8}.get(precision, 4)
     weight_bytes = 8 if precision == "fp64" else 4  # mixed precision keeps fp32 masters
@@ -117,15 +121,33 @@ def needed_bytes(spec, task: str, batch: int, precision: str) -> tuple[int, str]
         acts = 2 * act_bytes * batch * largest
         what = "weights"
     gib = 2**30
-    return weights + acts, (
-        f"{what} {weights / gib:.2f} GiB, activations at batch {batch:,} {acts / gib:.2f} GiB"
-    )
+    parts = f"{what} {weights / gib:.2f} GiB, activations at batch {batch:,} {acts / gib:.2f} GiB"
+    scores = _attention_scores(spec, task, batch, precision, scores_kept)
+    if scores:
+        parts += f", attention scores {scores / gib:.2f} GiB"
+    return weights + acts + scores, parts
 
 
-def check_fits(spec, task: str, batch: int, precision: str, device: str) -> None:
+def _attention_scores(spec, task: str, batch: int, precision: str, kept: int) -> int:
+    """Bytes of the attention scores a framework keeps: kept (T, T) matrices per head, in
+    the master dtype (float32; float64 in fp64), in every layer (training) or one."""
+    from xfbench.models import layers as L
+
+    blocks = spec.layer(L.TransformerBlock)
+    if not blocks or not kept:
+        return 0
+    t = spec.input_shape[0]
+    layers = len(blocks) if task == "train" else 1
+    master = 8 if precision == "fp64" else 4
+    return kept * layers * blocks[0].heads * t * t * master * batch
+
+
+def check_fits(
+    spec, task: str, batch: int, precision: str, device: str, scores_kept: int = 0
+) -> None:
     """TooLarge, before anything is allocated, when the cell's lower bound exceeds the
     memory available on its device (the host's for the CPU, NVML's free memory for a GPU)."""
-    need, parts = needed_bytes(spec, task, batch, precision)
+    need, parts = needed_bytes(spec, task, batch, precision, scores_kept)
     if device == "cpu":
         have, where = host_available_bytes(), "host memory available"
     else:

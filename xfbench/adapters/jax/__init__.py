@@ -63,6 +63,12 @@ class JaxAdapter(Adapter):
                 pass  # no such backend here
         return out
 
+    def attention_scores_kept(self, cell):
+        # cuDNN's fused attention (a GPU, the half types) keeps none; XLA's implementation,
+        # and the written-out one, keep the probabilities for the backward pass
+        fused = cell.device.startswith("cuda") and cell.precision in ("bf16", "fp16")
+        return 0 if fused else 1
+
     def configure_threads(self, threads):
         # Other frameworks may share this process and its GPU: take device memory as
         # needed instead of XLA's default of 75 % up front. Read when the GPU backend starts.

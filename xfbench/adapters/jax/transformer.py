@@ -61,13 +61,22 @@ def _attention(x, params, layer: L.TransformerBlock, dtype, *, implementation: s
     return _linear(y.reshape(n, t, d), params, f"{layer.name}.attn.out", dtype)
 
 
+def written_scores(q, k):
+    """q k^T, (N, T, heads, dh) -> (N, heads, T, T), in float32 (float64 in float64): in the
+    half precisions the half-type products summed in float32 and kept so, as
+    jax.nn.dot_product_attention's XLA implementation keeps them (its
+    DotAlgorithmPreset.BF16_BF16_F32); never rounded to the half type on the way."""
+    wide = jnp.float64 if q.dtype == jnp.float64 else jnp.float32
+    return jnp.einsum("btnh,bsnh->bnts", q, k, preferred_element_type=wide)
+
+
 def _written_attention(q, k, v, causal: bool):
     """The same attention written out, where dot_product_attention cannot run it: in float64
     (its softmax is float32 whatever the input's type) and in fp16 on the CPU (its fp16
     products ask for a dot algorithm XLA:CPU does not have). The products in q's type, the
     scaling and softmax in float32 (float64 in float64)."""
     wide = jnp.float64 if q.dtype == jnp.float64 else jnp.float32
-    scores = jnp.einsum("btnh,bsnh->bnts", q, k).astype(wide) / jnp.sqrt(wide(q.shape[-1]))
+    scores = written_scores(q, k) / jnp.sqrt(wide(q.shape[-1]))
     if causal:
         t = q.shape[1]
         scores = jnp.where(jnp.tril(jnp.ones((t, t), bool)), scores, -jnp.inf)

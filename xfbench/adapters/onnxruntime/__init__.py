@@ -113,6 +113,11 @@ class OnnxRuntimeAdapter(Adapter):
 
         return mode != "fused" or network in TRANSFORMERS
 
+    def attention_scores_kept(self, cell):
+        # the canonical graph's attention is written out (the fused graph keeps it so:
+        # its optimizer fuses no Attention here): one layer's scores in flight
+        return 1
+
     def configure_threads(self, threads):
         # ONNX Runtime ignores the CPU affinity mask and the OpenMP variables: each
         # session gets its thread counts from SessionOptions (see workload.py).

@@ -92,6 +92,10 @@ class TensorFlowAdapter(Adapter):
             return f"{reason}; {tpu.failure()}"
         return reason
 
+    def attention_scores_kept(self, cell):
+        # attention written out: the softmax's output stays for its backward pass
+        return 1
+
     def configure_threads(self, threads):
         """Intra-op = threads, inter-op = 1 (N threads means N busy threads, all inside
         operators). TensorFlow fixes both when its runtime starts: later calls fail."""

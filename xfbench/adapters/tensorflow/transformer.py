@@ -50,6 +50,14 @@ def _scale(head_dim: int) -> float:
     return 1 / math.sqrt(head_dim)
 
 
+def scores(q, k, dtype):
+    """q k^T in dtype (float32; float64 in fp64): in the half precisions, the half-type
+    values' products, which float32 holds exactly, summed in float32 and kept so through
+    the scale, the mask and the softmax, as PyTorch's and JAX's attention kernels keep them
+    (docs/frameworks.md); never rounded to the half type on the way."""
+    return tf.matmul(tf.cast(q, dtype), tf.cast(k, dtype), transpose_b=True)
+
+
 class Transformer(tf.Module):
     """(N, T) token ids -> (N, T, vocab) logits in the master dtype."""
 
@@ -92,12 +100,11 @@ class Transformer(tf.Module):
         h = layer.heads
         qkv = tf.reshape(self._linear(x, f"{layer.name}.attn.qkv"), [n, t, 3, h, d // h])
         q, k, v = tf.unstack(tf.transpose(qkv, [2, 0, 3, 1, 4]))  # each (N, heads, T, dh)
-        # the scores scaled and normalised in the master dtype, the products in q's
-        scores = tf.cast(tf.matmul(q, k, transpose_b=True), self.master_dtype)
-        scores = scores * tf.constant(_scale(d // h), self.master_dtype)
+        # the scores formed, scaled and normalised in the master dtype
+        z = scores(q, k, self.master_dtype) * tf.constant(_scale(d // h), self.master_dtype)
         if layer.causal:
-            scores = tf.where(_causal(t), scores, tf.constant(-math.inf, scores.dtype))
-        probs = tf.cast(tf.nn.softmax(scores, axis=-1), v.dtype)
+            z = tf.where(_causal(t), z, tf.constant(-math.inf, z.dtype))
+        probs = tf.cast(tf.nn.softmax(z, axis=-1), v.dtype)
         y = tf.reshape(tf.transpose(tf.matmul(probs, v), [0, 2, 1, 3]), [n, t, d])
         return self._linear(y, f"{layer.name}.attn.out")
 

@@ -46,6 +46,11 @@ class TorchAdapter(Adapter):
             return "per-layer time: int8 runs a quantized graph, not the spec's modules"
         return None
 
+    def attention_scores_kept(self, cell):
+        # scaled_dot_product_attention's fused kernels keep no (T, T) scores for the
+        # backward pass; in float64 it runs its math backend, which keeps the probabilities
+        return 1 if cell.precision == "fp64" else 0
+
     def configure_threads(self, threads):
         import torch
 
