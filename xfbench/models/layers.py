@@ -436,6 +436,9 @@ class TransformerBlock(Layer):
     causal: bool = False
     pre_norm: bool = False
     gelu: str = "erf"  # "erf" (BERT) or "tanh" (GPT-2)
+    # the initial standard deviation of the two projections that feed the residual stream
+    # (attn.out, mlp.proj): GPT-2 scales them by 1/sqrt(2 x layers), BERT does not
+    residual_std: float = INIT_STD
 
     def params(self, x):
         d, n = x[-1], self.name
@@ -444,12 +447,12 @@ class TransformerBlock(Layer):
         return [
             _normal(f"{n}.attn.qkv.weight", (3 * d, d)),
             _zeros(f"{n}.attn.qkv.bias", 3 * d),
-            _normal(f"{n}.attn.out.weight", (d, d)),
+            Param(f"{n}.attn.out.weight", (d, d), "normal", std=self.residual_std),
             _zeros(f"{n}.attn.out.bias", d),
             *LayerNorm(f"{n}.ln1", self.eps).params(x),
             _normal(f"{n}.mlp.fc.weight", (self.ff, d)),
             _zeros(f"{n}.mlp.fc.bias", self.ff),
-            _normal(f"{n}.mlp.proj.weight", (d, self.ff)),
+            Param(f"{n}.mlp.proj.weight", (d, self.ff), "normal", std=self.residual_std),
             _zeros(f"{n}.mlp.proj.bias", d),
             *LayerNorm(f"{n}.ln2", self.eps).params(x),
         ]

@@ -8,10 +8,12 @@ order) but shrink channels, hidden units and, where the geometry allows, images.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import replace
 
 from xfbench.models.layers import (
+    INIT_STD,
     LSTM,
     AvgPool,
     BasicBlock,
@@ -284,10 +286,16 @@ def gpt2(width: float = 1.0, size: int | None = None) -> Spec:
     n, d, heads, ff = _transformer_dims(width)
     vocab, positions = _w(50257, width), 1024 if width == 1 else 64
     layers: list = [TokenEmbedding("embed", vocab, d, positions)]
+    # GPT-2 scales the residual projections' initial weights by 1/sqrt(2 x layers), each
+    # layer adding two of them to the residual stream (Radford et al. 2019, nanoGPT)
+    residual = INIT_STD / math.sqrt(2 * n)
     layers += [
-        TransformerBlock(f"layer{i}", heads, ff, eps=1e-5, causal=True, pre_norm=True, gelu="tanh")
+        TransformerBlock(
+            f"layer{i}", heads, ff, eps=1e-5, causal=True, pre_norm=True, gelu="tanh",
+            residual_std=residual,
+        )
         for i in range(n)
-    ]
+    ]  # fmt: skip
     layers += [LayerNorm("final_ln", 1e-5), TiedLMHead("lm", vocab, tied="embed.word")]
     return Spec(
         id="gpt2",
@@ -299,13 +307,17 @@ def gpt2(width: float = 1.0, size: int | None = None) -> Spec:
         input_kind="tokens",
         vocab=vocab,
         objective="next_token",
-        **_ADAMW,
+        **_GPT2_ADAMW,
+        clip_norm=1.0,
         accelerator_geometry=(1024, 64),
     )
 
 
-# Pretraining's optimizer for the transformers (docs/models.md).
+# Pretraining's optimizer for the transformers (docs/models.md): BERT's (Devlin et al.),
+# and GPT-2's as llm.c and nanoGPT train it (lr 6e-4, beta2 0.95, weight decay 0.1, with a
+# global gradient-norm clip at 1.0 on the spec); both decay the matrices and embeddings only.
 _ADAMW = dict(optimizer="adamw", lr=1e-4, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.01)
+_GPT2_ADAMW = dict(optimizer="adamw", lr=6e-4, betas=(0.9, 0.95), eps=1e-8, weight_decay=0.1)
 
 # Shi et al.'s nine, the networks of Table 7 and its presets.
 PAPER_NETWORKS = ("fcn5", "fcn8", "fcn_r", "alexnet", "alexnet_r", "resnet50", "resnet56")

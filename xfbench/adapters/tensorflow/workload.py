@@ -302,8 +302,12 @@ class TensorFlowWorkload(Workload):
         the norm and gets n times its gradient, as the n tensors' sum would move."""
         copies = self.net.copies
         if self.spec.clip_norm:
+            # PyTorch's clip_grad_norm_ rule, max_norm / (norm + 1e-6) when below 1, where
+            # tf.clip_by_global_norm's has no 1e-6: AdamW's update of a tensor whose
+            # gradient is near its epsilon sees the difference (3e-9 in float64)
             norm = tf.linalg.global_norm([g for g, n in zip(grads, copies) for _ in range(n)])
-            grads, _ = tf.clip_by_global_norm(grads, self.spec.clip_norm, use_norm=norm)
+            factor = tf.minimum(tf.cast(1, norm.dtype), self.spec.clip_norm / (norm + 1e-6))
+            grads = [g * tf.cast(factor, g.dtype) for g in grads]
         return [g * n if n != 1 else g for g, n in zip(grads, copies)]
 
     def _apply(self, grads) -> None:
