@@ -295,6 +295,18 @@ ADAPTER = (
         "Inductor's cpp.weight_prepack setting",
         when="torch compiled on the CPU",
     ),
+    Field(
+        "inductor_freezing",
+        "bool",
+        "Inductor's freezing (weights as constants, BatchNorm folded): inference cells",
+        when="torch compiled on the CPU",
+    ),
+    Field(
+        "inductor_cpp_wrapper",
+        "bool",
+        "Inductor's C++ wrapper between kernels: inference cells",
+        when="torch compiled on the CPU",
+    ),
     Field("compiled_graphs", "int", "graphs Dynamo compiled", when="torch compiled"),
     Field("graph_breaks", "int", "Dynamo's graph breaks", when="torch compiled"),
     Field(

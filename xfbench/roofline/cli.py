@@ -73,7 +73,7 @@ def _measured(args, spec: Spec, batch: int) -> int:
     from xfbench.adapters import Cell
     from xfbench.errors import CannotRun
     from xfbench.frameworks import FRAMEWORKS
-    from xfbench.harness import threads
+    from xfbench.harness import memory, threads
     from xfbench.roofline import layers
 
     def fail(message: str, status: int = 2) -> int:
@@ -87,6 +87,7 @@ def _measured(args, spec: Spec, batch: int) -> int:
         threads.pin(n)  # before the framework is imported, as a sweep's child does
     except ValueError as e:
         return fail(str(e))
+    memory.keep_freed_memory()  # and the same allocator settings, or its times are not a cell's
     from xfbench.adapters import get_adapter
 
     adapter = get_adapter(args.framework)
