@@ -133,12 +133,15 @@ def test_the_attention_scores_a_framework_keeps_are_counted():
 
     assert kept("torch") == 0 and kept("torch", "fp64", "cpu") == 1
     assert kept("jax") == 0 and kept("jax", device="cpu") == 1 and kept("tensorflow") == 1
-    fused, _ = needed_bytes(spec, "train", 64, "bf16", 0)
-    written, parts = needed_bytes(spec, "train", 64, "bf16", 1)
+    fused, _ = needed_bytes(spec, "train", 64, "bf16", scores_kept=0)
+    written, parts = needed_bytes(spec, "train", 64, "bf16", scores_kept=1)
     assert written - fused == 12 * 12 * 1024 * 1024 * 4 * 64  # layers x heads x T^2 x fp32
     assert "attention scores 36.00 GiB" in parts
-    one_layer, _ = needed_bytes(spec, "infer", 64, "bf16", 1)
-    assert one_layer - needed_bytes(spec, "infer", 64, "bf16", 0)[0] == 12 * 1024**2 * 4 * 64
+    one_layer, _ = needed_bytes(spec, "infer", 64, "bf16", scores_kept=1)
+    assert (
+        one_layer - needed_bytes(spec, "infer", 64, "bf16", scores_kept=0)[0]
+        == 12 * 1024**2 * 4 * 64
+    )
 
 
 def test_a_cell_whose_attention_scores_cannot_fit_is_refused_before_it_starts(monkeypatch):

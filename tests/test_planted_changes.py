@@ -22,7 +22,7 @@ PLANTS = ("gelu", "mask", "scale")
 
 def _check(framework: str, mode: str, network: str = "gpt2") -> dict:
     spec = get_spec(network, "smoke")
-    return check_function(framework, spec, initial_weights(spec, 0), BATCH, mode)
+    return check_function(framework, spec, initial_weights(spec, 0), BATCH, mode=mode)
 
 
 def _torch(monkeypatch, plant: str) -> None:

@@ -99,7 +99,7 @@ def host_available_bytes() -> int:
 
 
 def needed_bytes(
-    spec, task: str, batch: int, precision: str, scores_kept: int = 0
+    spec, task: str, batch: int, precision: str, *, scores_kept: int = 0
 ) -> tuple[int, str]:
     """A lower bound on the memory a cell needs, and how it is made up. Training keeps
     weights, gradients and the optimizer's state (fp32: SGD's momentum, or AdamW's two
@@ -122,13 +122,13 @@ def needed_bytes(
         what = "weights"
     gib = 2**30
     parts = f"{what} {weights / gib:.2f} GiB, activations at batch {batch:,} {acts / gib:.2f} GiB"
-    scores = _attention_scores(spec, task, batch, precision, scores_kept)
+    scores = _attention_scores(spec, task, batch, precision=precision, kept=scores_kept)
     if scores:
         parts += f", attention scores {scores / gib:.2f} GiB"
     return weights + acts + scores, parts
 
 
-def _attention_scores(spec, task: str, batch: int, precision: str, kept: int) -> int:
+def _attention_scores(spec, task: str, batch: int, *, precision: str, kept: int) -> int:
     """Bytes of the attention scores a framework keeps: kept (T, T) matrices per head, in
     the master dtype (float32; float64 in fp64), in every layer (training) or one."""
     from xfbench.models import layers as L
@@ -147,7 +147,7 @@ def check_fits(
 ) -> None:
     """TooLarge, before anything is allocated, when the cell's lower bound exceeds the
     memory available on its device (the host's for the CPU, NVML's free memory for a GPU)."""
-    need, parts = needed_bytes(spec, task, batch, precision, scores_kept)
+    need, parts = needed_bytes(spec, task, batch, precision, scores_kept=scores_kept)
     if device == "cpu":
         have, where = host_available_bytes(), "host memory available"
     else:
