@@ -29,7 +29,7 @@ LAYERS = (
     ("adapters",),  # how each framework runs a spec
     ("harness",),  # selection, threads, timing, the equivalence proof
     # the pytest suites; the roofline (roofs, per-layer profiles: it builds cells)
-    ("plugin", "suites", "gemm", "scaling", "allreduce", "serving", "roofline"),
+    ("plugin", "suites", "gemm", "scaling", "allreduce", "serving", "generation", "roofline"),
     ("runner",),  # xfbench run
     ("report",),  # xfbench report
     ("acceptance",),  # xfbench acceptance: runs the suites and the sweeps, reads their results

@@ -185,6 +185,14 @@ SUITES = {
         "--allreduce-sizes",
         "1KB",
     ],
+    # every framework's generator (each writes its own facts); torch's compile is slow
+    "generation": [
+        "xfbench/suites/test_generation.py",
+        "--mode",
+        "eager,jit,function,xla,cpu",
+        "--batch-size",
+        "1",
+    ],
     "equivalence": [
         "xfbench/suites/test_equivalence.py",
         "--framework",
@@ -246,7 +254,7 @@ def test_train_and_infer_records_hold_to_their_fields(tmp_path):
     _check(written, {"train", "infer"})
 
 
-@pytest.mark.parametrize("suite", ["gemm", "scaling", "allreduce", "equivalence"])
+@pytest.mark.parametrize("suite", ["gemm", "scaling", "allreduce", "equivalence", "generation"])
 @pytest.mark.slow
 def test_each_suites_records_hold_to_their_fields(suite, tmp_path):
     _check(_written(suite, tmp_path), {suite})

@@ -325,4 +325,5 @@ def test_serving_cells_of_several_frameworks_in_one_pytest(tmp_path):
         "--framework", "onnxruntime,torch", "--mode", "cpu,eager", "--threads", "1"
     )
     assert code == 0, out
-    assert "Traceback" not in out and "xfbench serving: LoadGen's scenarios, each framework" in out
+    assert "Traceback" not in out and "xfbench serving: LoadGen's scenarios (" in out
+    assert "each framework in its own process" in out

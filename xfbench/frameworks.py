@@ -25,6 +25,8 @@ class Framework:
     gemm: str | None = None  # its GEMM implementation (a name in xfbench.gemm.IMPLS)
     scaling: str | None = None  # its data-parallel worker module
     allreduce: str | None = None  # its all-reduce worker module
+    # its modes of token generation (xfbench/generation), its usual fast path first
+    generation_modes: tuple[str, ...] = ()
     default: bool = True  # in a run that names no --framework
     aliases: tuple[str, ...] = ()  # other names the GEMM suite accepts for it
 
@@ -39,6 +41,7 @@ FRAMEWORKS: dict[str, Framework] = {
             install_hint=INSTALL,
             adapter="xfbench.adapters.torch",
             modes=("eager", "compile", "cudagraph"),
+            generation_modes=("eager", "compile", "cudagraph"),
             table7_mode="eager",
             gemm="torch",
             scaling="xfbench.scaling.torch_ddp",
@@ -51,6 +54,7 @@ FRAMEWORKS: dict[str, Framework] = {
             install_hint=f"{INSTALL} (GPU: the 'cuda12' or 'cuda13' extra, TPU: the 'tpu' extra)",
             adapter="xfbench.adapters.jax",
             modes=("jit",),
+            generation_modes=("jit",),
             table7_mode="jit",
             gemm="jax",
             scaling="xfbench.scaling.jax_sharding",
@@ -63,6 +67,7 @@ FRAMEWORKS: dict[str, Framework] = {
             install_hint=f"{INSTALL} (GPU: the 'cuda12' extra; TensorFlow has no CUDA 13 build)",
             adapter="xfbench.adapters.tensorflow",
             modes=("eager", "function", "xla"),
+            generation_modes=("eager", "function", "xla"),
             table7_mode="function",
             gemm="tensorflow",
             scaling="xfbench.scaling.tensorflow_mirrored",
@@ -84,6 +89,9 @@ FRAMEWORKS: dict[str, Framework] = {
             install_hint=f"{INSTALL} (CUDA 13 machines: the 'cuda13' extra's onnxruntime-gpu)",
             adapter="xfbench.adapters.onnxruntime",
             modes=("cpu", "cuda", "tensorrt", "fused"),
+            # the decoder's opset-24 graph: the fused optimizer does not take it, TensorRT
+            # is not measured here
+            generation_modes=("cpu", "cuda"),
             tasks=("infer",),
             table7_mode="cpu",
             gemm="onnxruntime",

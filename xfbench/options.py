@@ -30,6 +30,7 @@ GROUPS = {
     "sweep": "the sweep",
     "parallel": "--suite scaling and --suite allreduce",
     "serving": "--suite serving",
+    "generation": "--suite generation",
     "output": "output",
 }
 
@@ -69,8 +70,9 @@ OPTIONS: tuple[Option, ...] = (
     Option(
         name="suite",
         values="`single` (the train/infer cells, each on one device), `scaling` "
-        "(data-parallel training over N workers), `allreduce` (collective bandwidth) or "
-        "`serving` (inference driven by MLPerf's LoadGen through its four scenarios)",
+        "(data-parallel training over N workers), `allreduce` (collective bandwidth), "
+        "`serving` (inference driven by MLPerf's LoadGen through its four scenarios) or "
+        "`generation` (GPT-2's token generation: TTFT, TPOT, tokens/s)",
         default="single",
         pytest=False,
         run=ALL,
@@ -89,8 +91,8 @@ OPTIONS: tuple[Option, ...] = (
         values="networks, comma-separated: `fcn5`, `fcn8`, `fcn_r`, `alexnet`, `alexnet_r`, "
         "`resnet50`, `resnet56`, `lstm32`, `lstm64`, `bert_base`, `gpt2`",
         default="the preset's: Shi's nine and the two transformers (`table7`, "
-        "`procurement`: the nine); serving: `resnet56`, `resnet50`",
-        run=("single", "scaling", "serving"),
+        "`procurement`: the nine); serving: `resnet56`, `resnet50`; generation: `gpt2`",
+        run=("single", "scaling", "serving", "generation"),
         selection=True,
     ),
     Option(
@@ -98,8 +100,9 @@ OPTIONS: tuple[Option, ...] = (
         values="execution modes, comma-separated: PyTorch `eager`, `compile`, `cudagraph`; "
         "TensorFlow `eager`, `function`, `xla`; JAX `jit`; ONNX Runtime `cpu`, `cuda`, "
         "`tensorrt`, `fused` (the transformers)",
-        default="the preset's choice, else every mode that runs on the device",
-        run=("single", "serving"),
+        default="the preset's choice, else every mode that runs on the device (generation: "
+        "every mode that generates there)",
+        run=("single", "serving", "generation"),
         selection=True,
     ),
     Option(
@@ -108,7 +111,7 @@ OPTIONS: tuple[Option, ...] = (
         "(inference, where a framework has a CPU path), and `fp8` (GEMM suite only), "
         "comma-separated",
         default="fp32 (GEMM suite: every GEMM type)",
-        run=("single", "scaling", "serving"),
+        run=("single", "scaling", "serving", "generation"),
         selection=True,
     ),
     Option(
@@ -151,9 +154,9 @@ OPTIONS: tuple[Option, ...] = (
     Option(
         name="batch-size",
         values="one mini-batch size, a whole number above 0 (serving: the largest batch "
-        "the SUT runs)",
-        default="the preset's: Table 7's, or the smoke batch",
-        run=("single", "scaling", "serving"),
+        "the SUT runs; generation: sequences decoded together, one or more sizes)",
+        default="the preset's: Table 7's, or the smoke batch (generation: 1 and 8; smoke 1 and 2)",
+        run=("single", "scaling", "serving", "generation"),
         selection=True,
     ),
     Option(
@@ -273,6 +276,16 @@ OPTIONS: tuple[Option, ...] = (
         child=True,
         group="serving",
         metavar="MS",
+    ),
+    Option(
+        name="lengths",
+        values="generation suite: prompt/new token pairs (ISL/OSL), comma-separated, e.g. "
+        "`128/128,256/64`; prompt and new tokens together at most GPT-2's 1,024 positions "
+        "(smoke size: 64)",
+        default="128/128 (smoke preset: 16/16)",
+        run=("generation",),
+        group="generation",
+        metavar="ISL/OSL",
     ),
     Option(
         name="profile-layers",

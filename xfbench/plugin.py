@@ -35,13 +35,14 @@ from xfbench.harness.table import cell_table
 
 # Failures recorded, per-cell result files and one process per framework group (runner);
 # the GEMM suite's options, cells and summary (gemm); the scaling, all-reduce and serving
-# suites' (scaling, allreduce, serving).
+# suites' (scaling, allreduce, serving); the generation suite's (generation).
 pytest_plugins = (
     "xfbench.runner.plugin",
     "xfbench.gemm.plugin",
     "xfbench.scaling.plugin",
     "xfbench.allreduce.plugin",
     "xfbench.serving.plugin",
+    "xfbench.generation.plugin",
 )
 
 SELECTION = pytest.StashKey()
@@ -99,6 +100,7 @@ class Suite:
     before_pin: Callable[[pytest.Config], None] | None = None
     title: str = ""
     table: Callable[[list[dict]], str] | None = None
+    tasks: tuple[str, ...] = ()  # the `task` of its cells' records (the runner's summary)
     key: pytest.StashKey = field(default_factory=pytest.StashKey)
     records_key: pytest.StashKey = field(default_factory=pytest.StashKey)
 
@@ -181,6 +183,7 @@ NETWORKS = declare(
         sweep=network_sweep,
         title="xfbench: seconds per mini-batch (median)",
         table=cell_table,
+        tasks=("train", "infer"),
     )
 )
 

@@ -13,6 +13,7 @@ from xfbench.adapters.base import (
     TASKS,
     Adapter,
     Cell,
+    Generator,
     Workload,
 )
 from xfbench.frameworks import FRAMEWORKS
@@ -28,6 +29,7 @@ __all__ = [
     "Adapter",
     "Cell",
     "DATA_MODES",
+    "Generator",
     "PRECISIONS",
     "TASKS",
     "Workload",

@@ -192,6 +192,45 @@ class Workload:
         """Release device memory."""
 
 
+class Generator:
+    """Greedy decoding of one static batch of sequences with a key/value cache allocated
+    once, for prompt_tokens + new_tokens positions (xfbench/generation). Subclassed per
+    framework; each call returns only once the device has finished (it hands back the
+    chosen token ids, on the host).
+
+    prefill(prompt) starts a new batch: the prompt (B, ISL) int64 fills cache positions
+    [0, ISL) and the ids of the next token come back, (B,) int64. Each decode(tokens)
+    then writes the next position for those ids (B,) and returns the ids after them.
+    Greedy: each id is the argmax of its logits, taken on the device; logits() is those
+    of the last call, (B, vocab) float32, for the token check only."""
+
+    info: dict[str, Any]
+    cache_bytes: int  # the key/value cache as allocated (keys and values, every layer)
+
+    def prefill(self, prompt: np.ndarray) -> np.ndarray:
+        raise NotImplementedError
+
+    def decode(self, tokens: np.ndarray) -> np.ndarray:
+        raise NotImplementedError
+
+    def logits(self) -> np.ndarray:
+        raise NotImplementedError
+
+    def compile_facts(self) -> dict:
+        """After the first sequence: what was compiled; raises RuntimeError where a
+        compiled mode fell back to running uncompiled."""
+        return {}
+
+    def peak_device_memory(self) -> int | None:
+        return None
+
+    def reset_peak_memory(self) -> None:
+        """Start a new peak of device memory (no-op on the host)."""
+
+    def close(self) -> None:
+        """Release device memory."""
+
+
 class Adapter:
     """One framework. Subclasses set `name` (its entry in xfbench.frameworks, which gives
     its package, modes, tasks and install hint) and implement the methods."""
@@ -270,6 +309,10 @@ class Adapter:
 
     def build(self, spec, cell: Cell, weights: dict[str, np.ndarray]) -> Workload:
         raise NotImplementedError
+
+    def generator(self, spec, cell, weights: dict[str, np.ndarray]) -> Generator:
+        """A generation cell's decoder (xfbench/generation/cell.py) with the weights."""
+        raise CannotRun(f"{self.framework.display} has no token generation in xfbench")
 
     def check(self, cell: Cell) -> str | None:
         """Why this cell cannot run here, or None. Imports the framework."""

@@ -22,14 +22,15 @@ def render(
 ) -> list[Path]:
     """Read RESULTS (runner folders or pytest-benchmark JSON files), write the report files
     into out, and return their paths (report.md / .html / .csv first, then
-    report-scaling.csv, report-allreduce.csv and report-serving.csv when there are such
-    results, then the plots).
+    report-scaling.csv, report-allreduce.csv, report-serving.csv and report-generation.csv
+    when there are such results, then the plots).
 
     Raises report.load.LoadError (unusable input), report.procurement.PricesError and
     ValueError (a base that names no machine); each message is one line. What was
     left out (a file that could not be read, a plot not drawn) is listed in the report
     and appended to problems when it is given."""
     from xfbench.report import (
+        generation,
         model,
         plots,
         procurement,
@@ -60,13 +61,19 @@ def render(
         )
         drawn.update(
             plots._safely(
+                generation.plots, rep, out / "plots", problems=rep.problems, what="generation"
+            )
+            or {"generation": []}
+        )
+        drawn.update(
+            plots._safely(
                 roofline.plots, rep, out / "plots", problems=rep.problems, what="roofline"
             )
             or {"roofline": []}
         )
     else:
         drawn = {kind: [] for kind in ("threads", "accelerators", "gemm", "efficiency", "busbw")}
-        drawn["serving"] = drawn["roofline"] = []
+        drawn["serving"] = drawn["roofline"] = drawn["generation"] = []
     written = []
     if "md" in formats:
         written.append(write_text(out / "report.md", render_md.render(rep, drawn, out, generated)))

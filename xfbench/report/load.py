@@ -34,6 +34,7 @@ OWN_OUTPUTS = (
     "report-scaling.csv",
     "report-allreduce.csv",
     "report-serving.csv",
+    "report-generation.csv",
 )
 
 
@@ -100,6 +101,7 @@ class Run:
     scaling: list[dict[str, Any]] = field(default_factory=list)  # report.scaling records
     allreduce: list[dict[str, Any]] = field(default_factory=list)  # report.scaling sweeps
     serving: list[dict[str, Any]] = field(default_factory=list)  # serving records and failures
+    generation: list[dict[str, Any]] = field(default_factory=list)  # generation, likewise
     problems: list[str] = field(default_factory=list)  # files or entries left out, and why
     files: int = 0  # files read
 
@@ -112,6 +114,7 @@ class Run:
             or self.scaling
             or self.allreduce
             or self.serving
+            or self.generation
         )
 
 
@@ -370,6 +373,10 @@ def add_document(run: Run, doc: dict, source: str) -> None:
             run.serving.append({**extra, "source": source})
             used += 1
             continue
+        if kind == "generation":  # token generation: its own table (report/generation.py)
+            run.generation.append({**extra, "source": source})
+            used += 1
+            continue
         if kind in scaling.KINDS:
             # data-parallel and all-reduce results: their own tables, never Table 7 rows
             try:
@@ -426,8 +433,9 @@ def add_document(run: Run, doc: dict, source: str) -> None:
 def _add_failure(run: Run, record: dict, source: str) -> None:
     """A failure record, in the list its suite's results go to."""
     cell = record.get("cell")
-    if isinstance(cell, dict) and cell.get("task") == "serve":
-        run.serving.append(
+    own = {"serve": run.serving, "generate": run.generation}
+    if isinstance(cell, dict) and cell.get("task") in own:
+        own[cell["task"]].append(
             {
                 **cell,
                 "status": record.get("status"),

@@ -64,6 +64,7 @@ class Machine:
     # cells run as several copies at once (--copies), ok or failed: not Table 7's cells
     copies: list[Result] = field(default_factory=list)
     serving: list[dict] = field(default_factory=list)  # serving records and failures
+    generation: list[dict] = field(default_factory=list)  # generation records and failures
 
     @property
     def names(self) -> list[str]:
@@ -130,6 +131,7 @@ def group_machines(runs: list[Run]) -> tuple[list[Machine], list[str]]:
         target.gemm += run.gemm
         target.equivalence += run.equivalence
         target.serving += run.serving
+        target.generation += run.generation
         for r in run.results:
             key = (block_key(r), row_key(r), col_key(r))
             if r.copies > 1:

@@ -325,15 +325,17 @@ def _write(path: Path, columns, rows: list[dict]) -> Path:
 
 
 def write_scaling(report: Report, folder: Path) -> list[Path]:
-    """report-scaling.csv, report-allreduce.csv and report-serving.csv, each only when there
-    are such results (an earlier render's file that no longer applies is removed)."""
-    from xfbench.report import serving
+    """report-scaling.csv, report-allreduce.csv, report-serving.csv and
+    report-generation.csv, each only when there are such results (an earlier render's file
+    that no longer applies is removed)."""
+    from xfbench.report import generation, serving
 
     written = []
     for name, columns, rows in (
         ("report-scaling.csv", SCALING_COLUMNS, scaling_rows(report)),
         ("report-allreduce.csv", ALLREDUCE_COLUMNS, allreduce_rows(report)),
         ("report-serving.csv", serving.COLUMNS, serving.csv_rows(report)),
+        ("report-generation.csv", generation.COLUMNS, generation.csv_rows(report)),
     ):
         path = folder / name
         if rows:

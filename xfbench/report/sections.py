@@ -9,7 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from xfbench.report import anchors, roofline, scaling_tables, serving, tables
+from xfbench.report import anchors, generation, roofline, scaling_tables, serving, tables
 from xfbench.report.model import Report
 from xfbench.report.table import Table
 
@@ -37,7 +37,7 @@ def _one(table: Table | None) -> list[Part]:
 
 
 def _table7(report: Report, plots: dict) -> list[Part]:
-    serving_only = report.scaling or any(m.serving for m in report.machines)
+    serving_only = report.scaling or any(m.serving or m.generation for m in report.machines)
     if not report.blocks and serving_only:
         return []
     names, tags = [m.label for m in report.machines], [m.tag for m in report.machines]
@@ -110,6 +110,22 @@ def _serving(report: Report, plots: dict) -> list[Part]:
     ]
 
 
+def _generation(report: Report, plots: dict) -> list[Part]:
+    found, failures = generation.tables(report), generation.failure_lines(report)
+    if not (found or failures):
+        return []
+    return [
+        Part(
+            title="Token generation",
+            caption=generation.CAPTION,
+            tables=found,
+            items_title="Generation cells that gave no number",
+            items=failures,
+            plots=plots.get("generation", []),
+        )
+    ]
+
+
 def _roofline(report: Report, plots: dict) -> list[Part]:
     found = roofline.tables(report)
     return [Part(title="Roofline", tables=found, plots=plots.get("roofline", []))] if found else []
@@ -138,6 +154,7 @@ SECTIONS: tuple[Callable[[Report, dict], list[Part]], ...] = (
     lambda r, p: _one(tables.copies_table(r)),
     _scaling,
     _serving,
+    _generation,
     _roofline,
     lambda r, p: _one(tables.procurement_table(r)),
     lambda r, p: _one(tables.gemm_table(r)),

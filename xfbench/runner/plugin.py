@@ -167,22 +167,14 @@ def pytest_terminal_summary(terminalreporter, config):
     isolation = config.stash.get(ISOLATION, None)
     if not (isolation and isolation.records):
         return
-    from xfbench.harness.table import cell_table
-    from xfbench.serving.table import serving_table
+    from xfbench.plugin import declared
 
-    # serving cells (their failures carry the cell's task) have LoadGen's table, not Table 7's
-    served = [r for r in isolation.records if r.get("task") == "serve"]
-    timed = [r for r in isolation.records if r.get("task") != "serve"]
-    if timed:
-        terminalreporter.write_sep(
-            "=", "xfbench: seconds per mini-batch (median), each framework in its own process"
-        )
-        terminalreporter.write_line(cell_table(timed))
-    if served:
-        terminalreporter.write_sep(
-            "=", "xfbench serving: LoadGen's scenarios, each framework in its own process"
-        )
-        terminalreporter.write_line(serving_table(served))
+    # each suite's cells (and their failures, which carry the cell's task) in its own table
+    for suite in declared().values():
+        mine = [r for r in isolation.records if r.get("task") in suite.tasks]
+        if mine and suite.table:
+            terminalreporter.write_sep("=", f"{suite.title}, each framework in its own process")
+            terminalreporter.write_line(suite.table(mine))
 
 
 def pytest_unconfigure(config):

@@ -98,6 +98,7 @@ SUITE = declare(
         title="xfbench serving: LoadGen's scenarios (SingleStream p90, MultiStream p99, "
         "Server QPS under the bound, Offline samples/s)",
         table=lambda records: serving_table(records),
+        tasks=("serve",),
     )
 )
 

@@ -91,5 +91,10 @@ class JaxAdapter(Adapter):
 
         return JaxWorkload(spec, cell, weights)
 
+    def generator(self, spec, cell, weights):
+        from xfbench.adapters.jax.generation import JaxGenerator
+
+        return JaxGenerator(spec, cell, weights)
+
 
 ADAPTER = JaxAdapter()

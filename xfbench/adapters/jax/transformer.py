@@ -27,14 +27,14 @@ def init(spec: Spec) -> dict:
     return {p.name: jnp.zeros(p.shape, jnp.float32) for p in spec.params}
 
 
-def _linear(x, params, name: str, dtype):
+def linear(x, params, name: str, dtype):
     """x @ W^T + b, in dtype."""
     w = params[f"{name}.weight"].astype(dtype)
     y = jnp.einsum("...i,oi->...o", x.astype(dtype), w)
     return y + params[f"{name}.bias"].astype(dtype)
 
 
-def _layer_norm(x, params, name: str, eps: float):
+def layer_norm(x, params, name: str, eps: float):
     """In float32 (float64 in float64), whatever x's type."""
     x = x.astype(wide(x.dtype))
     mean = jnp.mean(x, axis=-1, keepdims=True)
@@ -43,14 +43,14 @@ def _layer_norm(x, params, name: str, eps: float):
     return y * params[f"{name}.weight"] + params[f"{name}.bias"]
 
 
-def _gelu(x, kind: str):
+def gelu(x, kind: str):
     return jax.nn.gelu(x, approximate=kind == "tanh")
 
 
 def _attention(x, params, layer: L.TransformerBlock, dtype, *, implementation: str | None):
     n, t, d = x.shape
     h = layer.heads
-    qkv = _linear(x, params, f"{layer.name}.attn.qkv", dtype).reshape(n, t, 3, h, d // h)
+    qkv = linear(x, params, f"{layer.name}.attn.qkv", dtype).reshape(n, t, 3, h, d // h)
     q, k, v = qkv[:, :, 0], qkv[:, :, 1], qkv[:, :, 2]  # (N, T, heads, dh), as JAX wants
     if implementation == "written":
         y = _written_attention(q, k, v, layer.causal)
@@ -58,7 +58,7 @@ def _attention(x, params, layer: L.TransformerBlock, dtype, *, implementation: s
         y = jax.nn.dot_product_attention(
             q, k, v, is_causal=layer.causal, implementation=implementation
         )
-    return _linear(y.reshape(n, t, d), params, f"{layer.name}.attn.out", dtype)
+    return linear(y.reshape(n, t, d), params, f"{layer.name}.attn.out", dtype)
 
 
 def written_scores(q, k):
@@ -84,9 +84,9 @@ def _written_attention(q, k, v, causal: bool):
     return jnp.einsum("bnts,bsnh->btnh", probs, v)
 
 
-def _mlp(x, params, layer: L.TransformerBlock, dtype):
-    y = _gelu(_linear(x, params, f"{layer.name}.mlp.fc", dtype), layer.gelu)
-    return _linear(y, params, f"{layer.name}.mlp.proj", dtype)
+def mlp(x, params, layer: L.TransformerBlock, dtype):
+    y = gelu(linear(x, params, f"{layer.name}.mlp.fc", dtype), layer.gelu)
+    return linear(y, params, f"{layer.name}.mlp.proj", dtype)
 
 
 def _block(x, params, layer: L.TransformerBlock, dtype, *, implementation):
@@ -94,13 +94,13 @@ def _block(x, params, layer: L.TransformerBlock, dtype, *, implementation):
     n, eps = layer.name, layer.eps
     attn = lambda z: _attention(z, params, layer, dtype, implementation=implementation)  # noqa: E731
     if layer.pre_norm:
-        x = x + attn(_layer_norm(x, params, f"{n}.ln1", eps))
-        return x + _mlp(_layer_norm(x, params, f"{n}.ln2", eps), params, layer, dtype)
-    x = _layer_norm(x + attn(x), params, f"{n}.ln1", eps)
-    return _layer_norm(x + _mlp(x, params, layer, dtype), params, f"{n}.ln2", eps)
+        x = x + attn(layer_norm(x, params, f"{n}.ln1", eps))
+        return x + mlp(layer_norm(x, params, f"{n}.ln2", eps), params, layer, dtype)
+    x = layer_norm(x + attn(x), params, f"{n}.ln1", eps)
+    return layer_norm(x + mlp(x, params, layer, dtype), params, f"{n}.ln2", eps)
 
 
-def _logits(x, params, tied: str, dtype):
+def logits(x, params, tied: str, dtype):
     return jnp.einsum("...i,vi->...v", x.astype(dtype), params[tied].astype(dtype))
 
 
@@ -116,15 +116,15 @@ def apply(spec: Spec, params: dict, tokens, dtype, implementation: str | None = 
                 e = e + params[f"{layer.name}.token_type"][0]
             x = e  # float32 (float64 in float64), as the parameters
         elif isinstance(layer, L.LayerNorm):
-            x = _layer_norm(x, params, layer.name, layer.eps)
+            x = layer_norm(x, params, layer.name, layer.eps)
         elif isinstance(layer, L.TransformerBlock):
             x = _block(x, params, layer, dtype, implementation=implementation)
         elif isinstance(layer, L.MaskedLMHead):
-            y = _gelu(_linear(x, params, f"{layer.name}.transform", dtype), "erf")
-            y = _layer_norm(y, params, f"{layer.name}.ln", layer.eps)
-            x = _logits(y, params, layer.tied, dtype) + params[f"{layer.name}.bias"].astype(dtype)
+            y = gelu(linear(x, params, f"{layer.name}.transform", dtype), "erf")
+            y = layer_norm(y, params, f"{layer.name}.ln", layer.eps)
+            x = logits(y, params, layer.tied, dtype) + params[f"{layer.name}.bias"].astype(dtype)
         elif isinstance(layer, L.TiedLMHead):
-            x = _logits(x, params, layer.tied, dtype)
+            x = logits(x, params, layer.tied, dtype)
         else:
             raise TypeError(f"no JAX function for {type(layer).__name__} in a transformer")
     return x.astype(wide(dtype))

@@ -132,5 +132,10 @@ class OnnxRuntimeAdapter(Adapter):
 
         return OrtWorkload(spec, cell, weights)
 
+    def generator(self, spec, cell, weights):
+        from xfbench.adapters.onnxruntime.generation import OrtGenerator
+
+        return OrtGenerator(spec, cell, weights)
+
 
 ADAPTER = OnnxRuntimeAdapter()

@@ -140,5 +140,11 @@ class TensorFlowAdapter(Adapter):
 
         return TensorFlowWorkload(spec, cell, weights)
 
+    def generator(self, spec, cell, weights):
+        import_tensorflow()
+        from xfbench.adapters.tensorflow.generation import TensorFlowGenerator
+
+        return TensorFlowGenerator(spec, cell, weights)
+
 
 ADAPTER = TensorFlowAdapter()

@@ -67,5 +67,10 @@ class TorchAdapter(Adapter):
 
         return TorchWorkload(spec, cell, weights)
 
+    def generator(self, spec, cell, weights):
+        from xfbench.adapters.torch.generation import TorchGenerator
+
+        return TorchGenerator(spec, cell, weights)
+
 
 ADAPTER = TorchAdapter()

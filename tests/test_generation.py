@@ -1,0 +1,296 @@
+"""Token generation (xfbench/generation): every framework decodes Hugging Face's tokens,
+its logits along HF's sequence are HF's, a cache written one position off fails the
+token check, and the metrics, the margin rule and the options say what they are defined
+to. Smoke size: 2 layers of width 64, 16 prompt and 16 new tokens, batch 2."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from xfbench.errors import UsageError
+from xfbench.exchange.reference import TOL, rel_err
+from xfbench.generation import check, metrics
+from xfbench.generation.cell import GenerationCell, batches, lengths
+from xfbench.generation.measure import prompt_ids
+from xfbench.harness.equivalence import trained_range
+from xfbench.models import get_spec, initial_weights
+
+ROOT = Path(__file__).resolve().parents[1]
+ISL, OSL, BATCH = 16, 16, 2
+# (framework, mode) of the default tests; torch's compile (max-autotune) is slow
+FAST = [
+    ("torch", "eager"),
+    ("jax", "jit"),
+    ("tensorflow", "eager"),
+    ("tensorflow", "function"),
+    ("tensorflow", "xla"),
+    ("onnxruntime", "cpu"),
+]
+MODES = FAST + [pytest.param("torch", "compile", marks=pytest.mark.slow)]
+
+
+@pytest.fixture(scope="module")
+def smoke():
+    spec = get_spec("gpt2", "smoke")
+    return spec, trained_range(spec, initial_weights(spec)), prompt_ids(spec, BATCH, ISL)
+
+
+@pytest.fixture(scope="module")
+def hugging_face(smoke):
+    pytest.importorskip("transformers", reason="the 'reference' extra (requirements.lock)")
+    from xfbench.generation import huggingface
+
+    spec, weights, prompt = smoke
+    net = huggingface.model(spec, weights)
+    tokens = huggingface.greedy(net, prompt, OSL)
+    sequence = np.concatenate([prompt, tokens[:, :-1]], axis=1)
+    return tokens, huggingface.logits(net, sequence)[:, ISL - 1 :]
+
+
+def _cell(framework: str, mode: str) -> SimpleNamespace:
+    return SimpleNamespace(
+        framework=framework, mode=mode, device="cpu", precision="fp32", threads=2,
+        batch_size=BATCH, prompt_tokens=ISL, new_tokens=OSL,
+    )  # fmt: skip
+
+
+def _generator(framework: str, mode: str, spec, weights):
+    from xfbench.adapters import get_adapter
+
+    adapter = get_adapter(framework)
+    if adapter.import_error():
+        pytest.skip(adapter.import_error())
+    adapter.configure_threads(2)
+    return adapter.generator(spec, _cell(framework, mode), weights)
+
+
+@pytest.mark.parametrize(("framework", "mode"), MODES)
+def test_each_framework_decodes_hugging_faces_tokens_and_logits(
+    framework, mode, smoke, hugging_face
+):
+    """Greedy tokens: HF's wherever HF's top two logits are further apart than the margin
+    (at these weights, everywhere). Teacher-forced along HF's sequence through the cache,
+    every decode step's logits are HF's within the suite's fp32 bound."""
+    spec, weights, prompt = smoke
+    hf_tokens, hf_logits = hugging_face
+    generator = _generator(framework, mode, spec, weights)
+    try:
+        ours = metrics.generate(generator, prompt, OSL).tokens
+        judged = check.judge(hf_logits.astype(np.float64), ours)
+        assert judged["verified"] and judged["near_ties"] == 0, judged
+        assert np.array_equal(ours, hf_tokens)
+        # teacher-forced: HF's tokens fed to the decoder, its logits at each step
+        generator.prefill(prompt)
+        seen = [generator.logits()]
+        for j in range(OSL - 1):
+            generator.decode(hf_tokens[:, j])
+            seen.append(generator.logits())
+        err = rel_err(np.stack(seen, axis=1), hf_logits)
+        assert err <= TOL, f"{framework} {mode}: logits {err:.2e} from HF's"
+    finally:
+        generator.close()
+
+
+def _one_position_off(framework: str, monkeypatch) -> None:
+    """Plant the fault: every cache write lands one position after where it belongs."""
+    if framework == "torch":
+        from xfbench.adapters.torch import generation as g
+
+        right = g.write
+        monkeypatch.setattr(g, "write", lambda cache, p, new: right(cache, p + 1, new))
+    elif framework == "jax":
+        from xfbench.adapters.jax import generation as g
+
+        right = g.write
+        monkeypatch.setattr(g, "write", lambda cache, p, new: right(cache, p + 1, new))
+    elif framework == "tensorflow":
+        from xfbench.adapters.tensorflow import generation as g
+
+        right = g.write
+        monkeypatch.setattr(g, "write", lambda cache, p, new: right(cache, p + 1, new))
+    else:
+        from xfbench.exchange import decoder
+
+        right = decoder._positions
+
+        def shifted(graph, length):
+            out = right(graph, length)
+            out["indices"] = graph.op("Add", [out["indices"], graph.const([1])])
+            return out
+
+        monkeypatch.setattr(decoder, "_positions", shifted)
+
+
+@pytest.mark.parametrize(
+    ("framework", "mode"),
+    [("torch", "eager"), ("jax", "jit"), ("tensorflow", "function"), ("onnxruntime", "cpu")],
+)
+def test_a_cache_written_one_position_off_fails_the_check(framework, mode, smoke, monkeypatch):
+    spec, weights, prompt = smoke
+    _one_position_off(framework, monkeypatch)
+    generator = _generator(framework, mode, spec, weights)
+    try:
+        run = metrics.generate(generator, prompt, OSL, keep_logits=True)
+    finally:
+        generator.close()
+    result = check.check_generation(spec, weights, prompt, run.tokens, run.logits)
+    assert not result["verified"] and result["logits_rel_err"] > 100 * TOL, result
+    with pytest.raises(check.TokensDiverged, match="decoded (tokens|logits) are"):
+        check.verdict(result)
+
+
+def test_a_diverging_decode_is_a_failed_cell_in_one_line(monkeypatch):
+    """measure() proves the first generation's tokens before any timing."""
+    pytest.importorskip("torch")
+    from xfbench.generation.measure import measure
+    from xfbench.harness.presets import PRESETS
+
+    _one_position_off("torch", monkeypatch)
+    cell = GenerationCell(
+        network="gpt2", framework="torch", mode="eager", precision="fp32", device="cpu",
+        threads=2, batch_size=BATCH, scale="smoke", prompt_tokens=ISL, new_tokens=OSL,
+    )  # fmt: skip
+    with pytest.raises(check.TokensDiverged) as caught:
+        measure(None, cell, preset=PRESETS["smoke"], threads_config={})
+    assert len(str(caught.value).splitlines()) == 1
+
+
+def test_the_check_passes_the_reference_itself_and_counts_what_it_checked(smoke):
+    """The reference's own greedy tokens and logits pass; logits off by 1e-3 of their scale
+    (ten times the tolerance) fail, though every token is the same."""
+    spec, weights, prompt = smoke
+    tokens = np.zeros((BATCH, OSL), np.int64)
+    for j in range(OSL):  # greedy through the reference, one token at a time
+        sequence = np.concatenate([prompt, tokens[:, :j]], axis=1)
+        tokens[:, j] = check.reference_logits(spec, weights, sequence)[:, -1].argmax(-1)
+    sequence = np.concatenate([prompt, tokens[:, :-1]], axis=1)
+    logits = check.reference_logits(spec, weights, sequence)[:, ISL - 1 :].astype(np.float32)
+    result = check.check_generation(spec, weights, prompt, tokens, logits)
+    assert result["verified"] and result["tokens_checked"] == BATCH * OSL
+    assert result["logits_rel_err"] < 1e-6
+    noisy = logits + 1e-3 * np.abs(logits).max() * np.sign(logits)
+    result = check.check_generation(spec, weights, prompt, tokens, noisy)
+    assert result["tokens_verified"] and not result["verified"]
+    with pytest.raises(check.TokensDiverged, match="decoded logits are"):
+        check.verdict(result)
+
+
+def test_the_margin_allows_near_ties_and_nothing_else():
+    logits = np.zeros((1, 3, 5))
+    logits[0, 0] = [0, 10, 0, 0, 0]  # a clear choice: 1
+    logits[0, 1] = [0, 10, 10 - 1e-6, 0, 0]  # a near-tie between 1 and 2
+    logits[0, 2] = [0, 10, 9, 0, 0]  # 2 is a tenth of the scale below 1
+    judged = check.judge(logits, np.array([[1, 2, 1]]))
+    assert judged["verified"] and judged["near_ties"] == 1
+    judged = check.judge(logits, np.array([[1, 1, 2]]))
+    assert not judged["verified"]
+    assert judged["first_divergence"]["new_token"] == 2
+    assert judged["first_divergence"]["reference"] == 1
+
+
+def test_the_metrics_follow_their_definitions():
+    tokens = np.zeros((2, 4), np.int64)
+    runs = [
+        metrics.Generation(ttft_s=0.1, gaps_s=[0.01, 0.02, 0.03], e2e_s=0.16, tokens=tokens),
+        metrics.Generation(ttft_s=0.3, gaps_s=[0.01, 0.01, 0.01], e2e_s=0.33, tokens=tokens),
+        metrics.Generation(ttft_s=0.2, gaps_s=[0.02, 0.02, 0.02], e2e_s=0.26, tokens=tokens),
+    ]
+    s = metrics.summary(runs, batch=2, prompt_tokens=8)
+    assert s["ttft_s"] == pytest.approx(0.2)
+    assert s["e2e_s"] == pytest.approx(0.26)
+    assert s["tpot_s"] == pytest.approx(0.02)  # (e2e - TTFT) / (OSL - 1), median
+    assert s["output_tokens_per_s"] == pytest.approx(2 * 4 / 0.26)
+    assert s["total_tokens_per_s"] == pytest.approx(2 * 12 / 0.26)
+    assert s["per_sequence_tokens_per_s"] == pytest.approx(1 / 0.02)
+    assert s["itl_max_s"] == pytest.approx(0.03)
+
+
+class _Counting:
+    """A generator whose next token is the count of calls so far: what generate() keeps."""
+
+    def __init__(self):
+        self.calls = 0
+
+    def prefill(self, prompt):
+        self.calls = 1
+        return np.full(prompt.shape[0], 1)
+
+    def decode(self, tokens):
+        self.calls += 1
+        return tokens + 1
+
+
+def test_generate_times_the_prefill_and_every_decode_step():
+    g = metrics.generate(_Counting(), np.zeros((3, 5), np.int64), 4)
+    assert g.tokens.tolist() == [[1, 2, 3, 4]] * 3
+    assert len(g.gaps_s) == 3 and g.e2e_s >= g.ttft_s + sum(g.gaps_s) * 0.999
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ("128", "prompt/new token pairs"),
+        ("128/1", "prompt/new token pairs"),
+        ("0/16", "prompt/new token pairs"),
+        ("60/10", "70 positions is more than GPT-2's 64 at smoke size"),
+    ],
+)
+def test_bad_lengths_are_one_line(value, message):
+    with pytest.raises(UsageError, match=message):
+        lengths(value, "smoke")
+
+
+def test_lengths_and_batches_default_to_the_scales():
+    assert lengths(None, "full") == [(128, 128)] and lengths("256/64,128/128", "full") == [
+        (256, 64),
+        (128, 128),
+    ]
+    assert batches(None, "full") == [1, 8] and batches("8,1", "smoke") == [1, 8]
+    with pytest.raises(UsageError, match="whole numbers above 0"):
+        batches("0", "full")
+
+
+def _pytest(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+         "xfbench/suites/test_generation.py", "--preset", "smoke", *args],
+        cwd=ROOT, capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+
+
+def test_a_network_that_does_not_generate_is_refused_in_one_line():
+    proc = _pytest("--model", "alexnet")
+    assert proc.returncode == 4, proc.stdout[-2000:]
+    err = [line for line in proc.stderr.splitlines() if line.strip()]
+    assert err == [
+        "ERROR: --model alexnet: token generation runs gpt2 (a decoder with a causal "
+        "language-model head)"
+    ]
+
+
+@pytest.mark.slow  # two frameworks' processes, a report
+def test_xfbench_run_generates_records_and_reports(tmp_path):
+    folder = tmp_path / "run"
+    proc = subprocess.run(
+        [sys.executable, "-m", "xfbench.harness.cli", "run", "--suite", "generation",
+         "--preset", "smoke", "--framework", "onnxruntime,jax", "--batch-size", "1",
+         "--results", str(folder), "--skip-roofs"],
+        cwd=ROOT, capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    import json
+
+    merged = json.loads((folder / "merged.json").read_text())
+    found = [b["extra_info"] for b in merged["benchmarks"]]
+    assert {r["framework"] for r in found} == {"onnxruntime", "jax"}
+    assert all(r["kind"] == "generation" and r["ttft_s"] > 0 and r["tpot_s"] > 0 for r in found)
+    assert all(r["token_check"]["verified"] for r in found)
+    report = (folder / "report.md").read_text()
+    assert "## Token generation" in report and "Token generation, GPT-2, 16/16 tokens" in report
+    assert (folder / "report-generation.csv").is_file()

@@ -1,0 +1,151 @@
+"""GPT-2's greedy decoding in JAX with a static key/value cache (xfbench/generation).
+
+Pure functions of the canonical parameter dict (transformer.py's pieces) and of the cache,
+one (B, heads, ISL + OSL, dh) array per layer for keys and one for values (heads before
+positions: a decode step's batched products read the cache without transposing it). Prefill and the decode step are each jitted once; the
+cache is donated to them, so XLA writes the new position into the same buffer
+(lax.dynamic_update_slice at a traced position: one compilation for every step). Prefill
+attends causally within the prompt; a decode step attends to the whole cache under a mask
+of the positions written so far. Greedy's argmax is inside the step, on the device.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from xfbench.adapters.base import Generator
+from xfbench.adapters.jax.transformer import gelu, layer_norm, logits
+from xfbench.adapters.jax.weights import to_jax
+from xfbench.adapters.jax.workload import backend, resolve_device
+from xfbench.models import Spec
+from xfbench.models import layers as L
+
+
+def kernels(params: dict) -> dict:
+    """The parameters with each layer's matrix as flax's Dense keeps it, (in, out)."""
+    return {name: w.T if w.ndim == 2 and not name.startswith("embed.") else w
+            for name, w in params.items()}  # fmt: skip
+
+
+def dense(x, params, name: str):
+    """x @ W + b with W (in, out): XLA:CPU's products at batch 8 run up to twice as fast
+    with the weight so than transposed, (out, in)."""
+    return x @ params[f"{name}.weight"] + params[f"{name}.bias"]
+
+
+def write(cache, position, new):
+    """new (B, heads, n, dh) into cache at positions position.. (a traced int32)."""
+    return jax.lax.dynamic_update_slice(cache, new.astype(cache.dtype), (0, 0, position, 0))
+
+
+def _attend(q, keys, values, seen):
+    """One query per sequence against the cache, (B, heads, 1, dh) and (B, heads, L, dh):
+    batched products over (B, heads) with no transpose of the cache."""
+    z = jnp.einsum("bhqd,bhkd->bhqk", q, keys) / jnp.sqrt(jnp.float32(q.shape[-1]))
+    z = jnp.where(seen, z, -jnp.inf)
+    return jnp.einsum("bhqk,bhkd->bhqd", jax.nn.softmax(z, axis=-1), values)
+
+
+def _forward(spec: Spec, params, x, caches, position, seen):
+    """x (B, T, d) at positions position.. through every block, each writing its keys and
+    values to the cache first; seen: None (the prompt: causal within x) or (L,) bool, the
+    cache positions the one new token may see. -> (the last position's next token and
+    logits, caches)"""
+    out = []
+    for layer, (keys, values) in zip(spec.layer(L.TransformerBlock), caches):
+        n, t, d = x.shape
+        qkv = dense(layer_norm(x, params, f"{layer.name}.ln1", layer.eps), params,
+                    f"{layer.name}.attn.qkv")  # fmt: skip
+        q, k, v = (qkv.reshape(n, t, 3, layer.heads, d // layer.heads)[:, :, i] for i in range(3))
+        heads_first = lambda a: a.transpose(0, 2, 1, 3)  # noqa: E731  (B, heads, T, dh)
+        keys, values = (
+            write(keys, position, heads_first(k)),
+            write(values, position, heads_first(v)),
+        )
+        if seen is None:  # (B, T, heads, dh), as dot_product_attention takes them
+            y = jax.nn.dot_product_attention(q, k, v, is_causal=True, implementation="xla")
+        else:
+            y = heads_first(_attend(heads_first(q), keys, values, seen))
+        x = x + dense(y.reshape(n, t, d), params, f"{layer.name}.attn.out")
+        z = layer_norm(x, params, f"{layer.name}.ln2", layer.eps)
+        z = gelu(dense(z, params, f"{layer.name}.mlp.fc"), layer.gelu)
+        x = x + dense(z, params, f"{layer.name}.mlp.proj")
+        out.append((keys, values))
+    final = spec.layer(L.LayerNorm)[-1]
+    z = logits(layer_norm(x[:, -1], params, final.name, final.eps), params, "embed.word",
+               jnp.float32)  # fmt: skip
+    return (jnp.argmax(z, axis=-1), z), out
+
+
+def make_steps(spec: Spec, length: int):
+    """(prefill, decode), jitted, each donating the cache."""
+
+    def prefill(params, prompt, caches):
+        t = prompt.shape[1]
+        x = jnp.take(params["embed.word"], prompt, axis=0) + params["embed.position"][:t]
+        return _forward(spec, params, x, caches, 0, None)
+
+    def decode(params, tokens, position, caches):
+        x = jnp.take(params["embed.word"], tokens, axis=0)
+        x = x + jax.lax.dynamic_index_in_dim(params["embed.position"], position, 0, False)
+        seen = jnp.arange(length) <= position
+        return _forward(spec, params, x[:, None], caches, position, seen[None, None, None])
+
+    return jax.jit(prefill, donate_argnums=2), jax.jit(decode, donate_argnums=3)
+
+
+class JaxGenerator(Generator):
+    def __init__(self, spec: Spec, cell, weights: dict[str, np.ndarray]):
+        self.device = resolve_device(cell.device)
+        self.params = jax.device_put(kernels(to_jax(spec, weights)), self.device)
+        block = spec.layer(L.TransformerBlock)[0]
+        d = spec.layer(L.TokenEmbedding)[0].dim
+        length = cell.prompt_tokens + cell.new_tokens
+        shape = (cell.batch_size, block.heads, length, d // block.heads)
+        self.caches = [
+            (jnp.zeros(shape, jnp.float32, device=self.device),
+             jnp.zeros(shape, jnp.float32, device=self.device))
+            for _ in spec.layer(L.TransformerBlock)
+        ]  # fmt: skip
+        self.cache_bytes = sum(k.nbytes + v.nbytes for k, v in self.caches)
+        self._prefill, self._decode = make_steps(spec, length)
+        self.position = 0
+        self._logits = None
+        self.info = {
+            "device_name": self.device.device_kind if self.device.platform != "cpu" else "cpu",
+            "attention_kernel": "prefill: jax.nn.dot_product_attention, XLA's, is_causal; "
+            "decode: softmax(q k^T / sqrt(dh)) v over the cache, masked, in einsums",
+            "cache_write": "lax.dynamic_update_slice into the donated cache",
+            **backend(self.device),
+        }
+
+    def _sync(self, out) -> np.ndarray:
+        (tokens, self._logits), self.caches = out
+        return np.asarray(tokens).astype(np.int64)  # a host copy: it waits for the device
+
+    def prefill(self, prompt: np.ndarray) -> np.ndarray:
+        prompt = jax.device_put(prompt.astype(np.int32), self.device)
+        out = self._sync(self._prefill(self.params, prompt, self.caches))
+        self.position = prompt.shape[1]
+        return out
+
+    def decode(self, tokens: np.ndarray) -> np.ndarray:
+        tokens = jax.device_put(tokens.astype(np.int32), self.device)
+        position = jax.device_put(np.int32(self.position), self.device)
+        out = self._sync(self._decode(self.params, tokens, position, self.caches))
+        self.position += 1
+        return out
+
+    def logits(self) -> np.ndarray:
+        return np.asarray(self._logits, np.float32)
+
+    def compile_facts(self) -> dict:
+        sizes = {"prefill": self._prefill._cache_size(), "decode": self._decode._cache_size()}
+        if sizes["decode"] != 1:
+            raise RuntimeError(f"the decode step compiled {sizes['decode']} times, not once")
+        return {"compilations": sizes}
+
+    def close(self) -> None:
+        del self.params, self.caches

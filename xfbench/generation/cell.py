@@ -1,0 +1,118 @@
+"""A generation cell: GPT-2 decoding B sequences of ISL prompt tokens into OSL new ones,
+in one framework, mode, precision, device and thread count; the cells a selection expands
+to, and the defaults."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+
+from xfbench.adapters import Cell, get_adapter
+from xfbench.errors import UsageError
+from xfbench.frameworks import FRAMEWORKS
+from xfbench.harness.selection import Selection, option_list
+from xfbench.models import get_spec
+from xfbench.models import layers as L
+
+TASK = "generate"
+# Token generation needs a causal language model: of the suite's networks, GPT-2.
+NETWORKS = ("gpt2",)
+# (prompt tokens, new tokens) and batch sizes when --lengths and --batch-size are not
+# given: 128/128 at batch 1 and 8 (full size); the smoke network's 64 positions hold 16/16.
+LENGTHS = {"full": ((128, 128),), "smoke": ((16, 16),)}
+BATCHES = {"full": (1, 8), "smoke": (1, 2)}
+
+
+@dataclass(frozen=True, kw_only=True)
+class GenerationCell(Cell):
+    task: str = TASK
+    prompt_tokens: int = 128  # ISL
+    new_tokens: int = 128  # OSL: greedy decoding of exactly this many, no stop token
+
+    @property
+    def id(self) -> str:
+        return f"{super().id}-p{self.prompt_tokens}-n{self.new_tokens}"
+
+    def as_infer(self) -> Cell:
+        """The inference cell of the same network, framework, mode, precision and device:
+        what the adapter's check() asks about."""
+        own = {f.name: getattr(self, f.name) for f in fields(Cell)}
+        return Cell(**{**own, "task": "infer"})
+
+
+def lengths(value: str | None, scale: str) -> list[tuple[int, int]]:
+    """--lengths: prompt/new token pairs, e.g. 128/128,256/64 (default: the scale's)."""
+    items = option_list("lengths", value)
+    if not items:
+        return list(LENGTHS[scale])
+    out = []
+    for item in items:
+        isl, _, osl = item.partition("/")
+        if not (isl.isdigit() and osl.isdigit() and int(isl) > 0 and int(osl) > 1):
+            raise UsageError(
+                f"--lengths takes prompt/new token pairs like 128/128 (new tokens at least "
+                f"2: one from the prefill, one or more decoded), not {item!r}"
+            )
+        out.append((int(isl), int(osl)))
+    positions = get_spec("gpt2", scale).layer(L.TokenEmbedding)[0].positions
+    for isl, osl in out:
+        if isl + osl > positions:
+            raise UsageError(
+                f"--lengths {isl}/{osl}: {isl + osl} positions is more than GPT-2's "
+                f"{positions}{' at smoke size' if scale == 'smoke' else ''}"
+            )
+    return out
+
+
+def batches(value: str | None, scale: str) -> list[int]:
+    """--batch-size: one or more sizes, comma-separated (default: the scale's)."""
+    items = option_list("batch-size", value)
+    if not items:
+        return list(BATCHES[scale])
+    for item in items:
+        if not item.isdigit() or int(item) < 1:
+            raise UsageError(f"--batch-size takes whole numbers above 0, not {item!r}")
+    return sorted({int(i) for i in items})
+
+
+def modes(framework: str, device: str, asked: tuple[str, ...] | None) -> list[str]:
+    """The generation modes of a framework on a device: those asked for that it has (each
+    skipped with its reason if it cannot run there), else every one that runs there."""
+    own = FRAMEWORKS[framework].generation_modes
+    if asked is not None:
+        return [m for m in asked if m in get_adapter(framework).modes]
+    adapter = get_adapter(framework)
+    return [m for m in own if adapter.mode_reason(m, device) is None]
+
+
+def expand(sel: Selection, pairs: list[tuple[int, int]], sizes: list[int]) -> list[GenerationCell]:
+    """Every generation cell of the selection."""
+    for network in sel.networks:
+        if network not in NETWORKS:
+            raise UsageError(
+                f"--model {network}: token generation runs {', '.join(NETWORKS)} (a "
+                "decoder with a causal language-model head)"
+            )
+    out = []
+    for fw in sel.frameworks:
+        if not FRAMEWORKS[fw].generation_modes and not sel.frameworks_explicit:
+            continue
+        for device in sel.devices:
+            for mode in modes(fw, device, sel.modes):
+                for precision in sel.precisions:
+                    for isl, osl in pairs:
+                        for b in sizes:
+                            out.append(
+                                GenerationCell(
+                                    network="gpt2",
+                                    framework=fw,
+                                    mode=mode,
+                                    precision=precision,
+                                    device=device,
+                                    threads=sel.threads,
+                                    batch_size=b,
+                                    scale=sel.preset.scale,
+                                    prompt_tokens=isl,
+                                    new_tokens=osl,
+                                )
+                            )
+    return out

@@ -1,0 +1,110 @@
+"""Same tokens, proven: a cell's decoded tokens and logits against the canonical function
+in float64.
+
+The framework's own sequence (prompt, then its new tokens) is run through the canonical
+graph (exchange/graph.py) widened to float64 by ONNX's reference interpreter, which
+shares no kernel with any framework, with no cache at all: teacher-forced, each new
+token's logits given every token before it. Two rules, both must hold:
+- tokens: each new token is the reference's greedy choice there, or within MARGIN of it
+  (of that position's largest |logit|): fp32 moves logits by about 1e-6 of their scale,
+  so a choice between two logits closer than that is a tie either framework may break its
+  own way; such near-ties are counted;
+- logits: the logits the framework computed through its cache at every step are the
+  reference's within TOL (exchange/reference.py's measure, the suite's fp32 bound).
+A cache written one position off, a wrong mask or a stale entry moves the logits by
+percents, where it may leave a trained network's argmax alone for many tokens
+(tests/test_generation.py plants such faults in every framework).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from xfbench.exchange.reference import TOL, rel_err
+from xfbench.models import Spec, get_spec
+
+MARGIN = TOL  # of a position's largest |logit|: the suite's fp32 agreement bound
+REFERENCE = "the canonical graph in float64 (onnx.reference), teacher-forced, no cache"
+
+
+class TokensDiverged(AssertionError):
+    """A decode that chose tokens the function does not: a failed cell, in one line."""
+
+
+def reference_logits(spec: Spec, weights: dict, sequence: np.ndarray) -> np.ndarray:
+    """(B, T, vocab) float64 logits of the canonical network over sequence (B, T)."""
+    from onnx.reference import ReferenceEvaluator
+
+    from xfbench.exchange.graph import build_graph
+    from xfbench.exchange.names import INPUT
+    from xfbench.exchange.reference import widened
+
+    at_length = get_spec(spec.id, spec.scale, tokens=sequence.shape[1])
+    model = widened(build_graph(at_length, weights, "infer")[0])
+    return ReferenceEvaluator(model).run(None, {INPUT: sequence.astype(np.int64)})[0]
+
+
+def judge(logits: np.ndarray, tokens: np.ndarray) -> dict:
+    """logits (B, OSL, vocab) the reference's at each new token; tokens (B, OSL) chosen."""
+    scale = np.abs(logits).max(axis=-1)
+    best = logits.max(axis=-1)
+    chosen = np.take_along_axis(logits, tokens[..., None], axis=-1)[..., 0]
+    gap = (best - chosen) / scale  # 0 where the reference's choice was made
+    top2 = np.sort(logits, axis=-1)[..., -2:]
+    near = (top2[..., 1] - top2[..., 0]) / scale < MARGIN
+    bad = np.argwhere(gap > MARGIN)
+    out = {
+        "verified": not len(bad),
+        "tokens_checked": int(tokens.size),
+        "worst_gap": float(gap.max()),
+        "near_ties": int(near.sum()),
+        "margin": MARGIN,
+        "reference": REFERENCE,
+        "first_divergence": None,
+    }
+    if len(bad):
+        b, j = (int(i) for i in bad[0])
+        out["first_divergence"] = {
+            "sequence": b,
+            "new_token": j,
+            "chosen": int(tokens[b, j]),
+            "reference": int(logits[b, j].argmax()),
+            "gap": float(gap[b, j]),
+        }
+    return out
+
+
+def check_generation(
+    spec: Spec, weights: dict, prompt: np.ndarray, tokens: np.ndarray, logits: np.ndarray
+) -> dict:
+    """The check of tokens (B, OSL) decoded after prompt (B, ISL) with logits (B, OSL, vocab)
+    the framework computed for them."""
+    sequence = np.concatenate([prompt, tokens[:, :-1]], axis=1)
+    reference = reference_logits(spec, weights, sequence)[:, prompt.shape[1] - 1 :]
+    result = judge(reference, tokens)
+    err = rel_err(logits, reference)
+    result.update(
+        logits_rel_err=err,
+        logits_tolerance=TOL,
+        tokens_verified=result["verified"],
+        verified=result["verified"] and err <= TOL,
+    )
+    return result
+
+
+def verdict(result: dict) -> None:
+    """Raise TokensDiverged, one line, where the check failed."""
+    if result["verified"]:
+        return
+    if result["tokens_verified"]:
+        raise TokensDiverged(
+            f"decoded logits are {result['logits_rel_err']:.2e} of their scale from the "
+            f"float64 reference's (tolerance {TOL:g}), though the tokens agree: the cache or "
+            "the mask computes another function"
+        )
+    d = result["first_divergence"]
+    raise TokensDiverged(
+        f"decoded tokens are not the function's: sequence {d['sequence']}, new token "
+        f"{d['new_token']} is {d['chosen']} where the float64 reference's choice is "
+        f"{d['reference']}, {d['gap']:.2e} of the logits' scale below it (margin {MARGIN:g})"
+    )

@@ -1,0 +1,168 @@
+"""One generation cell: build the decoder, decode once (compilation, timed apart), prove
+the tokens (check.py), warm up, time whole generations, record.
+
+pytest-benchmark's round is one whole generation (prefill and OSL - 1 decode steps), so
+its statistics are the end-to-end latency's; inside each, metrics.generate times the
+prefill (TTFT) and every decode step (the gaps). Every call returns only once the
+device has finished: each hands back its tokens on the host.
+
+Weights: the canonical initial weights brought to trained activation ranges
+(harness/equivalence.trained_range), so that decoding chooses among logits that differ
+as a trained network's do and a wrong cache position changes the tokens; speed does not
+depend on the values. Prompt: token ids drawn from the seed, as every synthetic batch.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import numpy as np
+
+from xfbench import machine, records
+from xfbench.adapters import get_adapter
+from xfbench.errors import CannotRun
+from xfbench.generation.cell import GenerationCell
+from xfbench.generation.check import check_generation, verdict
+from xfbench.generation.metrics import generate, summary
+from xfbench.harness.energy import EnergyMeter
+from xfbench.harness.equivalence import TRAINED_GELU_STD, TRAINED_SCORE_STD, trained_range
+from xfbench.harness.memory import peak_rss_bytes, reset_peak_rss
+from xfbench.harness.presets import Preset
+from xfbench.harness.threads import CpuMeter, allowed_cpus, contention_fields
+from xfbench.models import Spec, get_spec, initial_weights
+from xfbench.models import layers as L
+
+WEIGHTS = (
+    f"seed 0 at trained range (GELU inputs std {TRAINED_GELU_STD}, attention scores "
+    f"std {TRAINED_SCORE_STD})"
+)
+PRECISION_REASON = "token generation runs fp32 in this version (the half types are not built)"
+
+
+def prompt_ids(spec: Spec, batch: int, tokens: int, seed: int = 0) -> np.ndarray:
+    """The prompt every framework decodes from: token ids uniform over the vocabulary."""
+    rng = np.random.default_rng([seed, 4])
+    return rng.integers(0, spec.vocab, size=(batch, tokens), dtype=np.int64)
+
+
+def decode_bytes(spec: Spec, cell: GenerationCell, cache_bytes: int) -> int:
+    """Bytes one decode step must read at least: every weight once (the tied embedding
+    once) and the whole static cache (each step attends over all of it, masked)."""
+    return 4 * spec.param_count + cache_bytes
+
+
+def _check(cell: GenerationCell):
+    adapter = get_adapter(cell.framework)
+    reason = adapter.import_error() or adapter.check(cell.as_infer())
+    if not reason and cell.precision != "fp32":
+        reason = PRECISION_REASON
+    if reason:
+        raise CannotRun(reason)
+    return adapter
+
+
+def measure(benchmark, cell: GenerationCell, *, preset: Preset, threads_config: dict) -> dict:
+    """Run one cell under pytest-benchmark; the record stored in extra_info: the first
+    generation compiles, the second is checked (check.py), then the preset's warm-up and
+    timed generations. Raises
+    CannotRun (skip) with the reason, check.TokensDiverged (a failed cell) in one line."""
+    adapter = _check(cell)
+    spec = get_spec(cell.network, cell.scale)
+    weights = trained_range(spec, initial_weights(spec))
+    prompt = prompt_ids(spec, cell.batch_size, cell.prompt_tokens)
+    own_peak = reset_peak_rss()
+    t0 = time.perf_counter()
+    generator = adapter.generator(spec, cell, weights)
+    build_s = time.perf_counter() - t0
+    try:
+        generator.reset_peak_memory()
+        first = generate(generator, prompt, cell.new_tokens)  # compiles prefill and decode
+        compiled = generator.compile_facts()
+        t0 = time.perf_counter()
+        checked = generate(generator, prompt, cell.new_tokens, keep_logits=True)
+        tokens = check_generation(spec, weights, prompt, checked.tokens, checked.logits)
+        same = [checked.tokens]
+        del checked
+        check_s = time.perf_counter() - t0
+        verdict(tokens)
+        for _ in range(preset.warmup):
+            generate(generator, prompt, cell.new_tokens)
+        runs = []
+        rounds = preset.min_rounds
+        with CpuMeter() as meter, EnergyMeter(cell.device) as energy:
+            benchmark.pedantic(
+                lambda: runs.append(generate(generator, prompt, cell.new_tokens)),
+                rounds=rounds,
+                iterations=1,
+                warmup_rounds=0,
+            )
+        record = {
+            **records.header("generation"),
+            **cell.as_dict(),
+            "preset": preset.name,
+            "status": "ok",
+            **summary(runs, cell.batch_size, cell.prompt_tokens),
+            "generations": rounds,
+            "warmup_generations": preset.warmup,
+            "repeat_identical": all(
+                np.array_equal(t, first.tokens) for t in same + [r.tokens for r in runs]
+            ),
+            "token_check": tokens,
+            "check_s": check_s,
+            "weights": WEIGHTS,
+            "build_s": build_s,
+            "compile_s": first.ttft_s + first.gaps_s[0],
+            "first_generation_s": first.e2e_s,
+            **compiled,
+            **_memory(spec, cell, generator, own_peak),
+            **_machine(cell, meter, threads_config, adapter),
+            **_energy(energy, rounds, cell),
+        }
+        record.update(generator.info)
+        benchmark.extra_info.update(record)
+        return record
+    finally:
+        generator.close()
+
+
+def _memory(spec: Spec, cell: GenerationCell, generator, own_peak: bool) -> dict:
+    device_peak = generator.peak_device_memory()
+    host_peak = peak_rss_bytes()
+    peak = device_peak if device_peak else host_peak
+    return {
+        "param_count": spec.param_count,
+        "weights_bytes": 4 * spec.param_count,
+        "cache_bytes": generator.cache_bytes,
+        "cache_share_of_peak": generator.cache_bytes / peak if peak else None,
+        "decode_bytes_per_step": decode_bytes(spec, cell, generator.cache_bytes),
+        "layers": len(spec.layer(L.TransformerBlock)),
+        "peak_host_rss_bytes": host_peak,
+        "peak_host_rss_scope": "cell" if own_peak else "process",
+        "peak_device_bytes": device_peak,
+    }
+
+
+def _machine(cell: GenerationCell, meter: CpuMeter, threads_config: dict[str, Any], adapter):
+    return {
+        "threads_requested": cell.threads,
+        "threads_used": round(meter.threads_used, 2),
+        **contention_fields(meter, cell.threads, on_cpu=cell.device == "cpu"),
+        "threads_config": {"cpus_allowed": len(allowed_cpus()), **threads_config},
+        "versions": adapter.versions(),
+        "cpu_model": machine.cpu_model(),
+        "cpu_isa": machine.cpu()["isa"],
+    }
+
+
+def _energy(energy: EnergyMeter, rounds: int, cell: GenerationCell) -> dict:
+    """The energy of the timed generations, per generation and per output token."""
+    out = energy.fields(rounds, cell.batch_size * cell.new_tokens)
+    return {
+        "energy_method": out["energy_method"],
+        "energy_reason": out["energy_reason"],
+        "energy_j": out["energy_j"],
+        "energy_per_generation_j": out["energy_per_step_j"],
+        "joules_per_token": out["joules_per_sample"],
+        "energy_domains": out["energy_domains"],
+    }

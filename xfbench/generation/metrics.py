@@ -1,0 +1,82 @@
+"""One sequence batch decoded and timed, and the quantities every serving benchmark
+reports, from those times (docs/generation.md names each peer's name for each).
+
+A generation is the prefill (the prompt in, the first new token out: TTFT) and OSL - 1
+decode steps, each timed from the call to the host holding its tokens (ITL, the gaps):
+    TPOT = (end-to-end - TTFT) / (OSL - 1)          MLPerf's, vLLM's TPOT; AIPerf's ITL
+A cell times several generations; each quantity is their median (the gaps: pooled).
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass
+class Generation:
+    ttft_s: float
+    gaps_s: list[float]  # each decode step's time, in order
+    e2e_s: float
+    tokens: np.ndarray  # (B, OSL) the new tokens
+    logits: np.ndarray | None = None  # (B, OSL, vocab) where kept (the check's, untimed)
+
+    @property
+    def tpot_s(self) -> float:
+        return (self.e2e_s - self.ttft_s) / len(self.gaps_s)
+
+
+def generate(generator, prompt: np.ndarray, new_tokens: int, keep_logits=False) -> Generation:
+    """Greedy decoding of new_tokens after prompt (B, ISL), timed; with keep_logits, each
+    step's logits copied to the host too (for the check: its times then mean nothing)."""
+    kept = []
+    start = time.perf_counter()
+    token = generator.prefill(prompt)
+    first = time.perf_counter()
+    out, gaps, last = [token], [], first
+    for _ in range(new_tokens - 1):
+        if keep_logits:
+            kept.append(generator.logits())
+        token = generator.decode(token)
+        now = time.perf_counter()
+        gaps.append(now - last)
+        out.append(token)
+        last = now
+    if keep_logits:
+        kept.append(generator.logits())
+    return Generation(
+        ttft_s=first - start,
+        gaps_s=gaps,
+        e2e_s=last - start,
+        tokens=np.stack(out, axis=1),
+        logits=np.stack(kept, axis=1) if keep_logits else None,
+    )
+
+
+def summary(runs: list[Generation], batch: int, prompt_tokens: int) -> dict:
+    """The record's timing fields from the timed generations."""
+    new_tokens = runs[0].tokens.shape[1]
+    e2e = statistics.median(r.e2e_s for r in runs)
+    tpot = statistics.median(r.tpot_s for r in runs)
+    gaps = np.array([g for r in runs for g in r.gaps_s])
+    return {
+        "ttft_s": statistics.median(r.ttft_s for r in runs),
+        "ttft_min_s": min(r.ttft_s for r in runs),
+        "ttft_max_s": max(r.ttft_s for r in runs),
+        "tpot_s": tpot,
+        "tpot_min_s": min(r.tpot_s for r in runs),
+        "tpot_max_s": max(r.tpot_s for r in runs),
+        "e2e_s": e2e,
+        "itl_p50_s": float(np.percentile(gaps, 50)),
+        "itl_p90_s": float(np.percentile(gaps, 90)),
+        "itl_p99_s": float(np.percentile(gaps, 99)),
+        "itl_max_s": float(gaps.max()),
+        "output_tokens_per_s": batch * new_tokens / e2e,
+        "total_tokens_per_s": batch * (prompt_tokens + new_tokens) / e2e,
+        "decode_tokens_per_s": batch / tpot,
+        "per_sequence_tokens_per_s": 1 / tpot,
+        "prefill_tokens_per_s": batch * prompt_tokens / statistics.median(r.ttft_s for r in runs),
+    }

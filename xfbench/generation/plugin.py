@@ -1,0 +1,121 @@
+"""The generation suite's part of the pytest plugin: its cells, its fixture and its table.
+
+It runs when its file is named (pytest xfbench/suites/test_generation.py, or xfbench run
+--suite generation): a plain `pytest xfbench/suites/` is the train/infer benchmark run.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pytest
+
+from xfbench import options
+from xfbench.errors import UsageError
+from xfbench.generation.cell import NETWORKS, GenerationCell, batches, expand, lengths
+from xfbench.generation.check import TokensDiverged
+from xfbench.generation.measure import measure
+from xfbench.generation.table import generation_table
+from xfbench.harness import memory
+from xfbench.harness.selection import Selection, parse
+from xfbench.harness.sweeps import at_thread_counts, described, thread_counts
+from xfbench.harness.threads import allowed_cpus
+from xfbench.plugin import Suite, Sweep, declare, measured, named, threads_configured
+
+
+@dataclass(frozen=True)
+class GenerationSelection:
+    selection: Selection
+    lengths: tuple[tuple[int, int], ...]
+    batches: tuple[int, ...]
+
+    def cells(self) -> list[GenerationCell]:
+        return expand(self.selection, list(self.lengths), list(self.batches))
+
+
+def _given(get) -> dict:
+    """The common selection options, for a generation run: GPT-2 unless --model names
+    another (refused with the reason), --batch-size read here (it may name several)."""
+    given = {dest: get(dest) for dest in options.SELECTION_OPTIONS}
+    if given.get("data") not in (None, "resident"):
+        raise UsageError(
+            "--data does not apply to the generation suite: its prompt is token ids drawn "
+            "from the seed, held on the device"
+        )
+    given.update(model=given.get("model") or ",".join(NETWORKS), batch_size=None)
+    given.update(data=None, data_dir=None, data_workers=None)
+    return given
+
+
+def select(config) -> GenerationSelection:
+    sel = parse(**_given(config.getoption))
+    if named(config, "test_generation.py"):
+        expand(sel, [], [])  # refuses a --model that does not generate, in one line
+    return GenerationSelection(
+        selection=sel,
+        lengths=tuple(lengths(config.getoption("lengths"), sel.preset.scale)),
+        batches=tuple(batches(config.getoption("batch_size"), sel.preset.scale)),
+    )
+
+
+def sweep(opts: dict) -> Sweep:
+    """`xfbench run --suite generation`: the generation cells at each thread count (GPU
+    cells once); thread counts: those given, else every CPU this process may use."""
+    threads = opts.get("threads")
+    counts = thread_counts(threads) if threads is not None else [len(allowed_cpus())]
+    given = _given(lambda dest: opts.get(dest) if dest != "threads" else None)
+    selections = {n: parse(**{**given, "threads": str(n)}) for n in counts}
+    sel = selections[counts[0]]
+    pairs = lengths(opts.get("lengths"), sel.preset.scale)
+    sizes = batches(opts.get("batch_size"), sel.preset.scale)
+    cells = at_thread_counts(selections, lambda s: expand(s, pairs, sizes))
+    selection = {
+        "suite": "generation",
+        **described(sel, counts),
+        "lengths": [f"{i}/{o}" for i, o in pairs],
+        "batch_sizes": sizes,
+    }
+    return Sweep(selection=selection, cells=cells, preset=sel.preset.name)
+
+
+SUITE = declare(
+    Suite(
+        name="generation",
+        param="generation_cell",
+        file="test_generation.py",
+        cells=lambda metafunc: SUITE.selection(metafunc.config).cells(),
+        cell_type=GenerationCell,
+        sweep=sweep,
+        select=select,
+        title="xfbench generation: GPT-2 greedy decoding with a key/value cache "
+        "(TTFT, TPOT, tokens/s)",
+        table=lambda records: generation_table(records),
+        tasks=("generate",),
+    )
+)
+
+
+@pytest.fixture
+def run_generation(request, benchmark):
+    """Decode one cell's sequences: skip with the reason when it cannot run here."""
+    config = request.config
+    chosen = SUITE.selection(config)
+
+    def run(cell: GenerationCell) -> dict:
+        threads_config = threads_configured(config, cell)
+        benchmark.group = f"generate {cell.network} b{cell.batch_size} " + (
+            f"{cell.prompt_tokens}/{cell.new_tokens}"
+        )
+        return measured(
+            SUITE.records(config),
+            cell,
+            lambda: measure(
+                benchmark,
+                cell,
+                preset=chosen.selection.preset,
+                threads_config=threads_config,
+            ),
+            one_line=(memory.TooLarge, TokensDiverged),
+        )
+
+    return run
