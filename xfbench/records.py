@@ -833,7 +833,7 @@ GENERATION = replaced(
     Field(
         "repeat_identical",
         "bool",
-        "the checked and every timed generation decoded the first's tokens",
+        "every timed generation and the checked one decoded the first's tokens",
     ),
     Field(
         "token_check", "object", "the second generation's tokens and logits checked", of=TOKEN_CHECK
@@ -869,7 +869,11 @@ GENERATION = replaced(
         "bytes a decode step reads at least: every weight once and the whole cache",
     ),
     Field("layers", "int", "transformer blocks"),
-    Field("peak_host_rss_bytes", "int", "peak resident memory"),
+    Field(
+        "peak_host_rss_bytes",
+        "int",
+        "peak resident memory from the build to the last timed generation (before the check)",
+    ),
     Field("peak_host_rss_scope", "str", "cell or process"),
     Field("peak_device_bytes", "int | null", "peak device memory (null on the host)"),
     Field("threads_requested", "int", "threads asked for"),

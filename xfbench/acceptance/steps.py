@@ -25,7 +25,16 @@ TESTS = Path(xfbench.__file__).resolve().parents[1] / "tests"
 
 # `first` fits one 15-minute GPU window (its caps, with RESERVE_S, within FIRST_BUDGET_S);
 # the others are for later windows, resuming into the same folder.
-PARTS = ("first", "gemm", "resnet50", "table7", "transformers", "serving", "checks")
+PARTS = (
+    "first",
+    "gemm",
+    "resnet50",
+    "table7",
+    "transformers",
+    "serving",
+    "generation",
+    "checks",
+)
 FIRST_BUDGET_S = 480  # 8 minutes: a window's 15 less the machine's start, transfers, margin
 
 # Figures the acceptance run must reach (the issue that set them: CuPy's bf16 GEMM within
@@ -382,6 +391,21 @@ def _later_sweeps(s: Sizes, sweep: tuple[str, ...]) -> list[Step]:
             what=f"{s.serving} served through LoadGen's four scenarios (docs/serving.md), "
             "PyTorch eager and compiled and JAX, bf16: p90 latency, Server QPS under the "
             "bound, Offline samples/s",
+        ),
+        Step(
+            name="generation",
+            part="generation",
+            cap_s=480,
+            argv=_sweep(
+                "--suite=generation",
+                "--framework=torch,jax,onnxruntime",
+                *sweep,
+            ),
+            # PyTorch eager, compiled and CUDA graphs, JAX, ONNX Runtime's cuda mode (skipped
+            # without onnxruntime-gpu) at batch 1 and 8, 128/128: each a compilation, the
+            # float64 token check on the host, and the preset's generations
+            what="GPT-2 token generation, 128/128 at batch 1 and 8 (docs/generation.md), "
+            "fp32: TTFT, TPOT and tokens/s, the tokens checked",
         ),
     ]
 

@@ -14,6 +14,10 @@ token's logits given every token before it. Two rules, both must hold:
 A cache written one position off, a wrong mask or a stale entry moves the logits by
 percents, where it may leave a trained network's argmax alone for many tokens
 (tests/test_generation.py plants such faults in every framework).
+
+A cell runs the check in a process of its own (check_apart): the float64 reference holds
+several times the network, and the allocator (harness/memory.py) keeps what it frees, so
+in the cell's process it would stay in every later cell's peak memory.
 """
 
 from __future__ import annotations
@@ -90,6 +94,30 @@ def check_generation(
         verified=result["verified"] and err <= TOL,
     )
     return result
+
+
+def decoding_weights(spec: Spec) -> dict:
+    """The weights every generation cell decodes with: the canonical initial weights at a
+    trained network's activation ranges (harness/equivalence.trained_range)."""
+    from xfbench.harness.equivalence import trained_range
+    from xfbench.models import initial_weights
+
+    return trained_range(spec, initial_weights(spec))
+
+
+def _checked(network: str, scale: str, prompt, tokens, logits) -> dict:
+    spec = get_spec(network, scale)
+    return check_generation(spec, decoding_weights(spec), prompt, tokens, logits)
+
+
+def check_apart(spec: Spec, prompt: np.ndarray, tokens: np.ndarray, logits: np.ndarray) -> dict:
+    """check_generation with decoding_weights, in a spawned process of its own."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    context = multiprocessing.get_context("spawn")  # nothing of this process's state
+    with ProcessPoolExecutor(1, mp_context=context) as pool:
+        return pool.submit(_checked, spec.id, spec.scale, prompt, tokens, logits).result()
 
 
 def verdict(result: dict) -> None:

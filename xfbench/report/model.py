@@ -573,6 +573,8 @@ def _block(bk, machines, inside, *, footnotes, by_cell, with_paper: bool) -> Blo
                 d.best_in_column = True
     task, network, batch, scale = bk
     lengths = sorted({r.tokens for _, r in inside if r.tokens})
+    if (task, network) == ("infer", "gpt2"):  # what GPT-2's inference cell is
+        task = "infer (prefill: one pass scoring every position, no cache)"
     title = (
         f"{network_title(network)}: {task}, batch {batch}"
         + (f" x {', '.join(map(str, lengths))} tokens" if lengths else "")

@@ -5,7 +5,10 @@ A cell's step is its FLOPs (the spec's) at an assumed rate: ASSUMED_GFLOPS_PER_T
 the CPU (fp32 matrix code reaches 40-110 GFLOP/s a core on the machines this suite was
 built on; docs/measurement.md), and ASSUMED_SHARE of a GPU's datasheet peak. It then takes
 the preset's steps (the first, the warm-ups, the rounds its budget gives) plus BUILD_S to
-build the network; a serving cell takes LoadGen's durations for its scenario. The real
+build the network; a serving cell takes LoadGen's durations for its scenario; a generation
+cell its generations (the compiling one, the checked one, the warm-ups, the timed ones),
+each a prefill at the FLOP rate and decode steps that read every weight at
+ASSUMED_GBPS_PER_THREAD, and its check in float64 at a quarter of the FLOP rate. The real
 time differs by the machine, often 2-5 times: an estimate to plan with, not a number.
 """
 
@@ -16,6 +19,9 @@ from xfbench.harness.presets import PRESETS
 ASSUMED_GFLOPS_PER_THREAD = 50.0
 ASSUMED_SHARE = 0.3
 BUILD_S = 2.0
+# a decode step at small batch reads every weight: 10-35 GB/s over 2 threads of a Zen 4
+# EPYC, by framework (docs/generation.md)
+ASSUMED_GBPS_PER_THREAD = 8.0
 
 
 def _rate(cell) -> float:
@@ -41,6 +47,8 @@ def cell_seconds(cell, preset_name: str) -> float | None:
 
         timing = TIMING.get(preset_name, TIMING["paper"])
         return BUILD_S + (timing.search_budget_s if scenario == "Server" else timing.min_duration_s)
+    if hasattr(cell, "new_tokens"):  # a generation cell
+        return _generation_seconds(cell, preset)
     if hasattr(cell, "batch_size"):  # a train/infer cell
         spec = get_spec(cell.network, cell.scale, cell.tokens)
         step = spec.flops(cell.task, cell.batch_size) / _rate(cell)
@@ -52,6 +60,21 @@ def cell_seconds(cell, preset_name: str) -> float | None:
         step = spec.flops("train", cell.global_batch) / rate
         return 3 * BUILD_S + (1 + preset.warmup + preset.min_rounds) * step
     return None
+
+
+def _generation_seconds(cell, preset) -> float:
+    from xfbench.models import get_spec
+
+    spec = get_spec(cell.network, cell.scale)
+    rate = _rate(cell)
+    tokens = cell.batch_size * (cell.prompt_tokens + cell.new_tokens)
+    flops = 2 * spec.param_count * tokens
+    read = 4 * spec.param_count / (ASSUMED_GBPS_PER_THREAD * 1e9 * max(1, cell.threads))
+    decode = max(2 * spec.param_count * cell.batch_size / rate, read)
+    one = 2 * spec.param_count * cell.batch_size * cell.prompt_tokens / rate
+    one += (cell.new_tokens - 1) * decode
+    check = 4 * flops / rate
+    return BUILD_S + check + (2 + preset.warmup + preset.min_rounds) * one
 
 
 def group_seconds(cells, preset_name: str) -> float | None:
