@@ -66,7 +66,6 @@ def _generator(framework: str, mode: str, spec, weights):
     adapter = get_adapter(framework)
     if adapter.import_error():
         pytest.skip(adapter.import_error())
-    adapter.configure_threads(2)
     return adapter.generator(spec, _cell(framework, mode), weights)
 
 
@@ -139,7 +138,7 @@ def test_a_cache_written_one_position_off_fails_the_check(framework, mode, smoke
         run = metrics.generate(generator, prompt, OSL, keep_logits=True)
     finally:
         generator.close()
-    result = check.check_generation(spec, weights, prompt, run.tokens, run.logits)
+    result = check.check_generation(spec, weights, prompt, tokens=run.tokens, logits=run.logits)
     assert not result["verified"] and result["logits_rel_err"] > 100 * TOL, result
     with pytest.raises(check.TokensDiverged, match="decoded (tokens|logits) are"):
         check.verdict(result)
@@ -184,11 +183,11 @@ def test_the_check_passes_the_reference_itself_and_counts_what_it_checked(smoke)
         tokens[:, j] = check.reference_logits(spec, weights, sequence)[:, -1].argmax(-1)
     sequence = np.concatenate([prompt, tokens[:, :-1]], axis=1)
     logits = check.reference_logits(spec, weights, sequence)[:, ISL - 1 :].astype(np.float32)
-    result = check.check_generation(spec, weights, prompt, tokens, logits)
+    result = check.check_generation(spec, weights, prompt, tokens=tokens, logits=logits)
     assert result["verified"] and result["tokens_checked"] == BATCH * OSL
     assert result["logits_rel_err"] < 1e-6
     noisy = logits + 1e-3 * np.abs(logits).max() * np.sign(logits)
-    result = check.check_generation(spec, weights, prompt, tokens, noisy)
+    result = check.check_generation(spec, weights, prompt, tokens=tokens, logits=noisy)
     assert result["tokens_verified"] and not result["verified"]
     with pytest.raises(check.TokensDiverged, match="decoded logits are"):
         check.verdict(result)

@@ -59,7 +59,7 @@ def _jax(monkeypatch, plant: str) -> None:
     if plant == "gelu":
         monkeypatch.setattr(
             transformer,
-            "_gelu",
+            "gelu",
             lambda x, kind: jax.nn.gelu(x, approximate=kind != "tanh"),
         )
         return

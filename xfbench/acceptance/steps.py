@@ -302,7 +302,12 @@ def _later(device: str, s: Sizes, out: Path, sweep: tuple[str, ...]) -> list[Ste
 
 
 def _later_sweeps(s: Sizes, sweep: tuple[str, ...]) -> list[Step]:
-    """The later windows' sweeps: Table 7's GPU column, the transformers, serving."""
+    """The later windows' sweeps: Table 7's GPU column, the transformers, serving, generation."""
+    return [*_table7_sweeps(s, sweep), *_transformer_sweeps(s, sweep)]
+
+
+def _table7_sweeps(s: Sizes, sweep: tuple[str, ...]) -> list[Step]:
+    """Table 7's GPU column: PyTorch eager, JAX, PyTorch compiled."""
     models = ("--model", s.models)
     return [
         Step(
@@ -346,6 +351,12 @@ def _later_sweeps(s: Sizes, sweep: tuple[str, ...]) -> list[Step]:
             ),
             what="Table 7's GPU column: PyTorch compiled and CUDA graphs, fp32",
         ),
+    ]
+
+
+def _transformer_sweeps(s: Sizes, sweep: tuple[str, ...]) -> list[Step]:
+    """The transformers' training, serving and token generation."""
+    return [
         Step(
             name="transformers-torch",
             part="transformers",

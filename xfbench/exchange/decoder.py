@@ -37,7 +37,7 @@ def cache_names(layers: int) -> list[tuple[str, str, str, str]]:
             for i in range(layers)]  # fmt: skip
 
 
-def _block(g: _Graph, layer: L.TransformerBlock, x: str, d: int, cache, where: dict) -> str:
+def _block(g: _Graph, layer: L.TransformerBlock, x: str, *, d: int, cache, where: dict) -> str:
     n, h, dh = layer.name, layer.heads, d // layer.heads
     past_k, past_v, present_k, present_v = cache
     qkv = _linear(g, f"{n}.attn.qkv", _layer_norm(g, f"{n}.ln1", x, d=d, eps=layer.eps),
@@ -91,7 +91,7 @@ def build_decoder(spec: Spec, weights: dict[str, np.ndarray], length: int):
                      g.op("Gather", [position, where["positions"]], axis=0)])  # fmt: skip
     caches = cache_names(len(blocks))
     for block, cache in zip(blocks, caches):
-        x = _block(g, block, x, d, cache, where)
+        x = _block(g, block, x, d=d, cache=cache, where=where)
     last = g.op(
         "Gather",
         [

@@ -79,7 +79,7 @@ def judge(logits: np.ndarray, tokens: np.ndarray) -> dict:
 
 
 def check_generation(
-    spec: Spec, weights: dict, prompt: np.ndarray, tokens: np.ndarray, logits: np.ndarray
+    spec: Spec, weights: dict, prompt: np.ndarray, *, tokens: np.ndarray, logits: np.ndarray
 ) -> dict:
     """The check of tokens (B, OSL) decoded after prompt (B, ISL) with logits (B, OSL, vocab)
     the framework computed for them."""
@@ -107,7 +107,7 @@ def decoding_weights(spec: Spec) -> dict:
 
 def _checked(network: str, scale: str, prompt, tokens, logits) -> dict:
     spec = get_spec(network, scale)
-    return check_generation(spec, decoding_weights(spec), prompt, tokens, logits)
+    return check_generation(spec, decoding_weights(spec), prompt, tokens=tokens, logits=logits)
 
 
 def check_apart(spec: Spec, prompt: np.ndarray, tokens: np.ndarray, logits: np.ndarray) -> dict:

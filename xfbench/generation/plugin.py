@@ -33,11 +33,13 @@ class GenerationSelection:
         return expand(self.selection, list(self.lengths), list(self.batches))
 
 
-def _given(get) -> dict:
+def _given(get, *, running: bool) -> dict:
     """The common selection options, for a generation run: GPT-2 unless --model names
-    another (refused with the reason), --batch-size read here (it may name several)."""
+    another (refused with the reason), --batch-size read here (it may name several).
+    running: this run runs generation cells, so a --data for the other suites is refused
+    (in a run of those, it is theirs)."""
     given = {dest: get(dest) for dest in options.SELECTION_OPTIONS}
-    if given.get("data") not in (None, "resident"):
+    if running and given.get("data") not in (None, "resident"):
         raise UsageError(
             "--data does not apply to the generation suite: its prompt is token ids drawn "
             "from the seed, held on the device"
@@ -48,8 +50,9 @@ def _given(get) -> dict:
 
 
 def select(config) -> GenerationSelection:
-    sel = parse(**_given(config.getoption))
-    if named(config, "test_generation.py"):
+    running = named(config, "test_generation.py")
+    sel = parse(**_given(config.getoption, running=running))
+    if running:
         expand(sel, [], [])  # refuses a --model that does not generate, in one line
     return GenerationSelection(
         selection=sel,
@@ -63,7 +66,7 @@ def sweep(opts: dict) -> Sweep:
     cells once); thread counts: those given, else every CPU this process may use."""
     threads = opts.get("threads")
     counts = thread_counts(threads) if threads is not None else [len(allowed_cpus())]
-    given = _given(lambda dest: opts.get(dest) if dest != "threads" else None)
+    given = _given(lambda dest: opts.get(dest) if dest != "threads" else None, running=True)
     selections = {n: parse(**{**given, "threads": str(n)}) for n in counts}
     sel = selections[counts[0]]
     pairs = lengths(opts.get("lengths"), sel.preset.scale)

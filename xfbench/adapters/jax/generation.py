@@ -48,7 +48,7 @@ def _attend(q, keys, values, seen):
     return jnp.einsum("bhqk,bhkd->bhqd", jax.nn.softmax(z, axis=-1), values)
 
 
-def _forward(spec: Spec, params, x, caches, position, seen):
+def _forward(spec: Spec, params, x, caches, *, position, seen):
     """x (B, T, d) at positions position.. through every block, each writing its keys and
     values to the cache first; seen: None (the prompt: causal within x) or (L,) bool, the
     cache positions the one new token may see. -> (the last position's next token and
@@ -85,13 +85,15 @@ def make_steps(spec: Spec, length: int):
     def prefill(params, prompt, caches):
         t = prompt.shape[1]
         x = jnp.take(params["embed.word"], prompt, axis=0) + params["embed.position"][:t]
-        return _forward(spec, params, x, caches, 0, None)
+        return _forward(spec, params, x, caches, position=0, seen=None)
 
     def decode(params, tokens, position, caches):
         x = jnp.take(params["embed.word"], tokens, axis=0)
         x = x + jax.lax.dynamic_index_in_dim(params["embed.position"], position, 0, False)
         seen = jnp.arange(length) <= position
-        return _forward(spec, params, x[:, None], caches, position, seen[None, None, None])
+        return _forward(
+            spec, params, x[:, None], caches, position=position, seen=seen[None, None, None]
+        )
 
     return jax.jit(prefill, donate_argnums=2), jax.jit(decode, donate_argnums=3)
 

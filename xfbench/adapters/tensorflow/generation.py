@@ -52,12 +52,12 @@ class CachedTransformer(Transformer):
         qkv = tf.reshape(self._linear(h, f"{layer.name}.attn.qkv"), [n, t, 3, self.heads, self.dh])
         return tf.unstack(tf.transpose(qkv, [2, 0, 3, 1, 4]))  # each (N, heads, T, dh)
 
-    def _attend(self, x, layer, q, k, v, allowed):
+    def _attend(self, x, layer, q, *, keys, values, allowed):
         """softmax(q k^T / sqrt(dh)) v where allowed, then the rest of the block."""
         n, t, d = tf.shape(x)[0], x.shape[1], x.shape[2]
-        z = tf.matmul(q, k, transpose_b=True) * tf.constant(1 / math.sqrt(self.dh))
+        z = tf.matmul(q, keys, transpose_b=True) * tf.constant(1 / math.sqrt(self.dh))
         z = tf.where(allowed, z, tf.constant(-math.inf, z.dtype))
-        y = tf.matmul(tf.nn.softmax(z, axis=-1), v)
+        y = tf.matmul(tf.nn.softmax(z, axis=-1), values)
         y = tf.reshape(tf.transpose(y, [0, 2, 1, 3]), [n, t, d])
         x = self._add(x, self._linear(y, f"{layer.name}.attn.out"))
         return self._add(x, self._mlp(self._layer_norm(x, f"{layer.name}.ln2", layer.eps), layer))
@@ -74,7 +74,7 @@ class CachedTransformer(Transformer):
             q, k, v = self._qkv(x, layer)
             self.keys[i][:, :, :t].assign(k)
             self.values[i][:, :, :t].assign(v)
-            x = self._attend(x, layer, q, k, v, causal)
+            x = self._attend(x, layer, q, keys=k, values=v, allowed=causal)
         return self._head(x[:, -1])
 
     def decode(self, tokens, position):
@@ -85,7 +85,7 @@ class CachedTransformer(Transformer):
             q, k, v = self._qkv(x, layer)
             write(self.keys[i], position, k)
             write(self.values[i], position, v)
-            x = self._attend(x, layer, q, self.keys[i], self.values[i], seen)
+            x = self._attend(x, layer, q, keys=self.keys[i], values=self.values[i], allowed=seen)
         return self._head(x[:, 0])
 
 
