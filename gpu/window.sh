@@ -13,5 +13,13 @@ cd "$(dirname "$0")/.."
 back=${OUT:-results/gpu-window}
 mkdir -p "$back"
 export PYTHONPATH=".${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
+# LoadGen (the serving parts) where the machine lacks it: its wheel for this Python, carried
+# in gpu/wheels/, unpacked onto the path (a wheel is a zip file; nothing is installed).
+if ! python3 -c "import mlperf_loadgen" 2>/dev/null; then
+    tag=$(python3 -c 'import sys; print(f"cp{sys.version_info[0]}{sys.version_info[1]}")')
+    for wheel in gpu/wheels/mlcommons_loadgen-*-"$tag"-*.whl; do
+        [ -f "$wheel" ] && python3 -m zipfile -e "$wheel" .gpu-site && export PYTHONPATH=".gpu-site:$PYTHONPATH"
+    done
+fi
 python3 -m xfbench.harness.cli acceptance --part first --device cuda:0 --preset quick \
     --out results/acceptance --pack "$back" "$@" 2>&1 | tee "$back/console.log"

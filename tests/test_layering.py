@@ -30,6 +30,7 @@ LAYERS = (
     ("harness",),  # selection, threads, timing, the equivalence proof
     # the pytest suites; the roofline (roofs, per-layer profiles: it builds cells)
     ("plugin", "suites", "gemm", "scaling", "allreduce", "serving", "generation", "roofline"),
+    ("token_serving",),  # a suite built on two: generation's decoders under serving's LoadGen
     ("runner",),  # xfbench run
     ("report",),  # xfbench report
     ("acceptance",),  # xfbench acceptance: runs the suites and the sweeps, reads their results

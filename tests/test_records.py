@@ -193,6 +193,14 @@ SUITES = {
         "--batch-size",
         "1",
     ],
+    # every framework's generator under LoadGen's three scenarios
+    "token_serving": [
+        "xfbench/suites/test_token_serving.py",
+        "--mode",
+        "eager,jit,function,cpu",
+        "--threads",
+        "1",
+    ],
     "equivalence": [
         "xfbench/suites/test_equivalence.py",
         "--framework",
@@ -254,7 +262,9 @@ def test_train_and_infer_records_hold_to_their_fields(tmp_path):
     _check(written, {"train", "infer"})
 
 
-@pytest.mark.parametrize("suite", ["gemm", "scaling", "allreduce", "equivalence", "generation"])
+@pytest.mark.parametrize(
+    "suite", ["gemm", "scaling", "allreduce", "equivalence", "generation", "token_serving"]
+)
 @pytest.mark.slow
 def test_each_suites_records_hold_to_their_fields(suite, tmp_path):
     _check(_written(suite, tmp_path), {suite})

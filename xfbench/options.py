@@ -31,6 +31,7 @@ GROUPS = {
     "parallel": "--suite scaling and --suite allreduce",
     "serving": "--suite serving",
     "generation": "--suite generation",
+    "token-serving": "--suite token-serving",
     "output": "output",
 }
 
@@ -71,8 +72,9 @@ OPTIONS: tuple[Option, ...] = (
         name="suite",
         values="`single` (the train/infer cells, each on one device), `scaling` "
         "(data-parallel training over N workers), `allreduce` (collective bandwidth), "
-        "`serving` (inference driven by MLPerf's LoadGen through its four scenarios) or "
-        "`generation` (GPT-2's token generation: TTFT, TPOT, tokens/s)",
+        "`serving` (inference driven by MLPerf's LoadGen through its four scenarios), "
+        "`generation` (GPT-2's token generation: TTFT, TPOT, tokens/s) or `token-serving` "
+        "(that generation driven by LoadGen's token mode)",
         default="single",
         pytest=False,
         run=ALL,
@@ -92,7 +94,7 @@ OPTIONS: tuple[Option, ...] = (
         "`resnet50`, `resnet56`, `lstm32`, `lstm64`, `bert_base`, `gpt2`",
         default="the preset's: Shi's nine and the two transformers (`table7`, "
         "`procurement`: the nine); serving: `resnet56`, `resnet50`; generation: `gpt2`",
-        run=("single", "scaling", "serving", "generation"),
+        run=("single", "scaling", "serving", "generation", "token-serving"),
         selection=True,
     ),
     Option(
@@ -102,7 +104,7 @@ OPTIONS: tuple[Option, ...] = (
         "`tensorrt`, `fused` (the transformers)",
         default="the preset's choice, else every mode that runs on the device (generation: "
         "every mode that generates there)",
-        run=("single", "serving", "generation"),
+        run=("single", "serving", "generation", "token-serving"),
         selection=True,
     ),
     Option(
@@ -111,7 +113,7 @@ OPTIONS: tuple[Option, ...] = (
         "(inference, where a framework has a CPU path), and `fp8` (GEMM suite only), "
         "comma-separated",
         default="fp32 (GEMM suite: every GEMM type)",
-        run=("single", "scaling", "serving", "generation"),
+        run=("single", "scaling", "serving", "generation", "token-serving"),
         selection=True,
     ),
     Option(
@@ -153,10 +155,11 @@ OPTIONS: tuple[Option, ...] = (
     ),
     Option(
         name="batch-size",
-        values="one mini-batch size, a whole number above 0 (serving: the largest batch "
-        "the SUT runs; generation: sequences decoded together, one or more sizes)",
-        default="the preset's: Table 7's, or the smoke batch (generation: 1 and 8; smoke 1 and 2)",
-        run=("single", "scaling", "serving", "generation"),
+        values="one mini-batch size, a whole number above 0 (serving, token-serving: the "
+        "largest batch the SUT runs; generation: sequences decoded together, one or more sizes)",
+        default="the preset's: Table 7's, or the smoke batch (generation: 1 and 8, smoke 1 "
+        "and 2; token-serving: 8, smoke 2)",
+        run=("single", "scaling", "serving", "generation", "token-serving"),
         selection=True,
     ),
     Option(
@@ -261,9 +264,9 @@ OPTIONS: tuple[Option, ...] = (
     Option(
         name="scenario",
         values="serving suite: LoadGen scenarios, comma-separated: `SingleStream`, "
-        "`MultiStream`, `Server`, `Offline` (any case)",
-        default="all four",
-        run=("serving",),
+        "`MultiStream`, `Server`, `Offline` (any case); token-serving: all but MultiStream",
+        default="every scenario of the suite",
+        run=("serving", "token-serving"),
         group="serving",
     ),
     Option(
@@ -282,10 +285,31 @@ OPTIONS: tuple[Option, ...] = (
         values="generation suite: prompt/new token pairs (ISL/OSL), comma-separated, e.g. "
         "`128/128,256/64`; prompt and new tokens together at most GPT-2's 1,024 positions "
         "(smoke size: 64)",
-        default="128/128 (smoke preset: 16/16)",
-        run=("generation",),
+        default="128/128 (smoke preset: 16/16); token-serving, one pair: quick 32/32, smoke "
+        "8/8, the others 128/128",
+        run=("generation", "token-serving"),
         group="generation",
         metavar="ISL/OSL",
+    ),
+    Option(
+        name="ttft-bound",
+        values="token-serving suite: the Server scenario's p99 time-to-first-token bound in "
+        "milliseconds, a number above 0 (MLPerf's interactive setting: 500)",
+        default="2000, MLPerf Inference's llama3.1-8b Server bound",
+        run=("token-serving",),
+        child=True,
+        group="token-serving",
+        metavar="MS",
+    ),
+    Option(
+        name="tpot-bound",
+        values="token-serving suite: the Server scenario's p99 time-per-output-token bound in "
+        "milliseconds, a number above 0 (MLPerf's interactive setting: 30)",
+        default="100, MLPerf Inference's llama3.1-8b Server bound",
+        run=("token-serving",),
+        child=True,
+        group="token-serving",
+        metavar="MS",
     ),
     Option(
         name="profile-layers",

@@ -35,7 +35,7 @@ from xfbench.harness.table import cell_table
 
 # Failures recorded, per-cell result files and one process per framework group (runner);
 # the GEMM suite's options, cells and summary (gemm); the scaling, all-reduce and serving
-# suites' (scaling, allreduce, serving); the generation suite's (generation).
+# suites' (scaling, allreduce, serving); the generation and token-serving suites'.
 pytest_plugins = (
     "xfbench.runner.plugin",
     "xfbench.gemm.plugin",
@@ -43,6 +43,7 @@ pytest_plugins = (
     "xfbench.allreduce.plugin",
     "xfbench.serving.plugin",
     "xfbench.generation.plugin",
+    "xfbench.token_serving.plugin",
 )
 
 SELECTION = pytest.StashKey()
@@ -101,6 +102,9 @@ class Suite:
     title: str = ""
     table: Callable[[list[dict]], str] | None = None
     tasks: tuple[str, ...] = ()  # the `task` of its cells' records (the runner's summary)
+    # options (dests) it reads by rules of its own, which the session's common selection
+    # then leaves to it where its file is named (generation: --batch-size lists sizes)
+    own_options: tuple[str, ...] = ()
     key: pytest.StashKey = field(default_factory=pytest.StashKey)
     records_key: pytest.StashKey = field(default_factory=pytest.StashKey)
 
@@ -193,7 +197,15 @@ def pytest_addoption(parser):
 
 
 def _parse(config) -> Selection:
-    return parse(**{dest: config.getoption(dest) for dest in options.SELECTION_OPTIONS})
+    """The session's common selection; an option a named suite reads by its own rules
+    (Suite.own_options) is left to that suite."""
+    own = {d for s in SUITES if s.file and named(config, s.file) for d in s.own_options}
+    return parse(
+        **{
+            dest: None if dest in own else config.getoption(dest)
+            for dest in options.SELECTION_OPTIONS
+        }
+    )
 
 
 SUITES_DIR = Path(__file__).resolve().parent / "suites"

@@ -406,17 +406,35 @@ def _transformer_sweeps(s: Sizes, sweep: tuple[str, ...]) -> list[Step]:
         Step(
             name="generation",
             part="generation",
-            cap_s=480,
+            cap_s=300,
             argv=_sweep(
                 "--suite=generation",
                 "--framework=torch,jax,onnxruntime",
                 *sweep,
             ),
             # PyTorch eager, compiled and CUDA graphs, JAX, ONNX Runtime's cuda mode (skipped
-            # without onnxruntime-gpu) at batch 1 and 8, 128/128: each a compilation, the
-            # float64 token check on the host, and the preset's generations
-            what="GPT-2 token generation, 128/128 at batch 1 and 8 (docs/generation.md), "
-            "fp32: TTFT, TPOT and tokens/s, the tokens checked",
+            # without onnxruntime-gpu) at batch 1, 8 and 64 (an accelerator's defaults),
+            # 128/128: each a compilation, the float64 token check on the host, and the
+            # preset's generations
+            what="GPT-2 token generation, 128/128 at batch 1, 8 and 64 (docs/generation.md), "
+            "fp32: TTFT, TPOT and tokens/s (the frontier), the tokens checked",
+        ),
+        Step(
+            name="token-serving",
+            part="generation",
+            cap_s=240,
+            argv=_sweep(
+                "--suite=token-serving",
+                "--framework=torch,jax",
+                "--mode=eager,jit",
+                *sweep,
+            ),
+            # two decoders' three scenarios at 128/128, the largest batch 64: each bucket a
+            # compilation and a check, 10 s runs, a Server search of at most 60 s and its
+            # confirmation over 459 queries; LoadGen from gpu/wheels (gpu/window.sh)
+            what="GPT-2 generation served through LoadGen's token mode (docs/token-serving.md), "
+            "PyTorch eager and JAX: p90 TTFT and TPOT, Server QPS under MLPerf's llama3.1-8b "
+            "bounds, Offline tokens/s",
         ),
     ]
 

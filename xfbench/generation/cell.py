@@ -20,6 +20,9 @@ NETWORKS = ("gpt2",)
 # given: 128/128 at batch 1 and 8 (full size); the smoke network's 64 positions hold 16/16.
 LENGTHS = {"full": ((128, 128),), "smoke": ((16, 16),)}
 BATCHES = {"full": (1, 8), "smoke": (1, 2)}
+# On an accelerator decode stays bandwidth-bound to far larger batches (the decode
+# roofline's ridge, docs/token-serving.md): its defaults add batch 64.
+ACCELERATOR_BATCHES = {"full": (1, 8, 64), "smoke": (1, 2)}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -63,11 +66,12 @@ def lengths(value: str | None, scale: str) -> list[tuple[int, int]]:
     return out
 
 
-def batches(value: str | None, scale: str) -> list[int]:
-    """--batch-size: one or more sizes, comma-separated (default: the scale's)."""
+def batches(value: str | None, scale: str, device: str = "cpu") -> list[int]:
+    """--batch-size: one or more sizes, comma-separated (default: the scale's, on the
+    device's kind)."""
     items = option_list("batch-size", value)
     if not items:
-        return list(BATCHES[scale])
+        return list((BATCHES if device == "cpu" else ACCELERATOR_BATCHES)[scale])
     for item in items:
         if not item.isdigit() or int(item) < 1:
             raise UsageError(f"--batch-size takes whole numbers above 0, not {item!r}")
@@ -84,8 +88,10 @@ def modes(framework: str, device: str, asked: tuple[str, ...] | None) -> list[st
     return [m for m in own if adapter.mode_reason(m, device) is None]
 
 
-def expand(sel: Selection, pairs: list[tuple[int, int]], sizes: list[int]) -> list[GenerationCell]:
-    """Every generation cell of the selection."""
+def expand(
+    sel: Selection, pairs: list[tuple[int, int]], sizes: list[int] | None
+) -> list[GenerationCell]:
+    """Every generation cell of the selection; sizes None: each device's default batches."""
     for network in sel.networks:
         if network not in NETWORKS:
             raise UsageError(
@@ -100,7 +106,7 @@ def expand(sel: Selection, pairs: list[tuple[int, int]], sizes: list[int]) -> li
             for mode in modes(fw, device, sel.modes):
                 for precision in sel.precisions:
                     for isl, osl in pairs:
-                        for b in sizes:
+                        for b in sizes or batches(None, sel.preset.scale, device):
                             out.append(
                                 GenerationCell(
                                     network="gpt2",

@@ -52,7 +52,8 @@ def decode_bytes(spec: Spec, cell: GenerationCell, cache_bytes: int) -> int:
     return 4 * spec.param_count + cache_bytes
 
 
-def _check(cell: GenerationCell):
+def runnable(cell: GenerationCell):
+    """The cell's adapter, or CannotRun with the reason it cannot run here."""
     adapter = get_adapter(cell.framework)
     reason = adapter.import_error() or adapter.check(cell.as_infer())
     if not reason and cell.precision != "fp32":
@@ -68,7 +69,7 @@ def measure(benchmark, cell: GenerationCell, *, preset: Preset, threads_config: 
     its logits kept, is checked (check.py): a cell that fails the check gives no number.
     Raises
     CannotRun (skip) with the reason, check.TokensDiverged (a failed cell) in one line."""
-    adapter = _check(cell)
+    adapter = runnable(cell)
     spec = get_spec(cell.network, cell.scale)
     weights = decoding_weights(spec)
     prompt = prompt_ids(spec, cell.batch_size, cell.prompt_tokens)
@@ -119,7 +120,7 @@ def measure(benchmark, cell: GenerationCell, *, preset: Preset, threads_config: 
             "first_generation_s": first.e2e_s,
             **compiled,
             **memory,
-            **_machine(cell, meter, threads_config, adapter),
+            **machine_fields(cell, meter, threads_config, adapter),
             **_energy(energy, rounds, cell),
         }
         record.update(generator.info)
@@ -146,7 +147,8 @@ def _memory(spec: Spec, cell: GenerationCell, generator, own_peak: bool) -> dict
     }
 
 
-def _machine(cell: GenerationCell, meter: CpuMeter, threads_config: dict[str, Any], adapter):
+def machine_fields(cell: GenerationCell, meter: CpuMeter, threads_config: dict[str, Any], adapter):
+    """What ran it: threads asked and used, the thread settings, versions, the CPU."""
     return {
         "threads_requested": cell.threads,
         "threads_used": round(meter.threads_used, 2),

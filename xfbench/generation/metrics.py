@@ -15,6 +15,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from xfbench.harness.stats import median_ci
+
 
 @dataclass
 class Generation:
@@ -79,4 +81,19 @@ def summary(runs: list[Generation], batch: int, prompt_tokens: int) -> dict:
         "decode_tokens_per_s": batch / tpot,
         "per_sequence_tokens_per_s": 1 / tpot,
         "prefill_tokens_per_s": batch * prompt_tokens / statistics.median(r.ttft_s for r in runs),
+        **intervals(runs, batch),
+    }
+
+
+def intervals(runs: list[Generation], batch: int) -> dict:
+    """The medians' intervals over the timed generations (harness.stats: order statistics,
+    the coverage reached recorded; 3 generations give [least, greatest] at 75 %): the
+    frontier's error bars."""
+    new_tokens = runs[0].tokens.shape[1]
+    throughput = median_ci([batch * new_tokens / r.e2e_s for r in runs])
+    interactivity = median_ci([1 / r.tpot_s for r in runs])
+    return {
+        "output_tokens_per_s_ci": [throughput[0], throughput[1]],
+        "per_sequence_tokens_per_s_ci": [interactivity[0], interactivity[1]],
+        "ci_coverage": throughput[2],
     }

@@ -27,19 +27,18 @@ from xfbench.plugin import Suite, Sweep, declare, measured, named, threads_confi
 class GenerationSelection:
     selection: Selection
     lengths: tuple[tuple[int, int], ...]
-    batches: tuple[int, ...]
+    batches: tuple[int, ...] | None  # None: each device's default
 
     def cells(self) -> list[GenerationCell]:
-        return expand(self.selection, list(self.lengths), list(self.batches))
+        return expand(self.selection, list(self.lengths), self.batches and list(self.batches))
 
 
-def _given(get, *, running: bool) -> dict:
-    """The common selection options, for a generation run: GPT-2 unless --model names
-    another (refused with the reason), --batch-size read here (it may name several).
-    running: this run runs generation cells, so a --data for the other suites is refused
-    (in a run of those, it is theirs)."""
+def generation_options(get) -> dict:
+    """The common selection options, for a generation run (and a token-serving one): GPT-2
+    unless --model names another (refused with the reason), --batch-size read by the
+    suite (it may name several), --data refused (the prompt is token ids)."""
     given = {dest: get(dest) for dest in options.SELECTION_OPTIONS}
-    if running and given.get("data") not in (None, "resident"):
+    if given.get("data") not in (None, "resident"):
         raise UsageError(
             "--data does not apply to the generation suite: its prompt is token ids drawn "
             "from the seed, held on the device"
@@ -49,15 +48,22 @@ def _given(get, *, running: bool) -> dict:
     return given
 
 
-def select(config) -> GenerationSelection:
-    running = named(config, "test_generation.py")
-    sel = parse(**_given(config.getoption, running=running))
-    if running:
-        expand(sel, [], [])  # refuses a --model that does not generate, in one line
+def _given_batches(value: str | None, scale: str) -> tuple[int, ...] | None:
+    """--batch-size's sizes, or None for each device's default (generation.cell.batches)."""
+    return tuple(batches(value, scale)) if value is not None else None
+
+
+def select(config) -> GenerationSelection | None:
+    """The selection where this suite runs (its file named); None otherwise, so that
+    another suite's options are not judged by this one's rules."""
+    if not named(config, "test_generation.py"):
+        return None
+    sel = parse(**generation_options(config.getoption))
+    expand(sel, [], [])  # refuses a --model that does not generate, in one line
     return GenerationSelection(
         selection=sel,
         lengths=tuple(lengths(config.getoption("lengths"), sel.preset.scale)),
-        batches=tuple(batches(config.getoption("batch_size"), sel.preset.scale)),
+        batches=_given_batches(config.getoption("batch_size"), sel.preset.scale),
     )
 
 
@@ -66,17 +72,17 @@ def sweep(opts: dict) -> Sweep:
     cells once); thread counts: those given, else every CPU this process may use."""
     threads = opts.get("threads")
     counts = thread_counts(threads) if threads is not None else [len(allowed_cpus())]
-    given = _given(lambda dest: opts.get(dest) if dest != "threads" else None, running=True)
+    given = generation_options(lambda dest: opts.get(dest) if dest != "threads" else None)
     selections = {n: parse(**{**given, "threads": str(n)}) for n in counts}
     sel = selections[counts[0]]
     pairs = lengths(opts.get("lengths"), sel.preset.scale)
-    sizes = batches(opts.get("batch_size"), sel.preset.scale)
+    sizes = _given_batches(opts.get("batch_size"), sel.preset.scale)
     cells = at_thread_counts(selections, lambda s: expand(s, pairs, sizes))
     selection = {
         "suite": "generation",
         **described(sel, counts),
         "lengths": [f"{i}/{o}" for i, o in pairs],
-        "batch_sizes": sizes,
+        "batch_sizes": list(sizes) if sizes else "each device's default (docs/generation.md)",
     }
     return Sweep(selection=selection, cells=cells, preset=sel.preset.name)
 
@@ -94,6 +100,7 @@ SUITE = declare(
         "(TTFT, TPOT, tokens/s)",
         table=lambda records: generation_table(records),
         tasks=("generate",),
+        own_options=("batch_size",),
     )
 )
 

@@ -22,7 +22,7 @@ def render(
 ) -> list[Path]:
     """Read RESULTS (runner folders or pytest-benchmark JSON files), write the report files
     into out, and return their paths (report.md / .html / .csv first, then
-    report-scaling.csv, report-allreduce.csv, report-serving.csv and report-generation.csv
+    report-scaling.csv, report-allreduce.csv, report-serving.csv, report-generation.csv and report-token-serving.csv
     when there are such results, then the plots).
 
     Raises report.load.LoadError (unusable input), report.procurement.PricesError and

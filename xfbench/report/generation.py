@@ -1,15 +1,20 @@
 """Token generation in the report: a table per machine and ISL/OSL (every framework, mode,
-batch and thread count, with the decode bound of the machine's measured bandwidth), its
-failed cells, a throughput-interactivity plot per machine, and report-generation.csv."""
+batch and thread count, with the decode bound of the machine's measured bandwidth), the
+decode roofline at the batches measured, the token-serving cells (LoadGen's token mode),
+what the tokens cost where a prices file gives a price, its failed cells, the
+throughput-interactivity frontier per machine (with the medians' intervals), and
+report-generation.csv and report-token-serving.csv."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 from xfbench.generation.table import HEADERS, ordered, row
+from xfbench.report import procurement
 from xfbench.report.model import Machine, Report
 from xfbench.report.roofline import roofs
 from xfbench.report.table import Table, Text
+from xfbench.token_serving import table as served
 
 CAPTION = (
     "GPT-2 decoding a static batch of prompts greedily with a key/value cache "
@@ -27,10 +32,15 @@ def _ok(records: list[dict]) -> list[dict]:
     return [r for r in records if r.get("status", "ok") == "ok"]
 
 
+def _roofs(m: Machine, r: dict) -> dict | None:
+    """The roofs measured where the cell ran (its GPU, or its CPU thread count)."""
+    device = str(r.get("device"))
+    return roofs(m).get(device if device != "cpu" else f"t{r.get('threads')}")
+
+
 def decode_bound(m: Machine, r: dict) -> float | None:
     """Tokens/s per sequence the decode step's bytes allow at the measured bandwidth."""
-    device = str(r.get("device"))
-    found = roofs(m).get(device if device != "cpu" else f"t{r.get('threads')}")
+    found = _roofs(m, r)
     moved = r.get("decode_bytes_per_step")
     if not found or not isinstance(moved, (int, float)) or moved <= 0:
         return None
@@ -67,20 +77,203 @@ def tables(report: Report) -> list[Table]:
     return out
 
 
+ROOFLINE_HEADERS = [
+    "where",
+    "batch",
+    "bytes/step MB",
+    "GFLOP/step",
+    "bound by",
+    "bound tokens/s per sequence",
+    "fastest cell",
+    "its tokens/s per sequence",
+    "of bound",
+]
+
+
+def roofline_tables(report: Report) -> list[Table]:
+    """Per machine and ISL/OSL: each batch measured, its decode step's bytes and FLOPs
+    (roofline/decode.py) against the roofs where it ran, the bound, the fastest cell and
+    its share; the caption gives the batch where decode stops being bandwidth-bound."""
+    from xfbench.models import get_spec
+    from xfbench.roofline.decode import ridge_batch, step
+
+    out = []
+    for m in report.machines:
+        groups: dict[tuple, list[dict]] = {}
+        for r in _ok(m.generation):
+            found = _roofs(m, r)
+            if found:
+                where = r["device"] if r["device"] != "cpu" else f"cpu t{r['threads']}"
+                key = (r.get("prompt_tokens"), r.get("new_tokens"), r.get("scale"), where)
+                groups.setdefault(key, []).append(r)
+        for (isl, osl, scale, where), found in sorted(groups.items(), key=str):
+            spec = get_spec("gpt2", scale or "full")
+            roof = _roofs(m, found[0])
+            bandwidth, peak = roof["bandwidth_gbps"], roof["peaks_tflops"].get("fp32")
+            rows, ridges = [], ridge_batch(spec, isl + osl, (bandwidth, peak)) if peak else None
+            for b in sorted({r["batch_size"] for r in found}):
+                s = step(spec, b, isl + osl)
+                seconds, limit = s.seconds(bandwidth, peak)
+                best = max(
+                    (r for r in found if r["batch_size"] == b),
+                    key=lambda r: r.get("per_sequence_tokens_per_s") or 0,
+                )
+                rate = best.get("per_sequence_tokens_per_s") or 0
+                rows.append(
+                    [Text(where), Text(str(b)), Text(f"{s.bytes / 1e6:.4g}")]
+                    + [Text(f"{s.flops / 1e9:.4g}"), Text(limit), Text(f"{1 / seconds:.4g}")]
+                    + [Text(f"{best['framework']} {best['mode']}"), Text(f"{rate:.4g}")]
+                    + [Text(f"{rate * seconds:.0%}")]
+                )
+            said = (
+                f"compute-bound from batch {ridges:.3g}"
+                if ridges
+                else "no batch compute-bound (the cache read outlasts the FLOPs)"
+                if peak
+                else "no fp32 peak measured"
+            )
+            out.append(
+                Table(
+                    title=f"Decode roofline, GPT-2, {isl}/{osl} tokens, {where}"
+                    + (f" on {m.label}" if len(report.machines) > 1 else ""),
+                    headers=ROOFLINE_HEADERS,
+                    rows=rows,
+                    anchor=f"decode-roofline-{isl}-{osl}-{where.replace(' ', '')}-{m.tag or 'A'}",
+                    caption=f"One decode step reads every weight and the whole cache of "
+                    f"{isl + osl} positions per sequence (fp32): {bandwidth:.4g} GB/s"
+                    + (f" and {peak:.4g} TFLOP/s" if peak else "")
+                    + f" measured there; {said}.",
+                    text_cols=9,
+                )
+            )
+    return out
+
+
+def serving_tables(report: Report) -> list[Table]:
+    """Per machine: every token-serving cell, LoadGen's numbers and verdict."""
+    out = []
+    for m in report.machines:
+        found = served.ordered(m.token_serving)
+        if not found:
+            continue
+        bounds = sorted(
+            {
+                (r.get("ttft_bound_ms"), r.get("tpot_bound_ms"))
+                for r in found
+                if "ttft_bound_ms" in r
+            },
+            key=str,
+        )
+        said = "; ".join(f"p99 TTFT {a:g} ms, p99 TPOT {b:g} ms" for a, b in bounds)
+        out.append(
+            Table(
+                title="Token serving through LoadGen, GPT-2"
+                + (f" on {m.label}" if len(report.machines) > 1 else ""),
+                headers=served.HEADERS,
+                rows=[[Text(c) for c in served.row(r)] for r in found],
+                anchor=f"token-serving-{m.tag or 'A'}",
+                caption=SERVING_CAPTION + (f" Server's bounds: {said}." if said else ""),
+                text_cols=len(served.HEADERS),
+            )
+        )
+    return out
+
+
+SERVING_CAPTION = (
+    "LoadGen in token mode (docs/token-serving.md): each sample's first token reported "
+    "when its batch's prefill returns it. SingleStream: p90 TTFT and TPOT of one query at a "
+    "time; Server: the highest Poisson rate whose p99 TTFT and p99 TPOT met the bounds, "
+    "confirmed over enough queries for LoadGen's early stopping; Offline: tokens/s with "
+    "every query issued at once. Static batches: a query waits for the batch before it."
+)
+
+
+def procurement_table(report: Report) -> Table | None:
+    """Where a prices file prices a machine: its fastest generation cell per ISL/OSL and
+    its best token-serving throughput, per dollar and per watt."""
+    rows = []
+    for m in report.machines:
+        if not m.prices:
+            continue
+        candidates = [
+            (r, "output_tokens_per_s", f"batch {r.get('batch_size')}") for r in _ok(m.generation)
+        ] + [
+            (r, "tokens_per_s", f"{r.get('scenario')} under LoadGen")
+            for r in _ok(m.token_serving)
+            if r.get("scenario") == "Offline" or r.get("server_qps")
+        ]
+        best: dict[tuple, tuple] = {}
+        for r, key, how in candidates:
+            rate = r.get(key)
+            lengths = (r.get("prompt_tokens"), r.get("new_tokens"))
+            if isinstance(rate, (int, float)) and rate > best.get(lengths, (0,))[0]:
+                best[lengths] = (rate, r, how)
+        for (isl, osl), (rate, r, how) in sorted(best.items(), key=str):
+            f = procurement.figures(rate, m.prices)
+            joules = r.get("joules_per_token")
+            rows.append(
+                [
+                    Text(f"{isl}/{osl}"),
+                    Text(m.label),
+                    Text(f"{r['framework']} {r['mode']} {r['device']}, {how}"),
+                    Text(f"{rate:.4g}"),
+                    Text(_num(f["samples_per_s_per_usd"], ".3g")),
+                    Text(_num(f["usd_per_million_samples"], ".3g")),
+                    Text(_num(f["samples_per_s_per_watt_typed"], ".3g")),
+                    Text(_num(joules, ".3g")),
+                ]
+            )
+    if not rows:
+        return None
+    return Table(
+        title="What generated tokens cost",
+        headers=[
+            "prompt/new",
+            "machine",
+            "fastest",
+            "tokens/s",
+            "tokens/s per $",
+            "$ per million tokens",
+            "tokens/s per W (typed power)",
+            "J per token (measured)",
+        ],
+        rows=rows,
+        anchor="generation-procurement",
+        caption="The prices file's figures (report/procurement.py) applied to output tokens: "
+        "each machine's fastest generation cell or LoadGen run per prompt/new lengths. $ per "
+        "million tokens uses the hourly price; typed power is the file's, never measured.",
+        text_cols=8,
+    )
+
+
+def _num(value, spec: str) -> str:
+    return format(value, spec) if isinstance(value, (int, float)) else ""
+
+
 def failure_lines(report: Report) -> list[str]:
     return [
         f"{r.get('framework')} {r.get('mode')} {r.get('precision')} {r.get('device')} "
-        f"batch {r.get('batch_size')} {r.get('prompt_tokens')}/{r.get('new_tokens')}, "
-        f"{m.label}: {r.get('status')}: {r.get('reason')}"
+        f"batch {r.get('batch_size')} {r.get('prompt_tokens')}/{r.get('new_tokens')}"
+        + (f" {r['scenario']}" if r.get("scenario") else "")
+        + f", {m.label}: {r.get('status')}: {r.get('reason')}"
         for m in report.machines
-        for r in m.generation
+        for r in [*m.generation, *m.token_serving]
         if r.get("status", "ok") != "ok"
     ]
 
 
+def _bar(value: float, interval) -> list[float]:
+    """Error-bar lengths below and above value from a [low, high] interval (none: 0)."""
+    if not (isinstance(interval, list) and len(interval) == 2):
+        return [0.0, 0.0]
+    return [max(0.0, value - interval[0]), max(0.0, interval[1] - value)]
+
+
 def plots(report: Report, folder: Path) -> dict[str, list[tuple[str, Path]]]:
-    """Per machine and ISL/OSL: output tokens/s (throughput) against tokens/s per sequence
-    (interactivity), a point per batch size, a line per framework, mode and thread count."""
+    """Per machine and ISL/OSL, the frontier: output tokens/s (throughput, per device)
+    against tokens/s per sequence (interactivity, per user), a point per batch size (the
+    static batch is the concurrency), a line per framework, mode and thread count, each
+    point's error bars its medians' intervals over the timed generations."""
     from xfbench.report.plots import SIZE, _legend, _save, plt
 
     out = []
@@ -90,21 +283,34 @@ def plots(report: Report, folder: Path) -> dict[str, list[tuple[str, Path]]]:
             lengths = f"{r.get('prompt_tokens')}/{r.get('new_tokens')}"
             label = f"{r['framework']} {r['mode']} {r['device']} t{r['threads']}"
             lines.setdefault(lengths, {}).setdefault(label, []).append(
-                (r["per_sequence_tokens_per_s"], r["output_tokens_per_s"], r["batch_size"])
+                (r["per_sequence_tokens_per_s"], r["output_tokens_per_s"], r["batch_size"], r)
             )
         for li, (lengths, found) in enumerate(sorted(lines.items())):
             fig, ax = plt.subplots(figsize=SIZE)
             for label, points in sorted(found.items()):
-                points.sort()
-                ax.plot([p[0] for p in points], [p[1] for p in points], marker="o", label=label)
-                for x, y, b in points:
+                points.sort(key=lambda p: p[:3])
+                xs, ys = [p[0] for p in points], [p[1] for p in points]
+                xerr = [_bar(p[0], p[3].get("per_sequence_tokens_per_s_ci")) for p in points]
+                yerr = [_bar(p[1], p[3].get("output_tokens_per_s_ci")) for p in points]
+                ax.errorbar(
+                    xs,
+                    ys,
+                    xerr=list(zip(*xerr)),
+                    yerr=list(zip(*yerr)),
+                    marker="o",
+                    capsize=2,
+                    label=label,
+                )
+                for x, y, b, _ in points:
                     ax.annotate(
                         f"b{b}", (x, y), fontsize=7, xytext=(3, 3), textcoords="offset points"
                     )
             ax.set_xlabel("tokens/s per sequence (1 / TPOT)")
             ax.set_ylabel("output tokens/s (all sequences)")
             ax.set_title(
-                f"GPT-2 generation {lengths}: throughput against interactivity ({m.short})"
+                f"GPT-2 generation {lengths}: throughput against interactivity ({m.short}); "
+                "bars: the medians' intervals",
+                fontsize=9,
             )
             _legend(ax, len(found))
             path = _save(fig, folder / f"generation-{mi}-{li}.png")
@@ -162,3 +368,47 @@ def csv_rows(report: Report) -> list[dict]:
                 }
             )
     return rows
+
+
+SERVING_COLUMNS = [
+    "machine",
+    "framework",
+    "mode",
+    "precision",
+    "device",
+    "threads",
+    "batch_size",
+    "prompt_tokens",
+    "new_tokens",
+    "scenario",
+    "status",
+    "ttft_p90_ms",
+    "ttft_p99_ms",
+    "tpot_p90_ms",
+    "tpot_p99_ms",
+    "tokens_per_s",
+    "qps",
+    "server_qps",
+    "samples_per_s",
+    "query_count",
+    "validity",
+    "early_stopping_met",
+    "ttft_bound_ms",
+    "tpot_bound_ms",
+    "mean_batch",
+    "compile_s",
+    "check_s",
+    "reason",
+]
+
+
+def serving_csv_rows(report: Report) -> list[dict]:
+    return [
+        {
+            **{k: r.get(k) for k in SERVING_COLUMNS},
+            "machine": m.label,
+            "status": r.get("status", "ok"),
+        }
+        for m in report.machines
+        for r in m.token_serving
+    ]

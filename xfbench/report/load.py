@@ -35,6 +35,7 @@ OWN_OUTPUTS = (
     "report-allreduce.csv",
     "report-serving.csv",
     "report-generation.csv",
+    "report-token-serving.csv",
 )
 
 
@@ -102,6 +103,7 @@ class Run:
     allreduce: list[dict[str, Any]] = field(default_factory=list)  # report.scaling sweeps
     serving: list[dict[str, Any]] = field(default_factory=list)  # serving records and failures
     generation: list[dict[str, Any]] = field(default_factory=list)  # generation, likewise
+    token_serving: list[dict[str, Any]] = field(default_factory=list)  # token serving, likewise
     problems: list[str] = field(default_factory=list)  # files or entries left out, and why
     files: int = 0  # files read
 
@@ -115,6 +117,7 @@ class Run:
             or self.allreduce
             or self.serving
             or self.generation
+            or self.token_serving
         )
 
 
@@ -373,8 +376,8 @@ def add_document(run: Run, doc: dict, source: str) -> None:
             run.serving.append({**extra, "source": source})
             used += 1
             continue
-        if kind == "generation":  # token generation: its own table (report/generation.py)
-            run.generation.append({**extra, "source": source})
+        if kind in ("generation", "token_serving"):  # their own tables (report/generation.py)
+            getattr(run, kind).append({**extra, "source": source})
             used += 1
             continue
         if kind in scaling.KINDS:
@@ -433,7 +436,7 @@ def add_document(run: Run, doc: dict, source: str) -> None:
 def _add_failure(run: Run, record: dict, source: str) -> None:
     """A failure record, in the list its suite's results go to."""
     cell = record.get("cell")
-    own = {"serve": run.serving, "generate": run.generation}
+    own = {"serve": run.serving, "generate": run.generation, "serve-tokens": run.token_serving}
     if isinstance(cell, dict) and cell.get("task") in own:
         own[cell["task"]].append(
             {

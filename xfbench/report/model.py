@@ -65,6 +65,7 @@ class Machine:
     copies: list[Result] = field(default_factory=list)
     serving: list[dict] = field(default_factory=list)  # serving records and failures
     generation: list[dict] = field(default_factory=list)  # generation records and failures
+    token_serving: list[dict] = field(default_factory=list)  # token-serving, likewise
 
     @property
     def names(self) -> list[str]:
@@ -132,6 +133,7 @@ def group_machines(runs: list[Run]) -> tuple[list[Machine], list[str]]:
         target.equivalence += run.equivalence
         target.serving += run.serving
         target.generation += run.generation
+        target.token_serving += run.token_serving
         for r in run.results:
             key = (block_key(r), row_key(r), col_key(r))
             if r.copies > 1:

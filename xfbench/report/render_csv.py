@@ -325,9 +325,9 @@ def _write(path: Path, columns, rows: list[dict]) -> Path:
 
 
 def write_scaling(report: Report, folder: Path) -> list[Path]:
-    """report-scaling.csv, report-allreduce.csv, report-serving.csv and
-    report-generation.csv, each only when there are such results (an earlier render's file
-    that no longer applies is removed)."""
+    """report-scaling.csv, report-allreduce.csv, report-serving.csv,
+    report-generation.csv and report-token-serving.csv, each only when there are such
+    results (an earlier render's file that no longer applies is removed)."""
     from xfbench.report import generation, serving
 
     written = []
@@ -336,6 +336,11 @@ def write_scaling(report: Report, folder: Path) -> list[Path]:
         ("report-allreduce.csv", ALLREDUCE_COLUMNS, allreduce_rows(report)),
         ("report-serving.csv", serving.COLUMNS, serving.csv_rows(report)),
         ("report-generation.csv", generation.COLUMNS, generation.csv_rows(report)),
+        (
+            "report-token-serving.csv",
+            generation.SERVING_COLUMNS,
+            generation.serving_csv_rows(report),
+        ),
     ):
         path = folder / name
         if rows:

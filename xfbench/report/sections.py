@@ -37,7 +37,9 @@ def _one(table: Table | None) -> list[Part]:
 
 
 def _table7(report: Report, plots: dict) -> list[Part]:
-    serving_only = report.scaling or any(m.serving or m.generation for m in report.machines)
+    serving_only = report.scaling or any(
+        m.serving or m.generation or m.token_serving for m in report.machines
+    )
     if not report.blocks and serving_only:
         return []
     names, tags = [m.label for m in report.machines], [m.tag for m in report.machines]
@@ -111,7 +113,13 @@ def _serving(report: Report, plots: dict) -> list[Part]:
 
 
 def _generation(report: Report, plots: dict) -> list[Part]:
-    found, failures = generation.tables(report), generation.failure_lines(report)
+    found = [
+        *generation.tables(report),
+        *generation.roofline_tables(report),
+        *generation.serving_tables(report),
+        *filter(None, [generation.procurement_table(report)]),
+    ]
+    failures = generation.failure_lines(report)
     if not (found or failures):
         return []
     return [

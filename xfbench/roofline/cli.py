@@ -1,6 +1,8 @@
 """`xfbench profile NETWORK`: every layer of a network, from its spec, with its FLOPs, the
 bytes it moves and its arithmetic intensity (roofline/profile.py), and with --framework
-each layer's measured time in that framework (roofline/layers.py).
+each layer's measured time in that framework (roofline/layers.py). `--task generate`: a
+language model's decode step at each batch against this machine's measured bandwidth and
+peak, and the batch where it stops being bandwidth-bound (roofline/decode.py).
 """
 
 from __future__ import annotations
@@ -16,12 +18,37 @@ from xfbench.roofline.profile import VALUE_BYTES, plot, table
 def parser() -> options.ArgumentParser:
     p = options.ArgumentParser(prog="xfbench profile", description=__doc__.split("\n\n")[0])
     p.add_argument("network", help=f"one of {', '.join(NETWORKS)}")
-    p.add_argument("--task", default="infer", help="infer (forward) or train (default: infer)")
-    p.add_argument("--batch-size", type=options.whole_number(1), help="default: Table 7's batch")
+    p.add_argument(
+        "--task",
+        default="infer",
+        help="infer (forward), train, or generate (gpt2's decode step; default: infer)",
+    )
+    p.add_argument(
+        "--batch-size",
+        type=options.whole_number(1),
+        help="default: Table 7's batch (generate: 1, 2, 4, ... 512)",
+    )
     p.add_argument("--precision", default="fp32", help=", ".join(VALUE_BYTES))
     p.add_argument("--scale", default="full", help=f"{' or '.join(SCALES)} (default: full)")
     p.add_argument("--format", default="md", help="md or csv (default: md)")
     p.add_argument("--plot", metavar="FILE", help="also write the per-layer plot (PNG)")
+    g = p.add_argument_group("--task generate")
+    g.add_argument(
+        "--lengths",
+        default="128/128",
+        metavar="ISL/OSL",
+        help="prompt/new tokens (default: 128/128)",
+    )
+    g.add_argument(
+        "--bandwidth",
+        metavar="GBPS",
+        help="memory bandwidth in GB/s (default: measured now, STREAM at --threads)",
+    )
+    g.add_argument(
+        "--peak",
+        metavar="TFLOPS",
+        help="peak at --precision in TFLOP/s (default: measured now, fp32 GEMM at --threads)",
+    )
     m = p.add_argument_group(
         "measured per-layer time (run the network, profile each layer's forward and backward)"
     )
@@ -47,7 +74,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.network not in NETWORKS:
             raise UsageError(f"unknown network {args.network!r}; valid: {', '.join(NETWORKS)}")
         for name, value, valid in (
-            ("--task", args.task, ("infer", "train")),
+            ("--task", args.task, ("infer", "train", "generate")),
             ("--precision", args.precision, tuple(VALUE_BYTES)),
             ("--scale", args.scale, SCALES),
             ("--format", args.format, ("md", "csv")),
@@ -58,6 +85,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"xfbench profile: {e}", file=sys.stderr)
         return 2
     spec = get_spec(args.network, args.scale)
+    if args.task == "generate":
+        return _decode(args, spec)
     batch = args.batch_size or spec.batch_size
     if args.framework:
         return _measured(args, spec, batch)
@@ -120,4 +149,46 @@ def _measured(args, spec: Spec, batch: int) -> int:
     except CannotRun as e:
         return fail(f"cannot measure {cell.id}: {e}", 1)
     print(layers.report(spec, cell, times, plain_s=plain, fmt=args.format))
+    return 0
+
+
+def _decode(args, spec: Spec) -> int:
+    """--task generate: the decode roofline at this machine's roofs (or those given)."""
+    from xfbench.generation.cell import NETWORKS, lengths
+    from xfbench.harness import threads
+    from xfbench.roofline import decode, roofs
+
+    try:
+        if spec.id not in NETWORKS:
+            raise UsageError(f"--task generate: {spec.id} does not generate; valid: {NETWORKS}")
+        [pair] = lengths(args.lengths, spec.scale) if "," not in args.lengths else [None]
+        if pair is None:
+            raise UsageError("--lengths: one ISL/OSL pair")
+        given = {
+            name: options.number(f"--{name}", value) if value is not None else None
+            for name, value in (("bandwidth", args.bandwidth), ("peak", args.peak))
+        }
+    except UsageError as e:
+        print(f"xfbench profile: {e}", file=sys.stderr)
+        return 2
+    bandwidth, peak = given["bandwidth"], given["peak"]
+    if bandwidth is None or peak is None:
+        n = args.threads or len(threads.allowed_cpus())
+        measured = roofs.measure(n)
+        bandwidth = bandwidth or measured["memory_bandwidth_gbps"]
+        own = measured.get(f"{args.precision}_peak_tflops")
+        peak = peak or (own if isinstance(own, (int, float)) else measured["fp32_peak_tflops"])
+        print(f"roofs measured now at {n} thread(s): {roofs.METHOD}", file=sys.stderr)
+    batches = [args.batch_size] if args.batch_size else [2**i for i in range(10)]
+    print(
+        decode.table(
+            spec,
+            batches=batches,
+            lengths=pair,
+            bandwidth_gbps=bandwidth,
+            peak_tflops=peak,
+            precision=args.precision,
+            fmt=args.format,
+        )
+    )
     return 0

@@ -8,7 +8,8 @@ the preset's steps (the first, the warm-ups, the rounds its budget gives) plus B
 build the network; a serving cell takes LoadGen's durations for its scenario; a generation
 cell its generations (the compiling one, the checked one, the warm-ups, the timed ones),
 each a prefill at the FLOP rate and decode steps that read every weight at
-ASSUMED_GBPS_PER_THREAD, and its check in float64 at a quarter of the FLOP rate. The real
+ASSUMED_GBPS_PER_THREAD, and its check in float64 at a quarter of the FLOP rate; a
+token-serving cell those of each bucket, and LoadGen's queries and durations. The real
 time differs by the machine, often 2-5 times: an estimate to plan with, not a number.
 """
 
@@ -42,6 +43,8 @@ def cell_seconds(cell, preset_name: str) -> float | None:
 
     preset = PRESETS[preset_name]
     scenario = getattr(cell, "scenario", None)
+    if scenario is not None and hasattr(cell, "new_tokens"):  # a token-serving cell
+        return _token_serving_seconds(cell, preset)
     if scenario is not None:  # a serving cell: LoadGen's durations decide
         from xfbench.serving.scenarios import TIMING
 
@@ -63,18 +66,45 @@ def cell_seconds(cell, preset_name: str) -> float | None:
 
 
 def _generation_seconds(cell, preset) -> float:
+    one, check = _one_generation(cell, cell.batch_size)
+    return BUILD_S + check + (2 + preset.warmup + preset.min_rounds) * one
+
+
+def _one_generation(cell, batch: int) -> tuple[float, float]:
+    """(one generation of batch sequences, its float64 check), seconds."""
     from xfbench.models import get_spec
 
     spec = get_spec(cell.network, cell.scale)
     rate = _rate(cell)
-    tokens = cell.batch_size * (cell.prompt_tokens + cell.new_tokens)
+    tokens = batch * (cell.prompt_tokens + cell.new_tokens)
     flops = 2 * spec.param_count * tokens
     read = 4 * spec.param_count / (ASSUMED_GBPS_PER_THREAD * 1e9 * max(1, cell.threads))
-    decode = max(2 * spec.param_count * cell.batch_size / rate, read)
-    one = 2 * spec.param_count * cell.batch_size * cell.prompt_tokens / rate
+    decode = max(2 * spec.param_count * batch / rate, read)
+    one = 2 * spec.param_count * batch * cell.prompt_tokens / rate
     one += (cell.new_tokens - 1) * decode
-    check = 4 * flops / rate
-    return BUILD_S + check + (2 + preset.warmup + preset.min_rounds) * one
+    return one, 4 * flops / rate
+
+
+def _token_serving_seconds(cell, preset) -> float:
+    """Each bucket's generations and check as a generation cell's, then LoadGen: 64
+    queries or the minimum duration (SingleStream), the duration and a half (Offline), or
+    the search's budget and the confirmation's queries at half the throughput (Server)."""
+    from xfbench.token_serving.measure import SERVER_QUERIES, SINGLESTREAM_QUERIES, timing
+    from xfbench.token_serving.sut import batching
+
+    plan = timing(preset.name)
+    policy = batching(cell.scenario, cell.batch_size, ttft_bound_ms=0.0)
+    total = BUILD_S
+    for b in policy.buckets:
+        one, check = _one_generation(cell, b)
+        total += check + (2 + preset.warmup) * one
+    alone, _ = _one_generation(cell, 1)
+    largest, _ = _one_generation(cell, policy.max_batch)
+    if cell.scenario == "SingleStream":
+        return total + max(plan.min_duration_s, SINGLESTREAM_QUERIES * alone)
+    if cell.scenario == "Offline":
+        return total + 1.65 * plan.min_duration_s
+    return total + plan.search_budget_s + SERVER_QUERIES / (0.5 * policy.max_batch / largest)
 
 
 def group_seconds(cells, preset_name: str) -> float | None:

@@ -51,6 +51,7 @@ class SystemUnderTest:
         self.padded = 0  # samples computed only to fill a bucket
         self.served = 0
         self.error: BaseException | None = None
+        self.kept: list = []  # what the responses of the batch being completed point at
         self.worker = threading.Thread(target=self._work, name="xfbench-sut", daemon=True)
 
     # LoadGen's callbacks (its own threads) -----------------------------------------
@@ -76,9 +77,9 @@ class SystemUnderTest:
     def _take(self) -> list | None:
         """The next batch: wait for a sample, then (Server) up to the gather window for the
         largest bucket to fill; then take every queued sample (up to the largest bucket) when
-        they fill at least half of the smallest bucket that holds them (padded up to it),
-        else as many as fill the largest bucket they fill (the rest wait for the next
-        batch): at most half of a batch is ever padding."""
+        padding them up to the smallest bucket that holds them stays within the policy's
+        padding limit (half a batch, by default), else as many as fill the largest bucket
+        they fill (the rest wait for the next batch)."""
         limit, gather = self.batching.max_batch, self.batching.gather_s
         with self.cond:
             while not self.queue and not self.stopping:
@@ -93,7 +94,9 @@ class SystemUnderTest:
                 self.cond.wait(left)
             n = min(len(self.queue), limit)
             filled = [b for b in self.batching.buckets if b <= n]
-            take = n if 2 * n >= self.batching.bucket(n) or not filled else filled[-1]
+            bucket = self.batching.bucket(n)
+            padded = (bucket - n) / bucket <= self.batching.padding_limit
+            take = n if padded or not filled else filled[-1]
             return [self.queue.popleft()[0] for _ in range(take)]
 
     def _work(self) -> None:
@@ -103,20 +106,31 @@ class SystemUnderTest:
             taken = self._take()
             if taken is None:
                 return
+            responses = None
             try:
                 n = len(taken)
                 bucket = self.batching.bucket(n)
                 x = self.samples[[s.index for s in taken]]
                 if bucket > n:
                     x = np.concatenate([x, np.repeat(x[-1:], bucket - n, axis=0)])
-                self.buckets[bucket].infer_samples(x)
+                responses = self.serve(taken, bucket, x)
                 self.batches += 1
                 self.padded += bucket - n
                 self.served += n
             except BaseException as e:  # said after the run; LoadGen must still finish
                 self.error = self.error or e
             finally:  # every sample taken is answered, or LoadGen would wait for ever
-                lg.QuerySamplesComplete([lg.QuerySampleResponse(s.id, 0, 0) for s in taken])
+                lg.QuerySamplesComplete(
+                    responses or [lg.QuerySampleResponse(s.id, 0, 0) for s in taken]
+                )
+                self.kept = []
+
+    def serve(self, taken: list, bucket: int, x: np.ndarray) -> list | None:
+        """Compute one batch (x: the taken samples, padded to the bucket); the responses
+        to complete them with, or None for empty ones. Data a response points at is held
+        in self.kept until LoadGen has been told."""
+        self.buckets[bucket].infer_samples(x)
+        return None
 
 
 def settings(
@@ -126,23 +140,32 @@ def settings(
     expected_latency_s: float,
     expected_qps: float,
     target_qps: float | None,
-    bound_ms: float,
+    bound_ms: float | None = None,
+    token_bounds_ms: tuple[float, float] | None = None,
+    min_queries: int = 1,
 ):
-    """LoadGen's TestSettings for one performance run."""
+    """LoadGen's TestSettings for one performance run: a latency bound_ms, or LoadGen's
+    token mode with its (TTFT, TPOT) bounds. min_queries 1: the duration decides
+    (scenarios.py); more where LoadGen's early stopping needs them."""
     import mlperf_loadgen as lg
 
     s = lg.TestSettings()
     s.scenario = getattr(lg.TestScenario, scenario)
     s.mode = lg.TestMode.PerformanceOnly
     s.min_duration_ms = int(min_duration_s * 1000)
-    s.min_query_count = 1  # the duration decides (scenarios.py)
+    s.min_query_count = min_queries
     s.single_stream_expected_latency_ns = max(1, int(expected_latency_s * 1e9))
     s.multi_stream_expected_latency_ns = max(1, int(expected_latency_s * 1e9))
     s.multi_stream_samples_per_query = MULTISTREAM_SAMPLES
     s.offline_expected_qps = max(1.0, expected_qps)
     if target_qps is not None:
         s.server_target_qps = target_qps
-    s.server_target_latency_ns = int(bound_ms * 1e6)
+    if token_bounds_ms is None:
+        s.server_target_latency_ns = int(bound_ms * 1e6)
+    else:  # measured: the SUT reports each sample's first token (never inferred)
+        s.use_token_latencies = True
+        s.ttft_latency, s.tpot_latency = (int(b * 1e6) for b in token_bounds_ms)
+        s.server_target_latency_ns = 0  # as mlperf.conf sets it for the LLMs: unused
     return s
 
 
@@ -209,12 +232,7 @@ def results(detail: dict, scenario: str) -> dict:
     # the other scenarios' are their samples'.
     per = "_per_query" if scenario == "MultiStream" else ""
     query = "_query" if scenario == "MultiStream" else ""
-    out = {
-        f"p{p.rstrip('0').rstrip('.').replace('.', '_')}_ms": ms(
-            f"result_{p}_percentile{per}_latency_ns"
-        )
-        for p in PERCENTILES
-    }
+    out = {f"p{_pct(p)}_ms": ms(f"result_{p}_percentile{per}_latency_ns") for p in PERCENTILES}
     out.update(
         mean_ms=ms(f"result_mean{query}_latency_ns"),
         min_ms=ms(f"result_min{query}_latency_ns"),
@@ -228,6 +246,8 @@ def results(detail: dict, scenario: str) -> dict:
         query_count=detail.get("result_query_count"),
         loadgen_version=detail.get("loadgen_version"),
     )
+    if detail.get("requested_use_token_latencies"):
+        out.update(token_results(detail, ms))
     if scenario == "Server":
         out.update(
             perf_constraints_met=detail.get("result_perf_constraints_met"),
@@ -240,4 +260,32 @@ def results(detail: dict, scenario: str) -> dict:
         out["samples_per_s"] = detail.get("result_samples_per_second")
     else:
         out["qps"] = detail.get("result_qps_with_loadgen_overhead")
+    return out
+
+
+def _pct(p: str) -> str:
+    """'99.90' -> '99_9': a percentile as record keys spell it."""
+    return p.rstrip("0").rstrip(".").replace(".", "_")
+
+
+def token_results(detail: dict, ms) -> dict:
+    """What LoadGen's token mode adds: each sample's time to first token (TTFT) and time
+    per output token after it (TPOT = (latency - TTFT) / (tokens - 1)), their
+    percentiles, tokens/s and its early-stopping verdicts."""
+    out = {}
+    for p in PERCENTILES:
+        out[f"ttft_p{_pct(p)}_ms"] = ms(f"result_first_token_{p}_percentile_latency_ns")
+        out[f"tpot_p{_pct(p)}_ms"] = ms(f"result_time_per_output_token_{p}_percentile_ns")
+    out.update(
+        ttft_mean_ms=ms("result_first_token_mean_latency_ns"),
+        ttft_min_ms=ms("result_first_token_min_latency_ns"),
+        ttft_max_ms=ms("result_first_token_max_latency_ns"),
+        tpot_mean_ms=ms("result_time_to_output_token_mean"),
+        tpot_min_ms=ms("result_time_to_output_token_min"),
+        tpot_max_ms=ms("result_time_to_output_token_max"),
+        tokens_per_s=detail.get("result_tokens_per_second")
+        or detail.get("result_completed_tokens_per_second"),
+        early_stopping_ttft=(detail.get("early_stopping_ttft_result") or "").strip() or None,
+        early_stopping_tpot=(detail.get("early_stopping_tpot_result") or "").strip() or None,
+    )
     return out

@@ -193,10 +193,10 @@ def _scenario(cell: ServingCell, buckets, samples, *, policy, plan, bound_ms, lo
         bound_ms=bound_ms,
     )
     kept = sut()
-    return {**loadgen.run(kept, cell.scenario, test, logs), **_batches(kept)}
+    return {**loadgen.run(kept, cell.scenario, test, logs), **batches_fields(kept)}
 
 
-def _batches(sut: loadgen.SystemUnderTest) -> dict:
+def batches_fields(sut: loadgen.SystemUnderTest) -> dict:
     return {
         "batches_run": sut.batches,
         "samples_served": sut.served,
@@ -208,21 +208,9 @@ def _batches(sut: loadgen.SystemUnderTest) -> dict:
 def server_search(
     *, sut, plan, latency_s: float, throughput: float, bound_ms: float, logs: Path
 ) -> dict:
-    """The highest target QPS whose p99 LoadGen finds within the bound, each try one
-    LoadGen run of the preset's duration, within its run count and time budget. The first
-    try is a light load, a tenth of what one query at a time sustains (LIGHT_LOAD x 1 / the
-    warm batch-1 latency): if LoadGen finds even that over the bound, no rate meets it.
-    Otherwise a bisection in log space between it and 1.2 x the warm throughput at the
-    largest bucket (more cannot be served), so that a bound met only at a small share of
-    the throughput is found as surely as one met near it."""
-    high = max(1.2 * throughput, 1e-3)
-    low = min(LIGHT_LOAD / latency_s, high / 4)
-    steps, best = [], None
-    started = time.monotonic()
-    for i in range(plan.search_runs):
-        if i and time.monotonic() - started + plan.min_duration_s > plan.search_budget_s:
-            break
-        qps = low if not i else math.sqrt(low * high)
+    """The highest target QPS whose p99 LoadGen finds within the bound (search_rates)."""
+
+    def run_at(qps: float, folder: Path) -> dict:
         test = loadgen.settings(
             "Server",
             min_duration_s=plan.min_duration_s,
@@ -232,13 +220,62 @@ def server_search(
             bound_ms=bound_ms,
         )
         kept = sut()
+        return {**loadgen.run(kept, "Server", test, folder), **batches_fields(kept)}
+
+    out = search_rates(
+        plan=plan,
+        rates=(latency_s, throughput),
+        run_at=run_at,
+        logs=logs,
+        step_of=lambda result: {"p99_ms": result.get("p99_ms")},
+    )
+    if out.get("server_qps") is None:
+        steps = out["server_search"]
+        tried = [s for s in steps if isinstance(s["p99_ms"], (int, float))]
+        lowest = min(tried, key=lambda s: s["p99_ms"], default=None)
+        said = (
+            f"the lowest p99, {lowest['p99_ms']:.4g} ms, at {lowest['target_qps']:.4g} QPS"
+            if lowest
+            else "LoadGen gave no p99"
+        )
+        out.update(
+            server_reason=(
+                f"no rate tried met the {bound_ms:g} ms p99 bound ({said}; warm batch-1 "
+                f"latency {latency_s * 1e3:.4g} ms)"
+            ),
+            p99_ms=lowest["p99_ms"] if lowest else None,
+        )
+    return out
+
+
+def search_rates(*, plan, rates: tuple[float, float], run_at, logs: Path, step_of) -> dict:
+    """The highest target QPS whose run LoadGen finds within its bounds
+    (perf_constraints_met), each try one LoadGen run (run_at(qps, folder): its results)
+    in a folder of its own, within the plan's run count and time budget. rates: (the warm
+    latency of one query alone, s; the warm throughput of the largest bucket, queries/s).
+    The first try is a light load, a tenth of what one query at a time sustains
+    (LIGHT_LOAD / latency): if LoadGen finds even that over a bound, no rate meets it.
+    Otherwise a bisection in log space between it and 1.2 x the throughput (more cannot
+    be served), so that a bound met only at a small share of the throughput is found as
+    surely as one met near it. step_of(result): what each step records beyond the
+    rate, throughput and verdicts. Returns the best run's results with server_qps (None
+    and valid False where none met the bounds), server_search (the steps) and its time."""
+    latency_s, throughput = rates
+    high = max(1.2 * throughput, 1e-3)
+    low = min(LIGHT_LOAD / latency_s, high / 4)
+    steps, best = [], None
+    started = time.monotonic()
+    for i in range(plan.search_runs):
+        if i and time.monotonic() - started + plan.min_duration_s > plan.search_budget_s:
+            break
+        qps = low if not i else math.sqrt(low * high)
         folder = f"qps-{qps:.6g}"
-        result = {**loadgen.run(kept, "Server", test, logs / folder), **_batches(kept)}
+        result = run_at(qps, logs / folder)
         met = bool(result.get("perf_constraints_met"))
         steps.append(
             {
                 "target_qps": qps,
-                "p99_ms": result.get("p99_ms"),
+                **step_of(result),
                 "completed_samples_per_s": result.get("completed_samples_per_s"),
                 "perf_constraints_met": met,
                 "validity": result.get("validity"),
@@ -255,22 +292,5 @@ def server_search(
             high = qps
     out = {"server_search": steps, "server_search_s": time.monotonic() - started}
     if best is None:
-        tried = [s for s in steps if isinstance(s["p99_ms"], (int, float))]
-        lowest = min(tried, key=lambda s: s["p99_ms"], default=None)
-        said = (
-            f"the lowest p99, {lowest['p99_ms']:.4g} ms, at {lowest['target_qps']:.4g} QPS"
-            if lowest
-            else "LoadGen gave no p99"
-        )
-        out.update(
-            server_qps=None,
-            valid=False,
-            server_reason=(
-                f"no rate tried met the {bound_ms:g} ms p99 bound ({said}; warm batch-1 "
-                f"latency {latency_s * 1e3:.4g} ms)"
-            ),
-            p99_ms=lowest["p99_ms"] if lowest else None,
-        )
-        return out
-    best["server_qps"] = best["target_qps"]
-    return {**best, **out}
+        return {**out, "server_qps": None, "valid": False}
+    return {**best, "server_qps": best["target_qps"], **out}

@@ -41,9 +41,13 @@ def latency_bound(value) -> float | None:
     return options.number("--latency-bound", value, what="a number of milliseconds")
 
 
-def select(config) -> ServingSelection:
+def select(config) -> ServingSelection | None:
+    """The selection where this suite runs (its file named); None otherwise, so that
+    another suite's options are not judged by this one's rules."""
+    if not named(config, "test_serving.py"):
+        return None
     given = {dest: config.getoption(dest) for dest in options.SELECTION_OPTIONS}
-    if given["data"] not in (None, "resident") and named(config, "test_serving.py"):
+    if given["data"] not in (None, "resident"):
         raise UsageError(
             "--data does not apply to the serving suite: its synthetic samples are copied "
             "to the device with each batch it serves"

@@ -99,6 +99,9 @@ class Batching:
     buckets: tuple[int, ...]
     max_batch: int
     gather_s: float  # Server: a batch closes when full or this long after its first sample
+    # the largest share of a batch that may be padding: beyond it the SUT runs the samples
+    # that fill a smaller bucket and leaves the rest queued (1: any, all queued run at once)
+    padding_limit: float = 0.5
 
     def bucket(self, n: int) -> int:
         return next(b for b in self.buckets if b >= n)
@@ -109,6 +112,7 @@ class Batching:
             "max_batch": self.max_batch,
             "gather_ms": round(self.gather_s * 1e3, 3),
             "padding": "copies of the batch's last sample; their results are discarded",
+            "padding_limit": self.padding_limit,
             "compiled_before_load": True,
         }
 
