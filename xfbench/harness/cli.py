@@ -24,6 +24,10 @@ SUBCOMMANDS = {
         "xfbench.report.score",
         "the machine and per-core scores, with intervals, against a reference result set",
     ),
+    "compare": (
+        "xfbench.report.compare",
+        "two runs or sets of runs, cell by cell: ratios, intervals, verdicts, an exit code",
+    ),
     "profile": (
         "xfbench.roofline.cli",
         "a network's layers: FLOPs, bytes moved, arithmetic intensity (from its spec)",

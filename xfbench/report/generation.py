@@ -288,7 +288,7 @@ def plots(report: Report, folder: Path) -> dict[str, list[tuple[str, Path]]]:
         for li, (lengths, found) in enumerate(sorted(lines.items())):
             fig, ax = plt.subplots(figsize=SIZE)
             for label, points in sorted(found.items()):
-                points.sort(key=lambda p: p[:3])
+                points.sort(key=lambda p: p[2])  # by batch: the concurrency sweep's order
                 xs, ys = [p[0] for p in points], [p[1] for p in points]
                 xerr = [_bar(p[0], p[3].get("per_sequence_tokens_per_s_ci")) for p in points]
                 yerr = [_bar(p[1], p[3].get("output_tokens_per_s_ci")) for p in points]

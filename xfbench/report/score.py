@@ -183,7 +183,8 @@ def cell_key(r) -> tuple | None:
     return None if r.copies > 1 else (block_key(r), row_key(r), col_key(r))
 
 
-def _name(key: tuple, kind: str) -> str:
+def workload_name(key: tuple, kind: str) -> str:
+    """A workload or cell key in words."""
     from xfbench.report.model import display
 
     if kind == "machine":
@@ -227,7 +228,7 @@ def compare(results, reference, kind: str) -> Score:
         by_network.setdefault(network, []).append(i)
         winners.append(
             Winner(
-                workload=_name(k, kind),
+                workload=workload_name(k, kind),
                 network=network,
                 here=configuration(a.result),
                 there=configuration(b.result),
@@ -463,8 +464,42 @@ def winners_table(s: Score) -> str:
     )
 
 
+def over_runs_text(group: list, scores: list[Scores]) -> str:
+    """Several runs of one machine: each run's scores, then their geometric means with the
+    t-interval over runs (report/runs.py)."""
+    from xfbench.report.runs import METHOD, over_runs
+
+    lines = [
+        f"{group[0].machine['label']}: {len(group)} runs against {scores[0].reference}",
+        *(
+            f"  {run.name}: machine score {value_text(s.machine)}, per-core score "
+            + (value_text(s.per_core) if s.per_core.value else "none")
+            for run, s in zip(group, scores, strict=True)
+        ),
+    ]
+    for kind, label in (("machine", "machine score"), ("per_core", "per-core score")):
+        values = [getattr(s, kind).value for s in scores if getattr(s, kind).value]
+        if len(values) == len(scores):
+            o = over_runs(values)
+            lines.append(f"{label} over the runs: {o.text()}; the runs span {o.spread:.1%}")
+    lines.append(
+        f"interval over runs: {METHOD}, on each run's score (it holds what changes between "
+        "runs; each run's own interval, above, holds only its rounds' noise)"
+    )
+    return "\n".join(lines)
+
+
+def _grouped(paths: list[str]) -> list[list]:
+    """The runs of RESULTS grouped by machine (its label), in the order given."""
+    groups: dict[str, list] = {}
+    for path in paths:
+        run = load_run(path)
+        groups.setdefault(run.machine["label"], []).append(run)
+    return list(groups.values())
+
+
 def main(argv: list[str] | None = None) -> int:
-    from xfbench.report.load import LoadError, load
+    from xfbench.report.load import LoadError
 
     p = options.ArgumentParser(
         prog="xfbench score",
@@ -472,7 +507,12 @@ def main(argv: list[str] | None = None) -> int:
         "workload at each machine's best) and the per-core score (equal columns), each "
         "with its 95 %% interval.",
     )
-    p.add_argument("results", help="a runner folder or pytest-benchmark JSON file")
+    p.add_argument(
+        "results",
+        nargs="+",
+        help="runner folders or pytest-benchmark JSON files; several runs of one machine "
+        "are scored together, with an interval over runs",
+    )
     p.add_argument(
         "--reference",
         help="a reference runner folder (default: the one checked in with xfbench, of "
@@ -490,7 +530,7 @@ def main(argv: list[str] | None = None) -> int:
     if isinstance(args, int):
         return args
     try:
-        run = load(args.results)
+        groups = _grouped(args.results)
         candidates = [Path(args.reference)] if args.reference else references()
         if not candidates:
             print(
@@ -498,10 +538,16 @@ def main(argv: list[str] | None = None) -> int:
                 file=sys.stderr,
             )
             return 2
-        best = best_reference(run, [Path(args.reference)] if args.reference else None)
+        outcome = [
+            _score_group(group, [Path(args.reference)] if args.reference else None)
+            for group in groups
+        ]
     except LoadError as e:
         print(f"xfbench score: {e}", file=sys.stderr)
         return 1
+    if len(groups) > 1 or len(groups[0]) > 1:
+        return _print_groups(groups, outcome, candidates, args)
+    run, best = groups[0][0], outcome[0][0]
     if best is None:
         names = ", ".join(Path(c).name for c in candidates)
         kind = "" if args.reference else f" of its kind ({device_kind(run)})"
@@ -530,3 +576,38 @@ def main(argv: list[str] | None = None) -> int:
         print()
         print(winners_table(best.machine))
     return 0
+
+
+def _score_group(group: list, candidates) -> list[Scores | None]:
+    """Each run of one machine against one reference: the one sharing the most workloads
+    with the group's first run."""
+    first = best_reference(group[0], candidates)
+    if first is None:
+        return [None] * len(group)
+    refs = [load_run(c) for c in candidates] if candidates else [load_run(p) for p in references()]
+    ref = next(r for r in refs if r.name == first.reference)
+    return [first] + [score(run, ref) for run in group[1:]]
+
+
+def _print_groups(groups: list, outcome: list, candidates, args) -> int:
+    """Several RESULTS: each machine's runs, scored together."""
+    if args.prices or args.winners:
+        print("xfbench score: --prices and --winners take one run", file=sys.stderr)
+        return 2
+    status = 0
+    for group, scores in zip(groups, outcome, strict=True):
+        if scores[0] is None:
+            names = ", ".join(Path(c).name for c in candidates)
+            print(
+                f"xfbench score: {group[0].name} shares no workload with a reference: {names}",
+                file=sys.stderr,
+            )
+            status = 1
+            continue
+        if len(group) == 1:
+            print(f"{group[0].machine['label']} ({group[0].name}):")
+            print(describe(scores[0]))
+        else:
+            print(over_runs_text(group, scores))
+        print()
+    return status

@@ -9,7 +9,15 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from xfbench.report import anchors, generation, roofline, scaling_tables, serving, tables
+from xfbench.report import (
+    anchors,
+    generation,
+    roofline,
+    runs,
+    scaling_tables,
+    serving,
+    tables,
+)
 from xfbench.report.model import Report
 from xfbench.report.table import Table
 
@@ -150,8 +158,10 @@ def _left_out(report: Report, plots: dict) -> list[Part]:
 
 SECTIONS: tuple[Callable[[Report, dict], list[Part]], ...] = (
     lambda r, p: _one(tables.answer_table(r)),  # the answer first: the scores
+    lambda r, p: _one(runs.scores_table(r)),  # and over several runs of one machine
     lambda r, p: _one(tables.procurement_summary(r)),  # then what money buys
     lambda r, p: _one(tables.fastest_table(r)),
+    lambda r, p: _one(runs.fastest_table(r)),
     lambda r, p: _one(tables.machines_table(r)),
     lambda r, p: _one(tables.machines_compared_table(r)),
     lambda r, p: _one(tables.backends_table(r)),

@@ -276,18 +276,26 @@ def copies_table(report: Report) -> Table | None:
     )
 
 
-def verdict(a, b) -> str:
+def verdict(a, b, floor: float = 0.0) -> str:
     """How two timed results compare: "1.45x (CI 1.38-1.52x)" when a is faster beyond
-    noise, else "within noise (1.02x, CI 0.97-1.08x)"; the ratio is b's time over a's."""
+    noise, else "within noise (1.02x, CI 0.97-1.08x)"; the ratio is b's time over a's.
+    floor: results of two runs (two machines), whose interval is widened by the
+    run-to-run noise floor of the kind of workload (report/runs.py)."""
     from xfbench.harness.stats import ratio_ci
     from xfbench.report.model import interval
 
     ia, ib = interval(a), interval(b)
     if ia is None or ib is None:
-        return f"{b.median / a.median:.3g}x (no interval recorded)"
-    ratio, low, high, noise = ratio_ci(ib, ia)
-    text = f"{ratio:.3g}x, CI {low:.3g}-{high:.3g}x"
-    return f"within noise ({text})" if noise else f"{ratio:.3g}x faster ({text})"
+        ratio = b.median / a.median
+        if floor and 1 / (1 + floor) <= ratio <= 1 + floor:
+            return f"within the run-to-run floor ({ratio:.3g}x, floor +-{floor:.0%})"
+        return f"{ratio:.3g}x (no interval recorded)"
+    ratio, low, high, _ = ratio_ci(ib, ia)
+    low, high = low / (1 + floor), high * (1 + floor)
+    text = f"{ratio:.3g}x, CI {low:.3g}-{high:.3g}x" + (
+        f" with the run-to-run floor +-{floor:.0%}" if floor else ""
+    )
+    return f"within noise ({text})" if low <= 1 <= high else f"{ratio:.3g}x faster ({text})"
 
 
 def compact_table7(report: Report) -> Table | None:
@@ -400,7 +408,10 @@ def fastest_table(report: Report) -> Table | None:
 
 def machines_compared_table(report: Report) -> Table | None:
     """Each cell two machines both measured, the base machine against each other one:
-    which is faster and by how much, or within noise (their intervals' ratio contains 1)."""
+    which is faster and by how much, or within noise (their intervals' ratio, widened by
+    the noise floor, contains 1)."""
+    from xfbench.report.runs import floor
+
     if len(report.machines) < 2 or report.base is None:
         return None
     ref = report.base
@@ -426,7 +437,7 @@ def machines_compared_table(report: Report) -> Table | None:
                         _t(row.label),
                         _t(col_label(col.key)),
                         _t(f"{ref.tag} vs {other.tag}"),
-                        _t(f"{who}: " + verdict(fast, slow)),
+                        _t(f"{who}: " + verdict(fast, slow, floor(block.key[1]))),
                     ]
                 )
     if not rows:
@@ -437,8 +448,10 @@ def machines_compared_table(report: Report) -> Table | None:
         rows,
         anchor="machines-compared",
         text_cols=5,
-        caption="Ratios and intervals as in the fastest-per-network table: within noise "
-        "where the interval of the ratio contains 1.",
+        caption="Ratios and intervals as in the fastest-per-network table, each interval "
+        "widened by the run-to-run noise floor of its kind of workload (two machines are "
+        "two runs, and what moves a run is in no run's rounds: docs/reports.md): within "
+        "noise where it contains 1.",
     )
 
 

@@ -1,0 +1,224 @@
+"""Verdicts that survive a second run: intervals over several runs of one machine, and the
+run-to-run noise floor a comparison falls back on where a side has a single run.
+
+Within one run, a cell's interval (harness/stats.py) and a score's (report/score.py)
+describe the noise of its timed rounds; two runs of one machine differ by more than that
+(another boot, another placement in memory, other tenants). Over runs, xfbench uses a
+t-interval on the runs' log values: mean(log x) +- t(0.975, n-1) sd(log x) / sqrt(n),
+exponentiated. Why: with 3 runs a bootstrap over runs has 10 distinct resamples and its
+percentile interval is about the runs' range, which covers a 95 % interval's worth only
+about half the time; the t-interval widens for the few runs there are (t = 4.30 at 3 runs)
+and assumes only that a machine's log times scatter normally from run to run, which ratios
+of times do well enough. Logs, because speeds compare as ratios.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+LEVEL = 0.95
+METHOD = "t-interval on the runs' log values (95 %)"
+
+# The run-to-run noise floor: how far one run of a cell may land from another run of the
+# same cell on the same machine, as a share, per kind of workload (the network's family):
+# the largest max/min - 1 of any pair of runs of any cell measured (their 95th percentile,
+# 7-11 %, would let a comparison of 18 cells call about one of them a regression by
+# chance; the largest keeps a maintainer's CI from failing on noise). Measured on a
+# 2-core AMD EPYC (Zen 4) VM from 6 back-to-back runs of `xfbench run --preset table7
+# --framework torch` (docs/reports.md); a kind not measured (the transformers) takes the
+# largest floor measured.
+NOISE_FLOOR = {"fcn": 0.118, "cnn": 0.136, "rnn": 0.142}
+FAMILY = {
+    "fcn5": "fcn",
+    "fcn8": "fcn",
+    "fcn_r": "fcn",
+    "alexnet": "cnn",
+    "alexnet_r": "cnn",
+    "resnet50": "cnn",
+    "resnet56": "cnn",
+    "lstm32": "rnn",
+    "lstm64": "rnn",
+    "bert_base": "transformer",
+    "gpt2": "transformer",
+}
+
+
+def floor(network: str) -> float:
+    """The noise floor of a network's kind of workload (the largest where unmeasured)."""
+    return NOISE_FLOOR.get(FAMILY.get(network, ""), max(NOISE_FLOOR.values()))
+
+
+@dataclass(frozen=True)
+class OverRuns:
+    """A value over n runs: its geometric mean and t-interval (None with one run)."""
+
+    value: float
+    low: float | None
+    high: float | None
+    runs: int
+    spread: float  # greatest over least, less 1: the runs' own range
+
+    def text(self, digits: str = ".3g") -> str:
+        if self.low is None:
+            return f"{self.value:{digits}} (one run: no interval over runs)"
+        return (
+            f"{self.value:{digits}} ({LEVEL * 100:.0f} % CI over {self.runs} runs "
+            f"{self.low:{digits}}-{self.high:{digits}})"
+        )
+
+
+def t_quantile(runs: int) -> float:
+    """t(0.975) with runs - 1 degrees of freedom."""
+    from scipy.stats import t
+
+    return float(t.ppf(0.5 + LEVEL / 2, runs - 1))
+
+
+def over_runs(values: list[float]) -> OverRuns:
+    """The geometric mean of positive values, one per run, with its t-interval."""
+    if not values or min(values) <= 0:
+        raise ValueError("over_runs takes positive values, one per run")
+    logs = [math.log(v) for v in values]
+    n, mean = len(logs), sum(logs) / len(logs)
+    spread = max(values) / min(values) - 1
+    if n == 1:
+        return OverRuns(value=values[0], low=None, high=None, runs=1, spread=0.0)
+    sd = math.sqrt(sum((x - mean) ** 2 for x in logs) / (n - 1))
+    half = t_quantile(n) * sd / math.sqrt(n)
+    return OverRuns(
+        value=math.exp(mean),
+        low=math.exp(mean - half),
+        high=math.exp(mean + half),
+        runs=n,
+        spread=spread,
+    )
+
+
+def ratio_over_runs(base: list[float], new: list[float]) -> tuple[float, float, float] | None:
+    """(ratio, low, high) of new's geometric mean over base's, from several runs on each
+    side: Welch's t-interval on the difference of the log means. None where a side has
+    fewer than 2 runs (no spread to judge by: the noise floor is)."""
+    if len(base) < 2 or len(new) < 2:
+        return None
+    from scipy.stats import t
+
+    a, b = [math.log(x) for x in base], [math.log(x) for x in new]
+    ma, mb = sum(a) / len(a), sum(b) / len(b)
+    va = sum((x - ma) ** 2 for x in a) / (len(a) - 1) / len(a)
+    vb = sum((x - mb) ** 2 for x in b) / (len(b) - 1) / len(b)
+    se = math.sqrt(va + vb)
+    if se == 0:
+        return math.exp(mb - ma), math.exp(mb - ma), math.exp(mb - ma)
+    df = (va + vb) ** 2 / (
+        (va**2 / (len(a) - 1) if va else 0.0) + (vb**2 / (len(b) - 1) if vb else 0.0)
+    )
+    half = float(t.ppf(0.5 + LEVEL / 2, df)) * se
+    d = mb - ma
+    return math.exp(d), math.exp(d - half), math.exp(d + half)
+
+
+# -- the report's tables over runs --------------------------------------------------------
+
+
+def groups(report) -> list[list]:
+    """The report's machines grouped by what they are (their label before runs were told
+    apart), the groups of two runs or more."""
+    by_label: dict[str, list] = {}
+    for m in report.machines:
+        by_label.setdefault(m.base_label, []).append(m)
+    return [g for g in by_label.values() if len(g) > 1]
+
+
+def scores_table(report):
+    """Each machine measured by several runs: its machine and per-core scores over them."""
+    from xfbench.report.table import Table, Text
+
+    scored = {id(m): s for m, s in report.scores if s is not None}
+    rows = []
+    for group in groups(report):
+        found = [scored[id(m)] for m in group if id(m) in scored]
+        if len(found) < 2:
+            continue
+        cells = [Text(group[0].base_label), Text(str(len(found)))]
+        for kind in ("machine", "per_core"):
+            values = [getattr(s, kind).value for s in found if getattr(s, kind).value]
+            if len(values) < 2:
+                cells += [Text(""), Text("")]
+                continue
+            o = over_runs(values)
+            cells += [Text(o.text()), Text(f"{o.spread:.1%}")]
+        rows.append(cells + [Text(found[0].reference)])
+    if not rows:
+        return None
+    return Table(
+        "Scores over runs",
+        [
+            "machine",
+            "runs",
+            "machine score",
+            "its runs' spread",
+            "per-core score",
+            "its runs' spread",
+            "reference",
+        ],
+        rows,
+        anchor="scores-over-runs",
+        text_cols=7,
+        caption=f"Each run scored on its own against the reference, then the geometric mean "
+        f"of the runs' scores with its {METHOD} (report/runs.py says why); spread: the "
+        "greatest run's score over the least's. The interval covers what changes between "
+        "runs of the machine, which one run's interval does not.",
+    )
+
+
+def fastest_table(report):
+    """Per machine measured by several runs, network and column: the fastest framework
+    and mode over the runs (geometric mean of each run's median), and the next one's time
+    over it with its interval over runs, or within noise."""
+    from xfbench.report.model import col_label, row_label
+    from xfbench.report.table import Table, Text
+
+    rows = []
+    for group in groups(report):
+        cells: dict[tuple, dict[tuple, list[float]]] = {}
+        for m in group:
+            for (block, row, col), r in m.results.items():
+                cells.setdefault((block, col), {}).setdefault(row, []).append(r.median)
+        for (block, col), found in sorted(cells.items(), key=lambda kv: str(kv[0])):
+            timed = sorted(
+                ((row, t) for row, t in found.items() if len(t) >= 2),
+                key=lambda kv: math.exp(sum(math.log(x) for x in kv[1]) / len(kv[1])),
+            )
+            if len(timed) < 2:
+                continue
+            (first, a), (second, b) = timed[0], timed[1]
+            ratio, low, high = ratio_over_runs(a, b)
+            said = (
+                "within noise"
+                if low <= 1 <= high
+                else f"x{ratio:.3g} (95 % CI {low:.3g}-{high:.3g})"
+            )
+            rows.append(
+                [
+                    Text(group[0].base_label),
+                    Text(f"{block[1]} {block[0]}, batch {block[2]}"),
+                    Text(col_label(col)),
+                    Text(row_label(first)),
+                    Text(row_label(second)),
+                    Text(str(min(len(a), len(b)))),
+                    Text(said),
+                ]
+            )
+    if not rows:
+        return None
+    return Table(
+        "Fastest per network over runs",
+        ["machine", "network", "column", "fastest", "next", "runs", "next over fastest"],
+        rows,
+        anchor="fastest-over-runs",
+        text_cols=7,
+        caption="Each configuration's time is the geometric mean of its runs' medians; the "
+        "ratio's interval is Welch's t-interval on the runs' log medians (report/runs.py); "
+        "where it holds 1 the two are within noise, and no faster is said.",
+    )
