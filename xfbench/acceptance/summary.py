@@ -39,7 +39,7 @@ def summary(outcomes: list[Outcome], out: Path) -> str:
     elif sweeps is None:
         sweeps_sections = []
     else:
-        sweeps_sections = [_resnet50(sweeps), _sweeps(sweeps), _roofs(sweeps)]
+        sweeps_sections = [_resnet50(sweeps), _sweeps(sweeps), _generation(sweeps), _roofs(sweeps)]
     for section in (_gemm(out), *sweeps_sections, _equivalence(out), _gpu_tests(out)):
         if section:
             parts.append(section)
@@ -145,6 +145,19 @@ def _sweeps(run: Run) -> str:
     for reason, n in reasons.most_common():
         lines.append(f"- skipped ({n} cell{'s' * (n != 1)}): {reason}")
     return "\n".join(lines)
+
+
+def _generation(run: Run) -> str:
+    """The generation and token-serving cells (the generation part), their own tables."""
+    from xfbench.generation.table import generation_table
+    from xfbench.token_serving.table import token_serving_table
+
+    parts = []
+    if run.generation:
+        parts += ["## Token generation", "", generation_table(run.generation)]
+    if run.token_serving:
+        parts += ["", "## Token serving (LoadGen)", "", token_serving_table(run.token_serving)]
+    return "\n".join(parts).strip()
 
 
 def _roofs(run: Run) -> str:

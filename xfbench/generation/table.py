@@ -39,8 +39,9 @@ def tokens_verdict(r: dict) -> str:
     return said + (f" ({ties} near-ties)" if ties else "")
 
 
-def row(r: dict) -> list[str]:
-    lead = [
+def lead(r: dict) -> list[str]:
+    """What a generation cell is: framework, mode, device, threads, batch, prompt/new."""
+    return [
         str(r.get("framework", "")),
         str(r.get("mode", "")),
         str(r.get("device", "")),
@@ -48,10 +49,14 @@ def row(r: dict) -> list[str]:
         str(r.get("batch_size", "")),
         f"{r.get('prompt_tokens', '')}/{r.get('new_tokens', '')}",
     ]
+
+
+def row(r: dict) -> list[str]:
+    cell = lead(r)
     if r.get("status", "ok") != "ok":
-        return lead + [f"{r.get('status')}: {r.get('reason', '')}"[:70]] + [""] * 8
+        return cell + [f"{r.get('status')}: {r.get('reason', '')}"[:70]] + [""] * 8
     cache = r.get("cache_bytes")
-    return lead + [
+    return cell + [
         _ms(r.get("ttft_s")),
         _ms(r.get("tpot_s")),
         _ms(r.get("itl_p99_s")),

@@ -285,8 +285,10 @@ class Scenario:
                     "server_search_s": searched["server_search_s"],
                     "server_confirmation": tried,
                 }
+        # no rate held: none of the search's figures is the scenario's result
         return {
-            **searched,
+            "server_search": steps,
+            "server_search_s": searched["server_search_s"],
             "server_qps": None,
             "valid": False,
             "server_confirmation": tried,

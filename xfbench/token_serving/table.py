@@ -3,6 +3,7 @@ the report)."""
 
 from __future__ import annotations
 
+from xfbench.generation.table import lead as generation_lead
 from xfbench.serving.table import validity
 from xfbench.token_serving.cell import SCENARIOS
 
@@ -40,15 +41,7 @@ def latencies(r: dict) -> tuple[str, str]:
 
 
 def row(r: dict) -> list[str]:
-    lead = [
-        str(r.get("framework", "")),
-        str(r.get("mode", "")),
-        str(r.get("device", "")),
-        str(r.get("threads", "")),
-        str(r.get("batch_size", "")),
-        f"{r.get('prompt_tokens', '')}/{r.get('new_tokens', '')}",
-        str(r.get("scenario", "")),
-    ]
+    lead = [*generation_lead(r), str(r.get("scenario", ""))]
     if r.get("status", "ok") != "ok":
         return lead + ["", "", "", "", validity(r)]
     ttft, tpot = latencies(r)
