@@ -320,7 +320,8 @@ def plots(report: Report, folder: Path) -> dict[str, list[tuple[str, Path]]]:
     return {"generation": out}
 
 
-COLUMNS = [
+# What a generation cell is, the first columns of both CSV files.
+CELL_COLUMNS = [
     "machine",
     "framework",
     "mode",
@@ -330,6 +331,8 @@ COLUMNS = [
     "batch_size",
     "prompt_tokens",
     "new_tokens",
+]
+COLUMNS = CELL_COLUMNS + [
     "status",
     "ttft_s",
     "tpot_s",
@@ -370,16 +373,7 @@ def csv_rows(report: Report) -> list[dict]:
     return rows
 
 
-SERVING_COLUMNS = [
-    "machine",
-    "framework",
-    "mode",
-    "precision",
-    "device",
-    "threads",
-    "batch_size",
-    "prompt_tokens",
-    "new_tokens",
+SERVING_COLUMNS = CELL_COLUMNS + [
     "scenario",
     "status",
     "ttft_p90_ms",

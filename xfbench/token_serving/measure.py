@@ -170,11 +170,8 @@ def measure(
             **machine_fields(cell, meter, threads_config, work.adapter),
             **work.compiled,
         }
-        record["versions"] = {**record["versions"], "loadgen": outcome.pop("loadgen_version", None)}
-        record.pop("loadgen_version", None)
-        for generator in work.work.values():
-            record.update(generator.info)
-            break
+        record["versions"] = {**record["versions"], "loadgen": record.pop("loadgen_version", None)}
+        record.update(next(iter(work.work.values())).info)  # every bucket's decoder is alike
         benchmark.extra_info.update(record)
         return record
     finally:
