@@ -31,6 +31,7 @@ LAYERS = (
     # the pytest suites; the roofline (roofs, per-layer profiles: it builds cells)
     ("plugin", "suites", "gemm", "scaling", "allreduce", "serving", "generation", "roofline"),
     ("token_serving",),  # a suite built on two: generation's decoders under serving's LoadGen
+    ("bundle",),  # a run's folder packed and checked; the results database
     ("runner",),  # xfbench run
     ("report",),  # xfbench report
     ("acceptance",),  # xfbench acceptance: runs the suites and the sweeps, reads their results

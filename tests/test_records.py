@@ -20,9 +20,11 @@ DATA = ROOT / "tests" / "data"
 
 
 def test_docs_records_md_is_what_the_schema_renders():
-    assert (ROOT / "docs" / "records.md").read_text() == records.render_markdown(), (
-        "docs/records.md is stale: python -m xfbench.records > docs/records.md"
-    )
+    from xfbench.bundle.database import schema_markdown
+
+    assert (ROOT / "docs" / "records.md").read_text() == (
+        records.render_markdown() + schema_markdown()
+    ), "docs/records.md is stale: python -m xfbench.bundle.database > docs/records.md"
 
 
 def test_every_kind_has_fields_and_a_header():

@@ -147,7 +147,8 @@ OPTIONS: tuple[Option, ...] = (
         name="preset",
         values="one of `paper` (Table 7 sizes, 10 s of timed steps a cell), `quick` "
         "(Table 7 sizes, 1 s), `table7` (Table 7's CPU columns), `procurement` (table7 with 10 "
-        "timed rounds, for the scores), `smoke` (tiny, for tests)",
+        "timed rounds, for the scores), `reference` (every network trained and inferred, 6 "
+        "timed rounds: the checked-in reference's), `smoke` (tiny, for tests)",
         default="paper",
         run=ALL,
         child=True,
@@ -344,7 +345,8 @@ OPTIONS: tuple[Option, ...] = (
         name="cell-timeout",
         values="seconds one cell may take, a number above 0 (pytest: a group run in a child "
         "process, and each scaling or all-reduce cell's workers)",
-        default="the preset's: smoke 120, quick 900, table7 900, procurement 1800, paper 3600",
+        default="the preset's: smoke 120, quick 900, table7 900, procurement 1800, reference "
+        "900, paper 3600",
         run=ALL,
         group="sweep",
         metavar="SECONDS",
@@ -394,6 +396,16 @@ OPTIONS: tuple[Option, ...] = (
         name="quiet",
         values="no progress bar or table: one line at the end",
         default="progress bar and table",
+        flag=True,
+        pytest=False,
+        run=ALL,
+        group="output",
+    ),
+    Option(
+        name="bundle",
+        values="pack the results folder into a checked bundle beside it when the sweep "
+        "ends (xfbench bundle; FOLDER.xfbench.zip), for xfbench collect",
+        default="no bundle",
         flag=True,
         pytest=False,
         run=ALL,

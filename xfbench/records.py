@@ -9,8 +9,8 @@ or under the top-level "xfbench" key of a JSON file). Writers stamp records with
 records were typed (schema_version 0: the kind is inferred from the fields, as the
 report always did) and refuses a record of an unknown kind or a newer version.
 
-docs/records.md is rendered from FIELDS by `python -m xfbench.records > docs/records.md`;
-a test keeps the two the same.
+docs/records.md is rendered from FIELDS, and the results database's schema after them, by
+`python -m xfbench.bundle.database > docs/records.md`; a test keeps them the same.
 """
 
 from __future__ import annotations
@@ -748,6 +748,13 @@ SERVING = replaced(
     Field("padded_samples", "int", "samples computed only to fill a bucket", when=SCENARIO_RUN),
     Field("mean_batch", "float | null", "samples_served over batches_run", when=SCENARIO_RUN),
     Field(
+        "full_batch_s",
+        "list[float]",
+        "seconds of each batch run in the largest bucket, at most 1,000 (Offline's rounds "
+        "in the scores)",
+        when=SCENARIO_RUN,
+    ),
+    Field(
         "latency_bound_ms", "float", "Server's p99 bound (also given to LoadGen in every scenario)"
     ),
     Field("latency_bound_source", "str", "where the bound comes from"),
@@ -1076,6 +1083,12 @@ TOKEN_SERVING = replaced(
     Field("samples_served", "int", "sequences it completed", when=TOKEN_RUN),
     Field("padded_samples", "int", "sequences computed only to fill a bucket", when=TOKEN_RUN),
     Field("mean_batch", "float | null", "samples_served over batches_run", when=TOKEN_RUN),
+    Field(
+        "full_batch_s",
+        "list[float]",
+        "seconds of each batch run in the largest bucket, at most 1,000",
+        when=TOKEN_RUN,
+    ),
     Field("tokens_served", "int", "tokens of the sequences completed", when=TOKEN_RUN),
     Field("ttft_bound_ms", "float", "Server's p99 TTFT bound (given to LoadGen in every scenario)"),
     Field("tpot_bound_ms", "float", "Server's p99 TPOT bound (likewise)"),
@@ -1190,8 +1203,8 @@ def render_markdown() -> str:
     lines = [
         "# Records",
         "",
-        "Generated from `xfbench/records.py` by `python -m xfbench.records > docs/records.md`;",
-        "a test fails when the two differ.",
+        "Generated from `xfbench/records.py` and `xfbench/bundle/database.py` by",
+        "`python -m xfbench.bundle.database > docs/records.md`; a test fails when they differ.",
         "",
         f"Every record carries `kind` (one of {', '.join(f'`{k}`' for k in KINDS)}) and",
         f"`schema_version` (now {SCHEMA_VERSION}). A network, GEMM, scaling, all-reduce or",
@@ -1233,4 +1246,4 @@ def _rows(fields: tuple[Field, ...], prefix: str) -> list[str]:
 
 
 if __name__ == "__main__":
-    sys.stdout.write(render_markdown())
+    sys.stdout.write(render_markdown())  # the records alone; docs/records.md adds the database

@@ -32,6 +32,7 @@ TIMINGS = {
     "paper": Timing(warmup=5, min_rounds=20, max_rounds=1000, budget_s=1.0),
     "table7": Timing(warmup=5, min_rounds=20, max_rounds=1000, budget_s=1.0),
     "procurement": Timing(warmup=5, min_rounds=20, max_rounds=1000, budget_s=1.0),
+    "reference": Timing(warmup=5, min_rounds=20, max_rounds=1000, budget_s=1.0),
     "quick": Timing(warmup=2, min_rounds=5, max_rounds=100, budget_s=0.2),
     "smoke": Timing(warmup=1, min_rounds=3, max_rounds=10, budget_s=0.02),
 }

@@ -28,6 +28,11 @@ SUBCOMMANDS = {
         "xfbench.report.compare",
         "two runs or sets of runs, cell by cell: ratios, intervals, verdicts, an exit code",
     ),
+    "bundle": ("xfbench.bundle.cli", "pack runner folders into checked, self-describing bundles"),
+    "collect": (
+        "xfbench.bundle.collect",
+        "merge bundles into one SQLite database that report, score and compare read",
+    ),
     "profile": (
         "xfbench.roofline.cli",
         "a network's layers: FLOPs, bytes moved, arithmetic intensity (from its spec)",

@@ -120,6 +120,25 @@ PRESETS = {
         cell_timeout_s=1800.0,
         networks=PAPER_NETWORKS,
     ),
+    # The checked-in reference's preset: every workload a score compares, at rounds enough
+    # for every median's interval (6, harness.stats) and no more: the nine networks and the
+    # two transformers trained and inferred, one mode per framework, 1 warm-up (enough for
+    # table7, docs/running.md). The reference also runs the serving suite's Offline scenario
+    # and the generation suite at this preset (docs/reports.md gives the commands); each
+    # times 6 rounds. About 20 minutes a run on 2 Zen 4 cores at 2 threads.
+    "reference": Preset(
+        "reference",
+        "full",
+        warmup=1,
+        min_rounds=6,
+        max_rounds=6,
+        budget_s=0.0,
+        description="the checked-in reference's cells: every network trained and inferred, "
+        "one mode per framework, 1 warm-up and 6 timed steps, the fewest that give every "
+        "median a 95 % interval (docs/reports.md)",
+        one_mode=True,
+        cell_timeout_s=900.0,
+    ),
 }
 
 

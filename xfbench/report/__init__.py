@@ -43,9 +43,9 @@ def render(
         serving,
     )
     from xfbench.report.files import write_text
-    from xfbench.report.load import load
+    from xfbench.report.load import load_many
 
-    runs = [load(p) for p in results]
+    runs = [run for p in results for run in load_many(p)]
     price_table = procurement.load_prices(prices) if prices else None
     rep = model.build(runs, with_paper=with_paper, base=base, prices=price_table)
     rep.scores = score.machine_scores(rep)

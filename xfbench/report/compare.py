@@ -262,7 +262,7 @@ def parser() -> options.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     from xfbench.errors import UsageError
-    from xfbench.report.load import LoadError, load
+    from xfbench.report.load import LoadError, load_many
 
     args = options.parse_command_line(parser(), argv)
     if isinstance(args, int):
@@ -276,7 +276,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"xfbench compare: {e}", file=sys.stderr)
         return 2
     try:
-        base_runs, new_runs = ([load(p) for p in side] for side in sides)
+        base_runs, new_runs = ([r for p in side for r in load_many(p)] for side in sides)
     except LoadError as e:
         print(f"xfbench compare: {e}", file=sys.stderr)
         return 2

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -127,17 +128,27 @@ def read_json(path: Path) -> dict:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as e:
         raise LoadError(f"{path}: cannot read: {e}") from None
+    return parse_json(text, str(path))
+
+
+def parse_json(text: str | bytes, where: str) -> dict:
+    """A JSON document's object, or LoadError naming where it came from."""
+    if isinstance(text, bytes):
+        try:
+            text = text.decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise LoadError(f"{where}: cannot read: {e}") from None
     if not text.strip():
-        raise LoadError(f"{path}: empty file")
+        raise LoadError(f"{where}: empty file")
     try:
         doc = json.loads(text)
     except json.JSONDecodeError as e:
         raise LoadError(
-            f"{path}: malformed or truncated JSON (line {e.lineno}, column {e.colno}: {e.msg})"
+            f"{where}: malformed or truncated JSON (line {e.lineno}, column {e.colno}: {e.msg})"
         ) from None
     if not isinstance(doc, dict):
         raise LoadError(
-            f"{path}: not a pytest-benchmark JSON file (top level is a "
+            f"{where}: not a pytest-benchmark JSON file (top level is a "
             f"{type(doc).__name__}, not an object)"
         )
     return doc
@@ -450,25 +461,60 @@ def _add_failure(run: Run, record: dict, source: str) -> None:
         run.results.append(failure_result(record, source))
 
 
-def _folder_files(folder: Path) -> tuple[list[Path], list[str]]:
-    """The files to read in a folder, and notes on what was passed over."""
-    merged = folder / "merged.json"
+def _chosen_files(names: list[str], read: Callable[[str], dict], where: str):
+    """Which of a runner folder's files to read (paths inside it), and notes on what was
+    passed over: merged.json when it is readable, else cells/ and failed/, else every JSON
+    file at the top."""
     notes: list[str] = []
-    if merged.is_file():
+    if "merged.json" in names:
         try:
-            doc = read_json(merged)
-            if _is_benchmark_doc(doc):
-                return [merged], notes
+            if _is_benchmark_doc(read("merged.json")):
+                return ["merged.json"], notes
             notes.append(
-                f"{merged}: not a pytest-benchmark JSON file (no 'benchmarks' list); "
-                f"reading cells/ and failed/ instead"
+                f"{where}/merged.json: not a pytest-benchmark JSON file (no 'benchmarks' "
+                f"list); reading cells/ and failed/ instead"
             )
         except LoadError as e:
             notes.append(f"{e}; reading cells/ and failed/ instead")
-    parts = sorted((folder / "cells").glob("*.json")) + sorted((folder / "failed").glob("*.json"))
-    if parts or (folder / "cells").is_dir():
+
+    def inside(folder: str) -> list[str]:
+        return sorted(n for n in names if n.startswith(folder) and "/" not in n[len(folder) :])
+
+    parts = [n for n in inside("cells/") + inside("failed/") if n.endswith(".json")]
+    if parts or any(n.startswith("cells/") for n in names):
         return parts, notes
-    return sorted(p for p in folder.glob("*.json") if p.name not in OWN_OUTPUTS), notes
+    top = [n for n in names if "/" not in n and n.endswith(".json")]
+    return sorted(n for n in top if n not in OWN_OUTPUTS), notes
+
+
+def _load_files(name: str, where: str, names: list[str], read: Callable[[str], dict]) -> Run:
+    """One runner folder's run from its files' names (inside it) and a reader of them."""
+    files, notes = _chosen_files(names, read, where)
+    run = Run(name=name, path=where, machine={}, problems=notes)
+    for file in files:
+        try:
+            doc = read(file)
+            if not run.machine and _is_benchmark_doc(doc):
+                run.machine = machine_of(doc)
+            add_document(run, doc, f"{where}/{file}")
+            run.files += 1
+        except NewerRecordError:
+            raise
+        except LoadError as e:
+            run.problems.append(str(e))
+    if run.empty:
+        detail = "; ".join(run.problems[:3]) if run.problems else "no JSON files in it"
+        raise LoadError(f"{where}: no usable results ({detail})")
+    run.machine = run.machine or machine_of({})
+    # Roofs measured after the cells (the acceptance run measures a GPU's last) are in the
+    # folder's roofs.json only: they join those the machine record carries.
+    try:
+        kept = read("roofs.json") if "roofs.json" in names else None
+    except LoadError:
+        kept = None
+    if isinstance(kept, dict):
+        run.machine["roofs"] = {**run.machine.get("roofs", {}), **kept}
+    return run
 
 
 def load(path: str | Path) -> Run:
@@ -490,29 +536,67 @@ def load(path: str | Path) -> Run:
                 + (f" ({run.problems[0]})" if run.problems else "")
             )
         return run
-    files, notes = _folder_files(path)
-    run = Run(name=path.name or str(path), path=str(path), machine={}, problems=notes)
-    for file in files:
-        try:
-            doc = read_json(file)
-            if not run.machine and _is_benchmark_doc(doc):
-                run.machine = machine_of(doc)
-            add_document(run, doc, str(file))
-            run.files += 1
-        except NewerRecordError:
-            raise
-        except LoadError as e:
-            run.problems.append(str(e))
-    if run.empty:
-        detail = "; ".join(run.problems[:3]) if run.problems else "no JSON files in it"
-        raise LoadError(f"{path}: no usable results ({detail})")
-    run.machine = run.machine or machine_of({})
-    # Roofs measured after the cells (the acceptance run measures a GPU's last) are in the
-    # folder's roofs.json only: they join those the machine record carries.
+    names = [
+        p.relative_to(path).as_posix()
+        for p in path.rglob("*.json")
+        if p.is_file() and p.relative_to(path).parts[0] in ("cells", "failed")
+    ]
+    names += [p.name for p in path.glob("*.json") if p.is_file()]
+    if (path / "cells").is_dir() and not any(n.startswith("cells/") for n in names):
+        names.append("cells/")  # an empty cells/: the folder's cells, none finished
+    return _load_files(path.name or str(path), str(path), names, lambda n: read_json(path / n))
+
+
+def load_many(argument: str | Path) -> list[Run]:
+    """The runs one RESULTS argument names: a database's (FILE, or FILE:PATTERN for the
+    runs whose name matches), each runner folder inside a folder of them (a reference of
+    several runs, say), else the one run of a file or folder."""
+    from xfbench.bundle import database
+    from xfbench.bundle.pack import BundleError
+
     try:
-        kept = read_json(path / "roofs.json") if (path / "roofs.json").is_file() else None
-    except LoadError:
-        kept = None
-    if isinstance(kept, dict):
-        run.machine["roofs"] = {**run.machine.get("roofs", {}), **kept}
-    return run
+        named = database.split(str(argument))
+        if named:
+            return [
+                _load_files(
+                    stored.name,
+                    f"{named[0]}:{stored.name}",
+                    list(stored.files),
+                    lambda n, s=stored, db=named[0]: parse_json(s.files[n], f"{db}:{s.name}/{n}"),
+                )
+                for stored in database.stored_runs(*named)
+            ]
+    except BundleError as e:
+        raise LoadError(str(e)) from None
+    path = Path(argument)
+    if path.is_dir() and not _is_runner_folder(path):
+        inner = sorted(p for p in path.iterdir() if p.is_dir() and _is_runner_folder(p))
+        if inner:
+            return [load(p) for p in inner]
+    return [load(path)]
+
+
+def pooled(runs: list[Run], name: str, path: str) -> Run:
+    """Several runs of one machine as one Run (a reference of several runs): their results
+    side by side; the scores pool the rounds of a cell measured in several of them
+    (report/score.py)."""
+    out = Run(name=name, path=path, machine=runs[0].machine)
+    for run in runs:
+        for kind in (
+            "results",
+            "gemm",
+            "equivalence",
+            "scaling",
+            "allreduce",
+            "serving",
+            "generation",
+            "token_serving",
+            "problems",
+        ):
+            getattr(out, kind).extend(getattr(run, kind))
+        out.files += run.files
+    return out
+
+
+def _is_runner_folder(path: Path) -> bool:
+    return (path / "merged.json").is_file() or (path / "cells").is_dir()

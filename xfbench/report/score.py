@@ -196,15 +196,42 @@ def workload_name(key: tuple, kind: str) -> str:
     return f"{network} {task}, {display(framework)} {mode} {precision}, {where}"
 
 
+def _same_cell(r) -> tuple:
+    """What makes two results the same cell: measured in two runs of a pooled reference,
+    their rounds are pooled."""
+    return (
+        r.task,
+        r.network,
+        r.framework,
+        r.mode,
+        r.precision,
+        r.device_name,
+        r.threads,
+        r.batch_size,
+        r.data,
+        r.scale,
+        r.copies,
+        r.tokens,
+    )
+
+
 def _best(run, key_fn: Callable) -> dict[tuple, list[Candidate]]:
+    """Each key's candidates; the same cell measured in several runs of a pooled reference
+    is one candidate of all their rounds (the best of three runs would flatter it)."""
     from xfbench.report.serving import offline_results
 
-    out: dict[tuple, list[Candidate]] = {}
+    cells: dict[tuple, dict[tuple, Candidate]] = {}
     for r in list(run.results) + offline_results(run):
         k, c = key_fn(r), candidate(r)
-        if k is not None and c is not None:
-            out.setdefault(k, []).append(c)
-    return out
+        if k is None or c is None:
+            continue
+        same = cells.setdefault(k, {})
+        kept = same.get(_same_cell(r))
+        if kept is None:
+            same[_same_cell(r)] = c
+        elif len(kept.rounds) == len(c.rounds):
+            kept.rounds = [a + b for a, b in zip(kept.rounds, c.rounds, strict=True)]
+    return {k: list(v.values()) for k, v in cells.items()}
 
 
 def compare(results, reference, kind: str) -> Score:
@@ -319,6 +346,14 @@ def load_run(path):
     return load(path)
 
 
+def load_reference(path):
+    """A reference as one Run: a folder of several runs (or a database) pooled."""
+    from xfbench.report.load import load_many, pooled
+
+    runs = load_many(path)
+    return runs[0] if len(runs) == 1 else pooled(runs, Path(path).name, str(path))
+
+
 def device_kind(run) -> str:
     """`accelerator` when any measured cell of a run ran on a GPU or TPU, else `cpu`."""
     return "accelerator" if any(r.ok and r.accelerator for r in run.results) else "cpu"
@@ -337,9 +372,9 @@ def best_reference(run, candidates=None) -> Scores | None:
     """The score against the reference sharing the most workloads (None: none shares).
     Without candidates, the checked-in references of the run's device kind."""
     refs = (
-        [load_run(c) for c in candidates]
+        [load_reference(c) for c in candidates]
         if candidates
-        else of_its_kind(run, [load_run(c) for c in references()])
+        else of_its_kind(run, [load_reference(c) for c in references()])
     )
     scores = [score(run, ref) for ref in refs]
     best = max(scores, key=lambda s: s.cells, default=None)
@@ -356,7 +391,7 @@ def machine_scores(report) -> list[tuple]:
     against the checked-in reference sharing the most workloads with it."""
     from xfbench.report.load import Run
 
-    refs = [load_run(p) for p in references()]
+    refs = [load_reference(p) for p in references()]
     out = []
     for m in report.machines:
         run = Run(
@@ -368,7 +403,11 @@ def machine_scores(report) -> list[tuple]:
         )
         # a reference is not scored on itself (given as its folder or its merged.json)
         own = {_folder(x.path) for x in m.runs}
-        scores = [score(run, ref) for ref in of_its_kind(run, refs) if _folder(ref.path) not in own]
+        scores = [
+            score(run, ref)
+            for ref in of_its_kind(run, refs)
+            if not any(_folder(ref.path) in (o, *o.parents) for o in own)
+        ]
         best = max(scores, key=lambda s: s.cells, default=None)
         out.append((m, best if best is not None and best.machine.value is not None else None))
     return out
@@ -491,9 +530,10 @@ def over_runs_text(group: list, scores: list[Scores]) -> str:
 
 def _grouped(paths: list[str]) -> list[list]:
     """The runs of RESULTS grouped by machine (its label), in the order given."""
+    from xfbench.report.load import load_many
+
     groups: dict[str, list] = {}
-    for path in paths:
-        run = load_run(path)
+    for run in (run for path in paths for run in load_many(path)):
         groups.setdefault(run.machine["label"], []).append(run)
     return list(groups.values())
 
@@ -584,7 +624,7 @@ def _score_group(group: list, candidates) -> list[Scores | None]:
     first = best_reference(group[0], candidates)
     if first is None:
         return [None] * len(group)
-    refs = [load_run(c) for c in candidates] if candidates else [load_run(p) for p in references()]
+    refs = [load_reference(c) for c in candidates or references()]
     ref = next(r for r in refs if r.name == first.reference)
     return [first] + [score(run, ref) for run in group[1:]]
 

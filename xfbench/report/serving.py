@@ -145,8 +145,10 @@ OFFLINE_TASK = "serve-offline"  # the machine score's workload name for Offline 
 def offline_results(run) -> list:
     """Each valid-or-not Offline serving record of a run (report.load.Run) as a Result of
     task "serve-offline" whose median is LoadGen's seconds per sample, so that the scores
-    count Offline throughput as a workload beside training. It has no rounds of its own:
-    LoadGen reports one number, which counts as certain in the scores' interval. int8
+    count Offline throughput as a workload beside training. Its rounds are the times of
+    the batches the SUT ran (full_batch_s), scaled so that their median is LoadGen's
+    seconds per batch: the interval is the batches' spread about LoadGen's figure
+    (records without them count as certain). int8
     records are not scored: int8 computes another function than fp32 (report/score.py).
     Its batch is the SUT's largest, and its median LoadGen's seconds per such batch."""
     from xfbench.report.load import Result
@@ -174,9 +176,22 @@ def offline_results(run) -> list:
                 scale=str(r.get("scale", "full")),
                 status="ok",
                 median=batch / rate,  # seconds per batch of the largest bucket
+                rounds=_scaled_rounds(r.get("full_batch_s"), batch / rate),
                 info=r,
                 source=str(r.get("source", "")),
                 tokens=r.get("tokens"),
             )
         )
     return out
+
+
+def _scaled_rounds(times, median: float) -> list[float]:
+    """Batch times scaled so that their median is LoadGen's seconds per batch ([] when the
+    record kept none)."""
+    import statistics
+
+    times = [t for t in times or [] if isinstance(t, int | float) and t > 0]
+    if not times:
+        return []
+    scale = median / statistics.median(times)
+    return [t * scale for t in times]

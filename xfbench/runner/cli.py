@@ -281,6 +281,20 @@ def _score(folder: RunFolder) -> None:
         print(score.describe(best))
 
 
+def _bundle(folder: RunFolder, quiet: bool) -> None:
+    """The folder packed into its bundle (xfbench bundle); the results are on disk
+    whatever happens here."""
+    from xfbench.bundle.pack import BundleError, pack
+
+    try:
+        path, digest = pack(folder.root)
+    except (BundleError, OSError) as e:
+        print(f"xfbench bundle did not finish: {e}", file=sys.stderr)
+        return
+    if not quiet:
+        print(f"bundle: {path}  sha256 {digest}")
+
+
 def _summary(args, plan: Plan, folder: RunFolder, merged: Path, interrupted: bool) -> int:
     records, hard = [], 0
     for c in plan.cells:
@@ -313,6 +327,8 @@ def _summary(args, plan: Plan, folder: RunFolder, merged: Path, interrupted: boo
         _report(folder, quiet)
         if not quiet:
             _score(folder)
+        if args.bundle:
+            _bundle(folder, args.json_only)
     if interrupted:
         return 130
     if plan.cells and not finished:

@@ -39,6 +39,9 @@ def missing() -> str | None:
     return None
 
 
+KEPT_BATCHES = 1000  # batch times a record keeps, at most
+
+
 class SystemUnderTest:
     """LoadGen's queries in, the bucket workloads' inference out (see the module doc)."""
 
@@ -50,6 +53,9 @@ class SystemUnderTest:
         self.batches = 0
         self.padded = 0  # samples computed only to fill a bucket
         self.served = 0
+        # seconds of each batch run in the largest bucket (at most KEPT_BATCHES): Offline's
+        # rounds in the scores (report/serving.py)
+        self.full_batch_s: list[float] = []
         self.error: BaseException | None = None
         self.kept: list = []  # what the responses of the batch being completed point at
         self.worker = threading.Thread(target=self._work, name="xfbench-sut", daemon=True)
@@ -113,7 +119,10 @@ class SystemUnderTest:
                 x = self.samples[[s.index for s in taken]]
                 if bucket > n:
                     x = np.concatenate([x, np.repeat(x[-1:], bucket - n, axis=0)])
+                started = time.perf_counter()
                 responses = self.serve(taken, bucket, x)
+                if bucket == self.batching.max_batch and len(self.full_batch_s) < KEPT_BATCHES:
+                    self.full_batch_s.append(time.perf_counter() - started)
                 self.batches += 1
                 self.padded += bucket - n
                 self.served += n

@@ -202,6 +202,7 @@ def batches_fields(sut: loadgen.SystemUnderTest) -> dict:
         "samples_served": sut.served,
         "padded_samples": sut.padded,
         "mean_batch": sut.served / sut.batches if sut.batches else None,
+        "full_batch_s": [round(t, 6) for t in sut.full_batch_s],
     }
 
 

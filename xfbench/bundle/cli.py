@@ -1,0 +1,90 @@
+"""`xfbench bundle FOLDER... [--out PATH]`: pack runner folders into checked bundles
+(pack.py); `xfbench collect BUNDLE... [--db FILE]`: merge bundles into one database
+(database.py). A bundle refused (altered, cut short) is named in one line, the others are
+collected, and the exit status is 1."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from xfbench import options
+from xfbench.bundle import database
+from xfbench.bundle.pack import SUFFIX, BundleError, pack
+from xfbench.bundle.read import read
+
+DEFAULT_DB = Path("results") / "xfbench.sqlite"
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = options.ArgumentParser(
+        prog="xfbench bundle",
+        description="Pack runner folders into bundles: one file each holding the run's "
+        "records, every round, LoadGen's logs, the environment (pip freeze, the machine "
+        "record) and its model files' hashes, checked on reading (docs/records.md).",
+    )
+    p.add_argument("folders", nargs="+", metavar="FOLDER", help="runner folders")
+    p.add_argument(
+        "--out",
+        help=f"the bundle's path, for one FOLDER (default: FOLDER{SUFFIX} beside it)",
+    )
+    args = options.parse_command_line(p, argv)
+    if isinstance(args, int):
+        return args
+    if args.out and len(args.folders) > 1:
+        print("xfbench bundle: --out takes one FOLDER", file=sys.stderr)
+        return 2
+    status = 0
+    for folder in args.folders:
+        try:
+            path, digest = pack(folder, args.out)
+        except (BundleError, OSError) as e:
+            print(f"xfbench bundle: {e}", file=sys.stderr)
+            status = 1
+            continue
+        print(f"{path}  sha256 {digest}")
+    return status
+
+
+def collect_main(argv: list[str] | None = None) -> int:
+    p = options.ArgumentParser(
+        prog="xfbench collect",
+        description="Merge bundles into one SQLite database that xfbench report, score and "
+        "compare read as they read folders (FILE, or FILE:PATTERN for some of its runs). "
+        "Collecting a bundle again changes nothing.",
+    )
+    p.add_argument("bundles", nargs="+", metavar="BUNDLE", help="bundles (xfbench bundle)")
+    p.add_argument("--db", default=str(DEFAULT_DB), help=f"the database (default: {DEFAULT_DB})")
+    args = options.parse_command_line(p, argv)
+    if isinstance(args, int):
+        return args
+    try:
+        Path(args.db).parent.mkdir(parents=True, exist_ok=True)
+        db = database.connect(args.db, create=True)
+    except (BundleError, OSError) as e:
+        print(f"xfbench collect: {e}", file=sys.stderr)
+        return 1
+    status, new = 0, 0
+    try:
+        for path in args.bundles:
+            try:
+                bundle = read(path)
+                new += database.add(db, bundle)
+            except BundleError as e:  # the others still go in: each is its own transaction
+                print(f"xfbench collect: {e}", file=sys.stderr)
+                status = 1
+                continue
+            except database.sqlite3.Error as e:
+                print(f"xfbench collect: {path}: not collected: {e}", file=sys.stderr)
+                status = 1
+                continue
+        (runs,) = db.execute("SELECT count(*) FROM runs").fetchone()
+        (cells,) = db.execute("SELECT count(*) FROM cells").fetchone()
+    finally:
+        db.close()
+    print(f"{args.db}: {new} new run{'s' * (new != 1)}; {runs} runs, {cells} cells in all")
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())
