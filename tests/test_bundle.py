@@ -12,6 +12,7 @@ import sqlite3
 import subprocess
 import sys
 import zipfile
+from hashlib import sha256
 from pathlib import Path
 
 import pytest
@@ -53,9 +54,19 @@ def _runs(tmp_path: Path, factors=(1.0, 1.04, 0.97)) -> list[Path]:
     return folders
 
 
-def _dump(db: Path) -> list[str]:
+def _dump(db: Path) -> dict:
+    """Every table's rows, in order of their keys (but when each bundle was collected)."""
     with sqlite3.connect(db) as c:
-        return [line for line in c.iterdump() if "collected_at" not in line]
+        return {
+            table: c.execute(f"SELECT {columns} FROM {table} ORDER BY 1, 2").fetchall()
+            for table, columns in (
+                ("meta", "*"),
+                ("runs", "*"),
+                ("bundles", "sha256, run_id, file_name, bytes, packed_at"),
+                ("files", "*"),
+                ("cells", "*"),
+            )
+        }
 
 
 def test_a_bundle_holds_the_run_its_environment_and_model_hashes(tmp_path):
@@ -197,9 +208,82 @@ def test_a_folder_of_runs_is_a_reference_whose_cells_pool_their_rounds(tmp_path,
     assert "against reference" in out and "only 3 rounds" in out
 
 
+def test_a_later_bundle_of_a_folder_replaces_an_earlier_in_either_order(tmp_path):
+    """A folder bundled after its first suite, then again after a second suite added
+    cells: whichever order they are collected in, the database holds the fuller run."""
+    folder = tmp_path / "2026-11-26-host"
+    cells = folder / "cells"
+    cells.mkdir(parents=True)
+    doc = json.loads((REFERENCE / "merged.json").read_text())
+    entries = doc["benchmarks"]
+    for entry in entries[:3]:
+        part = {**doc, "benchmarks": [entry]}
+        (cells / f"{entry['name'].replace('/', '_')}.json").write_text(json.dumps(part))
+    early, _ = pack(folder, tmp_path / "early.xfbench.zip")
+    entry = entries[3]
+    (cells / f"{entry['name']}.json").write_text(json.dumps({**doc, "benchmarks": [entry]}))
+    late, _ = pack(folder, tmp_path / "late.xfbench.zip")
+    dumps = []
+    for order in ((early, late), (late, early)):
+        db = tmp_path / f"{order[0].stem}.sqlite"
+        assert collect_main([*map(str, order), "--db", str(db)]) == 0
+        with sqlite3.connect(db) as c:
+            assert c.execute("SELECT count(*) FROM runs").fetchone() == (1,)
+            assert c.execute("SELECT count(*) FROM cells").fetchone() == (4,)
+            assert c.execute("SELECT count(*) FROM bundles").fetchone() == (2,)
+        dumps.append(_dump(db))
+    assert dumps[0] == dumps[1]
+    # the runner re-merging a finished folder (a new date in merged.json) is the same run
+    assert read(late).run_id == read(pack(folder, tmp_path / "again.xfbench.zip")[0]).run_id
+
+
+def test_reading_a_database_never_writes_to_it(tmp_path):
+    bundles = [str(pack(f)[0]) for f in _runs(tmp_path, (1.0,))]
+    db = tmp_path / "runs.sqlite"
+    assert collect_main([*bundles, "--db", str(db)]) == 0
+    db.chmod(0o444)
+    before = db.read_bytes()
+    try:
+        [run] = load_many(str(db))
+    finally:
+        db.chmod(0o644)
+    assert run.results and db.read_bytes() == before
+    # a pattern may hold a colon: the database is the name before the first one that is a file
+    assert database.split(f"{db}:2026-11-20T10:00*") == (db, "2026-11-20T10:00*")
+
+
+def test_a_database_of_something_else_is_neither_read_nor_written(tmp_path, capsys):
+    other = tmp_path / "history.sqlite"
+    with sqlite3.connect(other) as c:
+        c.execute("CREATE TABLE meta (key TEXT, value TEXT)")
+    bundle, _ = pack(_runs(tmp_path, (1.0,))[0])
+    assert collect_main([str(bundle), "--db", str(other)]) == 1
+    assert "something else" in capsys.readouterr().err
+    with pytest.raises(LoadError, match="newer xfbench|not an xfbench"):
+        load_many(str(other))
+
+
+def test_a_bundle_whose_manifest_is_not_ours_is_refused_in_one_line(tmp_path, capsys):
+    bundle, _ = pack(_runs(tmp_path, (1.0,))[0])
+    with zipfile.ZipFile(bundle) as z:
+        names = z.namelist()
+    bad = tmp_path / "bad.xfbench.zip"
+    body = b"[1, 2]"
+    with zipfile.ZipFile(bad, "w") as z:
+        z.comment = f"xfbench-bundle 1 sha256={sha256(body).hexdigest()}".encode()
+        z.writestr("manifest.json", body)
+    assert names[0] == "manifest.json"
+    assert collect_main([str(bad), "--db", str(tmp_path / "x.sqlite")]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "manifest.json lacks its run" in err
+
+
 def test_bundle_and_collect_say_what_is_wrong_in_one_line(tmp_path, capsys):
     assert bundle_main([str(tmp_path)]) == 1
     assert "not a runner folder" in capsys.readouterr().err
+    (tmp_path / "started" / "cells").mkdir(parents=True)  # a run whose first cell is running
+    assert bundle_main([str(tmp_path / "started")]) == 1
+    assert "no finished cell" in capsys.readouterr().err
     not_db = tmp_path / "notes.sqlite"
     not_db.write_text("not a database")
     assert collect_main(["x.xfbench.zip", "--db", str(not_db)]) == 1

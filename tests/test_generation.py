@@ -306,3 +306,26 @@ def test_xfbench_run_generates_records_and_reports(tmp_path):
     report = (folder / "report.md").read_text()
     assert "## Token generation" in report and "Token generation, GPT-2, 16/16 tokens" in report
     assert (folder / "report-generation.csv").is_file()
+
+
+def test_the_scores_count_generated_tokens_at_the_same_lengths():
+    """Generation is a workload of the machine score ("generate"): a sample is one
+    sequence, its rounds the timed generations; different lengths are not compared."""
+    from xfbench.report.load import Run
+    from xfbench.report.score import compare
+
+    def record(e2e, osl=128):
+        return {
+            "kind": "generation", "network": "gpt2", "framework": "onnxruntime",
+            "mode": "cpu", "precision": "fp32", "device": "cpu", "threads": 2,
+            "scale": "full", "batch_size": 8, "prompt_tokens": 128, "new_tokens": osl,
+            "status": "ok", "e2e_s": e2e,
+            "timed_rounds_s": [e2e * f for f in (0.98, 1.0, 1.01, 0.99, 1.02, 1.0)],
+        }  # fmt: skip
+
+    fast = Run(name="fast", path="", machine={}, generation=[record(2.0), record(1.0, 64)])
+    slow = Run(name="slow", path="", machine={}, generation=[record(3.0), record(5.0, 32)])
+    s = compare(fast, slow, "machine")
+    assert s.workloads == 1 and s.value == pytest.approx(1.5)
+    assert "gpt2 generate" in s.winners[0].workload and "128/128 tokens" in s.winners[0].workload
+    assert s.min_rounds == 6 and s.unrounded == 0

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import statistics
 import subprocess
 import sys
 from pathlib import Path
@@ -315,6 +316,34 @@ def test_machine_score_counts_offline_throughput():
     s = compare(fast, slow, "machine")
     assert s.workloads == 1 and s.value == pytest.approx(2.0)
     assert "serve-offline" in s.winners[0].workload
+    # no batch times kept (older records): the cell counts as certain
+    assert s.unrounded == 2 and s.min_rounds == 0
+
+
+def test_offline_rounds_are_its_batches_scaled_to_loadgen_figure():
+    """The SUT's batch times are Offline's rounds in the scores, scaled so that their
+    median is LoadGen's seconds per batch: the score stays LoadGen's, the interval is the
+    batches' spread, and no rounds warning where there are many batches."""
+    from xfbench.report.load import Run
+    from xfbench.report.score import compare
+    from xfbench.report.serving import offline_results
+
+    def record(rate, times):
+        return {
+            "kind": "serving", "network": "resnet50", "framework": "onnxruntime",
+            "mode": "cpu", "precision": "fp32", "device": "cpu", "threads": 2,
+            "scale": "full", "scenario": "Offline", "status": "ok", "samples_per_s": rate,
+            "batching": {"max_batch": 16}, "full_batch_s": times,
+        }  # fmt: skip
+
+    spread = [0.05, 0.06, 0.055, 0.052, 0.058, 0.061, 0.054, 0.057]
+    [r] = offline_results(Run(name="a", path="", machine={}, serving=[record(200.0, spread)]))
+    assert len(r.rounds) == 8 and math.isclose(statistics.median(r.rounds), 16 / 200.0)
+    fast = Run(name="fast", path="", machine={}, serving=[record(200.0, spread)])
+    slow = Run(name="slow", path="", machine={}, serving=[record(100.0, spread)])
+    s = compare(fast, slow, "machine")
+    assert s.value == pytest.approx(2.0) and s.unrounded == 0 and s.min_rounds == 8
+    assert s.low < 2.0 < s.high
 
 
 @needs_loadgen

@@ -60,29 +60,30 @@ def collect_main(argv: list[str] | None = None) -> int:
         return args
     try:
         Path(args.db).parent.mkdir(parents=True, exist_ok=True)
-        db = database.connect(args.db, create=True)
+        db = database.connect(args.db, write=True)
     except (BundleError, OSError) as e:
         print(f"xfbench collect: {e}", file=sys.stderr)
         return 1
-    status, new = 0, 0
+    status, outcomes = 0, []
     try:
         for path in args.bundles:
             try:
-                bundle = read(path)
-                new += database.add(db, bundle)
+                outcomes.append(database.add(db, read(path)))
             except BundleError as e:  # the others still go in: each is its own transaction
                 print(f"xfbench collect: {e}", file=sys.stderr)
                 status = 1
-                continue
             except database.sqlite3.Error as e:
                 print(f"xfbench collect: {path}: not collected: {e}", file=sys.stderr)
                 status = 1
-                continue
         (runs,) = db.execute("SELECT count(*) FROM runs").fetchone()
         (cells,) = db.execute("SELECT count(*) FROM cells").fetchone()
+    except database.sqlite3.Error as e:
+        print(f"xfbench collect: {args.db}: {e}", file=sys.stderr)
+        return 1
     finally:
         db.close()
-    print(f"{args.db}: {new} new run{'s' * (new != 1)}; {runs} runs, {cells} cells in all")
+    said = ", ".join(f"{outcomes.count(o)} {o}" for o in database.OUTCOMES if o in outcomes)
+    print(f"{args.db}: {said or 'nothing collected'}; {runs} runs, {cells} cells in all")
     return status
 
 

@@ -23,6 +23,7 @@ from xfbench.bundle.pack import BundleError
 from xfbench.bundle.read import Bundle
 
 SCHEMA_VERSION = 1
+OUTCOMES = ("new", "superseded", "known", "part")  # what add() made of a bundle
 SUFFIXES = (".sqlite", ".sqlite3", ".db")
 HEADER = b"SQLite format 3\x00"
 
@@ -38,7 +39,7 @@ CREATE TABLE IF NOT EXISTS runs (
     host TEXT NOT NULL,
     cpu_model TEXT NOT NULL,
     gpus TEXT NOT NULL,                -- JSON list of GPU names
-    started TEXT,                      -- merged.json's datetime
+    merged_at TEXT,                    -- merged.json's datetime: the folder's last merge
     commit_id TEXT,                    -- the suite's commit that measured
     xfbench TEXT NOT NULL,             -- the version that packed the bundle
     environment TEXT NOT NULL,         -- pip freeze, NAME==VERSION lines
@@ -96,29 +97,39 @@ def is_database(path: Path) -> bool:
         return False
 
 
-def connect(path: Path | str, create: bool = False) -> sqlite3.Connection:
-    """The database at path (created when asked); BundleError when it is not one of ours."""
+def connect(path: Path | str, write: bool = False) -> sqlite3.Connection:
+    """The database at path: read-only, or for collecting into (created when absent);
+    BundleError when it cannot be used or is not an xfbench results database."""
     path = Path(path)
-    if not path.exists() and not create:
+    if not write and not path.is_file():
         raise BundleError(f"{path}: no such database")
     if path.exists() and path.stat().st_size and not is_database(path):
         raise BundleError(f"{path}: not an SQLite database")
     try:
-        db = sqlite3.connect(path)
-        db.executescript(SCHEMA)
-        db.execute(
-            "INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),)
-        )
-        (version,) = db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
+        if write:
+            db = sqlite3.connect(path, timeout=30)
+            tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+            if tables and not {"meta", "runs"} <= tables:
+                db.close()
+                raise BundleError(f"{path}: an SQLite database of something else; not written")
+            db.executescript(SCHEMA)
+            db.execute(
+                "INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),)
+            )
+            db.commit()
+        else:  # reading never writes: a read-only file, or one being collected into, reads
+            db = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=30)
+        row = db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
     except sqlite3.Error as e:
+        if "no such table" in str(e):
+            raise BundleError(f"{path}: not an xfbench results database (no meta table)") from None
         raise BundleError(f"{path}: cannot use the database: {e}") from None
-    if int(version) > SCHEMA_VERSION:
+    if row is None or int(row[0]) > SCHEMA_VERSION:
         db.close()
         raise BundleError(
-            f"{path}: written by a newer xfbench (database schema {version}; this one reads "
-            f"up to {SCHEMA_VERSION})"
+            f"{path}: written by a newer xfbench (database schema {row and row[0]}; this one "
+            f"reads up to {SCHEMA_VERSION})"
         )
-    db.commit()
     return db
 
 
@@ -203,33 +214,43 @@ def _failure_row(record: dict) -> tuple:
     )
 
 
-def add(db: sqlite3.Connection, bundle: Bundle) -> bool:
-    """One checked bundle into the database, in one transaction; whether its run is new."""
+def add(db: sqlite3.Connection, bundle: Bundle) -> str:
+    """One checked bundle into the database, in one transaction. What became of it: "new",
+    "known" (its run is in already), "superseded" (it holds all the cells of an earlier
+    bundle of the same folder, which it replaces) or "part" (an earlier bundle of a run
+    collected whole already; only the bundle is recorded)."""
     from xfbench.bundle.pack import sha256
 
     files = bundle.run_files
-    record = _json(bundle.members.get("environment/machine.json", b"{}")) or {}
+    record = _json(bundle.members["environment/machine.json"]) or {}
     merged = _json(files.get("merged.json", b"")) or {}
     info = merged.get("machine_info") if isinstance(merged.get("machine_info"), dict) else {}
     commit = merged.get("commit_info") if isinstance(merged.get("commit_info"), dict) else {}
+    host = str(info.get("node") or _first_host(files) or "unknown-host")
+    cpu = str(record.get("cpu_model") or "unknown CPU")
+    rows = cell_rows(files)
     now = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
     with db:  # commits, or rolls back on any error: nothing half-collected
-        new = not db.execute("SELECT 1 FROM runs WHERE run_id=?", (bundle.run_id,)).fetchone()
-        if new:
+        kept = bundle.run_id
+        if db.execute("SELECT 1 FROM runs WHERE run_id=?", (kept,)).fetchone():
+            outcome = "known"
+        else:
+            outcome, kept = _place(db, bundle, host, cpu, {r[0] for r in rows}, merged)
+        if outcome in ("new", "superseded"):
             db.execute(
                 "INSERT INTO runs VALUES (?,?,?,?,?,?,?,?,?,?,?)",
                 (
                     bundle.run_id,
                     bundle.run_name,
-                    str(info.get("node") or "unknown-host"),
-                    str(record.get("cpu_model") or "unknown CPU"),
+                    host,
+                    cpu,
                     json.dumps([g.get("name") for g in record.get("gpus") or []]),
                     merged.get("datetime"),
                     commit.get("id"),
                     str(bundle.manifest.get("xfbench")),
-                    bundle.members["environment/pip-freeze.txt"].decode(),
+                    bundle.text("environment/pip-freeze.txt"),
                     json.dumps(record, sort_keys=True),
-                    bundle.members["models.json"].decode(),
+                    bundle.text("models.json"),
                 ),
             )
             db.executemany(
@@ -241,20 +262,53 @@ def add(db: sqlite3.Connection, bundle: Bundle) -> bool:
             )
             db.executemany(
                 "INSERT OR IGNORE INTO cells VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                [(bundle.run_id, *row) for row in cell_rows(files)],
+                [(bundle.run_id, *row) for row in rows],
             )
         db.execute(
             "INSERT OR IGNORE INTO bundles VALUES (?,?,?,?,?,?)",
             (
                 bundle.sha256,
-                bundle.run_id,
+                kept,
                 bundle.path.name,
-                bundle.path.stat().st_size,
+                bundle.size,
                 str(bundle.manifest.get("packed_at")),
                 now,
             ),
         )
-    return new
+    return outcome
+
+
+def _place(db, bundle: Bundle, host: str, cpu: str, cells: set, merged: dict) -> tuple:
+    """Where a run not yet in the database goes: beside the others ("new"), in place of
+    earlier bundles of the same folder whose cells it holds ("superseded"), or nowhere
+    when a later bundle of its folder holds its cells ("part", and that run's id). Two
+    bundles of one folder with the same cells: the later merge stays. So the database
+    does not depend on the order bundles are collected in."""
+    same = db.execute(
+        "SELECT run_id, merged_at FROM runs WHERE name=? AND host=? AND cpu_model=?",
+        (bundle.run_name, host, cpu),
+    ).fetchall()
+    outcome = "new"
+    when = str(merged.get("datetime") or "")
+    for other, other_when in same:
+        theirs = {r[0] for r in db.execute("SELECT cell FROM cells WHERE run_id=?", (other,))}
+        if cells < theirs or (cells == theirs and when <= str(other_when or "")):
+            return "part", other
+        if theirs <= cells:
+            for table in ("files", "cells", "runs"):
+                db.execute(f"DELETE FROM {table} WHERE run_id=?", (other,))
+            db.execute("UPDATE bundles SET run_id=? WHERE run_id=?", (bundle.run_id, other))
+            outcome = "superseded"
+    return outcome, bundle.run_id
+
+
+def _first_host(files: dict[str, bytes]) -> str | None:
+    """The host a cell's own file names (a folder packed before its first merge)."""
+    for name in sorted(n for n in files if n.startswith("cells/")):
+        doc = _json(files[name])
+        if isinstance(doc, dict) and isinstance(doc.get("machine_info"), dict):
+            return doc["machine_info"].get("node")
+    return None
 
 
 def split(argument: str) -> tuple[Path, str | None] | None:
@@ -264,9 +318,9 @@ def split(argument: str) -> tuple[Path, str | None] | None:
     path = Path(argument)
     if path.is_file():
         return (path, None) if is_database(path) else None
-    head, sep, pattern = argument.rpartition(":")
-    if sep and head and Path(head).is_file() and is_database(Path(head)):
-        return Path(head), pattern
+    for i, char in enumerate(argument):  # the first colon after a database file's name
+        if char == ":" and i and Path(argument[:i]).is_file() and is_database(Path(argument[:i])):
+            return Path(argument[:i]), argument[i + 1 :]
     return None
 
 
@@ -275,7 +329,7 @@ def stored_runs(path: Path, pattern: str | None = None) -> list[StoredRun]:
     the database cannot be read or no run matches."""
     db = connect(path)
     try:
-        rows = db.execute("SELECT run_id, name FROM runs ORDER BY started, name, run_id").fetchall()
+        rows = db.execute("SELECT run_id, name FROM runs ORDER BY name, run_id").fetchall()
         counts: dict[str, int] = {}
         for _, name in rows:
             counts[name] = counts.get(name, 0) + 1
@@ -317,9 +371,12 @@ def schema_markdown() -> str:
         f"schema version {SCHEMA_VERSION} (the `meta` table says which). A run's files are "
         "kept whole, so `xfbench report FILE` (every run) or `FILE:PATTERN` (the runs whose "
         "name matches the shell-style pattern, or whose id starts with it) reads exactly "
-        "what the folder held; `cells` indexes them for queries. Collecting a bundle again, "
-        "or another bundle of the same folder, changes nothing: a run's key is the hash of "
-        "its files.\n\n"
+        "the records the folder held; `cells` indexes them for queries. A run's key is the "
+        "hash of its files (merged.json aside, which the runner rewrites), a cell's (run, "
+        "cell), a bundle's its SHA-256: collecting a bundle again changes nothing. A later "
+        "bundle of the same folder (the same name, host and CPU) holding all the cells of an "
+        "earlier one replaces it, and an earlier one collected after it adds only its row in "
+        "`bundles`: the database does not depend on the order of collection.\n\n"
         "```sql" + SCHEMA.rstrip() + "\n```\n"
     )
 

@@ -63,24 +63,39 @@ def is_runner_folder(folder: Path) -> bool:
 
 
 def run_files(folder: Path) -> dict[str, bytes]:
-    """Every file of a runner folder that is the run's, by its path inside the folder."""
+    """Every file of a runner folder that is the run's, by its path inside the folder
+    (symbolic links followed, as the report reads them)."""
     out = {}
     for path in sorted(folder.rglob("*")):
         rel = path.relative_to(folder)
-        if not path.is_file() or path.is_symlink():
+        if not path.is_file():
             continue
         if rel.name in NOT_PACKED_NAMES or rel.parts[0] in NOT_PACKED_FOLDERS:
             continue
-        if rel.name.endswith(SUFFIX):
+        if rel.name.endswith((SUFFIX, SUFFIX + ".part")):
             continue
         out[rel.as_posix()] = path.read_bytes()
     return out
 
 
+def has_records(files: dict[str, bytes]) -> bool:
+    """Whether a run holds a finished cell: a merged.json, or a file in cells/ or failed/."""
+    return "merged.json" in files or any(
+        n.startswith(("cells/", "failed/")) and n.endswith(".json") for n in files
+    )
+
+
 def run_id(files: dict[str, bytes]) -> str:
-    """The run's identity: a hash of its files' names and contents. The same folder packed
-    twice has the same id, and collecting either bundle twice adds nothing."""
-    lines = "".join(f"{sha256(body)} {name}\n" for name, body in sorted(files.items()))
+    """The run's identity: a hash of its files' names and contents, merged.json aside where
+    the cells' own files are there (the runner writes it again, with a new date, each time
+    it is started on the folder, finished or not). The same folder packed twice has the
+    same id, and collecting either bundle twice adds nothing."""
+    cells = any(n.startswith(("cells/", "failed/")) for n in files)
+    lines = "".join(
+        f"{sha256(body)} {name}\n"
+        for name, body in sorted(files.items())
+        if not (cells and name == "merged.json")
+    )
     return sha256(lines.encode())
 
 
@@ -115,14 +130,16 @@ def _walk(value):
 
 
 def machine_record(files: dict[str, bytes]) -> tuple[dict, str]:
-    """The machine record the run wrote (merged.json's), else this machine's now."""
-    try:
-        merged = json.loads(files.get("merged.json", b"{}"))
-        recorded = merged["machine_info"]["xfbench"]
+    """The machine record the run wrote (merged.json's, else a cell's), else this
+    machine's now."""
+    names = ["merged.json"] + sorted(n for n in files if n.startswith("cells/"))
+    for name in (n for n in names if n in files):
+        try:
+            recorded = json.loads(files[name])["machine_info"]["xfbench"]
+        except (ValueError, KeyError, TypeError, UnicodeDecodeError):
+            continue
         if isinstance(recorded, dict):
-            return recorded, "the run's (merged.json)"
-    except (ValueError, KeyError, TypeError, UnicodeDecodeError):
-        pass
+            return recorded, f"the run's ({name})"
     return machine.describe(), "taken when the bundle was packed"
 
 
@@ -147,13 +164,18 @@ def model_hashes(files: dict[str, bytes]) -> dict:
         path = canonical_path(spec)
         for p in (path, path.with_name(path.name + ".data")):
             if p.name not in onnx:
-                onnx[p.name] = sha256(p.read_bytes()) if p.is_file() else None
+                onnx[p.name] = _file_sha256(p) if p.is_file() else None
     code = Path(xfbench.__file__).parent / "models"
     return {
         "spec_digests": specs,
         "model_code": {p.name: sha256(p.read_bytes()) for p in sorted(code.glob("*.py"))},
         "onnx_files": onnx,
     }
+
+
+def _file_sha256(path: Path) -> str:
+    with open(path, "rb") as f:  # in chunks: an ONNX weights file can be gigabytes
+        return hashlib.file_digest(f, "sha256").hexdigest()
 
 
 def bundle_members(folder: Path) -> tuple[dict[str, bytes], dict]:
@@ -164,6 +186,8 @@ def bundle_members(folder: Path) -> tuple[dict[str, bytes], dict]:
     if not is_runner_folder(folder):
         raise BundleError(f"{folder}: not a runner folder (no merged.json, no cells/)")
     files = run_files(folder)
+    if not has_records(files):
+        raise BundleError(f"{folder}: no finished cell in it yet (no merged.json, cells/ empty)")
     recorded, where = machine_record(files)
     members = {f"run/{name}": body for name, body in files.items()}
     members["environment/pip-freeze.txt"] = pip_freeze().encode()

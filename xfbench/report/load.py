@@ -388,7 +388,9 @@ def add_document(run: Run, doc: dict, source: str) -> None:
             used += 1
             continue
         if kind in ("generation", "token_serving"):  # their own tables (report/generation.py)
-            getattr(run, kind).append({**extra, "source": source})
+            # a generation's timed rounds (whole generations) are its rounds in the scores
+            rounds = _rounds((entry.get("stats") or {}).get("data"))
+            getattr(run, kind).append({**extra, "source": source, "timed_rounds_s": rounds})
             used += 1
             continue
         if kind in scaling.KINDS:

@@ -218,19 +218,20 @@ def _same_cell(r) -> tuple:
 def _best(run, key_fn: Callable) -> dict[tuple, list[Candidate]]:
     """Each key's candidates; the same cell measured in several runs of a pooled reference
     is one candidate of all their rounds (the best of three runs would flatter it)."""
+    from xfbench.report.generation import generation_results
     from xfbench.report.serving import offline_results
 
     cells: dict[tuple, dict[tuple, Candidate]] = {}
-    for r in list(run.results) + offline_results(run):
+    for r in list(run.results) + offline_results(run) + generation_results(run):
         k, c = key_fn(r), candidate(r)
         if k is None or c is None:
             continue
         same = cells.setdefault(k, {})
         kept = same.get(_same_cell(r))
-        if kept is None:
-            same[_same_cell(r)] = c
-        elif len(kept.rounds) == len(c.rounds):
+        if kept is not None and len(kept.rounds) == len(c.rounds):
             kept.rounds = [a + b for a, b in zip(kept.rounds, c.rounds, strict=True)]
+        else:  # its first run, or copies that differ: a configuration of its own
+            same[_same_cell(r) + (len(same),) * (kept is not None)] = c
     return {k: list(v.values()) for k, v in cells.items()}
 
 
@@ -305,7 +306,8 @@ def score(results, reference) -> Scores:
     """results and reference: report.load Runs."""
     failed = [r for r in results.results if not r.ok]
     offline = [r for r in results.serving if r.get("scenario") == "Offline"]
-    offline_failed = [r for r in offline if r.get("status", "ok") != "ok"]
+    # the scored records that failed: Offline serving and generation cells
+    offline_failed = [r for r in offline + results.generation if r.get("status", "ok") != "ok"]
     # samples per kJ, measured in both runs (never a typed wattage), cell by cell
     mine, ref = _best(results, cell_key), _best(reference, cell_key)
     by_network_energy: dict[str, list[float]] = {}
@@ -319,10 +321,11 @@ def score(results, reference) -> Scores:
         machine=compare(results, reference, "machine"),
         per_core=compare(results, reference, "per-core"),
         failed=len(failed) + len(offline_failed),
-        total=len(results.results) + len(offline),
+        total=len(results.results) + len(offline) + len(results.generation),
         failed_names=[f"{r.network} {r.task} {r.framework} ({r.status})" for r in failed]
         + [
-            f"{r.get('network')} serve-offline {r.get('framework')} ({r.get('status')})"
+            f"{r.get('network')} {'generate' if r.get('task') == 'generate' else 'serve-offline'}"
+            f" {r.get('framework')} ({r.get('status')})"
             for r in offline_failed
         ],
         reference=reference.name,
@@ -350,7 +353,12 @@ def load_reference(path):
     """A reference as one Run: a folder of several runs (or a database) pooled."""
     from xfbench.report.load import load_many, pooled
 
+    from xfbench.report.load import LoadError
+
     runs = load_many(path)
+    machines = sorted({run.machine["label"] for run in runs})
+    if len(machines) > 1:  # rounds of two machines pooled would describe neither
+        raise LoadError(f"{path}: a reference is one machine's runs; it holds {', '.join(machines)}")
     return runs[0] if len(runs) == 1 else pooled(runs, Path(path).name, str(path))
 
 
@@ -377,7 +385,9 @@ def best_reference(run, candidates=None) -> Scores | None:
         else of_its_kind(run, [load_reference(c) for c in references()])
     )
     scores = [score(run, ref) for ref in refs]
-    best = max(scores, key=lambda s: s.cells, default=None)
+    # the most workloads shared, then the most equal columns (a table7 run: the reference
+    # measured at its thread counts)
+    best = max(scores, key=lambda s: (s.cells, s.per_core.workloads), default=None)
     return best if best is not None and best.machine.value is not None else None
 
 
@@ -400,6 +410,7 @@ def machine_scores(report) -> list[tuple]:
             machine={},
             results=[r for x in m.runs for r in x.results],
             serving=[r for x in m.runs for r in x.serving],
+            generation=[r for x in m.runs for r in x.generation],
         )
         # a reference is not scored on itself (given as its folder or its merged.json)
         own = {_folder(x.path) for x in m.runs}
@@ -408,7 +419,7 @@ def machine_scores(report) -> list[tuple]:
             for ref in of_its_kind(run, refs)
             if not any(_folder(ref.path) in (o, *o.parents) for o in own)
         ]
-        best = max(scores, key=lambda s: s.cells, default=None)
+        best = max(scores, key=lambda s: (s.cells, s.per_core.workloads), default=None)
         out.append((m, best if best is not None and best.machine.value is not None else None))
     return out
 
@@ -430,7 +441,8 @@ def interval_note(s: Score) -> str:
         note += (
             f"; some cells have only {s.min_rounds} rounds (below {ENOUGH_ROUNDS}, even a "
             "cell's range covers its median less than 95 % of the time), too few for the "
-            "interval to say much: --preset procurement times 10"
+            "interval to say much: --preset reference times 6 (every workload), procurement "
+            "10 (training)"
         )
     return note + (
         "; what changes between runs (the host, its clocks, its other tenants) is not in "
