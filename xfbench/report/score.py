@@ -351,14 +351,14 @@ def load_run(path):
 
 def load_reference(path):
     """A reference as one Run: a folder of several runs (or a database) pooled."""
-    from xfbench.report.load import load_many, pooled
-
-    from xfbench.report.load import LoadError
+    from xfbench.report.load import LoadError, load_many, pooled
 
     runs = load_many(path)
     machines = sorted({run.machine["label"] for run in runs})
     if len(machines) > 1:  # rounds of two machines pooled would describe neither
-        raise LoadError(f"{path}: a reference is one machine's runs; it holds {', '.join(machines)}")
+        raise LoadError(
+            f"{path}: a reference is one machine's runs; it holds {', '.join(machines)}"
+        )
     return runs[0] if len(runs) == 1 else pooled(runs, Path(path).name, str(path))
 
 
