@@ -327,3 +327,24 @@ def test_xfbench_run_bundle_packs_the_folder_when_the_sweep_ends(tmp_path):
     bundle = read(tmp_path / "run.xfbench.zip")
     assert "merged.json" in bundle.run_files
     assert "run.xfbench.zip  sha256 " in proc.stdout
+
+
+NEW_REFERENCE = REFERENCE.parent / "2026-11-26-amd-epyc-zen4-2c"
+
+
+def test_the_reference_of_several_runs_scores_every_kind_of_workload_without_a_warning(capsys):
+    """A run at the reference preset (here the reference's own first run) is scored on
+    training, inference, the transformers, Offline serving and generation, with rounds
+    enough on both sides for no rounds warning."""
+    runs = sorted(p for p in NEW_REFERENCE.iterdir() if p.is_dir())
+    assert len(runs) >= 3
+    capsys.readouterr()
+    assert score.main([str(runs[0]), "--winners"]) == 0
+    out = capsys.readouterr().out
+    assert f"against {NEW_REFERENCE.name}" in out
+    assert "rounds (below" not in out and "count as certain" not in out
+    for workload in ("infer", "bert_base train", "gpt2 infer", "serve-offline", "generate"):
+        assert workload in out, workload
+    # a table7 run still goes to the reference measured at its thread counts
+    best = score.best_reference(score.load_run(REFERENCE))
+    assert best.reference == REFERENCE.name

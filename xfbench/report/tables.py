@@ -117,8 +117,10 @@ def numbers_status(m) -> str:
         text += " timed rounds per cell"
     if levels:
         text += (
-            f"; ± is half the median's interval at {_levels(levels)} coverage ({METHOD}; "
-            "95 % needs 6 rounds or more)"
+            f"; ± is half the interval of this run's median at {_levels(levels)} coverage "
+            f"({METHOD}; 95 % needs 6 rounds or more): its rounds' noise, not another run's "
+            "(measured, it held the median of ten runs pooled 54 % of the time; between runs "
+            "see the noise floor, docs/reports.md)"
         )
     return text
 
@@ -359,7 +361,7 @@ def compact_table7(report: Report) -> Table | None:
         rows,
         anchor="table7",
         text_cols=1,
-        caption="Median ± half its confidence interval; (Nx): how many times the fastest of "
+        caption="Median ± half its confidence interval over this run's rounds; (Nx): how many times the fastest of "
         "that column it takes; the fastest is bold. " + _legend(infos),
     )
 
@@ -401,8 +403,9 @@ def fastest_table(report: Report) -> Table | None:
         anchor="fastest",
         text_cols=5,
         caption="The ratio is the next one's median time over the fastest's; its interval "
-        "is [low / high, high / low] of the two medians' confidence intervals, and where it "
-        "contains 1 the two are within noise (docs/measurement.md, Confidence intervals).",
+        "is [low / high, high / low] of the two medians' confidence intervals over their "
+        "rounds, and where it contains 1 the two are within the rounds' noise "
+        "(docs/measurement.md, Confidence intervals; between runs, docs/reports.md).",
     )
 
 
