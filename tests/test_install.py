@@ -176,7 +176,9 @@ def test_the_installed_score_finds_the_references_in_the_wheel(installed):
     [ref] = [p for p in score.references() if p.name.startswith("2026-11-24-amd-epyc")]
     proc = _run(["xfbench", "score", str(ref / "merged.json")], home, env)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
-    assert proc.stdout.startswith("machine score 1 (95 % CI of its rounds") and ref.name in proc.stdout
+    assert (
+        proc.stdout.startswith("machine score 1 (95 % CI of its rounds") and ref.name in proc.stdout
+    )
     # a reference of several runs: its runs' files are package data too
     [several] = [p for p in score.references() if p.name.startswith("2026-11-26-amd-epyc")]
     proc = _run(["xfbench", "score", str(several / "run-1")], home, env)

@@ -843,8 +843,14 @@ def test_the_machine_score_weighs_networks_equally_and_counts_failures(tmp_path,
     )
     assert score_main([str(ours), "--reference", str(ref), "--winners"]) == 0
     out = capsys.readouterr().out
-    assert out.startswith("machine score 4 (95 % CI of its rounds 4-4) against ref") and "2 workloads of 2" in out
-    assert "per-core score 4 (95 % CI of its rounds 4-4): the same cells" in out and "3 cells of 2" in out
+    assert (
+        out.startswith("machine score 4 (95 % CI of its rounds 4-4) against ref")
+        and "2 workloads of 2" in out
+    )
+    assert (
+        "per-core score 4 (95 % CI of its rounds 4-4): the same cells" in out
+        and "3 cells of 2" in out
+    )
     assert "1 of 4 cells of RESULTS failed (alexnet train torch (oom))" in out
     assert "fcn5 train, PyTorch, fp32" in out and "PyTorch eager fp32, 1 thread, batch 16" in out
     assert score_main([str(ours), "--reference", str(tmp_path / "nowhere")]) == 1
@@ -1024,7 +1030,9 @@ def test_the_checked_in_reference_scores_itself_one_and_a_sweep_prints_its_score
     assert s.failed == 0 and s.machine.workloads == 27 and s.per_core.workloads == 54
     _score(RunFolder(ref))
     out = capsys.readouterr().out
-    assert out.startswith(f"machine score 1 (95 % CI of its rounds {s.machine.low:.3g}-{s.machine.high:.3g})")
+    assert out.startswith(
+        f"machine score 1 (95 % CI of its rounds {s.machine.low:.3g}-{s.machine.high:.3g})"
+    )
     assert f", within its rounds' noise against {ref.name} (above 1: faster)" in out
     monkeypatch.setattr(score, "REFERENCES", tmp_path / "none")
     _score(RunFolder(ref))

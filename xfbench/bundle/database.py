@@ -235,7 +235,9 @@ def add(db: sqlite3.Connection, bundle: Bundle) -> str:
         if db.execute("SELECT 1 FROM runs WHERE run_id=?", (kept,)).fetchone():
             outcome = "known"
         else:
-            outcome, kept = _place(db, bundle, host, cpu, {r[0] for r in rows}, merged)
+            outcome, kept = _place(
+                db, bundle, host=host, cpu=cpu, cells={r[0] for r in rows}, merged=merged
+            )
         if outcome in ("new", "superseded"):
             db.execute(
                 "INSERT INTO runs VALUES (?,?,?,?,?,?,?,?,?,?,?)",
@@ -278,7 +280,7 @@ def add(db: sqlite3.Connection, bundle: Bundle) -> str:
     return outcome
 
 
-def _place(db, bundle: Bundle, host: str, cpu: str, cells: set, merged: dict) -> tuple:
+def _place(db, bundle: Bundle, *, host: str, cpu: str, cells: set, merged: dict) -> tuple:
     """Where a run not yet in the database goes: beside the others ("new"), in place of
     earlier bundles of the same folder whose cells it holds ("superseded"), or nowhere
     when a later bundle of its folder holds its cells ("part", and that run's id). Two

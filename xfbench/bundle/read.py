@@ -85,7 +85,9 @@ def read(path: Path | str) -> Bundle:
             raise BundleError(f"{path}: refused: {name} was added after packing")
         if sha256(contents[name]) != listed[name].get("sha256"):
             raise BundleError(f"{path}: refused: {name} does not match its hash (altered)")
-    bundle = Bundle(path, sha256(data), len(data), manifest, contents)
+    bundle = Bundle(
+        path=path, sha256=sha256(data), size=len(data), manifest=manifest, members=contents
+    )
     if run_id(bundle.run_files) != manifest["run_id"]:
         raise BundleError(f"{path}: refused: the run's files do not give the manifest's run id")
     missing = [name for name in REQUIRED if name not in contents]
