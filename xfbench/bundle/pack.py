@@ -32,19 +32,10 @@ from xfbench.models import get_spec
 FORMAT = 1
 SUFFIX = ".xfbench.zip"
 MAGIC = "xfbench-bundle"
-# What a runner folder holds that is not the run: the report written into it (made again
-# from the records), its plots, the runner's lock, and bundles packed beside the records.
-NOT_PACKED_NAMES = {
-    ".lock",
-    "report.md",
-    "report.html",
-    "report.csv",
-    "report-scaling.csv",
-    "report-allreduce.csv",
-    "report-serving.csv",
-    "report-generation.csv",
-    "report-token-serving.csv",
-}
+# What a runner folder holds that is not the run: the report written into it (report.md,
+# .html, .csv and report-*.csv, made again from the records), its plots, the runner's lock,
+# and bundles packed beside the records.
+NOT_PACKED_NAMES = {".lock"}
 NOT_PACKED_FOLDERS = {"plots"}
 # A fixed time for every member, so that the same folder packs into the same members.
 ZIP_TIME = (1980, 1, 1, 0, 0, 0)
@@ -72,10 +63,19 @@ def run_files(folder: Path) -> dict[str, bytes]:
             continue
         if rel.name in NOT_PACKED_NAMES or rel.parts[0] in NOT_PACKED_FOLDERS:
             continue
+        if len(rel.parts) == 1 and _is_report(rel.name):
+            continue
         if rel.name.endswith((SUFFIX, SUFFIX + ".part")):
             continue
         out[rel.as_posix()] = path.read_bytes()
     return out
+
+
+def _is_report(name: str) -> bool:
+    stem, _, suffix = name.rpartition(".")
+    return (stem == "report" and suffix in ("md", "html", "csv")) or (
+        stem.startswith("report-") and suffix == "csv"
+    )
 
 
 def has_records(files: dict[str, bytes]) -> bool:

@@ -417,32 +417,18 @@ def generation_results(run) -> list:
     a sample is one sequence of new_tokens, its rounds every timed generation (whose
     median the scores take; e2e_s, the record's, is the same median). The lengths (ISL/OSL) go into the scale, so that only
     the same lengths are compared."""
-    from xfbench.report.load import Result
+    from xfbench.report.load import scored_result
 
     out = []
     for r in _ok(run.generation):
         e2e, batch = r.get("e2e_s"), r.get("batch_size")
         if not isinstance(e2e, int | float) or e2e <= 0 or not isinstance(batch, int):
             continue
+        lengths = f"{r.get('scale', 'full')}, {r.get('prompt_tokens')}/{r.get('new_tokens')} tokens"
+        rounds = r.get("timed_rounds_s") or []
         out.append(
-            Result(
-                task=GENERATE_TASK,
-                network=str(r.get("network")),
-                framework=str(r.get("framework")),
-                mode=str(r.get("mode")),
-                precision=str(r.get("precision")),
-                device=str(r.get("device")),
-                device_name=str(r.get("device_name") or r.get("device")),
-                threads=int(r.get("threads") or 0),
-                batch_size=batch,
-                data="resident",
-                scale=f"{r.get('scale', 'full')}, {r.get('prompt_tokens')}/"
-                f"{r.get('new_tokens')} tokens",
-                status="ok",
-                median=float(e2e),
-                info=r,
-                source=str(r.get("source", "")),
-                rounds=list(r.get("timed_rounds_s") or []),
+            scored_result(
+                r, task=GENERATE_TASK, batch=batch, median=float(e2e), rounds=rounds, scale=lengths
             )
         )
     return out

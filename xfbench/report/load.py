@@ -282,6 +282,17 @@ def _cell_result(cell: dict, status: str, source: str) -> Result:
     )
 
 
+def scored_result(record: dict, *, task: str, batch: int, median: float, rounds, scale=None):
+    """A serving or generation record as the Result the scores compare (report/serving.py,
+    report/generation.py): its cell's fields, and what the caller makes its median, rounds
+    and scale."""
+    result = _cell_result(record, "ok", str(record.get("source", "")))
+    result.task, result.batch_size, result.data = task, batch, "resident"
+    result.median, result.rounds, result.info = median, list(rounds), record
+    result.scale = scale or result.scale
+    return result
+
+
 def failure_result(record: dict, source: str) -> Result:
     """A failure record ({"cell": {...}, "status", "reason", ...}, or the cell fields at
     the top level as the runner's plugin keeps them) as a Result."""

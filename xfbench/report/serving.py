@@ -151,7 +151,7 @@ def offline_results(run) -> list:
     (records without them count as certain). int8
     records are not scored: int8 computes another function than fp32 (report/score.py).
     Its batch is the SUT's largest, and its median LoadGen's seconds per such batch."""
-    from xfbench.report.load import Result
+    from xfbench.report.load import scored_result
 
     out = []
     for r in run.serving:
@@ -161,27 +161,9 @@ def offline_results(run) -> list:
         if not isinstance(rate, (int, float)) or rate <= 0:
             continue
         batch = int((r.get("batching") or {}).get("max_batch") or 1)
-        out.append(
-            Result(
-                task=OFFLINE_TASK,
-                network=str(r.get("network")),
-                framework=str(r.get("framework")),
-                mode=str(r.get("mode")),
-                precision=str(r.get("precision")),
-                device=str(r.get("device")),
-                device_name=str(r.get("device_name") or r.get("device")),
-                threads=int(r.get("threads") or 0),
-                batch_size=batch,
-                data="resident",
-                scale=str(r.get("scale", "full")),
-                status="ok",
-                median=batch / rate,  # seconds per batch of the largest bucket
-                rounds=_scaled_rounds(r.get("full_batch_s"), batch / rate),
-                info=r,
-                source=str(r.get("source", "")),
-                tokens=r.get("tokens"),
-            )
-        )
+        median = batch / rate  # seconds per batch of the largest bucket
+        rounds = _scaled_rounds(r.get("full_batch_s"), median)
+        out.append(scored_result(r, task=OFFLINE_TASK, batch=batch, median=median, rounds=rounds))
     return out
 
 
