@@ -345,6 +345,8 @@ def test_the_reference_of_several_runs_scores_every_kind_of_workload_without_a_w
     assert "rounds (below" not in out and "count as certain" not in out
     for workload in ("infer", "bert_base train", "gpt2 infer", "serve-offline", "generate"):
         assert workload in out, workload
-    # a table7 run still goes to the reference measured at its thread counts
-    best = score.best_reference(score.load_run(REFERENCE))
-    assert best.reference == REFERENCE.name
+    # a table7 run still goes to the reference measured at its thread counts, whichever
+    # of the two (27 training workloads shared with each) is offered first
+    table7 = score.load_run(REFERENCE)
+    for order in ([NEW_REFERENCE, REFERENCE], [REFERENCE, NEW_REFERENCE]):
+        assert score.best_reference(table7, order).reference == REFERENCE.name

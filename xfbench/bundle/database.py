@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from xfbench import records
-from xfbench.bundle.pack import BundleError
+from xfbench.bundle.pack import MACHINE, MODELS, PIP_FREEZE, BundleError
 from xfbench.bundle.read import Bundle
 
 SCHEMA_VERSION = 1
@@ -222,7 +222,7 @@ def add(db: sqlite3.Connection, bundle: Bundle) -> str:
     from xfbench.bundle.pack import sha256
 
     files = bundle.run_files
-    record = _json(bundle.members["environment/machine.json"]) or {}
+    record = _json(bundle.members[MACHINE]) or {}
     merged = _json(files.get("merged.json", b"")) or {}
     info = merged.get("machine_info") if isinstance(merged.get("machine_info"), dict) else {}
     commit = merged.get("commit_info") if isinstance(merged.get("commit_info"), dict) else {}
@@ -250,9 +250,9 @@ def add(db: sqlite3.Connection, bundle: Bundle) -> str:
                     merged.get("datetime"),
                     commit.get("id"),
                     str(bundle.manifest.get("xfbench")),
-                    bundle.text("environment/pip-freeze.txt"),
+                    bundle.text(PIP_FREEZE),
                     json.dumps(record, sort_keys=True),
-                    bundle.text("models.json"),
+                    bundle.text(MODELS),
                 ),
             )
             db.executemany(
@@ -349,7 +349,10 @@ def stored_runs(path: Path, pattern: str | None = None) -> list[StoredRun]:
             files = {
                 p: zlib.decompress(body)
                 for p, body in db.execute(
-                    "SELECT path, body FROM files WHERE run_id=? ORDER BY path", (run_id,)
+                    # the records only: a run's logs stay compressed in the database
+                    "SELECT path, body FROM files WHERE run_id=? AND path LIKE '%.json' "
+                    "ORDER BY path",
+                    (run_id,),
                 )
             }
             out.append(StoredRun(run_id=run_id, name=shown, files=files))

@@ -37,6 +37,12 @@ MAGIC = "xfbench-bundle"
 # and bundles packed beside the records.
 NOT_PACKED_NAMES = {".lock"}
 NOT_PACKED_FOLDERS = {"plots"}
+# The members beside the run's files, named once for packing and for reading (read.py)
+PIP_FREEZE, MACHINE, MODELS = (
+    "environment/pip-freeze.txt",
+    "environment/machine.json",
+    "models.json",
+)
 # A fixed time for every member, so that the same folder packs into the same members.
 ZIP_TIME = (1980, 1, 1, 0, 0, 0)
 
@@ -190,9 +196,9 @@ def bundle_members(folder: Path) -> tuple[dict[str, bytes], dict]:
         raise BundleError(f"{folder}: no finished cell in it yet (no merged.json, cells/ empty)")
     recorded, where = machine_record(files)
     members = {f"run/{name}": body for name, body in files.items()}
-    members["environment/pip-freeze.txt"] = pip_freeze().encode()
-    members["environment/machine.json"] = json.dumps(recorded, indent=1, sort_keys=True).encode()
-    members["models.json"] = json.dumps(model_hashes(files), indent=1, sort_keys=True).encode()
+    members[PIP_FREEZE] = pip_freeze().encode()
+    members[MACHINE] = json.dumps(recorded, indent=1, sort_keys=True).encode()
+    members[MODELS] = json.dumps(model_hashes(files), indent=1, sort_keys=True).encode()
     manifest = {
         "format": FORMAT,
         "run": folder.resolve().name,

@@ -11,10 +11,20 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from xfbench.bundle.pack import FORMAT, MAGIC, BundleError, has_records, run_id, sha256
+from xfbench.bundle.pack import (
+    FORMAT,
+    MACHINE,
+    MAGIC,
+    MODELS,
+    PIP_FREEZE,
+    BundleError,
+    has_records,
+    run_id,
+    sha256,
+)
 
 COMMENT = re.compile(rf"^{MAGIC} (\d+) sha256=([0-9a-f]{{64}})$")
-REQUIRED = ("environment/pip-freeze.txt", "environment/machine.json", "models.json")
+REQUIRED = (PIP_FREEZE, MACHINE, MODELS)
 
 
 @dataclass
