@@ -235,3 +235,96 @@ def test_a_resnet50_cell_on_an_h100_stands_beside_the_published_range(tmp_path):
         line for line in text.split("## ResNet-50 training")[1].splitlines() if "H100" in line
     )
     assert "| 2560 " in row and "2616-2791 images/s" in row and "0.92-0.98x" in row
+
+
+# -- every output of every step, missing, empty, cut short or malformed ---------------
+DATA = Path(__file__).resolve().parent / "data"
+
+
+def _whole_outputs(out: Path) -> None:
+    """Each output an acceptance run's steps write, whole: the files a CPU run wrote
+    (tests/data/acceptance, the GPU tests' JUnit XML and roofs from an H100's window)."""
+    results = out / "results"
+    (results / "cells").mkdir(parents=True)
+    for name in ("probe.json", "gemm.json", "equivalence.json", "gpu-tests.xml"):
+        (out / name).write_bytes((DATA / "acceptance" / name).read_bytes())
+    (results / "roofs.json").write_bytes((DATA / "acceptance" / "roofs.json").read_bytes())
+    merged = (DATA / "torch_smoke_t1.json").read_bytes()
+    (results / "merged.json").write_bytes(merged)
+    doc = json.loads(merged)
+    for i, entry in enumerate(doc["benchmarks"]):  # a runner's cells: one file each
+        one = {**doc, "benchmarks": [entry]}
+        (results / "cells" / f"cell-{i}.json").write_text(json.dumps(one))
+
+
+def _files_written(out: Path) -> list[Path]:
+    """Every file under the outputs the steps declare (a sweep's folder: each file in it)."""
+    found = set()
+    for step in steps("cuda:0", "quick", out):
+        for path in step.outputs:
+            found |= {p for p in path.rglob("*") if p.is_file()} if path.is_dir() else {path}
+    return sorted(p for p in found if p.exists())
+
+
+PLANTED = {
+    "missing": None,
+    "empty": lambda data: b"",
+    "cut short": lambda data: data[: len(data) // 2],
+    "malformed": lambda data: b"\x00{not what it should be" + data[-20:],
+}
+
+
+@pytest.mark.parametrize("fault", list(PLANTED))
+def test_the_summary_and_archive_survive_any_output_missing_empty_cut_or_malformed(tmp_path, fault):
+    """A step's empty gemm.json once ended a GPU window (the summary raised after the step,
+    and no later step ran). Each output of each step, broken each way, leaves every other
+    section whole and its own section one line."""
+    from xfbench.acceptance import returns
+
+    whole = tmp_path / "whole"
+    _whole_outputs(whole)
+    outcomes = [Outcome("probe", "passed", 1.0)]
+    intact = summary(outcomes, whole)
+    files = _files_written(whole)
+    assert {p.name for p in files} >= {
+        "probe.json", "gemm.json", "equivalence.json", "gpu-tests.xml", "merged.json",
+        "roofs.json", "cell-0.json",
+    }  # fmt: skip
+    for planted in files:
+        out = tmp_path / fault.replace(" ", "-") / planted.relative_to(whole).as_posix()
+        _whole_outputs(out)
+        target = out / planted.relative_to(whole)
+        if target.parent.name == "cells":  # read only where merged.json is not (cut off)
+            (out / "results" / "merged.json").unlink()
+        if PLANTED[fault] is None:
+            target.unlink()
+        else:
+            target.write_bytes(PLANTED[fault](target.read_bytes()))
+        text = summary(outcomes, out)  # never raises
+        headings = [line for line in text.splitlines() if line.startswith("## ")]
+        unreadable = [line for line in text.splitlines() if line.startswith("unreadable: ")]
+        # at most the planted file's own section is lost, and then said in one line
+        assert len(unreadable) <= 1, (planted.name, unreadable)
+        if fault != "missing":
+            said = [line for line in text.splitlines() if planted.name in line]
+            assert any(s.startswith(("unreadable: ", "- left out: ")) for s in said), (
+                planted.name,
+                text,
+            )
+        lost = {h for h in intact.splitlines() if h.startswith("## ")} - set(headings)
+        assert len(lost) <= 1, (planted.name, lost)
+        assert returns.pack(out, tmp_path / "back", text) == []
+
+
+def test_what_runs_after_a_step_failing_never_stops_the_next_step(tmp_path):
+    """The summary and the pack run after every step; their failure is said, and the
+    steps go on (the GPU window's summary once raised there and ended the run)."""
+    todo = [Step(name=n, part="x", cap_s=30, argv=_py("pass"), what=n) for n in ("one", "two")]
+    said = []
+
+    def broken(outcomes):
+        raise ValueError("Expecting value: line 1 column 1 (char 0)")
+
+    outcomes = run_steps(todo, 300, tmp_path, say=said.append, after=broken)
+    assert [o.status for o in outcomes] == ["passed", "passed"]
+    assert any("after one: ValueError" in line for line in said)

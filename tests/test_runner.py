@@ -442,6 +442,22 @@ def test_a_run_where_every_cell_fails_still_writes_its_benchmark_json(tmp_path, 
     assert failure["status"] == "failed" and "fault injected" in failure["reason"]
 
 
+def test_benchmark_json_is_written_whole_under_pytest_benchmark_5_2_too(tmp_path):
+    """pytest-benchmark 5.2 (a lent GPU machine's) hands save_json the file it opened when
+    it read --benchmark-json, where 5.3 keeps a path: the GEMM step lost its JSON to a
+    TypeError there. Both forms must give the whole document at the option's path."""
+    from types import SimpleNamespace
+
+    from xfbench.runner.plugin import pytest_sessionstart
+
+    for name, value in (("opened", None), ("path", str(tmp_path / "path.json"))):
+        target = tmp_path / f"{name}.json"
+        bench = SimpleNamespace(json=value or open(target, "wb"))  # noqa: SIM115 (5.2's)
+        pytest_sessionstart(SimpleNamespace(config=SimpleNamespace(_benchmarksession=bench)))
+        bench.save_json({"benchmarks": [], "from": name})
+        assert json.loads(target.read_text()) == {"benchmarks": [], "from": name}
+
+
 @pytest.mark.skipif(CPUS < 2, reason="two thread counts need 2 CPUs")
 def test_a_gpu_cell_runs_once_not_once_per_cpu_thread_count():
     plan = make_plan(

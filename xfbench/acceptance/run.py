@@ -3,7 +3,7 @@
 A step gets min(its cap, what is left of the budget less RESERVE_S for the summary and
 the archive); a step for which less than MIN_STEP_S is left is skipped and says so. A
 step that fails, times out or is killed is recorded and the next one starts: nothing
-stops the run. Each step's output goes to OUT/logs/<step>.log; its tail is printed when
+stops the run, not even a failure of what runs after each step (the summary, the pack). Each step's output goes to OUT/logs/<step>.log; its tail is printed when
 it did not pass, and kept in OUT/steps.json.
 """
 
@@ -80,7 +80,10 @@ def run_steps(
         if outcome.log_tail:
             say(outcome.log_tail)
         (out / "steps.json").write_text(json.dumps([asdict(o) for o in outcomes], indent=1))
-        after(outcomes)
+        try:
+            after(outcomes)
+        except Exception as e:  # the summary or the pack: never a reason to stop the steps
+            say(f"=== after {step.name}: {type(e).__name__}: {e}; the next step runs")
     return outcomes
 
 

@@ -43,6 +43,10 @@ FIRST_BUDGET_S = 480  # 8 minutes: a window's 15 less the machine's start, trans
 CUPY_OVER_TORCH_MIN = 0.95
 
 
+# The options through which a step's command names what it writes.
+OUTPUT_OPTIONS = ("--benchmark-json", "--junitxml", "--results", "--into")
+
+
 @dataclass(frozen=True)
 class Step:
     name: str
@@ -51,6 +55,17 @@ class Step:
     argv: tuple[str, ...]
     what: str  # one line for the summary
     needs: tuple[Path, ...] = field(default=())  # files that must exist (tests/ in a checkout)
+    writes: tuple[Path, ...] = field(default=())  # outputs not named by an OUTPUT_OPTIONS
+
+    @property
+    def outputs(self) -> tuple[Path, ...]:
+        """The files and folders the step writes: read off its command line, and writes."""
+        found = list(self.writes)
+        for i, arg in enumerate(self.argv):
+            name, eq, value = arg.partition("=")
+            if name in OUTPUT_OPTIONS:
+                found.append(Path(value if eq else self.argv[i + 1]))
+        return tuple(found)
 
 
 @dataclass(frozen=True)
@@ -100,6 +115,7 @@ def steps(device: str, preset: str, out: Path) -> list[Step]:
         cap_s=30,
         argv=(sys.executable, "-m", "xfbench.acceptance.probe", str(out / "probe.json")),
         what="the machine, and the versions and devices each framework sees",
+        writes=(out / "probe.json",),
     )
     return [probe, *_first(device, s, out, sweep), *_later(device, s, out, sweep)]
 

@@ -27,23 +27,67 @@ from xfbench.acceptance.steps import CUPY_OVER_TORCH_MIN
 from xfbench.gemm import compare
 from xfbench.gemm.best import fill_share_of_best
 from xfbench.report.anchors import matches
-from xfbench.report.load import LoadError, Run, load
+from xfbench.report.load import Run, load
 from xfbench.report.model import build
 
 
 def summary(outcomes: list[Outcome], out: Path) -> str:
+    """The steps' table, then each section the outputs allow. A step's output that is
+    missing leaves its section out; one that is empty, cut short or malformed gives its
+    section as one line saying so: nothing a step wrote can end the run or lose the other
+    sections."""
     parts = [_steps(outcomes)]
-    sweeps = _sweeps_run(out)
-    if isinstance(sweeps, str):
-        sweeps_sections = [f"## Sweeps\n\nunreadable: {sweeps}"]
-    elif sweeps is None:
-        sweeps_sections = []
-    else:
-        sweeps_sections = [_resnet50(sweeps), _sweeps(sweeps), _generation(sweeps), _roofs(sweeps)]
-    for section in (_gemm(out), *sweeps_sections, _equivalence(out), _gpu_tests(out)):
-        if section:
-            parts.append(section)
-    return "\n\n".join(parts)
+    sections = [
+        _guarded("Machine", "probe.json", _machine, out),
+        _guarded("GEMM", "gemm.json", _gemm, out),
+        *_sweeps_sections(out),
+        _guarded("Equivalence", "equivalence.json", _equivalence, out),
+        _guarded("GPU tests", "gpu-tests.xml", _gpu_tests, out),
+    ]
+    return "\n\n".join(parts + [s for s in sections if s])
+
+
+class Unreadable(Exception):
+    """A step's output that cannot be used, in one line naming it."""
+
+
+def _guarded(title: str, source: str, make, *args) -> str:
+    """make(*args), or its section as one line when what it reads cannot be used."""
+    try:
+        return make(*args)
+    except Exception as e:  # any reader's failure: said in one line, never raised
+        text = str(e) if isinstance(e, Unreadable) else f"{source}: {type(e).__name__}: {e}"
+        return f"## {title}\n\nunreadable: {(text.splitlines() or [''])[0][:300]}"
+
+
+def read_output(path: Path) -> dict:
+    """A step's JSON output, or Unreadable saying whether it is empty, cut short or not
+    JSON (a step killed while writing it, or one that wrote nothing)."""
+    data = path.read_bytes()
+    if not data.strip():
+        raise Unreadable(f"{path.name} is empty (its step wrote nothing: see its log)")
+    try:
+        doc = json.loads(data)
+    except ValueError as e:
+        cut = "cut short" if len(data) and e.pos >= len(data.rstrip()) else "not JSON"
+        raise Unreadable(f"{path.name} is {cut} ({e})") from None
+    if not isinstance(doc, dict):
+        raise Unreadable(f"{path.name} holds a {type(doc).__name__}, not a JSON object")
+    return doc
+
+
+def _machine(out: Path) -> str:
+    """What the probe saw: the host, its GPUs and the packages that ran the steps."""
+    path = out / "probe.json"
+    if not path.exists():
+        return ""
+    m = read_output(path).get("machine", {})
+    gpus = ", ".join(f"{g.get('name')} (driver {g.get('driver')})" for g in m.get("gpus", []))
+    packages = ", ".join(f"{k} {v}" for k, v in sorted(m.get("packages", {}).items()))
+    return (
+        f"## Machine\n\n{m.get('cpu_model', '?')}, {m.get('cores_logical', '?')} CPUs; "
+        f"{gpus or 'no GPU'}; Python {m.get('python', '?')}; {packages}"
+    )
 
 
 def _steps(outcomes: list[Outcome]) -> str:
@@ -61,6 +105,7 @@ def _gemm(out: Path) -> str:
     path = out / "gemm.json"
     if not path.exists():
         return ""
+    read_output(path)
     records = compare.load([str(path)])
     if not records:
         return "## GEMM\n\nno GEMM cell gave a record"
@@ -78,16 +123,23 @@ def _gemm(out: Path) -> str:
     return "\n".join(lines)
 
 
-def _sweeps_run(out: Path) -> Run | str | None:
-    """The sweeps' results folder as the report reads it; a one-line problem; or None
-    when no sweep ran."""
+def _sweeps_sections(out: Path) -> list[str]:
+    """The sweeps' sections, from their results folder read once as the report reads it
+    (no section when no sweep ran)."""
     folder = out / "results"
     if not folder.exists():
-        return None
+        return []
     try:
-        return load(folder)
-    except (LoadError, ValueError) as e:
-        return f"{folder}: {e}"
+        run = load(folder)
+    except Exception as e:  # LoadError, or a reader's own on a file cut short
+        return [f"## Sweeps\n\nunreadable: {folder.name}/: {(str(e).splitlines() or [''])[0]}"]
+    where = f"{folder.name}/"
+    return [
+        _guarded("ResNet-50 training", where, _resnet50, run),
+        _guarded("Sweeps", where, _sweeps, run),
+        _guarded("Token generation", where, _generation, run),
+        _guarded("GPU roofs", f"{where}roofs.json", _roofs, run),
+    ]
 
 
 def _resnet50(run: Run) -> str:
@@ -144,6 +196,7 @@ def _sweeps(run: Run) -> str:
     reasons = Counter(r.reason for r in skipped)
     for reason, n in reasons.most_common():
         lines.append(f"- skipped ({n} cell{'s' * (n != 1)}): {reason}")
+    lines += [f"- left out: {problem}" for problem in run.problems]
     return "\n".join(lines)
 
 
@@ -184,6 +237,9 @@ def _roofs(run: Run) -> str:
                     ["", "measured / datasheet"]
                     + [f"{a / b:.2f}" if a and b else "" for a, b in zip(measured, listed)]
                 )
+    broken = [p for p in run.problems if "roofs.json" in p]
+    if broken:
+        raise Unreadable(broken[0])
     if not rows:
         return ""
     headers = ["GPU", "from", "memory GB/s", *(f"{t} TFLOP/s" for t in PEAK_TYPES)]
@@ -196,10 +252,7 @@ def _equivalence(out: Path) -> str:
     path = out / "equivalence.json"
     if not path.exists():
         return ""
-    try:
-        doc = json.loads(path.read_text())
-    except (OSError, ValueError) as e:
-        return f"## Equivalence\n\nunreadable {path.name}: {e}"
+    doc = read_output(path)
     rows = []
     for b in doc.get("benchmarks", []):
         r = b.get("extra_info", {}).get("equivalence")
@@ -236,10 +289,12 @@ def _gpu_tests(out: Path) -> str:
     path = out / "gpu-tests.xml"
     if not path.exists():
         return ""
+    if not path.read_bytes().strip():
+        raise Unreadable(f"{path.name} is empty (its step wrote nothing: see its log)")
     try:
         root = ET.parse(path).getroot()
     except ET.ParseError as e:
-        return f"## GPU tests\n\nunreadable JUnit XML: {e}"
+        raise Unreadable(f"{path.name} is not whole JUnit XML ({e})") from None
     suite = root if root.tag == "testsuite" else root.find("testsuite")
     if suite is None:
         return "## GPU tests\n\nno test suite in the JUnit XML"

@@ -523,8 +523,9 @@ def _load_files(name: str, where: str, names: list[str], read: Callable[[str], d
     # folder's roofs.json only: they join those the machine record carries.
     try:
         kept = read("roofs.json") if "roofs.json" in names else None
-    except LoadError:
+    except LoadError as e:
         kept = None
+        run.problems.append(f"{e}; the roofs it holds are left out")
     if isinstance(kept, dict):
         run.machine["roofs"] = {**run.machine.get("roofs", {}), **kept}
     return run

@@ -310,12 +310,24 @@ def _write_result(config, cell, stats) -> None:
 
 
 # -- every run: failures beside the benchmarks in --benchmark-json --------------------
+def benchmark_json_path(value) -> Path:
+    """Where --benchmark-json writes: pytest-benchmark 5.3 on keeps the option as a path,
+    5.2 as the file it opened (and emptied) when it read the option, which is closed here:
+    the document replaces it whole (write_json) rather than being written into it."""
+    if isinstance(value, str | os.PathLike):
+        return Path(value)
+    value.close()
+    return Path(value.name)
+
+
 def pytest_sessionstart(session):
     """--benchmark-json written whole or not at all, like every file xfbench writes
     (pytest-benchmark writes it in place)."""
     bench = getattr(session.config, "_benchmarksession", None)
     if bench is not None and bench.json:
-        bench.save_json = lambda output_json: write_json(Path(bench.json), output_json)
+        bench.save_json = lambda output_json: write_json(
+            benchmark_json_path(bench.json), output_json
+        )
 
 
 @pytest.hookimpl(trylast=True)
@@ -335,7 +347,7 @@ def pytest_sessionfinish(session, exitstatus):
         commit_info=config.hook.pytest_benchmark_generate_commit_info(config=config),
     )
     config.hook.pytest_benchmark_update_json(config=config, benchmarks=[], output_json=output)
-    write_json(Path(bench.json), output)
+    write_json(benchmark_json_path(bench.json), output)
 
 
 def pytest_benchmark_update_json(config, benchmarks, output_json):
