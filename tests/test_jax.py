@@ -342,3 +342,40 @@ def test_a_product_in_another_dtype_fails_the_cell(monkeypatch):
         RuntimeError, match="bf16 cell must compute in bfloat16, but dot_general ran float32"
     ):
         work.prepare()
+
+
+@pytest.mark.parametrize(("precision", "want"), [("fp32", "HIGHEST"), ("tf32", "HIGH")])
+def test_generation_traces_every_product_at_its_cells_precision(precision, want):
+    """JAX's generation cells labelled fp32 ran in TF32 on an H100 (the GPU's default for
+    float32 products): prefill and decode are traced at the cell's precision whatever the
+    process's default is, read back from each lowered program and recorded."""
+    from types import SimpleNamespace
+
+    from xfbench.adapters.jax.generation import JaxGenerator
+    from xfbench.generation.check import decoding_weights
+    from xfbench.generation.measure import prompt_ids
+    from xfbench.generation.metrics import generate
+
+    spec = get_spec("gpt2", "smoke")
+    cell = SimpleNamespace(
+        device="cpu", precision=precision, batch_size=1, prompt_tokens=4, new_tokens=3
+    )
+    gen = JaxGenerator(spec, cell, decoding_weights(spec))
+    try:  # the process's default as a GPU's is, unasked: float32 products at the lowest
+        with jax.default_matmul_precision("bfloat16"):
+            generate(gen, prompt_ids(spec, 1, 4), 3)
+            facts = gen.compile_facts()["lowered_precisions"]
+    finally:
+        gen.close()
+    assert set(facts) == {"prefill", "decode"}
+    for step, counts in facts.items():
+        assert set(counts) == {want} and counts[want] >= 4 * 2, (step, counts)
+    assert gen.info["matmul_precision"] == {"fp32": "highest", "tf32": "tensorfloat32"}[precision]
+
+
+def test_a_generation_product_below_its_precision_fails_the_cell():
+    from xfbench.adapters.jax.generation import check_precision
+
+    check_precision("fp32", {"HIGHEST": 30}, "prefill")
+    with pytest.raises(RuntimeError, match="not all at HIGHEST"):
+        check_precision("fp32", {"HIGHEST": 29, "DEFAULT": 1}, "prefill")

@@ -818,6 +818,13 @@ GENERATOR_COMPILED = (
         "compilations", "object", "jit's compilations of prefill and decode (1 each)", when="jax"
     ),
     Field(
+        "lowered_precisions",
+        "object",
+        "each step's products and convolutions by the precision its lowered program gives "
+        "XLA ({prefill: {HIGHEST: n}}): fp32 all HIGHEST, tf32 all HIGH",
+        when="jax",
+    ),
+    Field(
         "traces",
         "object",
         "tf.function's traces of prefill and decode (1 each)",
@@ -828,6 +835,12 @@ GENERATOR_INFO = (
     Field("device_name", "str", "the device's name (cpu on the host)"),
     Field("attention_kernel", "str", "what ran attention in prefill and decode"),
     Field("cache_write", "str", "how a step writes the cache"),
+    Field(
+        "matmul_precision",
+        "str",
+        "jax_default_matmul_precision the steps are traced under",
+        when="jax",
+    ),
     Field("backend", "str", "what the framework ran on", when="jax, tensorflow, onnxruntime"),
     Field("xla_cpu_target", "object", "the CPU and ISA XLA compiles for", when="jax on the CPU"),
     Field("onednn", "bool", "TensorFlow runs oneDNN's CPU kernels", when="tensorflow"),

@@ -7,9 +7,13 @@ cache is donated to them, so XLA writes the new position into the same buffer
 (lax.dynamic_update_slice at a traced position: one compilation for every step). Prefill
 attends causally within the prompt; a decode step attends to the whole cache under a mask
 of the positions written so far. Greedy's argmax is inside the step, on the device.
+Both are traced under the cell's matmul precision (workload.MATMUL_PRECISION: fp32 is
+HIGHEST, never a GPU's TF32 default), which each reads back from its lowered program.
 """
 
 from __future__ import annotations
+
+import re
 
 import jax
 import jax.numpy as jnp
@@ -18,7 +22,7 @@ import numpy as np
 from xfbench.adapters.base import Generator
 from xfbench.adapters.jax.transformer import gelu, layer_norm, logits
 from xfbench.adapters.jax.weights import to_jax
-from xfbench.adapters.jax.workload import backend, resolve_device
+from xfbench.adapters.jax.workload import MATMUL_PRECISION, backend, resolve_device
 from xfbench.models import Spec
 from xfbench.models import layers as L
 
@@ -79,8 +83,51 @@ def _forward(spec: Spec, params, x, caches, *, position, seen):
     return (jnp.argmax(z, axis=-1), z), out
 
 
-def make_steps(spec: Spec, length: int):
-    """(prefill, decode), jitted, each donating the cache."""
+def under(precision: str, step):
+    """step with every product traced at precision: set inside the traced function, it
+    holds however the caller's own default is set (a GPU's is TF32 for float32)."""
+
+    def traced(*args):
+        with jax.default_matmul_precision(precision):
+            return step(*args)
+
+    return traced
+
+
+def lowered_precisions(text: str) -> dict[str, int]:
+    """How many of a lowered (StableHLO) program's products and convolutions run at each
+    precision, as XLA is told: {"HIGHEST": 26}; one with no precision named counts as
+    DEFAULT."""
+    counts: dict[str, int] = {}
+    for line in text.splitlines():
+        if "stablehlo.dot_general" in line or "stablehlo.convolution" in line:
+            # `precision = [HIGHEST, HIGHEST]`, or `precision_config = [#stablehlo<precision
+            # HIGHEST>, ...]`: the two operands' (XLA runs the product at the higher)
+            named = re.search(r"precision(?:_config)? = \[([^\]]*)\]", line)
+            words = re.findall(r"\b(DEFAULT|HIGHEST|HIGH)\b", named.group(1)) if named else []
+            p = max(words or ["DEFAULT"], key=["DEFAULT", "HIGH", "HIGHEST"].index)
+            counts[p] = counts.get(p, 0) + 1
+    return counts
+
+
+def check_precision(cell_precision: str, counts: dict[str, int], where: str) -> None:
+    """An fp32 or tf32 cell's every product at the precision it names, or RuntimeError."""
+    want = {"fp32": "HIGHEST", "tf32": "HIGH"}.get(cell_precision)  # HIGH: TF32 on a GPU
+    if want and set(counts) != {want}:
+        raise RuntimeError(
+            f"{where} computes products at {counts}, not all at {want} as {cell_precision} needs"
+        )
+
+
+def shapes_of(tree):
+    """The tree's arrays as shapes and dtypes: enough to lower a function again."""
+    return jax.tree.map(lambda a: jax.ShapeDtypeStruct(a.shape, a.dtype), tree)
+
+
+def make_steps(spec: Spec, length: int, precision: str = "fp32"):
+    """(prefill, decode), jitted at the cell precision's matmul precision, each donating
+    the cache."""
+    matmul = MATMUL_PRECISION[precision]
 
     def prefill(params, prompt, caches):
         t = prompt.shape[1]
@@ -95,7 +142,10 @@ def make_steps(spec: Spec, length: int):
             spec, params, x[:, None], caches, position=position, seen=seen[None, None, None]
         )
 
-    return jax.jit(prefill, donate_argnums=2), jax.jit(decode, donate_argnums=3)
+    return (
+        jax.jit(under(matmul, prefill), donate_argnums=2),
+        jax.jit(under(matmul, decode), donate_argnums=3),
+    )
 
 
 class JaxGenerator(Generator):
@@ -112,14 +162,17 @@ class JaxGenerator(Generator):
             for _ in spec.layer(L.TransformerBlock)
         ]  # fmt: skip
         self.cache_bytes = sum(k.nbytes + v.nbytes for k, v in self.caches)
-        self._prefill, self._decode = make_steps(spec, length)
+        self.precision = cell.precision
+        self._prefill, self._decode = make_steps(spec, length, cell.precision)
         self.position = 0
         self._logits = None
+        self._args: dict = {}  # each step's first arguments, to lower it again for its facts
         self.info = {
             "device_name": self.device.device_kind if self.device.platform != "cpu" else "cpu",
             "attention_kernel": "prefill: jax.nn.dot_product_attention, XLA's, is_causal; "
             "decode: softmax(q k^T / sqrt(dh)) v over the cache, masked, in einsums",
             "cache_write": "lax.dynamic_update_slice into the donated cache",
+            "matmul_precision": MATMUL_PRECISION[cell.precision],
             **backend(self.device),
         }
 
@@ -129,6 +182,8 @@ class JaxGenerator(Generator):
 
     def prefill(self, prompt: np.ndarray) -> np.ndarray:
         prompt = jax.device_put(prompt.astype(np.int32), self.device)
+        if "prefill" not in self._args:
+            self._args["prefill"] = shapes_of((prompt, self.caches))
         out = self._sync(self._prefill(self.params, prompt, self.caches))
         self.position = prompt.shape[1]
         return out
@@ -136,6 +191,8 @@ class JaxGenerator(Generator):
     def decode(self, tokens: np.ndarray) -> np.ndarray:
         tokens = jax.device_put(tokens.astype(np.int32), self.device)
         position = jax.device_put(np.int32(self.position), self.device)
+        if "decode" not in self._args:
+            self._args["decode"] = shapes_of((tokens, position, self.caches))
         out = self._sync(self._decode(self.params, tokens, position, self.caches))
         self.position += 1
         return out
@@ -147,7 +204,18 @@ class JaxGenerator(Generator):
         sizes = {"prefill": self._prefill._cache_size(), "decode": self._decode._cache_size()}
         if sizes["decode"] != 1:
             raise RuntimeError(f"the decode step compiled {sizes['decode']} times, not once")
-        return {"compilations": sizes}
+        return {"compilations": sizes, "lowered_precisions": self.lowered_precisions()}
+
+    def lowered_precisions(self) -> dict[str, dict[str, int]]:
+        """Each step's products by the precision its lowered program gives XLA, checked
+        against the cell's (shapes only: the donated arrays are not read)."""
+        steps = {"prefill": self._prefill, "decode": self._decode}
+        found = {}
+        for name, args in self._args.items():
+            text = steps[name].lower(shapes_of(self.params), *args).as_text()
+            found[name] = lowered_precisions(text)
+            check_precision(self.precision, found[name], f"JAX's {name} step")
+        return found
 
     def close(self) -> None:
         del self.params, self.caches
