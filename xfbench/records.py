@@ -788,7 +788,17 @@ TOKEN_CHECK = (
         "every new token is the reference's choice (or within the margin) and the logits "
         "are the reference's within the tolerance",
     ),
-    Field("tokens_checked", "int", "new tokens checked (batch x new tokens)"),
+    Field(
+        "tokens_checked",
+        "int",
+        "new tokens checked (the sequences checked x new tokens)",
+    ),
+    Field(
+        "sequences_checked",
+        "list",
+        "the rows of the batch checked: the first and the last (the check's cost does not "
+        "grow with the batch)",
+    ),
     Field(
         "worst_gap",
         "float",

@@ -15,6 +15,12 @@ A cache written one position off, a wrong mask or a stale entry moves the logits
 percents, where it may leave a trained network's argmax alone for many tokens
 (tests/test_generation.py plants such faults in every framework).
 
+A cell checks a fixed set of its sequences, the first and the last of its batch
+(checked_sequences): a fault in how the batch is indexed shows in the last, and the
+float64 reference then costs what batch 2 costs at any batch (every sequence checked, it
+took 8.1 s at batch 1 and 22.7 s at batch 8 on an H100's 16-core host, and batch 64 ran
+past a 120 s cell time-out).
+
 A cell runs the check in a process of its own (check_apart): the float64 reference holds
 several times the network, and the allocator (harness/memory.py) keeps what it frees, so
 in the cell's process it would stay in every later cell's peak memory.
@@ -118,6 +124,18 @@ def check_apart(spec: Spec, prompt: np.ndarray, tokens: np.ndarray, logits: np.n
     context = multiprocessing.get_context("spawn")  # nothing of this process's state
     with ProcessPoolExecutor(1, mp_context=context) as pool:
         return pool.submit(_checked, spec.id, spec.scale, prompt, tokens, logits).result()
+
+
+def checked_sequences(batch: int) -> list[int]:
+    """The rows of a batch a cell's check decodes in float64: the first and the last."""
+    return sorted({0, batch - 1})
+
+
+def check_kept(spec: Spec, prompt: np.ndarray, run, rows: list[int]) -> dict:
+    """check_apart of a generation whose logits were kept for rows only (metrics.generate's
+    keep_logits=rows): those sequences' tokens and logits, the rows recorded."""
+    result = check_apart(spec, prompt[rows], run.tokens[rows], run.logits)
+    return {**result, "sequences_checked": rows}
 
 
 def verdict(result: dict) -> None:

@@ -23,7 +23,7 @@ from xfbench import machine, records
 from xfbench.adapters import get_adapter
 from xfbench.errors import CannotRun
 from xfbench.generation.cell import GenerationCell
-from xfbench.generation.check import check_apart, decoding_weights, verdict
+from xfbench.generation.check import check_kept, checked_sequences, decoding_weights, verdict
 from xfbench.generation.metrics import generate, summary
 from xfbench.harness.energy import EnergyMeter
 from xfbench.harness.equivalence import TRAINED_GELU_STD, TRAINED_SCORE_STD
@@ -95,8 +95,9 @@ def measure(benchmark, cell: GenerationCell, *, preset: Preset, threads_config: 
         # read before the check, whose float64 reference holds several times the network
         memory = _memory(spec, cell, generator, own_peak)
         t0 = time.perf_counter()
-        checked = generate(generator, prompt, cell.new_tokens, keep_logits=True)
-        tokens = check_apart(spec, prompt, checked.tokens, checked.logits)
+        rows = checked_sequences(cell.batch_size)
+        checked = generate(generator, prompt, cell.new_tokens, keep_logits=rows)
+        tokens = check_kept(spec, prompt, checked, rows)
         check_s = time.perf_counter() - t0
         if not tokens["verified"]:
             benchmark.has_error = True  # no entry in the JSON: a failed cell, not a number

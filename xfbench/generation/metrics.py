@@ -24,7 +24,7 @@ class Generation:
     gaps_s: list[float]  # each decode step's time, in order
     e2e_s: float
     tokens: np.ndarray  # (B, OSL) the new tokens
-    logits: np.ndarray | None = None  # (B, OSL, vocab) where kept (the check's, untimed)
+    logits: np.ndarray | None = None  # (rows kept, OSL, vocab) (the check's, untimed)
 
     @property
     def tpot_s(self) -> float:
@@ -32,8 +32,10 @@ class Generation:
 
 
 def generate(generator, prompt: np.ndarray, new_tokens: int, keep_logits=False) -> Generation:
-    """Greedy decoding of new_tokens after prompt (B, ISL), timed; with keep_logits, each
-    step's logits copied to the host too (for the check: its times then mean nothing)."""
+    """Greedy decoding of new_tokens after prompt (B, ISL), timed; with keep_logits (True,
+    or the rows of the batch to keep), each step's logits copied to the host too (for the
+    check: its times then mean nothing)."""
+    rows = slice(None) if keep_logits is True else list(keep_logits or [])
     kept = []
     start = time.perf_counter()
     token = generator.prefill(prompt)
@@ -41,14 +43,14 @@ def generate(generator, prompt: np.ndarray, new_tokens: int, keep_logits=False) 
     out, gaps, last = [token], [], first
     for _ in range(new_tokens - 1):
         if keep_logits:
-            kept.append(generator.logits())
+            kept.append(generator.logits()[rows])
         token = generator.decode(token)
         now = time.perf_counter()
         gaps.append(now - last)
         out.append(token)
         last = now
     if keep_logits:
-        kept.append(generator.logits())
+        kept.append(generator.logits()[rows])
     return Generation(
         ttft_s=first - start,
         gaps_s=gaps,

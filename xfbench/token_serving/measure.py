@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from xfbench import records
-from xfbench.generation.check import check_apart, decoding_weights, verdict
+from xfbench.generation.check import check_kept, checked_sequences, decoding_weights, verdict
 from xfbench.generation.measure import WEIGHTS, machine_fields, prompt_ids, runnable
 from xfbench.generation.metrics import generate
 from xfbench.harness.memory import peak_rss_bytes, reset_peak_rss
@@ -89,8 +89,9 @@ class Generators:
             self.compile_s += first.ttft_s + first.gaps_s[0]
             self.compiled.update(generator.compile_facts())
             t0 = time.perf_counter()
-            kept = generate(generator, prompt, osl, keep_logits=True)
-            self.checks[str(b)] = check_apart(self.spec, prompt, kept.tokens, kept.logits)
+            rows = checked_sequences(b)
+            kept = generate(generator, prompt, osl, keep_logits=rows)
+            self.checks[str(b)] = check_kept(self.spec, prompt, kept, rows)
             self.check_s += time.perf_counter() - t0
             verdict(self.checks[str(b)])
             runs, started = [], time.perf_counter()
