@@ -76,3 +76,47 @@ def test_the_equivalence_suite_checks_each_device_and_records_tf32_apart():
     assert any("cuda" in line.lower() for line in skips), out[-3000:]
     assert any("tf32" in line.lower() for line in skips), out[-3000:]
     assert "6 skipped" in out  # cuda:0 fp32 and tf32, cpu tf32; infer and train each
+
+
+ENERGY_TESTS = """
+import pathlib, threading, time
+import pynvml
+from xfbench.harness.energy import EnergyMeter
+
+pynvml.nvmlDeviceGetPowerUsage = lambda handle: 300_000  # mW: this GPU reads its power
+
+def test_a_cell_samples_the_gpus_power():
+    with EnergyMeter("cuda:0") as meter:  # no energy counter: its sampling thread runs
+        time.sleep(0.3)
+    assert meter.method == "nvml-power-sampling" and len(meter._samples) > 2
+    if {hold}:  # a stand-in for whatever held the H100's GPU-test step past its cap
+        threading.Thread(target=time.sleep, args=(600,), name="stand-in holder").start()
+    pathlib.Path({done!r}).write_text(repr(time.time()))
+"""
+
+
+@pytest.mark.parametrize("hold", [False, True])
+def test_a_pytest_run_whose_cells_sampled_energy_exits_within_seconds(tmp_path, hold):
+    """On an H100 the GPU tests' step wrote its results and ran past its cap. A session of
+    xfbench's exits within seconds of its last test: at once when nothing holds it, else
+    EXIT_GRACE_S later, naming the holder, with the session's own status."""
+    import time
+
+    from xfbench.harness.processes import EXIT_GRACE_S
+
+    done = tmp_path / "last-test-ended"
+    test = tmp_path / "test_energy_exit.py"
+    test.write_text(ENERGY_TESTS.format(hold=hold, done=str(done)))
+    proc = under_fake_gpu(
+        "-m", "pytest", "-q", "-p", "no:cacheprovider", f"--rootdir={ROOT}", str(test),
+        timeout=120,
+    )  # fmt: skip
+    exited = time.time()
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    after = exited - float(done.read_text())
+    if hold:
+        assert EXIT_GRACE_S <= after < EXIT_GRACE_S + 5, after
+        assert "held by thread 'stand-in holder'" in proc.stderr
+    else:
+        assert after < 3, after
+        assert "held by" not in proc.stderr

@@ -27,7 +27,7 @@ from xfbench import machine, options
 from xfbench.adapters import Cell
 from xfbench.data.readers import DataError
 from xfbench.errors import CannotRun, UsageError
-from xfbench.harness import memory, threads
+from xfbench.harness import memory, processes, threads
 from xfbench.harness.measure import WEIGHT_SOURCES, RealData, measure
 from xfbench.harness.selection import Selection, cells, option_list, parse
 from xfbench.harness.sweeps import at_thread_counts, described, thread_counts
@@ -53,6 +53,7 @@ SELECTION = pytest.StashKey()
 SUITE_FAILURE = pytest.StashKey()
 CONFIGURED = pytest.StashKey()
 NOTHING_MEASURED = pytest.StashKey()
+EXIT_STATUS = pytest.StashKey()  # the session's, for the exit watch
 JOB = pytest.StashKey()  # config: the runner's job this child runs (runner.group)
 MEASURED: set[str] = set()  # node ids of cell tests that passed in this session
 
@@ -431,12 +432,30 @@ def pytest_sessionfinish(session, exitstatus):
     pytest's "no tests" status, 5, never 0: a script must not read it as a success. A cell
     counts as measured when its test passed, here or in the child that ran it."""
     config = session.config
+    config.stash[EXIT_STATUS] = int(exitstatus)
     if not active(config) or exitstatus != pytest.ExitCode.OK or config.option.collectonly:
         return
     cell_items = [i for i in session.items if _has_cell(i)]
     if cell_items and not any(i.nodeid in MEASURED for i in cell_items):
         session.exitstatus = pytest.ExitCode.NO_TESTS_COLLECTED
+        config.stash[EXIT_STATUS] = int(session.exitstatus)
         config.stash[NOTHING_MEASURED] = True
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_unconfigure(config):
+    """Every output is written by now: a run of xfbench's suites or of its own tests that
+    has not exited EXIT_GRACE_S later is held, says by what, and ends with its status
+    (a GPU window's step is otherwise killed at its cap, its results lost with it)."""
+    if active(config) or Path(config.rootpath) == SUITES_DIR.parents[1]:
+        status = config.stash.get(EXIT_STATUS, 0)
+        processes.exit_within(processes.EXIT_GRACE_S, status, say=_stderr_line)
+
+
+def _stderr_line(line: str) -> None:
+    import sys
+
+    sys.stderr.write(line + "\n")
 
 
 def pytest_terminal_summary(terminalreporter, config):
