@@ -892,8 +892,8 @@ def test_a_bigger_cpu_and_a_gpu_machine_score_at_their_best_with_an_interval(tmp
     def sixteen(extra):
         extra["threads"] = 16
 
-    def gpu(extra):
-        extra["device"], extra["device_name"] = "cuda:0", "NVIDIA H100 80GB HBM3"
+    def gpu(extra):  # a GPU of which no reference is checked in
+        extra["device"], extra["device_name"] = "cuda:0", "NVIDIA H200"
 
     for name, relabel, factor in (("big", sixteen, 4.0), ("gpu", gpu, 10.0)):
         ref, folder = _relabelled(tmp_path, name, relabel, factor)
@@ -906,7 +906,8 @@ def test_a_bigger_cpu_and_a_gpu_machine_score_at_their_best_with_an_interval(tmp
         if name == "gpu":  # a CPU reference is never chosen for a GPU run unasked
             assert score.main([str(folder)]) == 1
             err = capsys.readouterr().err
-            assert "shares no workload with a reference of its kind (accelerator)" in err
+            assert "no checked-in reference was measured on the model of its " in err
+            assert "accelerator (NVIDIA H200)" in err and "NVIDIA H100 80GB HBM3: " in err
             assert len(err.strip().splitlines()) == 1
         assert score.main([str(folder), *(["--reference", str(ref)] * (name == "gpu"))]) == 0
         out = capsys.readouterr().out
@@ -1150,3 +1151,32 @@ def test_the_score_read_through_a_closed_pipe_is_no_traceback():
         timeout=120,
     )
     assert proc.returncode == 0 and proc.stderr == "", proc.stderr
+
+
+def test_every_record_kind_of_a_gpu_run_is_scored_against_its_gpus_reference(tmp_path):
+    """The H100's generation sweeps (generation records only) were scored against a CPU
+    reference: the device kind read train and infer cells alone. Each kind of record the
+    scores count now says where it ran, and a GPU run is scored against a reference of its
+    own GPU model: an H100 SXM run against the H100's, an H200's against none (told so), a
+    CPU run's generation records against a CPU reference."""
+    import shutil
+
+    from xfbench.report import score
+
+    [h100] = [p for p in score.references() if p.name.endswith("h100-sxm")]
+    [zen4] = [p for p in score.references() if p.name.endswith("zen4-2c")]
+    gpu_generation = score.load_run(h100 / "generation")
+    assert not gpu_generation.results and gpu_generation.generation
+    assert score.device_kind(gpu_generation) == "NVIDIA H100 80GB HBM3"
+    assert score.best_reference(gpu_generation).reference == h100.name
+    h200 = tmp_path / "h200-generation"
+    shutil.copytree(h100 / "generation", h200)
+    text = (h200 / "merged.json").read_text().replace("NVIDIA H100 80GB HBM3", "NVIDIA H200")
+    (h200 / "merged.json").write_text(text)
+    h200_run = score.load_run(h200)
+    assert score.best_reference(h200_run) is None
+    assert "(NVIDIA H200)" in score.no_reference_text(h200_run)
+    cpu_generation = score.load_run(zen4 / "run-1")
+    cpu_generation.results, cpu_generation.serving = [], []
+    assert score.device_kind(cpu_generation) == "cpu"
+    assert score.best_reference(cpu_generation).reference == zen4.name

@@ -215,14 +215,20 @@ def _same_cell(r) -> tuple:
     )
 
 
-def _best(run, key_fn: Callable) -> dict[tuple, list[Candidate]]:
-    """Each key's candidates; the same cell measured in several runs of a pooled reference
-    is one candidate of all their rounds (the best of three runs would flatter it)."""
+def scored_results(run) -> list:
+    """Every result of a run the scores count: train and infer cells, Offline serving and
+    token generation (each record kind a scored workload)."""
     from xfbench.report.generation import generation_results
     from xfbench.report.serving import offline_results
 
+    return list(run.results) + offline_results(run) + generation_results(run)
+
+
+def _best(run, key_fn: Callable) -> dict[tuple, list[Candidate]]:
+    """Each key's candidates; the same cell measured in several runs of a pooled reference
+    is one candidate of all their rounds (the best of three runs would flatter it)."""
     cells: dict[tuple, dict[tuple, Candidate]] = {}
-    for r in list(run.results) + offline_results(run) + generation_results(run):
+    for r in scored_results(run):
         k, c = key_fn(r), candidate(r)
         if k is None or c is None:
             continue
@@ -363,17 +369,33 @@ def load_reference(path):
 
 
 def device_kind(run) -> str:
-    """`accelerator` when any measured cell of a run ran on a GPU or TPU, else `cpu`."""
-    return "accelerator" if any(r.ok and r.accelerator for r in run.results) else "cpu"
+    """`cpu`, or the model of the accelerators its measured cells ran on (as the framework
+    names it: NVIDIA H100 80GB HBM3), read from every kind of record the scores count."""
+    names = sorted({r.device_name for r in scored_results(run) if r.ok and r.accelerator})
+    return " + ".join(names) if names else "cpu"
 
 
 def of_its_kind(run, refs: list) -> list:
-    """The references a run may be scored against unasked: those of its own device kind. A
-    GPU run is never scored against a CPU reference by default, nor a CPU run against a
-    GPU's; `xfbench score --reference` still compares any two, and says they differ in
-    kind."""
+    """The references a run may be scored against unasked: those of its own device kind,
+    for an accelerator its model. A GPU run is never scored against a CPU reference by
+    default, nor a CPU run against a GPU's, nor an H200 against an H100's; `xfbench score
+    --reference` still compares any two, and says when they differ in kind."""
     kind = device_kind(run)
     return [ref for ref in refs if device_kind(ref) == kind]
+
+
+def no_reference_text(run) -> str:
+    """Why a run has no reference unasked: none checked in is of its kind."""
+    kinds = {}
+    for path in references():
+        kinds.setdefault(device_kind(load_reference(path)), []).append(path.name)
+    known = "; ".join(f"{k}: {', '.join(v)}" for k, v in sorted(kinds.items()))
+    kind = device_kind(run)
+    what = "CPU" if kind == "cpu" else f"the model of its accelerator ({kind})"
+    return (
+        f"no checked-in reference was measured on {what} (checked in: {known}); give "
+        "--reference to compare across kinds"
+    )
 
 
 def best_reference(run, candidates=None) -> Scores | None:
@@ -604,13 +626,13 @@ def main(argv: list[str] | None = None) -> int:
         return _print_groups(groups, outcome, candidates, args)
     run, best = groups[0][0], outcome[0][0]
     if best is None:
-        names = ", ".join(Path(c).name for c in candidates)
-        kind = "" if args.reference else f" of its kind ({device_kind(run)})"
-        print(
-            f"xfbench score: {args.results} shares no workload with a reference{kind}: "
-            f"{names}; give --reference to compare across kinds",
-            file=sys.stderr,
-        )
+        if args.reference:
+            said = f"shares no workload with {Path(args.reference).name}"
+        elif of_its_kind(run, [load_reference(c) for c in candidates]):
+            said = f"shares no workload with a reference of its kind ({device_kind(run)})"
+        else:
+            said = no_reference_text(run)
+        print(f"xfbench score: {' '.join(args.results)}: {said}", file=sys.stderr)
         return 1
     price = None
     if args.prices:

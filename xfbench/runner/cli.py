@@ -273,12 +273,18 @@ def _score(folder: RunFolder) -> None:
     from xfbench.report import score
 
     try:
-        best = score.best_reference(score.load_run(folder.root))
+        run = score.load_run(folder.root)
+        best = score.best_reference(run)
+        # a CPU run with no reference stays quiet; an accelerator's is told why
+        gpu = best is None and score.device_kind(run) != "cpu"
+        missing = score.no_reference_text(run) if gpu else ""
     except Exception as e:  # the results are on disk: a score that fails only says so
         print(f"xfbench score did not finish ({type(e).__name__}: {e})", file=sys.stderr)
         return
     if best is not None:
         print(score.describe(best))
+    elif missing:
+        print(f"machine score: none: {missing}")
 
 
 def _bundle(folder: RunFolder, quiet: bool) -> None:
