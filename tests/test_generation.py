@@ -357,3 +357,33 @@ def test_the_scores_count_generated_tokens_at_the_same_lengths():
     assert s.workloads == 1 and s.value == pytest.approx(1.5)
     assert "gpt2 generate" in s.winners[0].workload and "128/128 tokens" in s.winners[0].workload
     assert s.min_rounds == 6 and s.unrounded == 0
+
+
+def test_a_gpu_generation_cell_records_its_peak_device_memory(smoke):
+    """Every generation cell on the H100 recorded peak_device_bytes None: the generators
+    kept the base's. PyTorch's and TensorFlow's read their allocator's peak since the
+    cell's reset; JAX's, XLA's buffer assignment of its two steps (the device's own counter
+    cannot be reset), checked here on the CPU's compilation as a GPU's would be."""
+    from types import SimpleNamespace
+
+    from xfbench.adapters.base import Generator
+    from xfbench.adapters.jax.generation import JaxGenerator
+    from xfbench.adapters.tensorflow.generation import TensorFlowGenerator
+    from xfbench.adapters.torch.generation import TorchGenerator
+
+    for own in (TorchGenerator, JaxGenerator, TensorFlowGenerator):
+        assert own.peak_device_memory is not Generator.peak_device_memory, own
+        assert own.reset_peak_memory is not Generator.reset_peak_memory or own is JaxGenerator
+    spec, weights, prompt = smoke
+    generator = _generator("jax", "jit", spec, weights)
+    try:
+        metrics.generate(generator, prompt, OSL)
+        assert generator.peak_device_memory() is None  # on the host: the process's RSS
+        on_gpu = SimpleNamespace(**{**vars(generator), "device": SimpleNamespace(platform="gpu")})
+        peak = JaxGenerator.peak_device_memory(on_gpu)
+    finally:
+        generator.close()
+    weights_bytes = 4 * spec.param_count
+    assert (
+        weights_bytes + generator.cache_bytes <= peak < 3 * (weights_bytes + generator.cache_bytes)
+    )

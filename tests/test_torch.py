@@ -288,3 +288,65 @@ def test_the_explicitly_cast_bf16_lstm_trains_the_float32_master_weights():
 
     dtypes, _ = probe(explicit.net, explicit.x, explicit.autocast, time_major=True)
     assert dtypes["LSTM"] == "bfloat16"
+
+
+def test_a_cudagraph_cell_proves_its_graphs_replayed_or_fails(monkeypatch):
+    """On an H100 a 'cudagraph' decode step took what its kernels take launched one by one.
+    The proof reads Inductor's skip counter and counts the graphs one more untimed run
+    replays: a skip, or no replay, fails the cell in one line."""
+    from xfbench.adapters.torch import cudagraphs
+
+    monkeypatch.setattr(torch.cuda.CUDAGraph, "replay", lambda graph: None)
+    counters = torch._dynamo.utils.counters
+    counters.clear()
+
+    def replaying(n):
+        return lambda: [torch.cuda.CUDAGraph.replay(object()) for _ in range(n)]
+
+    assert cudagraphs.replay_facts(replaying(127), least=127) == {
+        "cudagraph_skips": 0,
+        "cudagraph_replays": 127,
+    }
+    with pytest.raises(RuntimeError, match="0 CUDA graph replay"):
+        cudagraphs.replay_facts(replaying(0), least=1)
+    counters["inductor"]["cudagraph_skips"] += 1
+    with pytest.raises(RuntimeError, match="skipped CUDA graphs 1 time"):
+        cudagraphs.replay_facts(replaying(127), least=127)
+    counters.clear()
+    # and compilation is told to raise Inductor's own reason where it would skip graphs
+    import torch._inductor.config as inductor
+
+    monkeypatch.setattr(inductor.triton, "cudagraph_or_error", False)
+    from xfbench.adapters.torch.generation import _compiler
+
+    assert _compiler("cudagraph", "cuda") == "reduce-overhead"
+    assert inductor.triton.cudagraph_or_error is True
+
+
+@pytest.mark.parametrize("proven", [True, False])
+def test_a_cells_unproven_claim_after_its_rounds_fails_it(monkeypatch, benchmark, proven):
+    """measure() asks the workload, after the timed rounds, to prove what only a run shows
+    (replay_facts: a cudagraph cell's replays); its RuntimeError is the cell's failure, and
+    its facts go into the record."""
+    from xfbench.adapters import Cell
+    from xfbench.adapters.null import NullWorkload
+    from xfbench.harness.measure import measure
+    from xfbench.harness.presets import PRESETS
+
+    cell = Cell(
+        network="fcn5", framework="null", mode="none", precision="fp32", device="cpu",
+        threads=1, batch_size=8, task="train", scale="smoke",
+    )  # fmt: skip
+
+    def facts(self):
+        if proven:
+            return {"cudagraph_replays": 3}
+        raise RuntimeError("0 CUDA graph replay(s) in a step that should replay at least 1")
+
+    monkeypatch.setattr(NullWorkload, "replay_facts", facts)
+    if proven:
+        record = measure(benchmark, cell, preset=PRESETS["smoke"], threads_config={})
+        assert record["cudagraph_replays"] == 3
+    else:
+        with pytest.raises(RuntimeError, match="0 CUDA graph replay"):
+            measure(benchmark, cell, preset=PRESETS["smoke"], threads_config={})

@@ -205,6 +205,20 @@ ENERGY = (
         "object | null",
         "joules per RAPL domain read: package-N and dram-N (psys and core are inside them)",
     ),
+    Field(
+        "power_samples",
+        "int",
+        "the GPU's power readings integrated",
+        when="energy_method nvml-power-sampling",
+    ),
+    Field(
+        "gpu_state_start",
+        "object",
+        "the GPU's SM and memory clocks (MHz), temperature (C), enforced power limit (W) and "
+        "throttle reasons when the timed rounds began (what NVML could read)",
+        when="a GPU cell with NVML",
+    ),
+    Field("gpu_state_end", "object", "the same when the rounds ended", when="a GPU cell with NVML"),
 )
 
 # Set by the runner's pytest plugin (runner/plugin.py) on each entry it saw measured.
@@ -322,6 +336,18 @@ ADAPTER = (
     Field("graph_breaks", "int", "Dynamo's graph breaks", when="torch compiled"),
     Field(
         "graph_break_reasons", "list", "the breaks' reasons, one line each", when="torch compiled"
+    ),
+    Field(
+        "cudagraph_skips",
+        "int",
+        "Inductor's cudagraph skips (0: a skip fails the cell)",
+        when="torch cudagraph",
+    ),
+    Field(
+        "cudagraph_replays",
+        "int",
+        "CUDA graphs replayed by one more step (or generation), untimed, after the rounds",
+        when="torch cudagraph",
     ),
     Field("jax_device", "str", "JAX's name of the device", when="jax"),
     Field("xla_cpu_target", "object", "the CPU and ISA XLA compiles for", when="jax on the CPU"),
@@ -768,6 +794,7 @@ SERVING = replaced(
     Field("warmup_steps", "int", "untimed steps of each bucket"),
     Field("peak_host_rss_bytes", "int", "peak resident memory"),
     Field("peak_host_rss_scope", "str", "cell or process"),
+    Field("peak_device_bytes", "int | null", "the buckets' largest device peak; null on the host"),
     Field("threads_requested", "int", "threads asked for"),
     Field("threads_used", "float", "CPU time over wall time during the LoadGen run"),
     *CONTENTION,
@@ -824,6 +851,18 @@ GENERATOR_COMPILED = (
     Field("compiled_graphs", "int", "graphs Dynamo compiled", when=TORCH_COMPILED),
     Field("graph_breaks", "int", "Dynamo's graph breaks (0)", when=TORCH_COMPILED),
     Field("compile_mode", "str", "torch.compile's mode", when=TORCH_COMPILED),
+    Field(
+        "cudagraph_skips",
+        "int",
+        "Inductor's cudagraph skips (0: a skip fails the cell)",
+        when="torch cudagraph",
+    ),
+    Field(
+        "cudagraph_replays",
+        "int",
+        "CUDA graphs replayed by one more step (or generation), untimed, after the rounds",
+        when="torch cudagraph",
+    ),
     Field(
         "compilations", "object", "jit's compilations of prefill and decode (1 each)", when="jax"
     ),
@@ -1142,6 +1181,7 @@ TOKEN_SERVING = replaced(
     Field("warmup_generations", "int", "untimed generations of each bucket"),
     Field("peak_host_rss_bytes", "int", "peak resident memory"),
     Field("peak_host_rss_scope", "str", "cell or process"),
+    Field("peak_device_bytes", "int | null", "the buckets' largest device peak; null on the host"),
     Field("threads_requested", "int", "threads asked for"),
     Field("threads_used", "float", "CPU time over wall time during the LoadGen run(s)"),
     *CONTENTION,

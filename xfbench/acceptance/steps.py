@@ -24,7 +24,9 @@ SUITES = Path(xfbench.__file__).resolve().parent / "suites"
 TESTS = Path(xfbench.__file__).resolve().parents[1] / "tests"
 
 # `first` fits one 15-minute GPU window (its caps, with RESERVE_S, within FIRST_BUDGET_S);
-# the others are for later windows, resuming into the same folder.
+# the others are for later windows, resuming into the same folder. The GEMM (CuPy against
+# torch.matmul, 46 s on the H100) waits for the `gemm` part: the roofs step measures each
+# type's matmul peak in the first.
 PARTS = (
     "first",
     "gemm",
@@ -77,7 +79,9 @@ class Sizes:
     batch: int  # ResNet-50's training batch
     models: str  # Table 7's networks
     serving: str  # the serving step's network
-    jax_subset: str = "fcn5,resnet56,lstm32"  # the first part's JAX cells
+    generation_batches: str = "1,64"  # the first part's decoding: one sequence, and many
+    # the first part's JAX cells (its LSTM-32 had not finished compiling in the H100's 51 s)
+    jax_subset: str = "fcn5,resnet56"
     # the first part's equivalence checks: a dense net, convolutions and pooling, cuDNN's
     # LSTM, attention (ResNet-56's BatchNorm waits for the checks part: its float64 step
     # compiles for long in JAX)
@@ -89,7 +93,12 @@ SIZES = {
     "quick": Sizes(preset="quick", gemm="8192", batch=256, models=NINE, serving="resnet50"),
     "paper": Sizes(preset="paper", gemm="8192", batch=256, models=NINE, serving="resnet50"),
     "smoke": Sizes(
-        preset="smoke", gemm="256", batch=8, models="fcn5,resnet56,lstm32", serving="resnet56"
+        preset="smoke",
+        gemm="256",
+        batch=8,
+        models="fcn5,resnet56,lstm32",
+        serving="resnet56",
+        generation_batches="1,2",
     ),
 }
 
@@ -112,7 +121,7 @@ def steps(device: str, preset: str, out: Path) -> list[Step]:
     probe = Step(
         name="probe",
         part="probe",
-        cap_s=30,
+        cap_s=20,  # 7-10 s on the H100's machine
         argv=(sys.executable, "-m", "xfbench.acceptance.probe", str(out / "probe.json")),
         what="the machine, and the versions and devices each framework sees",
         writes=(out / "probe.json",),
@@ -121,32 +130,32 @@ def steps(device: str, preset: str, out: Path) -> list[Step]:
 
 
 def _first(device: str, s: Sizes, out: Path, sweep: tuple[str, ...]) -> list[Step]:
-    """The first window's steps, in the order of what they prove: that the GPU computes at
-    its rate (GEMM), that the headline networks train at published speeds, that Table 7's
-    column and JAX run, that the GPU-only paths and the equivalence hold, then the roofs.
-    Each cap is an estimate (docs/gpus.md says from what); the sweeps measure no roofs
-    (--skip-roofs): the last step does, into the same folder."""
+    """The first window's steps, the figures a buyer reads first first: the GPU's roofs
+    (does it deliver its datasheet), the headline networks' training, GPT-2's decoding,
+    Table 7's column and JAX; then the GPU-only checks. Caps from the H100's window
+    (docs/gpus.md: measured there, then with a margin); the sweeps measure no roofs
+    (--skip-roofs): the roofs step has, into the same folder."""
     first = (*sweep, "--skip-roofs")
+    roofs = ("--device", device) if device != "cpu" else ("--threads", "1")
     return [
         Step(
-            name="first-gemm",
+            name="first-roofs",
             part="first",
-            cap_s=60,
-            argv=_pytest(
-                str(SUITES / "test_gemm.py"),
-                "--gemm-impl=cupy,torch,jax",
-                f"--gemm-sizes={s.gemm}",
-                "--precision=bf16,tf32,fp32",
-                f"--device={device}",
-                f"--preset={s.preset}",
-                f"--benchmark-json={out / 'gemm.json'}",
+            cap_s=25,
+            argv=(
+                sys.executable,
+                "-m",
+                "xfbench.roofline.roofs",
+                *roofs,
+                "--into",
+                str(out / "results" / "roofs.json"),
             ),
-            what=f"GEMM {s.gemm}: CuPy, torch.matmul and JAX at bf16, TF32 and fp32 (TF32 off)",
+            what="the device's roofs: device-to-device bandwidth and each type's matmul peak",
         ),
         Step(
             name="first-resnet50",
             part="first",
-            cap_s=45,
+            cap_s=55,
             argv=_sweep(
                 "--framework=torch",
                 "--model=resnet50",
@@ -161,7 +170,7 @@ def _first(device: str, s: Sizes, out: Path, sweep: tuple[str, ...]) -> list[Ste
         Step(
             name="first-transformers",
             part="first",
-            cap_s=60,
+            cap_s=45,
             argv=_sweep(
                 "--framework=torch",
                 "--model=gpt2,bert_base",
@@ -174,9 +183,23 @@ def _first(device: str, s: Sizes, out: Path, sweep: tuple[str, ...]) -> list[Ste
             "batches, PyTorch eager, bf16",
         ),
         Step(
+            name="first-generation",
+            part="first",
+            cap_s=110,
+            argv=_sweep(
+                "--suite=generation",
+                "--framework=torch,jax",
+                "--mode=cudagraph,jit",
+                f"--batch-size={s.generation_batches}",
+                *first,
+            ),
+            what=f"GPT-2 small decoding, 128/128 at batch {s.generation_batches}, fp32: "
+            "PyTorch's CUDA graphs and JAX, the tokens checked",
+        ),
+        Step(
             name="first-table7",
             part="first",
-            cap_s=80,
+            cap_s=50,
             argv=_sweep(
                 "--framework=torch",
                 "--mode=eager",
@@ -191,7 +214,7 @@ def _first(device: str, s: Sizes, out: Path, sweep: tuple[str, ...]) -> list[Ste
         Step(
             name="first-jax",
             part="first",
-            cap_s=55,
+            cap_s=50,
             argv=_sweep(
                 "--framework=jax",
                 "--precision=fp32",
@@ -207,14 +230,13 @@ def _first(device: str, s: Sizes, out: Path, sweep: tuple[str, ...]) -> list[Ste
 
 
 def _first_checks(device: str, s: Sizes, out: Path) -> list[Step]:
-    """The first part's checks, after its measurements: the GPU tests, the equivalence
-    checks on the device, and the roofs into the sweeps' folder."""
-    roofs = ("--device", device) if device != "cpu" else ("--threads", "1")
+    """The first part's checks, after its measurements: the GPU tests and the equivalence
+    checks on the device."""
     return [
         Step(
             name="first-gpu-tests",
             part="first",
-            cap_s=40,
+            cap_s=55,
             argv=_pytest(
                 str(TESTS / "test_gpu.py"),
                 "-m",
@@ -230,7 +252,7 @@ def _first_checks(device: str, s: Sizes, out: Path) -> list[Step]:
         Step(
             name="first-equivalence",
             part="first",
-            cap_s=50,
+            cap_s=40,
             argv=_pytest(
                 str(SUITES / "test_equivalence.py"),
                 f"--device={device}",
@@ -243,20 +265,6 @@ def _first_checks(device: str, s: Sizes, out: Path) -> list[Step]:
             ),
             what=f"the equivalence checks on the device ({s.checked}), PyTorch eager and JAX, "
             "fp32 (TF32 off)",
-        ),
-        Step(
-            name="first-roofs",
-            part="first",
-            cap_s=30,
-            argv=(
-                sys.executable,
-                "-m",
-                "xfbench.roofline.roofs",
-                *roofs,
-                "--into",
-                str(out / "results" / "roofs.json"),
-            ),
-            what="the device's roofs: device-to-device bandwidth and each type's matmul peak",
         ),
     ]
 

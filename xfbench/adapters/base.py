@@ -18,6 +18,7 @@ Lifecycle of one cell, as the harness drives it:
 from __future__ import annotations
 
 import importlib.util
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
@@ -173,6 +174,12 @@ class Workload:
         cell labelled compiled never times eager code. Default: nothing to say."""
         return {}
 
+    def replay_facts(self) -> dict:
+        """After the timed rounds, one more step, untimed, proving what the mode claims
+        that only a run shows (a cudagraph cell's graphs replayed); RuntimeError where it
+        does not hold. Default: nothing to prove."""
+        return {}
+
     def layer_times(self, steps: int) -> list[dict]:
         """Each top-level spec layer's seconds inside the running network, the median of
         `steps` profiled steps of the cell's own step (after its warm-up; never in timed
@@ -221,7 +228,15 @@ class Generator:
         compiled mode fell back to running uncompiled."""
         return {}
 
+    def replay_facts(self, generation: Callable[[], object]) -> dict:
+        """After the timed generations, generation() once more, untimed, proving what the
+        mode claims that only a run shows (a cudagraph cell's graphs replayed);
+        RuntimeError where it does not hold. Default: nothing to prove."""
+        return {}
+
     def peak_device_memory(self) -> int | None:
+        """Peak bytes on the device since reset_peak_memory (the cell's own), None on the
+        host."""
         return None
 
     def reset_peak_memory(self) -> None:

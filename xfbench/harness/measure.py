@@ -200,6 +200,7 @@ def measure(
         with CpuMeter(children=timer is not None) as meter, EnergyMeter(cell.device) as energy:
             benchmark.pedantic(step, rounds=rounds, iterations=1, warmup_rounds=0)
         window = [window, time.time()]
+        compiled.update(work.replay_facts())  # raises where the mode's claim does not hold
         if copy:  # the load stays on until every copy has finished its rounds
             copy.meet(name, "end", max(30.0, 3 * (window[1] - window[0])), step=work.step)
         record = _record(

@@ -34,6 +34,13 @@ def peak_rss_bytes() -> int:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
 
+def peak_device_bytes(parts) -> int | None:
+    """The largest device peak of a cell's parts (its buckets' workloads or generators,
+    each reset when the cell began): None on the host."""
+    peaks = [p for p in (part.peak_device_memory() for part in parts) if p is not None]
+    return max(peaks) if peaks else None
+
+
 # glibc mallopt parameters (malloc.h), and the setting this process runs with
 _M_TRIM_THRESHOLD, _M_TOP_PAD, _M_MMAP_MAX = -1, -2, -4
 SETTING = "glibc default"

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from xfbench import machine, records
 from xfbench.harness import measure as network_measure
-from xfbench.harness.memory import peak_rss_bytes, reset_peak_rss
+from xfbench.harness.memory import peak_device_bytes, peak_rss_bytes, reset_peak_rss
 from xfbench.harness.presets import Preset
 from xfbench.harness.threads import CpuMeter, allowed_cpus, contention_fields
 from xfbench.models import synthetic_batch
@@ -46,6 +46,8 @@ class Buckets:
                 self.adapter, self.spec, self.work[b] = network_measure.build(
                     cell.bucket_cell(b), weights=weights
                 )
+            for work in self.work.values():
+                work.reset_peak_memory()
             for work in self.work.values():
                 t0 = time.perf_counter()
                 work.prepare()
@@ -148,6 +150,7 @@ def measure(
             "warmup_steps": preset.warmup,
             "peak_host_rss_bytes": peak_rss_bytes(),
             "peak_host_rss_scope": "cell" if own_peak else "process",
+            "peak_device_bytes": peak_device_bytes(buckets.work.values()),
             "threads_requested": cell.threads,
             "threads_used": round(meter.threads_used, 2),
             **contention_fields(meter, cell.threads, on_cpu=cell.device == "cpu"),

@@ -22,7 +22,12 @@ import numpy as np
 from xfbench.adapters.base import Generator
 from xfbench.adapters.jax.transformer import gelu, layer_norm, logits
 from xfbench.adapters.jax.weights import to_jax
-from xfbench.adapters.jax.workload import MATMUL_PRECISION, backend, resolve_device
+from xfbench.adapters.jax.workload import (
+    MATMUL_PRECISION,
+    backend,
+    resolve_device,
+    step_peak_bytes,
+)
 from xfbench.models import Spec
 from xfbench.models import layers as L
 
@@ -199,6 +204,21 @@ class JaxGenerator(Generator):
 
     def logits(self) -> np.ndarray:
         return np.asarray(self._logits, np.float32)
+
+    def peak_device_memory(self) -> int | None:
+        """The larger of the two steps' peaks as XLA's buffer assignment gives them (the
+        weights and the cache, their arguments, included): the device's own peak counter
+        is the process's since it started and cannot be reset (workload.py)."""
+        if self.device.platform == "cpu":
+            return None
+        steps = {"prefill": self._prefill, "decode": self._decode}
+        peaks = [
+            step_peak_bytes(
+                steps[name].lower(shapes_of(self.params), *args).compile().memory_analysis()
+            )
+            for name, args in self._args.items()
+        ]
+        return max((p for p in peaks if p), default=None)
 
     def compile_facts(self) -> dict:
         sizes = {"prefill": self._prefill._cache_size(), "decode": self._decode._cache_size()}

@@ -152,5 +152,14 @@ class TensorFlowGenerator(Generator):
             raise RuntimeError(f"the decode step was traced {traces['decode']} times, not once")
         return {"traces": traces}
 
+    def reset_peak_memory(self) -> None:
+        if self.device.startswith("/GPU"):
+            tf.config.experimental.reset_memory_stats(self.device.lstrip("/"))
+
+    def peak_device_memory(self) -> int | None:
+        if self.device.startswith("/GPU"):
+            return int(tf.config.experimental.get_memory_info(self.device.lstrip("/"))["peak"])
+        return None
+
     def close(self) -> None:
         del self.net, self._prefill, self._decode

@@ -11,7 +11,9 @@ once and never recompiles; greedy's argmax is inside the step, on the device.
 
 Modes: eager; compile (torch.compile of prefill and of the decode step; on the CPU
 max-autotune with freezing and the C++ wrapper, _compiler); cudagraph (CUDA: the same
-with mode="reduce-overhead", which replays the decode step as a CUDA graph).
+with mode="reduce-overhead", which replays the decode step as a CUDA graph: the cache
+tensors are marked static addresses, so that the graph may write them in place, and the
+cell proves its graphs replayed: cudagraphs.py).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import torch
 import torch.nn.functional as F
 
 from xfbench.adapters.base import Generator
+from xfbench.adapters.torch import cudagraphs
 from xfbench.adapters.torch.networks import build_network
 from xfbench.adapters.torch.weights import load
 from xfbench.models import Spec
@@ -108,6 +111,8 @@ def _compiler(mode_name: str, device_type: str) -> str | None:
         return None
     torch._dynamo.reset()
     torch._dynamo.utils.counters.clear()
+    if mode_name == "cudagraph":
+        cudagraphs.require_cudagraphs()
     if device_type != "cpu":
         return mode
     import torch._inductor.config as inductor
@@ -142,6 +147,11 @@ class TorchGenerator(Generator):
             t.numel() * t.element_size() for t in self.model.keys + self.model.values
         )
         mode = _compiler(cell.mode, self.device.type)
+        self.graphs = cell.mode == "cudagraph"
+        if self.graphs:  # written in place by the graph: never copied into it as inputs
+            for t in self.model.keys + self.model.values:
+                torch._dynamo.mark_static_address(t)
+        self.decode_steps = cell.new_tokens - 1
         wrap = (lambda f: torch.compile(f, mode=mode, dynamic=False)) if mode else (lambda f: f)
         self._prefill, self._decode = wrap(self.model.prefill), wrap(self.model.decode)
         self.compiled_functions = 2 if mode else 0
@@ -190,6 +200,20 @@ class TorchGenerator(Generator):
                 f"{int(sum(counters['graph_break'].values()))} graph break(s)"
             )
         return {"compiled_graphs": graphs, "graph_breaks": 0}
+
+    def replay_facts(self, generation) -> dict:
+        if not self.graphs:
+            return {}
+        return cudagraphs.replay_facts(generation, least=self.decode_steps)
+
+    def reset_peak_memory(self) -> None:
+        if self.device.type == "cuda":
+            torch.cuda.reset_peak_memory_stats(self.device)
+
+    def peak_device_memory(self) -> int | None:
+        if self.device.type == "cuda":
+            return torch.cuda.max_memory_allocated(self.device)
+        return None
 
     def close(self) -> None:
         del self.model, self._prefill, self._decode

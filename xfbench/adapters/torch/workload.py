@@ -23,7 +23,7 @@ import numpy as np
 import torch
 
 from xfbench.adapters.base import Cell, Workload, check_layer_dtypes
-from xfbench.adapters.torch import training
+from xfbench.adapters.torch import cudagraphs, training
 from xfbench.adapters.torch import weights as W
 from xfbench.adapters.torch.networks import build_network
 from xfbench.adapters.torch.precision import MATH_LAYERS, probe
@@ -234,6 +234,8 @@ class TorchWorkload(Workload):
             frozen = self.cell.task == "infer" and self.cell.precision != "int8"
             inductor.freezing = frozen
             inductor.cpp_wrapper = frozen
+        if self.cell.mode == "cudagraph":
+            cudagraphs.require_cudagraphs()
         if mode:
             # Dynamo caches compiled code per code object, and every workload's
             # _forward_loss is the same one: past its recompile limit (8) later cells would
@@ -427,6 +429,9 @@ class TorchWorkload(Workload):
                 "or a function it could not trace)"
             )
         return facts
+
+    def replay_facts(self) -> dict:
+        return cudagraphs.replay_facts(self.step, least=1) if self.cell.mode == "cudagraph" else {}
 
     # -- results ------------------------------------------------------------------
     def layer_times(self, steps: int) -> list[dict]:
