@@ -299,3 +299,32 @@ def test_no_gpu_install_puts_onnxruntime_beside_onnxruntime_gpu():
         assert not both, f"'.[{','.join(line)}]' installs onnxruntime and onnxruntime-gpu"
         majors = {cuda_major(r) for extra in line for r in table[extra]} - {None}
         assert len(majors) == 1, f"'.[{','.join(line)}]' mixes CUDA majors {majors}"
+
+
+def test_ci_rehearses_the_gpu_window_under_the_gpu_machines_versions():
+    """The GPU machines run pytest-benchmark 5.2.3, whose --benchmark-json differs from
+    5.3's (the first window's GEMM step died of it): CI builds an environment of
+    gpu/image.txt, every package pinned to the image's version (JAX and numpy, which need
+    Python 3.12 there, to the newest here, by marker), and runs the window's rehearsal in it."""
+    from packaging.requirements import Requirement
+
+    lines = [
+        line.split("#")[0].strip()
+        for line in (ROOT / "gpu" / "image.txt").read_text().splitlines()
+        if line.split("#")[0].strip()
+    ]
+    pins = {}
+    for line in lines:
+        req = Requirement(line)
+        if req.marker is None or req.marker.evaluate():
+            assert req.name not in pins, req.name
+            pins[req.name] = str(req.specifier)
+    assert pins["pytest-benchmark"] == "==5.2.3" and pins["torch"] == "==2.11.0"
+    assert pins["pytest"] == "==9.1.1" and pins["onnxruntime"] == "==1.30.0"
+    assert "tensorflow" not in " ".join(pins) and "mlcommons-loadgen" not in pins
+    ci = (ROOT / ".ci" / "run").read_text()
+    assert "pip install -q -r gpu/image.txt" in ci
+    assert re.search(
+        r"PYTHONPATH=\. \.venv-gpu-image/bin/python -m pytest[^\n]*\\\n\s+tests/test_gpu_window\.py",
+        ci,
+    )
