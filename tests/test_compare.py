@@ -13,11 +13,8 @@ import pytest
 
 from xfbench.report import compare, runs
 
-REFERENCE = next(
-    p
-    for p in (Path(__file__).resolve().parents[1] / "xfbench" / "report" / "references").iterdir()
-    if p.is_dir()
-)
+REFERENCES = Path(__file__).resolve().parents[1] / "xfbench" / "report" / "references"
+REFERENCE = REFERENCES / "2026-11-24-amd-epyc-zen5-2c"
 # a real run: the checked-in reference's 54 full-size cells, 3 rounds each
 RUN = REFERENCE / "merged.json"
 
@@ -47,31 +44,23 @@ def test_a_run_twenty_percent_slower_is_a_regression_and_fails(tmp_path, capsys)
     assert code == 1, out
     verdicts = json.loads((tmp_path / "v.json").read_text())["cells"]
     assert len(verdicts) == 54 and all(v["ratio"] == pytest.approx(1.2) for v in verdicts)
-    said = [v["verdict"] for v in verdicts]
-    # a cell whose own 3 rounds spread wider than 20 % stays within noise, as it should
-    assert said.count("regression") >= 45 and set(said) <= {"regression", "within noise"}
-    for v in verdicts:
-        if v["verdict"] == "within noise":
-            assert v["high"] / v["low"] > (1 + runs.floor(v["network"])) ** 2
+    assert all(v["verdict"] == "regression" and v["p"] < 0.05 for v in verdicts)
     assert "regression(s) beyond 5%: failing" in out.splitlines()[-1]
 
 
-def test_a_run_against_itself_is_within_noise_and_passes(tmp_path, capsys):
-    code = compare.main(
-        [
-            str(RUN),
-            str(RUN),
-            "--bmf",
-            str(tmp_path / "bmf.json"),
-            "--json",
-            str(tmp_path / "v.json"),
-        ]
-    )
+def test_a_run_against_itself_is_no_regression_and_says_what_more_runs_would_tell(tmp_path, capsys):
+    """One run a side cannot tell a 5 % regression from this machine's run-to-run noise:
+    the verdict says so, and how many runs a side would."""
+    argv = [str(RUN), str(RUN), "--bmf", str(tmp_path / "bmf.json")]
+    code = compare.main([*argv, "--json", str(tmp_path / "v.json")])
     out = capsys.readouterr().out
     assert code == 0, out
     verdicts = json.loads((tmp_path / "v.json").read_text())["cells"]
-    assert verdicts and all(v["verdict"] == "within noise" for v in verdicts)
-    assert "0 regression," in out.splitlines()[-1]
+    assert verdicts and all(v["verdict"] == "cannot tell" for v in verdicts)
+    assert all(v["runs_needed"] >= 2 and v["p"] == 1.0 for v in verdicts)
+    last = out.splitlines()[-1]
+    assert "0 regression," in last and "cells cannot tell a 5% regression" in last
+    assert "runs a side would" in last and "at most 0.05 in all" in last
     bmf = json.loads((tmp_path / "bmf.json").read_text())
     for measures in bmf.values():
         assert measures["latency"]["value"] > 0
@@ -83,9 +72,9 @@ def test_a_run_against_itself_is_within_noise_and_passes(tmp_path, capsys):
         assert low < 1 < high
 
 
-def test_a_small_slowdown_within_the_floor_is_within_noise(tmp_path, capsys):
+def test_a_small_slowdown_is_not_called_a_regression(tmp_path, capsys):
     assert compare.main([str(RUN), str(_slower(tmp_path, 1.03))]) == 0
-    assert "within noise" in capsys.readouterr().out
+    assert "0 regression," in capsys.readouterr().out.splitlines()[-1]
 
 
 def test_the_threshold_decides_the_exit_not_the_verdict(tmp_path, capsys):
@@ -95,18 +84,30 @@ def test_the_threshold_decides_the_exit_not_the_verdict(tmp_path, capsys):
     assert compare.main([str(RUN), slower, "--fail-above", "0.1"]) == 1
 
 
-def test_sets_of_runs_use_the_spread_over_runs(tmp_path, capsys):
+def test_sets_of_runs_shrink_the_noise_and_a_cells_own_spread_widens_it(tmp_path, capsys):
     base = ",".join(str(_slower(tmp_path, f, f"b{i}")) for i, f in enumerate((1.0, 1.02, 0.99)))
     new = ",".join(str(_slower(tmp_path, f, f"n{i}")) for i, f in enumerate((1.01, 0.98, 1.0)))
     assert compare.main([base, new, "--json", str(tmp_path / "v.json")]) == 0
     doc = json.loads((tmp_path / "v.json").read_text())
     cells = doc["cells"]
     assert all(v["base_runs"] == 3 and v["new_runs"] == 3 for v in cells)
-    assert all(v["verdict"] == "within noise" and "Welch" in v["how"] for v in cells)
+    assert all(v["verdict"] in ("within noise", "cannot tell") for v in cells)
     assert "NEW's time over BASE's" in doc["summary"]
     worse = ",".join(str(_slower(tmp_path, f, f"w{i}")) for i, f in enumerate((1.21, 1.19, 1.2)))
     assert compare.main([base, worse]) == 1
+    # a side whose runs scatter more than the kind's noise is judged by its own spread
+    wild = ",".join(str(_slower(tmp_path, f, f"x{i}")) for i, f in enumerate((0.7, 1.4, 1.0)))
+    assert compare.main([base, wild, "--json", str(tmp_path / "w.json")]) == 0
+    cells = json.loads((tmp_path / "w.json").read_text())["cells"]
+    assert all("its own spread" in v["how"] for v in cells)
     capsys.readouterr()
+
+
+def test_benjamini_hochberg_rejects_what_its_step_up_rule_says():
+    assert compare.rejected([0.001, 0.02, 0.04, 0.5], q=0.05) == [True, True, False, False]
+    assert compare.rejected([0.001, 0.02, 0.03, 0.5], q=0.05) == [True, True, True, False]
+    assert compare.rejected([0.04, 0.04, 0.04], q=0.05) == [True, True, True]
+    assert compare.rejected([0.2, 0.5], q=0.05) == [False, False]
 
 
 @pytest.mark.parametrize(
@@ -187,3 +188,67 @@ def test_the_report_gives_scores_and_the_fastest_over_runs(tmp_path):
     fastest = runs.fastest_table(report)
     assert fastest is not None and fastest.rows
     assert all(c.text for c in fastest.rows[0])
+
+
+def test_pytest_benchmarks_own_compare_reads_a_runs_merged_json(tmp_path):
+    """A runner folder's merged.json is a pytest-benchmark document: its own `compare`
+    command lists every cell of a run of the reference, with its median."""
+    import subprocess
+    import sys
+
+    run = REFERENCES / "2026-11-26-amd-epyc-zen4-2c" / "run-1" / "merged.json"
+    code = "import sys; from pytest_benchmark.cli import main; sys.exit(main())"
+    proc = subprocess.run(
+        [sys.executable, "-c", code, "compare", str(run), "--columns", "median"],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    names = {b["name"] for b in json.loads(run.read_text())["benchmarks"]}
+    shown = [n for n in names if n in proc.stdout]
+    assert len(shown) == len(names) and "Median" in proc.stdout
+
+
+ZEN4 = REFERENCES / "2026-11-26-amd-epyc-zen4-2c"
+
+
+def _framework_slower(tmp_path: Path, run: Path, framework: str, factor: float) -> Path:
+    """A copy of a checked-in run whose train and infer cells of one framework took
+    `factor` times as long, every timed round (a planted slowdown)."""
+    doc = json.loads((run / "merged.json").read_text())
+    for b in doc["benchmarks"]:
+        info = b["extra_info"]
+        if info.get("framework") != framework or info.get("task") not in ("train", "infer"):
+            continue
+        s = b["stats"]
+        s["data"] = [x * factor for x in s["data"]]
+        for k in ("min", "max", "mean", "median", "q1", "q3", "iqr", "stddev", "total"):
+            if isinstance(s.get(k), (int, float)):
+                s[k] *= factor
+    folder = tmp_path / f"{run.name}-{framework}-slower"
+    folder.mkdir()
+    (folder / "merged.json").write_text(json.dumps(doc))
+    return folder
+
+
+def test_two_runs_of_one_machine_pass_and_a_planted_slowdown_fails_naming_its_cells(
+    tmp_path, capsys
+):
+    """The checked-in reference's runs, made back to back on one VM: each pair passes
+    (one run had once failed the gate at 85 cells judged one by one). The same runs with
+    PyTorch's train and infer cells made 20 % slower fail, and the cells called
+    regressions are PyTorch's."""
+    runs = [ZEN4 / f"run-{i}" for i in (1, 2, 3)]
+    for base, new in ((runs[0], runs[1]), (runs[1], runs[2]), (runs[0], runs[2])):
+        assert compare.main([str(base), str(new)]) == 0, capsys.readouterr().out
+        assert compare.main([str(new), str(base)]) == 0, capsys.readouterr().out
+    capsys.readouterr()
+    slowed = _framework_slower(tmp_path, runs[1], "torch", 1.2)
+    assert compare.main([str(runs[0]), str(slowed), "--json", str(tmp_path / "v.json")]) == 1
+    cells = json.loads((tmp_path / "v.json").read_text())["cells"]
+    caught = [v["cell"] for v in cells if v["verdict"] == "regression"]
+    torch_cells = [
+        v["cell"] for v in cells if ", PyTorch " in v["cell"] and v["task"] in ("train", "infer")
+    ]
+    assert caught and all(", PyTorch " in c for c in caught), caught
+    assert len(caught) >= len(torch_cells) // 2, (len(caught), len(torch_cells))
+    assert "failing" in capsys.readouterr().out.splitlines()[-1]

@@ -18,7 +18,9 @@ import argparse
 import math
 import os
 import sys
+import time
 from dataclasses import dataclass
+from pathlib import Path
 
 from xfbench.errors import UsageError
 
@@ -509,6 +511,24 @@ def markdown_table() -> str:
     return "\n".join(lines)
 
 
+def output_path(option: str, value: str | None, *, folder: bool = False) -> Path | None:
+    """An output option's path, checked before any work: its folder (the path itself,
+    folder=True) made and written to once; UsageError in one line where it cannot be."""
+    import tempfile
+
+    if not value:
+        return None
+    path = Path(value)
+    where = path if folder else path.parent
+    try:
+        where.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=where):
+            pass
+    except OSError as e:
+        raise UsageError(f"{option} {value}: cannot write there ({e.strerror or e})") from None
+    return path
+
+
 def number(
     option: str,
     value,
@@ -598,6 +618,14 @@ FAULT = Variable(
     "`sleep` or `raise`: that cell kills its process, hangs or raises",
 )
 
+SLOWDOWN = Variable(
+    name="XFBENCH_SLOWDOWN",
+    meaning="benchmarks of xfbench compare's detection only: `FRAMEWORK:SHARE`, e.g. "
+    "torch:0.2: each timed step or generation of that framework's cells is followed by a "
+    "sleep of SHARE times its own duration, a real slowdown of known size "
+    "(benchmarks/verdicts.py)",
+)
+
 ALLREDUCE_FAULT = Variable(
     name="XFBENCH_ALLREDUCE_FAULT",
     values=("max",),
@@ -655,6 +683,7 @@ ENVIRONMENT: tuple[Variable, ...] = (
     CACHE,
     MALLOC,
     FAULT,
+    SLOWDOWN,
     ALLREDUCE_FAULT,
     REQUIRE_BROWSER,
     CELL_DIR,
@@ -681,6 +710,32 @@ def faults() -> dict[str, str]:
             )
         out[cell] = action
     return out
+
+
+def slowed(framework: str, step):
+    """step, slowed by XFBENCH_SLOWDOWN's share where it names this framework: each call
+    then sleeps that share of its own duration, so the slowdown is of the step's size and
+    goes through the same timers and noise as the step itself."""
+    value = SLOWDOWN.read()
+    if not value:
+        return step
+    name, _, share = value.partition(":")
+    try:
+        share_f = float(share)
+    except ValueError:
+        share_f = -1.0
+    if not name or not 0 < share_f < 10:
+        raise UsageError(f"{SLOWDOWN.name}={value!r} is not FRAMEWORK:SHARE, e.g. torch:0.2")
+    if name != framework:
+        return step
+
+    def step_slowed(*args, **kwargs):
+        t0 = time.perf_counter()
+        out = step(*args, **kwargs)
+        time.sleep(share_f * (time.perf_counter() - t0))
+        return out
+
+    return step_slowed
 
 
 def cpu_list(variable: Variable) -> list[int] | None:

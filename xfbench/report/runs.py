@@ -1,5 +1,6 @@
-"""Verdicts that survive a second run: intervals over several runs of one machine, and the
-run-to-run noise floor a comparison falls back on where a side has a single run.
+"""Verdicts that survive a second run: intervals over several runs of one machine (how a
+comparison judges one run against another is report/compare.py's, on report/noise.py's
+measured noise).
 
 Within one run, a cell's interval (harness/stats.py) and a score's (report/score.py)
 describe the noise of its timed rounds; two runs of one machine differ by more than that
@@ -19,34 +20,6 @@ from dataclasses import dataclass
 
 LEVEL = 0.95
 METHOD = "t-interval on the runs' log values (95 %)"
-
-# The run-to-run noise floor: how far one run of a cell may land from another run of the
-# same cell on the same machine, as a share, per kind of workload (the network's family):
-# the largest max/min - 1 of any pair of runs of any cell measured (their 95th percentile,
-# 7-11 %, would let a comparison of 18 cells call about one of them a regression by
-# chance; the largest keeps a maintainer's CI from failing on noise). Measured on a
-# 2-core AMD EPYC (Zen 4) VM from 6 back-to-back runs of `xfbench run --preset table7
-# --framework torch` (docs/reports.md); a kind not measured (the transformers) takes the
-# largest floor measured.
-NOISE_FLOOR = {"fcn": 0.118, "cnn": 0.136, "rnn": 0.142}
-FAMILY = {
-    "fcn5": "fcn",
-    "fcn8": "fcn",
-    "fcn_r": "fcn",
-    "alexnet": "cnn",
-    "alexnet_r": "cnn",
-    "resnet50": "cnn",
-    "resnet56": "cnn",
-    "lstm32": "rnn",
-    "lstm64": "rnn",
-    "bert_base": "transformer",
-    "gpt2": "transformer",
-}
-
-
-def floor(network: str) -> float:
-    """The noise floor of a network's kind of workload (the largest where unmeasured)."""
-    return NOISE_FLOOR.get(FAMILY.get(network, ""), max(NOISE_FLOOR.values()))
 
 
 @dataclass(frozen=True)
@@ -98,7 +71,7 @@ def over_runs(values: list[float]) -> OverRuns:
 def ratio_over_runs(base: list[float], new: list[float]) -> tuple[float, float, float] | None:
     """(ratio, low, high) of new's geometric mean over base's, from several runs on each
     side: Welch's t-interval on the difference of the log means. None where a side has
-    fewer than 2 runs (no spread to judge by: the noise floor is)."""
+    fewer than 2 runs (no spread to judge by: the measured noise of the kind is, report/noise.py)."""
     if len(base) < 2 or len(new) < 2:
         return None
     from scipy.stats import t

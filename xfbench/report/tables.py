@@ -120,7 +120,7 @@ def numbers_status(m) -> str:
             f"; ± is half the interval of this run's median at {_levels(levels)} coverage "
             f"({METHOD}; 95 % needs 6 rounds or more): its rounds' noise, not another run's "
             "(measured, it held the median of ten runs pooled 54 % of the time; between runs "
-            "see the noise floor, docs/reports.md)"
+            "see xfbench compare, docs/reports.md)"
         )
     return text
 
@@ -282,7 +282,7 @@ def verdict(a, b, floor: float = 0.0) -> str:
     """How two timed results compare: "1.45x (CI 1.38-1.52x)" when a is faster beyond
     noise, else "within noise (1.02x, CI 0.97-1.08x)"; the ratio is b's time over a's.
     floor: results of two runs (two machines), whose interval is widened by the
-    run-to-run noise floor of the kind of workload (report/runs.py)."""
+    run-to-run noise of the kind of workload (report/noise.py)."""
     from xfbench.harness.stats import ratio_ci
     from xfbench.report.model import interval
 
@@ -412,8 +412,8 @@ def fastest_table(report: Report) -> Table | None:
 def machines_compared_table(report: Report) -> Table | None:
     """Each cell two machines both measured, the base machine against each other one:
     which is faster and by how much, or within noise (their intervals' ratio, widened by
-    the noise floor, contains 1)."""
-    from xfbench.report.runs import floor
+    the run-to-run noise of the cell's kind, report/noise.py, contains 1)."""
+    from xfbench.report.noise import floor
 
     if len(report.machines) < 2 or report.base is None:
         return None
@@ -440,7 +440,7 @@ def machines_compared_table(report: Report) -> Table | None:
                         _t(row.label),
                         _t(col_label(col.key)),
                         _t(f"{ref.tag} vs {other.tag}"),
-                        _t(f"{who}: " + verdict(fast, slow, floor(block.key[1]))),
+                        _t(f"{who}: " + verdict(fast, slow, floor(*block.key[:2]))),
                     ]
                 )
     if not rows:
@@ -452,7 +452,7 @@ def machines_compared_table(report: Report) -> Table | None:
         anchor="machines-compared",
         text_cols=5,
         caption="Ratios and intervals as in the fastest-per-network table, each interval "
-        "widened by the run-to-run noise floor of its kind of workload (two machines are "
+        "widened by the run-to-run noise of its kind of workload (two machines are "
         "two runs, and what moves a run is in no run's rounds: docs/reports.md): within "
         "noise where it contains 1.",
     )

@@ -1,0 +1,247 @@
+"""How often `xfbench compare` cries wolf, and how often it catches a real slowdown, each
+measured on runs its noise model was not fitted on (a benchmark, not a test).
+
+    # runs of one machine: the sweep below N times, each into its own folder; with
+    # --slowdown, every timed step of one framework sleeps that share of its own duration
+    python benchmarks/verdicts.py make --out results/verdicts/zen5 --runs 6
+    python benchmarks/verdicts.py make --out results/verdicts/zen5-torch-slow10 --runs 3 \\
+        --slowdown torch:0.1
+
+    # fit the noise model on some runs, measure its rates on others (and, with --write,
+    # keep the fitted model in data/noise.json)
+    python benchmarks/verdicts.py rates \\
+        --fit zen4=xfbench/report/references/2026-11-26-amd-epyc-zen4-2c/run-1,...,run-3 \\
+        --test zen5=benchmarks/runs/zen5/run-1,...,run-6 \\
+        --slowed zen5:torch:0.1=benchmarks/runs/zen5-torch-slow10/run-1,...,run-3
+
+Rates (each against compare's default --fail-above, 5 %):
+  false alarms   the share of same-machine comparisons compare fails (exit 1): n runs
+                 against n others (n = 1, 2, 3; every split of disjoint runs), and the
+                 false verdicts (regression or improvement) they gave
+  detection      the share of the cells a slowdown touches that compare calls a
+                 regression: scaled (one framework's medians and rounds in one of two runs
+                 multiplied by 1.1 or 1.2: one against one, and three against three where a
+                 machine has six runs) and real (runs made with --slowdown against the
+                 machine's own runs)
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import math
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+# The sweep of one run (about 8 minutes on 2 cores): the reference preset's timing (6
+# rounds) on networks of each family and kind of workload, every framework.
+SWEEP = (
+    "--preset reference --threads 2 --skip-roofs --framework torch,jax,onnxruntime,tensorflow "
+    "--model fcn5,alexnet,resnet56,lstm32 --task train,infer",
+    "--suite serving --scenario Offline --preset reference --threads 2 --skip-roofs "
+    "--framework torch,onnxruntime --model resnet56",
+    "--suite generation --preset reference --threads 2 --skip-roofs "
+    "--framework torch,jax,onnxruntime --mode eager,jit,cpu --batch-size 1,8 --lengths 32/32",
+)
+
+
+def make(out: Path, n: int, slowdown: str | None) -> None:
+    env = {**os.environ, **({"XFBENCH_SLOWDOWN": slowdown} if slowdown else {})}
+    for i in range(1, n + 1):
+        folder, started = out / f"run-{i}", time.monotonic()
+        for sweep in SWEEP:
+            argv = [sys.executable, "-m", "xfbench.harness.cli", "run", *sweep.split()]
+            subprocess.run([*argv, "--results", str(folder), "--quiet"], env=env, check=False)
+        print(f"{folder}: {time.monotonic() - started:.0f} s", flush=True)
+
+
+# -- the analysis --------------------------------------------------------------------
+
+
+def load_runs(paths: list[str]) -> list[dict]:
+    """Each run's cells, as compare reads them."""
+    from xfbench.report import compare
+    from xfbench.report.load import load
+
+    return [compare._cells(load(p)) for p in paths]
+
+
+def log_ratios(cells: list[dict]) -> dict[tuple[str, str], list[float]]:
+    """Every cell's log ratio between every pair of the runs, by (kind, family)."""
+    from xfbench.report import noise
+
+    out: dict[tuple[str, str], list[float]] = {}
+    for a, b in itertools.combinations(cells, 2):
+        for name in set(a) & set(b):
+            c = a[name]
+            key = noise.kind_of(c.task, c.network)
+            out.setdefault(key, []).append(math.log(b[name].medians[0] / a[name].medians[0]))
+    return out
+
+
+def slowed_cells(cells: dict, framework: str, factor: float) -> dict:
+    """A run's cells with one framework's medians and rounds factor times as long."""
+    from xfbench.report.compare import Cell
+
+    return {
+        name: Cell(c.network, c.task, [m * factor for m in c.medians],
+                   [[x * factor for x in r] for r in c.rounds])
+        if framework_of(name) == framework else c
+        for name, c in cells.items()
+    }  # fmt: skip
+
+
+def outcome(base: list[dict], new: list[dict], models: dict, fail_above: float = 0.05):
+    """compare's verdicts of two sides (each a list of runs' cells), and whether it fails."""
+    from xfbench.report import compare
+
+    verdicts = compare.compare_cells(compare.side(base), compare.side(new), fail_above, models)
+    fails = any(v.verdict == "regression" and v.ratio - 1 > fail_above for v in verdicts)
+    return verdicts, fails
+
+
+def false_alarms(runs: list[dict], models: dict) -> dict:
+    """Same-machine comparisons, n runs against n others: 1v1 (both orders), 2v2 and 3v3
+    (every split of disjoint runs), each its rates."""
+    index = range(len(runs))
+    out = {}
+    for n in (1, 2, 3):
+        comparisons = [
+            (list(base), list(new))
+            for base in itertools.combinations(index, n)
+            for new in itertools.combinations([i for i in index if i not in base], n)
+        ]
+        if not comparisons:
+            continue
+        failed = wrong = cells = unsure = 0
+        for base, new in comparisons:
+            verdicts, fails = outcome([runs[i] for i in base], [runs[i] for i in new], models)
+            failed += fails
+            wrong += sum(v.verdict in ("regression", "improvement") for v in verdicts)
+            unsure += sum(v.verdict == "cannot tell" for v in verdicts)
+            cells += sum(v.ratio is not None for v in verdicts)
+        out[f"{n} a side"] = {
+            "comparisons": len(comparisons),
+            "failed": failed,
+            "false_verdicts": wrong,
+            "cannot_tell": unsure,
+            "cells": cells,
+        }
+    return out
+
+
+def caught(base: list[dict], new: list[dict], framework: str, models: dict) -> dict:
+    """Per kind of workload, and "all": [cells of the framework called regression, called
+    cannot tell, cells of it]."""
+    from xfbench.report import noise
+
+    verdicts, _ = outcome(base, new, models)
+    out: dict[str, list[int]] = {"all": [0, 0, 0]}
+    for v in verdicts:
+        if v.ratio is None or framework_of(v.cell) != framework:
+            continue
+        for key in ("all", noise.kind_of(v.task, v.network)[0]):
+            tally = out.setdefault(key, [0, 0, 0])
+            tally[0] += v.verdict == "regression"
+            tally[1] += v.verdict == "cannot tell"
+            tally[2] += 1
+    return out
+
+
+def add(into: dict, found: dict) -> dict:
+    for key, tally in found.items():
+        into[key] = [a + b for a, b in zip(into.get(key, [0, 0, 0]), tally)]
+    return into
+
+
+def framework_of(cell: str) -> str:
+    from xfbench.report.model import display
+
+    names = {display(f): f for f in ("torch", "jax", "onnxruntime", "tensorflow")}
+    return next((f for shown, f in names.items() if f", {shown} " in cell), "")
+
+
+def detection(runs: list[dict], models: dict, framework: str) -> dict:
+    """Scaled slowdowns of one framework: 20 % one run against one, 10 % and 20 % three
+    against three (disjoint runs)."""
+    out = {}
+    for factor, per_side in ((1.2, 1), (1.1, 3), (1.2, 3)):
+        if len(runs) < 2 * per_side:
+            continue
+        tallies: dict = {}
+        for base in itertools.combinations(range(len(runs)), per_side):
+            rest = [i for i in range(len(runs)) if i not in base]
+            for new in itertools.combinations(rest, per_side):
+                slowed = [slowed_cells(runs[i], framework, factor) for i in new]
+                add(tallies, caught([runs[i] for i in base], slowed, framework, models))
+        out[f"+{round((factor - 1) * 100)} %, {per_side} a side"] = tallies
+    return out
+
+
+def parse_groups(values: list[str]) -> dict[str, list[str]]:
+    out = {}
+    for value in values:
+        name, _, paths = value.partition("=")
+        out[name] = [p for p in paths.split(",") if p]
+    return out
+
+
+def rates(args) -> None:
+    """The models fitted on --fit's runs; the rates on --test's runs (none of them fitted
+    on), and the planted slowdowns of --slowed against their machine's --test runs."""
+    from xfbench.report import noise
+
+    fit = {k: load_runs(v) for k, v in parse_groups(args.fit).items()}
+    samples: dict = {}
+    for runs in fit.values():
+        for key, values in log_ratios(runs).items():
+            samples.setdefault(key, []).extend(values)
+    models = noise.fit_all(samples)
+    print(f"== fitted on {', '.join(f'{k} ({len(v)} runs)' for k, v in fit.items())}")
+    for key, m in sorted(models.items()):
+        print(f"  {key:28s} scale {m.scale:.4f}  df {m.df:5.1f}  ({m.pairs} log ratios)")
+    for name, paths in parse_groups(args.test).items():
+        runs = load_runs(paths)
+        print(f"== tested on {name} ({len(runs)} runs)")
+        for side, rate in false_alarms(runs, models).items():
+            print(f"  false alarms, {side}: {rate}")
+        for where, found in detection(runs, models, "torch").items():
+            print(f"  detection, scaled torch {where}: (regression, cannot tell, cells) {found}")
+        for spec, slowed_paths in parse_groups(args.slowed).items():
+            machine, framework, share = spec.split(":")
+            if machine != name:
+                continue
+            slowed = load_runs(slowed_paths)
+            n = len(slowed)
+            found = caught(runs[:n], slowed, framework, models)
+            print(f"  detection, real {framework} +{float(share):.0%}, {n} a side: {found}")
+    if args.write:
+        source = {k: [str(p) for p in v] for k, v in parse_groups(args.fit).items()}
+        noise.write(models, {"runs": source, "by": "benchmarks/verdicts.py rates --write"})
+        print(f"wrote {noise.NOISE}")
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = p.add_subparsers(dest="what", required=True)
+    m = sub.add_parser("make")
+    m.add_argument("--out", type=Path, required=True)
+    m.add_argument("--runs", type=int, default=6)
+    m.add_argument("--slowdown")
+    r = sub.add_parser("rates")
+    r.add_argument("--fit", action="append", default=[], help="NAME=RUN,RUN,...: fitted on")
+    r.add_argument("--test", action="append", default=[], help="NAME=RUN,...: tested on")
+    r.add_argument("--slowed", action="append", default=[], help="NAME:FRAMEWORK:SHARE=RUN,...")
+    r.add_argument("--write", action="store_true")
+    args = p.parse_args()
+    if args.what == "make":
+        make(args.out, args.runs, args.slowdown)
+    else:
+        rates(args)
+
+
+if __name__ == "__main__":
+    main()

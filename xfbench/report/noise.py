@@ -1,0 +1,119 @@
+"""How far one run of a cell lands from another run of it on the same machine, per kind of
+workload: the model `xfbench compare` judges a ratio of times by.
+
+For a cell measured once on each side, the log of NEW's median over BASE's varies from
+run to run of one machine with heavier tails than a normal's (a compiled cell that chose
+other kernels, a VM's neighbour): it is modelled as Student's t with a scale and degrees
+of freedom per kind of workload (training, inference, Offline serving, generation; and
+within training and inference per network family where the runs hold enough pairs), fitted
+by maximum likelihood to the log ratios of every cell between every pair of runs of one
+machine (`fit`). Runs of several per side shrink the scale by sqrt((1/nb + 1/nn) / 2).
+
+The fitted models are data (data/noise.json), written by `benchmarks/verdicts.py` from
+checked-in runs, with the runs they came from; docs/reports.md gives them with the rates
+they gave on runs they were not fitted on.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+NOISE = Path(__file__).resolve().parent / "data" / "noise.json"
+KINDS = {
+    "train": "training",
+    "infer": "inference",
+    "serve-offline": "Offline serving",
+    "generate": "generation",
+}
+FAMILY = {
+    "fcn5": "fcn",
+    "fcn8": "fcn",
+    "fcn_r": "fcn",
+    "alexnet": "cnn",
+    "alexnet_r": "cnn",
+    "resnet50": "cnn",
+    "resnet56": "cnn",
+    "lstm32": "rnn",
+    "lstm64": "rnn",
+    "bert_base": "transformer",
+    "gpt2": "transformer",
+}
+# A family gets its own model only with this many log ratios behind it; else its kind's.
+LEAST_PAIRS = 30
+LOWEST_DF = 2.0  # below, t's variance is infinite: the fit says so rather than go there
+HIGHEST_DF = 100.0  # a normal's tails, as far as these samples can tell
+
+
+@dataclass(frozen=True)
+class Noise:
+    """One kind's log ratio of two single runs' medians: t(df) times scale."""
+
+    scale: float
+    df: float
+    pairs: int  # log ratios it was fitted on
+    of: str  # what it models: "training", "inference cnn", ...
+
+    def se(self, base_runs: int, new_runs: int) -> float:
+        """The scale of the difference of the two sides' mean log medians."""
+        return self.scale * math.sqrt((1 / base_runs + 1 / new_runs) / 2)
+
+
+def kind_of(task: str, network: str) -> tuple[str, str]:
+    """(kind, family) of a cell: ("training", "cnn")."""
+    return KINDS.get(task, task), FAMILY.get(network, "")
+
+
+def fit(log_ratios: list[float], of: str) -> Noise:
+    """Student's t, centred on 0, fitted by maximum likelihood to log ratios of one run's
+    median over another's (the same cells, the same machine)."""
+    from scipy.stats import t
+
+    df, _, scale = t.fit(log_ratios, floc=0.0)
+    df = float(min(max(df, LOWEST_DF), HIGHEST_DF))
+    return Noise(scale=float(scale), df=df, pairs=len(log_ratios), of=of)
+
+
+def fit_all(samples: dict[tuple[str, str], list[float]]) -> dict[str, Noise]:
+    """{"kind" or "kind family": Noise} from log ratios keyed by (kind, family): every kind,
+    and each family with LEAST_PAIRS ratios or more."""
+    by_kind: dict[str, list[float]] = {}
+    for (kind, _), values in samples.items():
+        by_kind.setdefault(kind, []).extend(values)
+    models = {kind: fit(values, kind) for kind, values in by_kind.items()}
+    for (kind, family), values in samples.items():
+        if family and len(values) >= LEAST_PAIRS and len(by_kind[kind]) > len(values):
+            models[f"{kind} {family}"] = fit(values, f"{kind} {family}")
+    return models
+
+
+def write(models: dict[str, Noise], source: dict, path: Path = NOISE) -> None:
+    doc = {"source": source, "models": {k: asdict(v) for k, v in sorted(models.items())}}
+    path.write_text(json.dumps(doc, indent=1) + "\n")
+
+
+def load(path: Path = NOISE) -> dict[str, Noise]:
+    doc = json.loads(path.read_text())
+    return {k: Noise(**v) for k, v in doc["models"].items()}
+
+
+def source(path: Path = NOISE) -> dict:
+    return json.loads(path.read_text())["source"]
+
+
+def model_for(models: dict[str, Noise], task: str, network: str) -> Noise:
+    """The model of a cell: its family's, else its kind's, else the widest fitted."""
+    kind, family = kind_of(task, network)
+    found = models.get(f"{kind} {family}") or models.get(kind)
+    return found or max(models.values(), key=lambda m: m.scale)
+
+
+def floor(task: str, network: str, models: dict[str, Noise] | None = None) -> float:
+    """How far one run's median of such a cell may land from another run's on one machine,
+    as a share: the half-width of its kind's 95 % interval, one run a side."""
+    from scipy.stats import t
+
+    model = model_for(models or load(), task, network)
+    return math.exp(float(t.ppf(0.975, model.df)) * model.scale) - 1
