@@ -27,6 +27,7 @@ ISL, OSL, BATCH = 16, 16, 2
 FAST = [
     ("torch", "eager"),
     ("jax", "jit"),
+    ("jax", "loop"),
     ("tensorflow", "eager"),
     ("tensorflow", "function"),
     ("tensorflow", "xla"),
@@ -387,3 +388,48 @@ def test_a_gpu_generation_cell_records_its_peak_device_memory(smoke):
     assert (
         weights_bytes + generator.cache_bytes <= peak < 3 * (weights_bytes + generator.cache_bytes)
     )
+
+
+@pytest.mark.parametrize(("framework", "mode"), [("torch", "eager"), ("jax", "loop")])
+def test_the_host_reads_a_generations_tokens_once(framework, mode, smoke, monkeypatch):
+    """The decode loop without the host in it: each step's token stays on the device as
+    the next step's input, and the host reads the tokens once a generation (the kept rows'
+    logits once more), where it had read every step's. The same tokens as step by step."""
+    spec, weights, prompt = smoke
+    generator = _generator(framework, mode, spec, weights)
+    reads = []
+    if framework == "torch":
+        import torch
+
+        real = torch.Tensor.numpy
+        monkeypatch.setattr(torch.Tensor, "numpy", lambda t, *a, **k: reads.append(1) or real(t))
+    else:
+        import jax
+
+        real = jax.device_get
+        monkeypatch.setattr(jax, "device_get", lambda x: reads.append(1) or real(x))
+    try:
+        stepwise = metrics.generate(generator, prompt, OSL, keep_logits=True)  # step by step
+        reads.clear()
+        run = metrics.generate(generator, prompt, OSL)
+        assert len(reads) == 1, reads
+        assert np.array_equal(run.tokens, stepwise.tokens)
+        assert len(run.gaps_s) == OSL - 1 and min(run.gaps_s) > 0 and run.ttft_s > 0
+        reads.clear()
+        kept = metrics.generate(generator, prompt, OSL, keep_logits=[0, BATCH - 1])
+        assert len(reads) == (2 if framework == "torch" else 1), reads
+        assert kept.logits.shape == (2, OSL, spec.vocab)
+        assert rel_err(kept.logits, stepwise.logits[[0, BATCH - 1]]) <= TOL
+    finally:
+        generator.close()
+
+
+def test_a_gpus_decode_step_counts_its_kernels_from_the_profiler():
+    """The count of device kernels a decode step launched: the profiler's CUDA events."""
+    from types import SimpleNamespace
+
+    pytest.importorskip("torch")
+    from xfbench.adapters.torch.generation import count_kernels
+
+    events = [SimpleNamespace(device_type=f"DeviceType.{d}") for d in ("CPU", "CUDA", "CUDA")]
+    assert count_kernels(events) == 2

@@ -126,7 +126,7 @@ def test_the_script_rehearsed_on_the_cpu_runs_every_step_and_returns_within_the_
         assert f"work/{kept}" in names
     assert "8 cells measured, 0 failed" in summary  # training; and the decoding:
     generation = summary.split("## Token generation")[1]
-    assert generation.count("jax          jit") == 2
+    assert generation.count("jax          loop") == 2
     assert "skipped: CUDA graphs replay only on a CUDA device" in generation
 
 
@@ -165,3 +165,16 @@ def test_what_comes_back_is_rewritten_after_every_step(tmp_path, monkeypatch):
     assert cli.main(argv) == 0
     assert _statuses((back / returns.SUMMARY).read_text()) == {"one": "passed", "two": "passed"}
     assert cli.main([*argv[:-1], str(tmp_path / "work" / "inside")]) == 2  # would pack itself
+
+
+def test_the_pages_first_part_table_gives_the_caps_the_code_sets(tmp_path):
+    """docs/gpus.md's table of the first part: its steps in order, each with its cap."""
+    import re
+
+    page = (ROOT / "docs" / "gpus.md").read_text()
+    section = page.split("### The first part")[1].split("###")[0]
+    rows = re.findall(r"^\| `([a-z0-9-]+)` \|.*\| (\d+) s \|$", section, re.MULTILINE)
+    first = chosen(steps("cuda:0", "quick", tmp_path), ["first"], None)
+    assert rows == [(s.name, str(s.cap_s)) for s in first]
+    total = sum(s.cap_s for s in first)
+    assert f"{total} s in all, with {RESERVE_S} s kept" in section

@@ -344,8 +344,11 @@ def test_a_product_in_another_dtype_fails_the_cell(monkeypatch):
         work.prepare()
 
 
-@pytest.mark.parametrize(("precision", "want"), [("fp32", "HIGHEST"), ("tf32", "HIGH")])
-def test_generation_traces_every_product_at_its_cells_precision(precision, want):
+@pytest.mark.parametrize(
+    ("precision", "want", "mode"),
+    [("fp32", "HIGHEST", "jit"), ("tf32", "HIGH", "jit"), ("fp32", "HIGHEST", "loop")],
+)
+def test_generation_traces_every_product_at_its_cells_precision(precision, want, mode):
     """JAX's generation cells labelled fp32 ran in TF32 on an H100 (the GPU's default for
     float32 products): prefill and decode are traced at the cell's precision whatever the
     process's default is, read back from each lowered program and recorded."""
@@ -358,7 +361,7 @@ def test_generation_traces_every_product_at_its_cells_precision(precision, want)
 
     spec = get_spec("gpt2", "smoke")
     cell = SimpleNamespace(
-        device="cpu", precision=precision, batch_size=1, prompt_tokens=4, new_tokens=3
+        device="cpu", mode=mode, precision=precision, batch_size=1, prompt_tokens=4, new_tokens=3
     )
     gen = JaxGenerator(spec, cell, decoding_weights(spec))
     try:  # the process's default as a GPU's is, unasked: float32 products at the lowest
@@ -367,7 +370,7 @@ def test_generation_traces_every_product_at_its_cells_precision(precision, want)
             facts = gen.compile_facts()["lowered_precisions"]
     finally:
         gen.close()
-    assert set(facts) == {"prefill", "decode"}
+    assert set(facts) == {"prefill", "decode" if mode == "jit" else "loop"}
     for step, counts in facts.items():
         assert set(counts) == {want} and counts[want] >= 4 * 2, (step, counts)
     assert gen.info["matmul_precision"] == {"fp32": "highest", "tf32": "tensorfloat32"}[precision]

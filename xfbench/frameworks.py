@@ -54,7 +54,9 @@ FRAMEWORKS: dict[str, Framework] = {
             install_hint=f"{INSTALL} (GPU: the 'cuda12' or 'cuda13' extra, TPU: the 'tpu' extra)",
             adapter="xfbench.adapters.jax",
             modes=("jit",),
-            generation_modes=("jit",),
+            # loop: token generation's decode steps in one compiled lax.fori_loop (jit's
+            # program underneath: a generation-only mode)
+            generation_modes=("jit", "loop"),
             table7_mode="jit",
             gemm="jax",
             scaling="xfbench.scaling.jax_sharding",

@@ -864,7 +864,10 @@ GENERATOR_COMPILED = (
         when="torch cudagraph",
     ),
     Field(
-        "compilations", "object", "jit's compilations of prefill and decode (1 each)", when="jax"
+        "compilations",
+        "object",
+        "jit's compilations of prefill and decode, or of the loop mode's loop (1 each)",
+        when="jax",
     ),
     Field(
         "lowered_precisions",
@@ -975,6 +978,18 @@ GENERATION = replaced(
         "the first generation's prefill and first decode step: where each compiles",
     ),
     Field("first_generation_s", "float", "the whole first generation"),
+    Field(
+        "decode_loop",
+        "str",
+        "where the decode loop ran: on the device, the host reading the tokens once a "
+        "generation and each step timed on the device's clock (CUDA events; JAX's loop "
+        "mode: one program, its steps' mean), or from the host, tokens read every step",
+    ),
+    Field(
+        "kernels_per_decode_step",
+        "int | null",
+        "device kernels one decode step launched, by the profiler (PyTorch on a GPU)",
+    ),
     *GENERATOR_COMPILED,
     Field("param_count", "int", "parameters of the network"),
     Field("weights_bytes", "int", "the parameters' bytes (fp32)"),

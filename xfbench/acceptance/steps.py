@@ -136,22 +136,56 @@ def _first(device: str, s: Sizes, out: Path, sweep: tuple[str, ...]) -> list[Ste
     (docs/gpus.md: measured there, then with a margin); the sweeps measure no roofs
     (--skip-roofs): the roofs step has, into the same folder."""
     first = (*sweep, "--skip-roofs")
-    roofs = ("--device", device) if device != "cpu" else ("--threads", "1")
     return [
-        Step(
-            name="first-roofs",
-            part="first",
-            cap_s=25,
-            argv=(
-                sys.executable,
-                "-m",
-                "xfbench.roofline.roofs",
-                *roofs,
-                "--into",
-                str(out / "results" / "roofs.json"),
-            ),
-            what="the device's roofs: device-to-device bandwidth and each type's matmul peak",
+        _roofs_step(device, out),
+        *_first_headline(s, first),
+        _generation_step(s, first),
+        *_first_column(s, first),
+        *_first_checks(device, s, out),
+    ]
+
+
+def _roofs_step(device: str, out: Path) -> Step:
+    """The device's roofs, into the sweeps' folder (the report reads them there)."""
+    roofs = ("--device", device) if device != "cpu" else ("--threads", "1")
+    return Step(
+        name="first-roofs",
+        part="first",
+        cap_s=25,
+        argv=(
+            sys.executable,
+            "-m",
+            "xfbench.roofline.roofs",
+            *roofs,
+            "--into",
+            str(out / "results" / "roofs.json"),
         ),
+        what="the device's roofs: device-to-device bandwidth and each type's matmul peak",
+    )
+
+
+def _generation_step(s: Sizes, first: tuple[str, ...]) -> Step:
+    """GPT-2's decoding at one sequence and many, each framework's fastest loop."""
+    return Step(
+        name="first-generation",
+        part="first",
+        cap_s=110,
+        argv=_sweep(
+            "--suite=generation",
+            "--framework=torch,jax",
+            "--mode=cudagraph,loop",
+            f"--batch-size={s.generation_batches}",
+            *first,
+        ),
+        what=f"GPT-2 small decoding, 128/128 at batch {s.generation_batches}, fp32: "
+        "PyTorch's CUDA graphs and JAX's whole-loop mode, the host out of the decode "
+        "loop, the tokens checked",
+    )
+
+
+def _first_headline(s: Sizes, first: tuple[str, ...]) -> list[Step]:
+    """The first part's headline training: ResNet-50 and the transformers."""
+    return [
         Step(
             name="first-resnet50",
             part="first",
@@ -182,20 +216,12 @@ def _first(device: str, s: Sizes, out: Path, sweep: tuple[str, ...]) -> list[Ste
             what="GPT-2 small (1024 tokens) and BERT-base (128) training at their published "
             "batches, PyTorch eager, bf16",
         ),
-        Step(
-            name="first-generation",
-            part="first",
-            cap_s=110,
-            argv=_sweep(
-                "--suite=generation",
-                "--framework=torch,jax",
-                "--mode=cudagraph,jit",
-                f"--batch-size={s.generation_batches}",
-                *first,
-            ),
-            what=f"GPT-2 small decoding, 128/128 at batch {s.generation_batches}, fp32: "
-            "PyTorch's CUDA graphs and JAX, the tokens checked",
-        ),
+    ]
+
+
+def _first_column(s: Sizes, first: tuple[str, ...]) -> list[Step]:
+    """The first part's Table 7 column, and JAX's subset of it."""
+    return [
         Step(
             name="first-table7",
             part="first",
@@ -225,7 +251,6 @@ def _first(device: str, s: Sizes, out: Path, sweep: tuple[str, ...]) -> list[Ste
             ),
             what=f"JAX training, fp32, on a subset of Table 7 ({s.jax_subset})",
         ),
-        *_first_checks(device, s, out),
     ]
 
 

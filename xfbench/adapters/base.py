@@ -228,6 +228,17 @@ class Generator:
         compiled mode fell back to running uncompiled."""
         return {}
 
+    def run(self, prompt: np.ndarray, new_tokens: int, keep: list[int] | None = None):
+        """The whole generation with the host out of the decode loop: (tokens (B, OSL),
+        TTFT s, each decode step's s, the kept rows' logits (rows, OSL, vocab) or None),
+        the steps timed on the device. None (the default): the generator decodes step by
+        step from the host, and metrics.generate times each call."""
+        return None
+
+    def kernels_per_step(self, tokens: np.ndarray) -> int | None:
+        """Device kernels one decode step launches (a GPU's profiler), None elsewhere."""
+        return None
+
     def replay_facts(self, generation: Callable[[], object]) -> dict:
         """After the timed generations, generation() once more, untimed, proving what the
         mode claims that only a run shows (a cudagraph cell's graphs replayed);

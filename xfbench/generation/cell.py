@@ -37,9 +37,12 @@ class GenerationCell(Cell):
 
     def as_infer(self) -> Cell:
         """The inference cell of the same network, framework, mode, precision and device:
-        what the adapter's check() asks about."""
+        what the adapter's check() asks about. A mode of generation only (JAX's loop) is
+        asked about as its framework's own mode, which it compiles with."""
         own = {f.name: getattr(self, f.name) for f in fields(Cell)}
-        return Cell(**{**own, "task": "infer"})
+        modes = FRAMEWORKS[self.framework].modes
+        mode = self.mode if self.mode in modes else modes[0]
+        return Cell(**{**own, "task": "infer", "mode": mode})
 
 
 def lengths(value: str | None, scale: str) -> list[tuple[int, int]]:
@@ -83,7 +86,7 @@ def modes(framework: str, device: str, asked: tuple[str, ...] | None) -> list[st
     skipped with its reason if it cannot run there), else every one that runs there."""
     own = FRAMEWORKS[framework].generation_modes
     if asked is not None:
-        return [m for m in asked if m in get_adapter(framework).modes]
+        return [m for m in asked if m in own]
     adapter = get_adapter(framework)
     return [m for m in own if adapter.mode_reason(m, device) is None]
 

@@ -19,8 +19,9 @@ from typing import Any
 
 import numpy as np
 
-from xfbench import machine, records
+from xfbench import machine, options, records
 from xfbench.adapters import get_adapter
+from xfbench.adapters.base import Generator
 from xfbench.errors import CannotRun
 from xfbench.generation.cell import GenerationCell
 from xfbench.generation.check import check_kept, checked_sequences, decoding_weights, verdict
@@ -81,6 +82,10 @@ def measure(benchmark, cell: GenerationCell, *, preset: Preset, threads_config: 
         generator.reset_peak_memory()
         first = generate(generator, prompt, cell.new_tokens)  # compiles prefill and decode
         compiled = generator.compile_facts()
+        if options.SLOWDOWN.read():  # benchmarks/verdicts.py's planted slowdown: each
+            generator.resident = False  # step called, and slowed, from the host
+            for name in ("prefill", "decode"):
+                setattr(generator, name, options.slowed(cell.framework, getattr(generator, name)))
         for _ in range(preset.warmup):
             generate(generator, prompt, cell.new_tokens)
         runs = []
@@ -98,6 +103,7 @@ def measure(benchmark, cell: GenerationCell, *, preset: Preset, threads_config: 
         compiled.update(
             generator.replay_facts(lambda: generate(generator, prompt, cell.new_tokens))
         )
+        compiled.update(_loop_facts(generator, first.tokens[:, -1]))
         t0 = time.perf_counter()
         rows = checked_sequences(cell.batch_size)
         checked = generate(generator, prompt, cell.new_tokens, keep_logits=rows)
@@ -133,6 +139,19 @@ def measure(benchmark, cell: GenerationCell, *, preset: Preset, threads_config: 
         return record
     finally:
         generator.close()
+
+
+def _loop_facts(generator, tokens) -> dict:
+    """How the decode loop ran: the host in it (each step's tokens read back) or out of it
+    (read once a generation, each step timed on the device's clock); a GPU's kernels a
+    decode step, by the profiler (untimed)."""
+    resident = type(generator).run is not Generator.run and getattr(generator, "resident", True)
+    return {
+        "decode_loop": "on the device, host reads once a generation"
+        if resident
+        else "from the host, tokens read back every step",
+        "kernels_per_decode_step": generator.kernels_per_step(tokens),
+    }
 
 
 def _memory(spec: Spec, cell: GenerationCell, generator, own_peak: bool) -> dict:

@@ -2,7 +2,8 @@
 reports, from those times (docs/generation.md names each peer's name for each).
 
 A generation is the prefill (the prompt in, the first new token out: TTFT) and OSL - 1
-decode steps, each timed from the call to the host holding its tokens (ITL, the gaps):
+decode steps (ITL, the gaps), each timed from the call to the host holding its tokens, or,
+where the generator runs the loop itself with the host out of it, on the device's clock:
     TPOT = (end-to-end - TTFT) / (OSL - 1)          MLPerf's, vLLM's TPOT; AIPerf's ITL
 A cell times several generations; each quantity is their median (the gaps: pooled).
 """
@@ -33,9 +34,17 @@ class Generation:
 
 def generate(generator, prompt: np.ndarray, new_tokens: int, keep_logits=False) -> Generation:
     """Greedy decoding of new_tokens after prompt (B, ISL), timed; with keep_logits (True,
-    or the rows of the batch to keep), each step's logits copied to the host too (for the
-    check: its times then mean nothing)."""
+    or the rows of the batch to keep), each step's logits kept on the host too (for the
+    check: its times then mean nothing). A generator with a loop of its own (run(): the
+    host out of it, each step timed on the device) runs that; else each prefill and decode
+    call is timed from the host, which holds every step's tokens."""
     rows = slice(None) if keep_logits is True else list(keep_logits or [])
+    run = getattr(generator, "run", None)  # the generator's own loop, where it has one
+    if run is not None and keep_logits is not True:
+        resident = run(prompt, new_tokens, keep=rows or None)
+        if resident is not None:
+            tokens, ttft, gaps, logits = resident
+            return Generation(ttft, gaps, ttft + sum(gaps), tokens, logits)
     kept = []
     start = time.perf_counter()
     token = generator.prefill(prompt)

@@ -157,7 +157,11 @@ def parse(
     _check("model", networks, list(NETWORKS))
     modes = option_list("mode", mode) or None
     if modes:
-        known = {m: f for f in frameworks for m in get_adapter(f).modes}
+        known = {  # a framework's modes, and its token generation's own (JAX's loop)
+            m: f
+            for f in frameworks
+            for m in (*get_adapter(f).modes, *FRAMEWORKS[f].generation_modes)
+        }
         valid = ", ".join(f"{m} ({f})" for m, f in known.items())
         for m in modes:
             if m not in known:

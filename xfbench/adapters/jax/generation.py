@@ -14,6 +14,7 @@ HIGHEST, never a GPU's TF32 default), which each reads back from its lowered pro
 from __future__ import annotations
 
 import re
+import time
 
 import jax
 import jax.numpy as jnp
@@ -132,7 +133,45 @@ def shapes_of(tree):
 def make_steps(spec: Spec, length: int, precision: str = "fp32"):
     """(prefill, decode), jitted at the cell precision's matmul precision, each donating
     the cache."""
+    prefill, decode = step_functions(spec, length)
     matmul = MATMUL_PRECISION[precision]
+    return (
+        jax.jit(under(matmul, prefill), donate_argnums=2),
+        jax.jit(under(matmul, decode), donate_argnums=3),
+    )
+
+
+def make_loop(spec: Spec, length: int, precision: str, new_tokens: int, rows: tuple):
+    """The `loop` mode's decoding: every decode step after the prefill in one compiled
+    lax.fori_loop, each step's token fed to the next on the device, the cache donated and
+    carried; its tokens (B, new_tokens) and the logits of the batch's `rows` come back
+    whole. (params, the prefill's tokens and logits, its position, caches) -> (tokens,
+    kept logits (rows, new_tokens, vocab), caches)"""
+    _, decode = step_functions(spec, length)
+    picked = np.asarray(rows, np.int32)
+
+    def loop(params, token, logits, position, caches):
+        batch, vocab = logits.shape
+        out = jnp.zeros((batch, new_tokens), jnp.int32).at[:, 0].set(token)
+        kept = jnp.zeros((len(rows), new_tokens, vocab), jnp.float32)
+        kept = kept.at[:, 0].set(logits[picked].astype(jnp.float32))
+
+        def step(j, carry):
+            token, caches, out, kept = carry
+            (token, logits), caches = decode(params, token, position + j - 1, caches)
+            token = token.astype(jnp.int32)
+            kept = kept.at[:, j].set(logits[picked].astype(jnp.float32))
+            return token, caches, out.at[:, j].set(token), kept
+
+        _, caches, out, kept = jax.lax.fori_loop(1, new_tokens, step, (token, caches, out, kept))
+        return out, kept, caches
+
+    return jax.jit(under(MATMUL_PRECISION[precision], loop), donate_argnums=4)
+
+
+def step_functions(spec: Spec, length: int):
+    """prefill(params, prompt, caches) and decode(params, tokens, position, caches), each
+    -> ((next tokens, logits), caches): pure, to be jitted."""
 
     def prefill(params, prompt, caches):
         t = prompt.shape[1]
@@ -147,10 +186,7 @@ def make_steps(spec: Spec, length: int, precision: str = "fp32"):
             spec, params, x[:, None], caches, position=position, seen=seen[None, None, None]
         )
 
-    return (
-        jax.jit(under(matmul, prefill), donate_argnums=2),
-        jax.jit(under(matmul, decode), donate_argnums=3),
-    )
+    return prefill, decode
 
 
 class JaxGenerator(Generator):
@@ -169,9 +205,13 @@ class JaxGenerator(Generator):
         self.cache_bytes = sum(k.nbytes + v.nbytes for k, v in self.caches)
         self.precision = cell.precision
         self._prefill, self._decode = make_steps(spec, length, cell.precision)
+        self.mode, self.spec, self.length = cell.mode, spec, length
+        self._loops: dict = {}  # the loop mode's compiled loop, per rows of logits kept
         self.position = 0
         self._logits = None
-        self._args: dict = {}  # each step's first arguments, to lower it again for its facts
+        # each compiled step's function and first arguments' shapes, to lower it again
+        # for its facts (precision, memory): prefill, decode, or the loop mode's loop
+        self._args: dict = {}
         self.info = {
             "device_name": self.device.device_kind if self.device.platform != "cpu" else "cpu",
             "attention_kernel": "prefill: jax.nn.dot_product_attention, XLA's, is_causal; "
@@ -185,10 +225,37 @@ class JaxGenerator(Generator):
         (tokens, self._logits), self.caches = out
         return np.asarray(tokens).astype(np.int64)  # a host copy: it waits for the device
 
+    def run(self, prompt: np.ndarray, new_tokens: int, keep: list[int] | None = None):
+        """The loop mode: the prefill, then every decode step in one compiled loop on the
+        device; the host reads the tokens (and kept logits) once. One program times its
+        steps together: TTFT is the prefill's call, each decode step the loop's mean."""
+        if self.mode != "loop":
+            return None
+        rows = tuple(keep or ())
+        if rows not in self._loops:
+            self._loops[rows] = make_loop(self.spec, self.length, self.precision, new_tokens, rows)
+        x = jax.device_put(prompt.astype(np.int32), self.device)
+        position = jax.device_put(np.int32(prompt.shape[1]), self.device)
+        loop = self._loops[rows]
+        self._args.setdefault("prefill", (self._prefill, shapes_of((x, self.caches))))
+        t0 = time.perf_counter()
+        (token, logits), self.caches = self._prefill(self.params, x, self.caches)
+        token.block_until_ready()  # the device done; nothing read back
+        t1 = time.perf_counter()
+        if "loop" not in self._args:
+            self._args["loop"] = (loop, shapes_of((token, logits, position, self.caches)))
+        out, kept, self.caches = loop(self.params, token, logits, position, self.caches)
+        out.block_until_ready()
+        t2 = time.perf_counter()
+        tokens, kept = jax.device_get((out, kept))  # the one read, tokens and kept logits
+        self.position = prompt.shape[1] + new_tokens - 1
+        gaps = [(t2 - t1) / (new_tokens - 1)] * (new_tokens - 1)
+        return tokens.astype(np.int64), t1 - t0, gaps, kept if rows else None
+
     def prefill(self, prompt: np.ndarray) -> np.ndarray:
         prompt = jax.device_put(prompt.astype(np.int32), self.device)
         if "prefill" not in self._args:
-            self._args["prefill"] = shapes_of((prompt, self.caches))
+            self._args["prefill"] = (self._prefill, shapes_of((prompt, self.caches)))
         out = self._sync(self._prefill(self.params, prompt, self.caches))
         self.position = prompt.shape[1]
         return out
@@ -197,7 +264,7 @@ class JaxGenerator(Generator):
         tokens = jax.device_put(tokens.astype(np.int32), self.device)
         position = jax.device_put(np.int32(self.position), self.device)
         if "decode" not in self._args:
-            self._args["decode"] = shapes_of((tokens, position, self.caches))
+            self._args["decode"] = (self._decode, shapes_of((tokens, position, self.caches)))
         out = self._sync(self._decode(self.params, tokens, position, self.caches))
         self.position += 1
         return out
@@ -206,35 +273,35 @@ class JaxGenerator(Generator):
         return np.asarray(self._logits, np.float32)
 
     def peak_device_memory(self) -> int | None:
-        """The larger of the two steps' peaks as XLA's buffer assignment gives them (the
+        """The largest of its steps' peaks as XLA's buffer assignment gives them (the
         weights and the cache, their arguments, included): the device's own peak counter
         is the process's since it started and cannot be reset (workload.py)."""
         if self.device.platform == "cpu":
             return None
-        steps = {"prefill": self._prefill, "decode": self._decode}
         peaks = [
-            step_peak_bytes(
-                steps[name].lower(shapes_of(self.params), *args).compile().memory_analysis()
-            )
-            for name, args in self._args.items()
+            step_peak_bytes(step.lower(shapes_of(self.params), *args).compile().memory_analysis())
+            for step, args in self._args.values()
         ]
         return max((p for p in peaks if p), default=None)
 
     def compile_facts(self) -> dict:
-        sizes = {"prefill": self._prefill._cache_size(), "decode": self._decode._cache_size()}
-        if sizes["decode"] != 1:
-            raise RuntimeError(f"the decode step compiled {sizes['decode']} times, not once")
+        stepped = "loop" if self.mode == "loop" else "decode"
+        sizes = {"prefill": self._prefill._cache_size()}
+        sizes[stepped] = (
+            self._loops[()]._cache_size() if self.mode == "loop" else self._decode._cache_size()
+        )
+        if sizes[stepped] != 1:
+            raise RuntimeError(f"the {stepped} compiled {sizes[stepped]} times, not once")
         return {"compilations": sizes, "lowered_precisions": self.lowered_precisions()}
 
     def lowered_precisions(self) -> dict[str, dict[str, int]]:
-        """Each step's products by the precision its lowered program gives XLA, checked
-        against the cell's (shapes only: the donated arrays are not read)."""
-        steps = {"prefill": self._prefill, "decode": self._decode}
+        """Each compiled step's products by the precision its lowered program gives XLA,
+        checked against the cell's (shapes only: the donated arrays are not read)."""
         found = {}
-        for name, args in self._args.items():
-            text = steps[name].lower(shapes_of(self.params), *args).as_text()
+        for name, (step, args) in self._args.items():
+            text = step.lower(shapes_of(self.params), *args).as_text()
             found[name] = lowered_precisions(text)
-            check_precision(self.precision, found[name], f"JAX's {name} step")
+            check_precision(self.precision, found[name], f"JAX's {name}")
         return found
 
     def close(self) -> None:

@@ -19,6 +19,7 @@ cell proves its graphs replayed: cudagraphs.py).
 from __future__ import annotations
 
 import os
+import time
 
 import numpy as np
 import torch
@@ -135,9 +136,44 @@ def _inductor_facts() -> dict:
     }
 
 
+class StepClock:
+    """When each step of a generation ended, on the device's own clock: CUDA events,
+    read once after the last step; on the CPU, whose steps the host runs, perf_counter."""
+
+    def __init__(self, device: torch.device, steps: int):
+        self.cuda = device.type == "cuda"
+        if self.cuda:
+            self.events = [torch.cuda.Event(enable_timing=True) for _ in range(steps + 1)]
+        self.stamps: list[float] = []
+
+    def start(self) -> None:
+        self.mark()
+
+    def mark(self) -> None:
+        if self.cuda:
+            self.events[len(self.stamps)].record()
+            self.stamps.append(0.0)
+        else:
+            self.stamps.append(time.perf_counter())
+
+    def seconds(self) -> list[float]:
+        """Each step's seconds, from the start (after the device finished them all)."""
+        if self.cuda:
+            torch.cuda.synchronize()
+            marks = self.events[: len(self.stamps)]
+            return [a.elapsed_time(b) / 1000 for a, b in zip(marks, marks[1:])]
+        return [b - a for a, b in zip(self.stamps, self.stamps[1:])]
+
+
+def count_kernels(events) -> int:
+    """The device kernels among a profiler's events (kineto's CUDA activity)."""
+    return sum(1 for e in events if str(getattr(e, "device_type", "")).endswith("CUDA"))
+
+
 class TorchGenerator(Generator):
     def __init__(self, spec: Spec, cell, weights: dict[str, np.ndarray]):
         self.device = torch.device(cell.device)
+        self.resident = True  # run(): the host out of the decode loop
         net = build_network(spec)
         load(spec, net, weights)
         net = net.to(self.device).eval()
@@ -171,6 +207,61 @@ class TorchGenerator(Generator):
     def _sync(self, out) -> np.ndarray:
         tokens, self._logits = out
         return tokens.cpu().numpy()  # a host copy: it waits for the device
+
+    def run(self, prompt: np.ndarray, new_tokens: int, keep: list[int] | None = None):
+        """The whole generation with the host out of the loop: each step's token, on the
+        device, is the next step's input, the position advances on the device, each step's
+        end is a device event (a timestamp on the CPU, whose steps the host runs anyway),
+        and the host reads the tokens (and the kept rows' logits) once, at the end.
+        -> (tokens (B, OSL), TTFT s, each decode step's s, kept logits or None)"""
+        if not self.resident:
+            return None
+        dev = self.device
+        clock = StepClock(dev, new_tokens)
+        with torch.inference_mode():
+            x = torch.from_numpy(prompt).to(dev)
+            out = torch.empty((x.shape[0], new_tokens), dtype=torch.int64, device=dev)
+            position = torch.full((1,), x.shape[1], dtype=torch.int64, device=dev)
+            kept = None
+            clock.start()
+            token, logits = self._prefill(x)
+            for j in range(new_tokens):
+                if j:
+                    token, logits = self._decode(token, position)
+                    position += 1
+                out[:, j] = token
+                if keep:
+                    kept = (
+                        kept
+                        if kept is not None
+                        else logits.new_empty(
+                            (len(keep), new_tokens, logits.shape[-1]), dtype=torch.float32
+                        )
+                    )
+                    kept[:, j] = logits[keep]
+                clock.mark()
+            self._logits = logits
+            tokens = out.cpu().numpy()  # the one read of the tokens: it waits for the device
+            logits_kept = kept.cpu().numpy() if kept is not None else None
+        ttft, *gaps = clock.seconds()
+        self.position = prompt.shape[1] + new_tokens - 1
+        return tokens, ttft, gaps, logits_kept
+
+    def kernels_per_step(self, tokens: np.ndarray) -> int | None:
+        """CUDA kernels one decode step launches, by the profiler (None on the CPU)."""
+        if self.device.type != "cuda":
+            return None
+        from torch.profiler import ProfilerActivity, profile
+
+        with torch.inference_mode():
+            token = torch.from_numpy(tokens).to(self.device)
+            position = torch.full((1,), self.position, dtype=torch.int64, device=self.device)
+            self._decode(token, position)  # any first-call work outside the count
+            torch.cuda.synchronize()
+            with profile(activities=[ProfilerActivity.CUDA]) as prof:
+                self._decode(token, position)
+                torch.cuda.synchronize()
+        return count_kernels(prof.events())
 
     def prefill(self, prompt: np.ndarray) -> np.ndarray:
         with torch.inference_mode():
