@@ -159,3 +159,15 @@ def test_an_adapter_imports_no_other_framework(framework):
     )
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout.strip() == "[]"
+
+
+def test_the_architecture_page_names_every_suite_plugin():
+    """docs/architecture.md lists the plugins xfbench's pytest plugin loads by name."""
+    from xfbench.plugin import pytest_plugins
+
+    page = (Path(__file__).resolve().parents[1] / "docs" / "architecture.md").read_text()
+    listed = page.split("`pytest_plugins` in `xfbench/plugin.py`")[1].split(";")[0]
+    names = [m.split(".")[1] for m in pytest_plugins]
+    assert names[0] == "runner" and "`runner/plugin.py`" in listed
+    for name in names[1:]:
+        assert f"`{name}`" in listed, name

@@ -133,15 +133,23 @@ def _onnxruntime(monkeypatch, plant: str, fused: bool = False) -> None:
 
 PLANTERS = {
     ("torch", "eager"): _torch,
+    ("torch", "compile"): _torch,  # Inductor's kernels: slow to compile, the slow tier
     ("jax", "jit"): _jax,
     ("tensorflow", "eager"): _tensorflow,
+    ("tensorflow", "function"): _tensorflow,
     ("tensorflow", "xla"): _tensorflow,
     ("onnxruntime", "cpu"): _onnxruntime,
     ("onnxruntime", "fused"): lambda m, plant: _onnxruntime(m, plant, fused=True),
 }
 
 
-@pytest.mark.parametrize("framework, mode", list(PLANTERS))
+@pytest.mark.parametrize(
+    "framework, mode",
+    [
+        pytest.param(*key, marks=pytest.mark.slow) if key == ("torch", "compile") else key
+        for key in PLANTERS
+    ],
+)
 def test_each_planted_change_fails_the_function_check(framework, mode, monkeypatch):
     with contextlib.suppress(ImportError):
         assert _check(framework, mode)["verified"], "unplanted, the framework must pass"

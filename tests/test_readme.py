@@ -22,7 +22,7 @@ def test_ci_runs_the_readme_test_command():
 
 def test_readme_is_short_and_its_links_and_the_docs_links_resolve():
     readme = (ROOT / "README.md").read_text()
-    assert len(readme.splitlines()) <= 250
+    assert len(readme.splitlines()) <= 100  # the two commands, what a number means, an index
     pages = [ROOT / "README.md"] + sorted((ROOT / "docs").glob("*.md"))
     missing = []
     for page in pages:

@@ -13,7 +13,7 @@ import pytest
 from xfbench.adapters import get_adapter
 from xfbench.frameworks import training
 from xfbench.harness.equivalence import FLOOR_FACTOR, FP64_TOL, check_modes
-from xfbench.models import NETWORKS
+from xfbench.models import NETWORKS, TRANSFORMERS
 
 ROOT = Path(__file__).resolve().parents[1]
 FRAMEWORKS = [f for f in training() if get_adapter(f).import_error() is None]
@@ -70,6 +70,13 @@ def test_every_network_and_framework_is_verified(run):
             for mode in check_modes(framework):
                 for check in ("infer", "train", "train-fp64"):
                     assert (network, framework, mode, check) in seen
+    # the transformers' kernels at trained-range weights, every mode of every framework
+    # that runs them, ONNX Runtime's fused graph among them
+    runners = FRAMEWORKS + ["onnxruntime"] * (get_adapter("onnxruntime").import_error() is None)
+    for network in TRANSFORMERS:
+        for framework in runners:
+            for mode in check_modes(framework):
+                assert (network, framework, mode, "function") in seen, (framework, mode)
     for r in records:
         assert r["verified"] is True
         if r["check"] == "train-fp64":

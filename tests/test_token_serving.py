@@ -199,3 +199,14 @@ def test_a_run_reports_the_frontier_the_decode_roofline_and_the_token_serving(tm
         assert heading in report, heading
     assert (tmp_path / "out" / "report-token-serving.csv").is_file()
     assert list((tmp_path / "out" / "plots").glob("generation-*.png"))
+
+
+def test_the_pages_presets_table_is_what_the_code_does():
+    """docs/token-serving.md's durations and lengths per preset, made from the code (it once
+    said the table7 and procurement presets serve 32/32; they serve 128/128)."""
+    from xfbench.token_serving.measure import presets_table
+
+    page = (Path(__file__).resolve().parents[1] / "docs" / "token-serving.md").read_text()
+    start = "<!-- presets table: made from xfbench/token_serving (measure.presets_table) -->"
+    table = page.split(start)[1].split("<!-- end of presets table -->")[0].strip()
+    assert table == presets_table()

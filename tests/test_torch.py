@@ -350,3 +350,16 @@ def test_a_cells_unproven_claim_after_its_rounds_fails_it(monkeypatch, benchmark
     else:
         with pytest.raises(RuntimeError, match="0 CUDA graph replay"):
             measure(benchmark, cell, preset=PRESETS["smoke"], threads_config={})
+
+
+@pytest.mark.parametrize(("task", "frozen"), [("infer", True), ("train", False)])
+def test_compiled_inference_on_the_cpu_freezes_and_uses_the_cpp_wrapper(task, frozen):
+    """PyTorch's own CPU inference path: a compiled inference cell freezes its weights
+    (BatchNorm folded, oneDNN's weights prepacked) and runs Inductor's C++ wrapper; a
+    training cell cannot freeze. The record says which."""
+    import torch._inductor.config as inductor
+
+    _, work = build("resnet56", task=task, mode="compile")
+    assert inductor.freezing is frozen and inductor.cpp_wrapper is frozen
+    assert work.info["inductor_freezing"] is frozen
+    assert work.info["inductor_cpp_wrapper"] is frozen

@@ -7,6 +7,7 @@ import pytest
 from xfbench.adapters import Cell, get_adapter
 from xfbench.harness import selection
 from xfbench.models import TRANSFORMERS, get_spec, initial_weights, synthetic_batch
+from xfbench.models import layers as L
 
 # Hugging Face's BertForMaskedLM (no pooler) and GPT2LMHeadModel, heads tied.
 HUGGING_FACE_PARAMETERS = {"bert_base": 109_514_298, "gpt2": 124_439_808}
@@ -250,3 +251,37 @@ def test_written_out_attention_keeps_its_scores_in_float32(precision):
     qt, kt = (tf.cast(tf.transpose(tf.constant(a), [0, 2, 1, 3]), dtype) for a in (q, k))
     assert off(scores(qt, kt, tf.float32).numpy()) < 1e-6
     assert off(jnp.einsum("btnh,bsnh->bnts", qh, kh)) > 1e-4  # what rounding would do
+
+
+def test_gpt2_trains_with_its_published_recipe():
+    """GPT-2 small as llm.c and nanoGPT train it: AdamW at 6e-4 with betas (0.9, 0.95),
+    weight decay 0.1 on the matrices and embeddings, a global-norm clip at 1.0, and the
+    residual projections initialised at 0.02 / sqrt(2 x 12 layers)."""
+    import math
+
+    spec = get_spec("gpt2", "full")
+    assert (spec.optimizer, spec.lr, spec.betas, spec.eps, spec.weight_decay) == (
+        "adamw",
+        6e-4,
+        (0.9, 0.95),
+        1e-8,
+        0.1,
+    )
+    assert spec.clip_norm == 1.0
+    blocks = spec.layer(L.TransformerBlock)
+    assert len(blocks) == 12
+    assert all(b.residual_std == pytest.approx(0.02 / math.sqrt(24)) for b in blocks)
+    assert spec.decays("embed.word") and not spec.decays("layer0.ln1.weight")
+
+
+def test_the_fused_gpt2_graph_stays_fused():
+    """ONNX Runtime's fused mode: GPT-2's graph after the transformer optimizer holds its
+    tanh GELU as FastGelu and the residual LayerNorms as SkipLayerNormalization, and no
+    plain Gelu or Tanh is left unfused."""
+    pytest.importorskip("onnx")
+    spec, work = _build("gpt2", "onnxruntime", "fused", task="infer")
+    work.step()
+    fused = work.info["fused_operators"]
+    assert fused.get("FastGelu", 0) == len(spec.layer(L.TransformerBlock))
+    assert fused.get("SkipLayerNormalization", 0) > 0
+    assert not fused.get("BiasGelu") and not fused.get("Gelu")

@@ -94,6 +94,10 @@ def main(argv: list[str] | None = None) -> int:
         pack = Path(args.pack).resolve() if args.pack else None
         if pack and pack.is_relative_to(out.resolve()):
             raise UsageError(f"--pack {args.pack} is inside --out {out}: it would pack itself")
+        if not args.list:  # every output checked before the first step, not after the last
+            options.output_path("--out", str(out), folder=True)
+            options.output_path("--pack", args.pack, folder=True)
+            options.output_path("--archive", args.archive)
         if not args.list and device not in present_devices():
             raise UsageError(
                 f"device {device} is not present; this machine has: {', '.join(present_devices())}"

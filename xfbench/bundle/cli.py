@@ -12,6 +12,7 @@ from xfbench import options
 from xfbench.bundle import database
 from xfbench.bundle.pack import SUFFIX, BundleError, pack
 from xfbench.bundle.read import read
+from xfbench.errors import UsageError
 
 DEFAULT_DB = Path("results") / "xfbench.sqlite"
 
@@ -33,6 +34,11 @@ def main(argv: list[str] | None = None) -> int:
         return args
     if args.out and len(args.folders) > 1:
         print("xfbench bundle: --out takes one FOLDER", file=sys.stderr)
+        return 2
+    try:
+        options.output_path("--out", args.out)
+    except UsageError as e:
+        print(f"xfbench bundle: {e}", file=sys.stderr)
         return 2
     status = 0
     for folder in args.folders:
@@ -59,10 +65,13 @@ def collect_main(argv: list[str] | None = None) -> int:
     if isinstance(args, int):
         return args
     try:
-        Path(args.db).parent.mkdir(parents=True, exist_ok=True)
+        options.output_path("--db", args.db)
         db = database.connect(args.db, write=True)
-    except (BundleError, OSError) as e:
+    except UsageError as e:
         print(f"xfbench collect: {e}", file=sys.stderr)
+        return 2
+    except (BundleError, OSError) as e:
+        print(f"xfbench collect: {args.db}: {e}", file=sys.stderr)
         return 1
     status, outcomes = 0, []
     try:

@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from xfbench import options
+from xfbench.errors import UsageError
 from xfbench.report import FORMATS
 
 
@@ -73,7 +74,11 @@ def main(argv: list[str] | None = None) -> int:
         )
         return 2
     if args.out:
-        out = Path(args.out)
+        try:
+            out = options.output_path("--out", args.out, folder=True)
+        except UsageError as e:
+            print(f"xfbench report: {e}", file=sys.stderr)
+            return 2
     elif len(args.results) == 1 and Path(args.results[0]).is_dir():
         out = Path(args.results[0])
     else:

@@ -81,6 +81,7 @@ def main(argv: list[str] | None = None) -> int:
         ):
             if value not in valid:
                 raise UsageError(f"unknown {name} {value!r}; valid: {', '.join(valid)}")
+        options.output_path("--plot", args.plot)
     except UsageError as e:
         print(f"xfbench profile: {e}", file=sys.stderr)
         return 2

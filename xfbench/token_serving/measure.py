@@ -60,6 +60,26 @@ def timing(preset: str) -> Timing:
     return TIMING.get(preset, TIMING["quick"])
 
 
+def presets_table() -> str:
+    """docs/token-serving.md's table of each preset's durations and lengths on the CPU,
+    made from TIMING and cell.lengths (tests/test_token_serving.py holds the page to it)."""
+    from xfbench.harness.presets import PRESETS
+    from xfbench.token_serving.cell import lengths
+
+    lines = [
+        "| preset | minimum duration | Server search | prompts | lengths (ISL/OSL) on the CPU |",
+        "|---|---|---|---|---|",
+    ]
+    for name, preset in PRESETS.items():
+        t = timing(name)
+        isl, osl = lengths(None, name, preset.scale)
+        lines.append(
+            f"| `{name}` | {t.min_duration_s:g} s | at most {t.search_runs} runs, "
+            f"{t.search_budget_s:g} s | {t.samples} | {isl}/{osl} |"
+        )
+    return "\n".join(lines)
+
+
 class Generators:
     """One generator per bucket, each compiled by a first generation, checked against the
     canonical function in float64 (a failed check raises check.TokensDiverged, one line)
