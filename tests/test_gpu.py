@@ -178,3 +178,50 @@ def test_onnxruntime_cuda_cells_run_on_the_cuda_provider():
     )
     work.step()
     assert work.info["execution_provider"] == "CUDAExecutionProvider", work.info
+
+
+def _decoders(framework: str, modes: tuple[str, ...]):
+    """GPT-2 smoke decoders of a framework on cuda:0, one per mode, and a prompt."""
+    from types import SimpleNamespace
+
+    from xfbench.adapters import get_adapter
+    from xfbench.generation.check import decoding_weights
+    from xfbench.generation.measure import prompt_ids
+
+    spec = get_spec("gpt2", "smoke")
+    weights = decoding_weights(spec)
+
+    def one(mode):
+        c = SimpleNamespace(
+            framework=framework, mode=mode, device=DEVICE, precision="fp32", threads=1,
+            batch_size=2, prompt_tokens=16, new_tokens=16,
+        )  # fmt: skip
+        return get_adapter(framework).generator(spec, c, weights)
+
+    return [one(m) for m in modes], prompt_ids(spec, 2, 16)
+
+
+def test_torch_compiled_cudagraph_decoding_replays_its_graphs_and_eagers_tokens():
+    """(Compiled: the checks part runs it.) The cudagraph decode step, its cache a static address, replays graphs (the proof a
+    cell runs after its rounds) and decodes eager's tokens, the host out of the loop."""
+    torch_cuda()
+    from xfbench.generation.metrics import generate
+
+    (eager, graphed), prompt = _decoders("torch", ("eager", "cudagraph"))
+    want = generate(eager, prompt, 16).tokens
+    for _ in range(3):  # warm-up, recording, replay
+        got = generate(graphed, prompt, 16)
+    facts = graphed.replay_facts(lambda: generate(graphed, prompt, 16))
+    assert facts["cudagraph_replays"] >= 15 and np.array_equal(got.tokens, want)
+    assert graphed.kernels_per_step(want[:, -1]) > 0
+    assert graphed.peak_device_memory() > graphed.cache_bytes
+
+
+def test_jax_loop_mode_decodes_jits_tokens_on_cuda():
+    jax_cuda()
+    from xfbench.generation.metrics import generate
+
+    (jit, loop), prompt = _decoders("jax", ("jit", "loop"))
+    assert np.array_equal(generate(loop, prompt, 16).tokens, generate(jit, prompt, 16).tokens)
+    assert loop.compile_facts()["compilations"]["loop"] == 1
+    assert loop.peak_device_memory() > loop.cache_bytes
