@@ -44,7 +44,9 @@ def generate(generator, prompt: np.ndarray, new_tokens: int, keep_logits=False) 
         resident = run(prompt, new_tokens, keep=rows or None)
         if resident is not None:
             tokens, ttft, gaps, logits = resident
-            return Generation(ttft, gaps, ttft + sum(gaps), tokens, logits)
+            return Generation(
+                ttft_s=ttft, gaps_s=gaps, e2e_s=ttft + sum(gaps), tokens=tokens, logits=logits
+            )
     kept = []
     start = time.perf_counter()
     token = generator.prefill(prompt)

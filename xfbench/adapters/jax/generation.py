@@ -141,16 +141,17 @@ def make_steps(spec: Spec, length: int, precision: str = "fp32"):
     )
 
 
-def make_loop(spec: Spec, length: int, precision: str, new_tokens: int, rows: tuple):
+def make_loop(spec: Spec, length: int, *, precision: str, new_tokens: int, rows: tuple):
     """The `loop` mode's decoding: every decode step after the prefill in one compiled
     lax.fori_loop, each step's token fed to the next on the device, the cache donated and
     carried; its tokens (B, new_tokens) and the logits of the batch's `rows` come back
-    whole. (params, the prefill's tokens and logits, its position, caches) -> (tokens,
+    whole. (params, (the prefill's tokens, its logits, its position), caches) -> (tokens,
     kept logits (rows, new_tokens, vocab), caches)"""
     _, decode = step_functions(spec, length)
     picked = np.asarray(rows, np.int32)
 
-    def loop(params, token, logits, position, caches):
+    def loop(params, start, caches):
+        token, logits, position = start
         batch, vocab = logits.shape
         out = jnp.zeros((batch, new_tokens), jnp.int32).at[:, 0].set(token)
         kept = jnp.zeros((len(rows), new_tokens, vocab), jnp.float32)
@@ -166,7 +167,7 @@ def make_loop(spec: Spec, length: int, precision: str, new_tokens: int, rows: tu
         _, caches, out, kept = jax.lax.fori_loop(1, new_tokens, step, (token, caches, out, kept))
         return out, kept, caches
 
-    return jax.jit(under(MATMUL_PRECISION[precision], loop), donate_argnums=4)
+    return jax.jit(under(MATMUL_PRECISION[precision], loop), donate_argnums=2)
 
 
 def step_functions(spec: Spec, length: int):
@@ -233,7 +234,9 @@ class JaxGenerator(Generator):
             return None
         rows = tuple(keep or ())
         if rows not in self._loops:
-            self._loops[rows] = make_loop(self.spec, self.length, self.precision, new_tokens, rows)
+            self._loops[rows] = make_loop(
+                self.spec, self.length, precision=self.precision, new_tokens=new_tokens, rows=rows
+            )
         x = jax.device_put(prompt.astype(np.int32), self.device)
         position = jax.device_put(np.int32(prompt.shape[1]), self.device)
         loop = self._loops[rows]
@@ -242,9 +245,10 @@ class JaxGenerator(Generator):
         (token, logits), self.caches = self._prefill(self.params, x, self.caches)
         token.block_until_ready()  # the device done; nothing read back
         t1 = time.perf_counter()
+        start = (token, logits, position)
         if "loop" not in self._args:
-            self._args["loop"] = (loop, shapes_of((token, logits, position, self.caches)))
-        out, kept, self.caches = loop(self.params, token, logits, position, self.caches)
+            self._args["loop"] = (loop, shapes_of((start, self.caches)))
+        out, kept, self.caches = loop(self.params, start, self.caches)
         out.block_until_ready()
         t2 = time.perf_counter()
         tokens, kept = jax.device_get((out, kept))  # the one read, tokens and kept logits
