@@ -221,6 +221,22 @@ ENERGY = (
     Field("gpu_state_end", "object", "the same when the rounds ended", when="a GPU cell with NVML"),
 )
 
+# What proves a cudagraph cell's graphs replayed (adapters/torch/cudagraphs.py).
+CUDAGRAPH_PROOF = (
+    Field(
+        "cudagraph_skips",
+        "int",
+        "Inductor's cudagraph skips (0: a skip fails the cell)",
+        when="torch cudagraph",
+    ),
+    Field(
+        "cudagraph_replays",
+        "int",
+        "CUDA graphs replayed by one more step (or generation), untimed, after the rounds",
+        when="torch cudagraph",
+    ),
+)
+
 # Set by the runner's pytest plugin (runner/plugin.py) on each entry it saw measured.
 PID = Field("pid", "int", "id of the process that measured the entry", when="the runner's plugin")
 
@@ -337,18 +353,7 @@ ADAPTER = (
     Field(
         "graph_break_reasons", "list", "the breaks' reasons, one line each", when="torch compiled"
     ),
-    Field(
-        "cudagraph_skips",
-        "int",
-        "Inductor's cudagraph skips (0: a skip fails the cell)",
-        when="torch cudagraph",
-    ),
-    Field(
-        "cudagraph_replays",
-        "int",
-        "CUDA graphs replayed by one more step (or generation), untimed, after the rounds",
-        when="torch cudagraph",
-    ),
+    *CUDAGRAPH_PROOF,
     Field("jax_device", "str", "JAX's name of the device", when="jax"),
     Field("xla_cpu_target", "object", "the CPU and ISA XLA compiles for", when="jax on the CPU"),
     Field("compute_dtype", "str", "the dtype the layers compute in", when="jax, tensorflow"),
@@ -851,18 +856,7 @@ GENERATOR_COMPILED = (
     Field("compiled_graphs", "int", "graphs Dynamo compiled", when=TORCH_COMPILED),
     Field("graph_breaks", "int", "Dynamo's graph breaks (0)", when=TORCH_COMPILED),
     Field("compile_mode", "str", "torch.compile's mode", when=TORCH_COMPILED),
-    Field(
-        "cudagraph_skips",
-        "int",
-        "Inductor's cudagraph skips (0: a skip fails the cell)",
-        when="torch cudagraph",
-    ),
-    Field(
-        "cudagraph_replays",
-        "int",
-        "CUDA graphs replayed by one more step (or generation), untimed, after the rounds",
-        when="torch cudagraph",
-    ),
+    *CUDAGRAPH_PROOF,
     Field(
         "compilations",
         "object",

@@ -27,6 +27,7 @@ import torch.nn.functional as F
 
 from xfbench.adapters.base import Generator
 from xfbench.adapters.torch import cudagraphs
+from xfbench.adapters.torch.device_memory import CudaPeak
 from xfbench.adapters.torch.networks import build_network
 from xfbench.adapters.torch.weights import load
 from xfbench.models import Spec
@@ -170,7 +171,7 @@ def count_kernels(events) -> int:
     return sum(1 for e in events if str(getattr(e, "device_type", "")).endswith("CUDA"))
 
 
-class TorchGenerator(Generator):
+class TorchGenerator(CudaPeak, Generator):
     def __init__(self, spec: Spec, cell, weights: dict[str, np.ndarray]):
         self.device = torch.device(cell.device)
         self.resident = True  # run(): the host out of the decode loop
@@ -296,15 +297,6 @@ class TorchGenerator(Generator):
         if not self.graphs:
             return {}
         return cudagraphs.replay_facts(generation, least=self.decode_steps)
-
-    def reset_peak_memory(self) -> None:
-        if self.device.type == "cuda":
-            torch.cuda.reset_peak_memory_stats(self.device)
-
-    def peak_device_memory(self) -> int | None:
-        if self.device.type == "cuda":
-            return torch.cuda.max_memory_allocated(self.device)
-        return None
 
     def close(self) -> None:
         del self.model, self._prefill, self._decode

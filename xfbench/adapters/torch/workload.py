@@ -25,6 +25,7 @@ import torch
 from xfbench.adapters.base import Cell, Workload, check_layer_dtypes
 from xfbench.adapters.torch import cudagraphs, training
 from xfbench.adapters.torch import weights as W
+from xfbench.adapters.torch.device_memory import CudaPeak
 from xfbench.adapters.torch.networks import build_network
 from xfbench.adapters.torch.precision import MATH_LAYERS, probe
 from xfbench.errors import CannotRun
@@ -118,7 +119,7 @@ def backend(device_type: str, compiled: bool = False) -> dict:
     return out
 
 
-class TorchWorkload(Workload):
+class TorchWorkload(CudaPeak, Workload):
     def __init__(self, spec: Spec, cell: Cell, weights: dict[str, np.ndarray], seed: int = 0):
         self.spec, self.cell = spec, cell
         self.device = torch.device(cell.device)
@@ -487,15 +488,6 @@ class TorchWorkload(Workload):
                 saved
             )
             self.net.train(was_training)
-
-    def reset_peak_memory(self) -> None:
-        if self.device.type == "cuda":
-            torch.cuda.reset_peak_memory_stats(self.device)
-
-    def peak_device_memory(self) -> int | None:
-        if self.device.type == "cuda":
-            return torch.cuda.max_memory_allocated(self.device)
-        return None
 
     def close(self) -> None:
         self.net = self.x = self.y = self._loss = self._out = None
