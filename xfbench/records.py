@@ -596,7 +596,10 @@ GEMM = (
     Field("rounds", "int", "timed rounds", when=OK),
     Field("warmup_rounds", "int", "untimed rounds before them", when=OK),
     Field("threads_used", "float", "process CPU time over wall time in the timed rounds", when=OK),
-    *(Field(f.name, f.type, f.meaning, when=OK) for f in CONTENTION + ENERGY),
+    *(
+        Field(f.name, f.type, f.meaning, when=f"{OK}, {f.when}" if f.when else OK)
+        for f in CONTENTION + ENERGY
+    ),
     Field(
         "gflops_per_joule",
         "float",
