@@ -424,6 +424,42 @@ def test_the_host_reads_a_generations_tokens_once(framework, mode, smoke, monkey
         generator.close()
 
 
+def test_a_graphed_decode_never_reads_an_output_its_next_call_overwrote(smoke):
+    """Both cudagraph cells failed on the H100: in inference, CUDA graph trees overwrite a
+    graphed call's outputs at the next call, and the resident loop fed the last step's
+    token (a graph's output) back as the next step's input. Emulated on the CPU: each
+    call of prefill or decode first overwrites every tensor an earlier call returned;
+    the tokens and the logits must still be the step-by-step ones."""
+    import torch
+
+    spec, weights, prompt = smoke
+    generator = _generator("torch", "eager", spec, weights)
+    stepwise = metrics.generate(generator, prompt, OSL, keep_logits=True)
+    returned = []
+
+    def graphed(step):
+        def call(*args):
+            for old in returned:  # what CUDA graph trees do to a replayed graph's outputs
+                old.fill_(-1 if old.dtype == torch.int64 else float("nan"))
+            out = step(*args)
+            returned.extend(out)
+            return out
+
+        return call
+
+    generator.graphs = True
+    generator._prefill, generator._decode = graphed(generator._prefill), graphed(generator._decode)
+    try:
+        run = metrics.generate(generator, prompt, OSL, keep_logits=[0, BATCH - 1])
+        last = generator.logits()
+        generator.decode(run.tokens[:, -1])  # one more call: the kept logits stay ours
+    finally:
+        generator.close()
+    assert returned and np.array_equal(run.tokens, stepwise.tokens)
+    assert rel_err(run.logits, stepwise.logits[[0, BATCH - 1]]) <= TOL
+    assert np.isfinite(last).all()
+
+
 def test_a_gpus_decode_step_counts_its_kernels_from_the_profiler():
     """The count of device kernels a decode step launched: the profiler's CUDA events."""
     from types import SimpleNamespace

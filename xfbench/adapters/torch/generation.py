@@ -205,8 +205,17 @@ class TorchGenerator(CudaPeak, Generator):
             **({"compile_mode": mode} if mode else {}),
         }
 
+    def _own(self, t: torch.Tensor) -> torch.Tensor:
+        """t, where it outlives the next call of a compiled step, as a tensor of ours: in
+        inference, CUDA graph trees overwrite a graphed call's outputs at the next call (a
+        graph's output fed back as the next step's input failed the H100's cells: "accessing
+        tensor output of CUDAGraphs that has been overwritten by a subsequent run"), so the
+        token and the last logits are copied out, as gpt-fast does; one small copy a step."""
+        return t.clone() if self.graphs else t
+
     def _sync(self, out) -> np.ndarray:
-        tokens, self._logits = out
+        tokens, logits = out
+        self._logits = self._own(logits)
         return tokens.cpu().numpy()  # a host copy: it waits for the device
 
     def run(self, prompt: np.ndarray, new_tokens: int, keep: list[int] | None = None):
@@ -228,7 +237,7 @@ class TorchGenerator(CudaPeak, Generator):
             token, logits = self._prefill(x)
             for j in range(new_tokens):
                 if j:
-                    token, logits = self._decode(token, position)
+                    token, logits = self._decode(self._own(token), position)
                     position += 1
                 out[:, j] = token
                 if keep:
@@ -241,7 +250,7 @@ class TorchGenerator(CudaPeak, Generator):
                     )
                     kept[:, j] = logits[keep]
                 clock.mark()
-            self._logits = logits
+            self._logits = self._own(logits)
             tokens = out.cpu().numpy()  # the one read of the tokens: it waits for the device
             logits_kept = kept.cpu().numpy() if kept is not None else None
         ttft, *gaps = clock.seconds()
