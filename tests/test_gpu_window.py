@@ -24,7 +24,8 @@ ORDER = [
     "first-roofs",
     "first-resnet50",
     "first-transformers",
-    "first-generation",
+    "first-generation-torch",
+    "first-generation-jax",
     "first-table7",
     "first-jax",
     "first-gpu-tests",
@@ -42,10 +43,12 @@ def test_the_first_part_proves_things_in_order_within_eight_minutes(tmp_path):
         and "--batch-size=256" in argv["first-resnet50"]
     )
     assert "gpt2,bert_base" in argv["first-transformers"]
-    assert "--suite=generation" in argv["first-generation"]
-    assert "--batch-size=1,64" in argv["first-generation"]
+    for framework, mode in (("torch", "cudagraph"), ("jax", "loop")):
+        generation = argv[f"first-generation-{framework}"]
+        assert "--suite=generation" in generation and "--batch-size=1,64" in generation
+        assert f"--framework={framework} --mode={mode}" in generation
     # the roofs first, into the folder the report reads; the sweeps leave them be
-    assert all("--skip-roofs" in argv[n] for n in ORDER[2:7])
+    assert all("--skip-roofs" in argv[n] for n in ORDER[2:8])
     assert argv["first-roofs"].endswith(
         "--device cuda:0 --into " + str(tmp_path / "results" / "roofs.json")
     )
