@@ -1166,12 +1166,12 @@ def test_every_record_kind_of_a_gpu_run_is_scored_against_its_gpus_reference(tmp
 
     [h100] = [p for p in score.references() if p.name.endswith("h100-sxm")]
     [zen4] = [p for p in score.references() if p.name.endswith("zen4-2c")]
-    gpu_generation = score.load_run(h100 / "generation")
+    gpu_generation = score.load_run(h100 / "generation-2")
     assert not gpu_generation.results and gpu_generation.generation
     assert score.device_kind(gpu_generation) == "NVIDIA H100 80GB HBM3"
     assert score.best_reference(gpu_generation).reference == h100.name
     h200 = tmp_path / "h200-generation"
-    shutil.copytree(h100 / "generation", h200)
+    shutil.copytree(h100 / "generation-2", h200)
     text = (h200 / "merged.json").read_text().replace("NVIDIA H100 80GB HBM3", "NVIDIA H200")
     (h200 / "merged.json").write_text(text)
     h200_run = score.load_run(h200)
