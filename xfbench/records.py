@@ -987,6 +987,17 @@ GENERATION = replaced(
         "int | null",
         "device kernels one decode step launched, by the profiler (PyTorch on a GPU)",
     ),
+    Field(
+        "decode_step_kernel_us",
+        "float | null",
+        "those kernels' device time in all, microseconds: against the step's TPOT, the "
+        "share the kernels hold and the share their launches do",
+    ),
+    Field(
+        "decode_step_kernels",
+        "list | null",
+        "the costliest of them by name, [{name, calls, us}], at most 8",
+    ),
     *GENERATOR_COMPILED,
     Field("param_count", "int", "parameters of the network"),
     Field("weights_bytes", "int", "the parameters' bytes (fp32)"),

@@ -199,6 +199,10 @@ class Workload:
         """Release device memory."""
 
 
+# What Generator.decode_profile gives a generation record.
+DECODE_PROFILE = ("kernels_per_decode_step", "decode_step_kernel_us", "decode_step_kernels")
+
+
 class Generator:
     """Greedy decoding of one static batch of sequences with a key/value cache allocated
     once, for prompt_tokens + new_tokens positions (xfbench/generation). Subclassed per
@@ -235,9 +239,10 @@ class Generator:
         step from the host, and metrics.generate times each call."""
         return None
 
-    def kernels_per_step(self, tokens: np.ndarray) -> int | None:
-        """Device kernels one decode step launches (a GPU's profiler), None elsewhere."""
-        return None
+    def decode_profile(self, tokens: np.ndarray) -> dict:
+        """One decode step under a GPU's profiler (untimed): its kernels, their device time,
+        the costliest by name (DECODE_PROFILE's fields); None each where there is none."""
+        return dict.fromkeys(DECODE_PROFILE)
 
     def replay_facts(self, generation: Callable[[], object]) -> dict:
         """After the timed generations, generation() once more, untimed, proving what the

@@ -143,14 +143,14 @@ def measure(benchmark, cell: GenerationCell, *, preset: Preset, threads_config: 
 
 def _loop_facts(generator, tokens) -> dict:
     """How the decode loop ran: the host in it (each step's tokens read back) or out of it
-    (read once a generation, each step timed on the device's clock); a GPU's kernels a
-    decode step, by the profiler (untimed)."""
+    (read once a generation, each step timed on the device's clock); one decode step's
+    kernels on a GPU, by the profiler (untimed)."""
     resident = type(generator).run is not Generator.run and getattr(generator, "resident", True)
     return {
         "decode_loop": "on the device, host reads once a generation"
         if resident
         else "from the host, tokens read back every step",
-        "kernels_per_decode_step": generator.kernels_per_step(tokens),
+        **generator.decode_profile(tokens),
     }
 
 

@@ -166,9 +166,24 @@ class StepClock:
         return [b - a for a, b in zip(self.stamps, self.stamps[1:])]
 
 
-def count_kernels(events) -> int:
-    """The device kernels among a profiler's events (kineto's CUDA activity)."""
-    return sum(1 for e in events if str(getattr(e, "device_type", "")).endswith("CUDA"))
+def kernel_profile(events, top: int = 8) -> dict:
+    """A profiler's device kernels (kineto's CUDA activity): how many, their device time
+    in all, and the costliest by name, to say what holds a step once launches do not."""
+    spent: dict[str, list] = {}
+    for e in events:
+        if str(getattr(e, "device_type", "")).endswith("CUDA"):
+            calls_us = spent.setdefault(e.name, [0, 0.0])
+            calls_us[0] += 1
+            calls_us[1] += e.time_range.elapsed_us()
+    costliest = sorted(spent.items(), key=lambda kv: -kv[1][1])[:top]
+    return {
+        "kernels_per_decode_step": sum(calls for calls, _ in spent.values()),
+        "decode_step_kernel_us": round(sum(us for _, us in spent.values()), 1),
+        "decode_step_kernels": [
+            {"name": name[:120], "calls": calls, "us": round(us, 1)}
+            for name, (calls, us) in costliest
+        ],
+    }
 
 
 class TorchGenerator(CudaPeak, Generator):
@@ -257,10 +272,10 @@ class TorchGenerator(CudaPeak, Generator):
         self.position = prompt.shape[1] + new_tokens - 1
         return tokens, ttft, gaps, logits_kept
 
-    def kernels_per_step(self, tokens: np.ndarray) -> int | None:
-        """CUDA kernels one decode step launches, by the profiler (None on the CPU)."""
+    def decode_profile(self, tokens: np.ndarray) -> dict:
+        """One decode step under the profiler (CUDA only; the base's Nones elsewhere)."""
         if self.device.type != "cuda":
-            return None
+            return super().decode_profile(tokens)
         from torch.profiler import ProfilerActivity, profile
 
         with torch.inference_mode():
@@ -271,7 +286,7 @@ class TorchGenerator(CudaPeak, Generator):
             with profile(activities=[ProfilerActivity.CUDA]) as prof:
                 self._decode(token, position)
                 torch.cuda.synchronize()
-        return count_kernels(prof.events())
+        return kernel_profile(prof.events())
 
     def prefill(self, prompt: np.ndarray) -> np.ndarray:
         with torch.inference_mode():
