@@ -54,20 +54,20 @@ def hugging_face(smoke):
     return tokens, huggingface.logits(net, sequence)[:, ISL - 1 :]
 
 
-def _cell(framework: str, mode: str) -> SimpleNamespace:
+def _cell(framework: str, mode: str, precision: str = "fp32") -> SimpleNamespace:
     return SimpleNamespace(
-        framework=framework, mode=mode, device="cpu", precision="fp32", threads=2,
+        framework=framework, mode=mode, device="cpu", precision=precision, threads=2,
         batch_size=BATCH, prompt_tokens=ISL, new_tokens=OSL,
     )  # fmt: skip
 
 
-def _generator(framework: str, mode: str, spec, weights):
+def _generator(framework: str, mode: str, spec, weights, precision: str = "fp32"):
     from xfbench.adapters import get_adapter
 
     adapter = get_adapter(framework)
     if adapter.import_error():
         pytest.skip(adapter.import_error())
-    return adapter.generator(spec, _cell(framework, mode), weights)
+    return adapter.generator(spec, _cell(framework, mode, precision), weights)
 
 
 @pytest.mark.parametrize(("framework", "mode"), MODES)
@@ -145,6 +145,84 @@ def test_a_cache_written_one_position_off_fails_the_check(framework, mode, smoke
         check.verdict(result)
 
 
+BF16 = [("torch", "eager"), ("jax", "jit"), ("jax", "loop")]
+
+
+@pytest.mark.parametrize(("framework", "mode"), BF16)
+def test_a_bf16_cell_decodes_in_bfloat16_within_the_bf16_rule(framework, mode, smoke):
+    """bf16 generation: the weights (rounded to bfloat16 before any framework sees them)
+    and the cache held in bfloat16, half fp32's bytes; the logits within the bf16 bound of
+    the float64 function of the same rounded weights, and further from it than fp32's
+    bound allows, which a decode secretly in float32 would not be (Zen 5, full size: 1.2e-2
+    to 1.4e-2 of the logits' scale, against the bound's 6.25e-2)."""
+    spec, _, prompt = smoke
+    weights = check.decoding_weights(spec, "bf16")
+    generator = _generator(framework, mode, spec, weights, "bf16")
+    fp32 = _generator(framework, mode, spec, check.decoding_weights(spec), "fp32")
+    try:
+        run = metrics.generate(generator, prompt, OSL, keep_logits=[0, BATCH - 1])
+        assert generator.info["weights_dtype"] == generator.info["cache_dtype"] == "bfloat16"
+        assert 2 * generator.cache_bytes == fp32.cache_bytes
+    finally:
+        generator.close()
+        fp32.close()
+    result = check.check_generation(
+        spec, weights, prompt, tokens=run.tokens, logits=run.logits, precision="bf16"
+    )
+    assert result["verified"] and result["logits_tolerance"] == check.BF16_TOL, result
+    assert 10 * TOL < result["logits_rel_err"] <= check.BF16_TOL / 4, result
+
+
+@pytest.mark.parametrize(("framework", "mode"), [("torch", "eager"), ("jax", "jit")])
+def test_a_bf16_cache_written_one_position_off_fails_the_bf16_check(
+    framework, mode, smoke, monkeypatch
+):
+    """The bf16 bound is wide enough for bfloat16's rounding, not for a cache fault: the
+    planted fault moves the logits 8.6e-2 to 8.9e-2 of their scale here (and 0.26 at full
+    size), above the bound's 6.25e-2."""
+    spec, _, prompt = smoke
+    weights = check.decoding_weights(spec, "bf16")
+    _one_position_off(framework, monkeypatch)
+    generator = _generator(framework, mode, spec, weights, "bf16")
+    try:
+        run = metrics.generate(generator, prompt, OSL, keep_logits=True)
+    finally:
+        generator.close()
+    result = check.check_generation(
+        spec, weights, prompt, tokens=run.tokens, logits=run.logits, precision="bf16"
+    )
+    assert not result["verified"] and result["logits_rel_err"] > check.BF16_TOL, result
+
+
+def test_weights_are_rounded_to_bfloat16_as_the_frameworks_round_them():
+    """check.bf16_rounded is round-to-nearest-even to bfloat16, PyTorch's own cast: the
+    float64 reference of a bf16 cell computes with the values the cell holds."""
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(0)
+    values = np.concatenate(
+        [
+            rng.standard_normal(10_000).astype(np.float32) * 3,
+            np.float32([1 + 2**-8, -(1 + 3 * 2**-8)]),
+        ]
+    )
+    theirs = torch.from_numpy(values).to(torch.bfloat16).float().numpy()
+    assert np.array_equal(check.bf16_rounded(values), theirs)
+
+
+@pytest.mark.parametrize("framework", ["tensorflow", "onnxruntime"])
+def test_a_bf16_cell_of_a_framework_that_decodes_in_fp32_only_is_skipped_with_why(framework):
+    from xfbench.errors import CannotRun
+    from xfbench.generation.measure import runnable
+
+    cell = GenerationCell(
+        network="gpt2", framework=framework, mode="cpu" if framework == "onnxruntime" else "xla",
+        precision="bf16", device="cpu", threads=1, batch_size=1, scale="smoke",
+        prompt_tokens=ISL, new_tokens=OSL,
+    )  # fmt: skip
+    with pytest.raises(CannotRun, match="fp32"):  # its own reason, or generation's
+        runnable(cell)
+
+
 class _Benchmark:
     """pytest-benchmark's fixture, as far as measure() uses it."""
 
@@ -184,7 +262,7 @@ def test_the_check_decodes_the_same_two_sequences_at_any_batch(monkeypatch):
 
     checked = []
 
-    def in_process(spec, prompt, tokens, logits):
+    def in_process(spec, prompt, tokens, logits, precision):
         checked.append((prompt.shape[0], tokens.shape[0], logits.shape[0]))
         return check.check_generation(
             spec, check.decoding_weights(spec), prompt, tokens=tokens, logits=logits
@@ -285,6 +363,21 @@ def test_generate_times_the_prefill_and_every_decode_step():
 def test_bad_lengths_are_one_line(value, message):
     with pytest.raises(UsageError, match=message):
         lengths(value, "smoke")
+
+
+def test_an_accelerator_decodes_in_bf16_beside_fp32_by_default():
+    """Unasked, an accelerator's cells add bf16 in the frameworks that decode in it (half
+    the bytes a step reads); the CPU's stay fp32, and --precision is what it says."""
+    from xfbench.generation.cell import precisions
+    from xfbench.harness.selection import parse
+
+    unasked = parse(framework="torch,jax,tensorflow", device="cpu", threads=1)
+    assert precisions(unasked, "torch", "cuda:0") == ("fp32", "bf16")
+    assert precisions(unasked, "jax", "tpu:0") == ("fp32", "bf16")
+    assert precisions(unasked, "tensorflow", "cuda:0") == ("fp32",)
+    assert precisions(unasked, "torch", "cpu") == ("fp32",)
+    asked = parse(framework="torch", precision="fp32", device="cpu", threads=1)
+    assert precisions(asked, "torch", "cuda:0") == ("fp32",)
 
 
 def test_lengths_and_batches_default_to_the_scales():

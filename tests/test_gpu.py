@@ -180,7 +180,7 @@ def test_onnxruntime_cuda_cells_run_on_the_cuda_provider():
     assert work.info["execution_provider"] == "CUDAExecutionProvider", work.info
 
 
-def _decoders(framework: str, modes: tuple[str, ...]):
+def _decoders(framework: str, modes: tuple[str, ...], precision: str = "fp32"):
     """GPT-2 smoke decoders of a framework on cuda:0, one per mode, and a prompt."""
     from types import SimpleNamespace
 
@@ -189,11 +189,11 @@ def _decoders(framework: str, modes: tuple[str, ...]):
     from xfbench.generation.measure import prompt_ids
 
     spec = get_spec("gpt2", "smoke")
-    weights = decoding_weights(spec)
+    weights = decoding_weights(spec, precision)
 
     def one(mode):
         c = SimpleNamespace(
-            framework=framework, mode=mode, device=DEVICE, precision="fp32", threads=1,
+            framework=framework, mode=mode, device=DEVICE, precision=precision, threads=1,
             batch_size=2, prompt_tokens=16, new_tokens=16,
         )  # fmt: skip
         return get_adapter(framework).generator(spec, c, weights)
@@ -226,3 +226,22 @@ def test_jax_loop_mode_decodes_jits_tokens_on_cuda():
     assert np.array_equal(generate(loop, prompt, 16).tokens, generate(jit, prompt, 16).tokens)
     assert loop.compile_facts()["compilations"]["loop"] == 1
     assert loop.peak_device_memory() > loop.cache_bytes
+
+
+@pytest.mark.parametrize(("framework", "mode"), [("torch", "eager"), ("jax", "loop")])
+def test_bf16_decoding_holds_bfloat16_within_the_bf16_rule_on_cuda(framework, mode):
+    """A bf16 generation cell on the GPU: bfloat16 weights and cache, its logits within
+    the bf16 bound of the float64 function of the same rounded weights."""
+    torch_cuda() if framework == "torch" else jax_cuda()
+    from xfbench.generation import check
+    from xfbench.generation.metrics import generate
+
+    (decoder,), prompt = _decoders(framework, (mode,), "bf16")
+    run = generate(decoder, prompt, 16, keep_logits=[0, 1])
+    assert decoder.info["weights_dtype"] == decoder.info["cache_dtype"] == "bfloat16"
+    spec = get_spec("gpt2", "smoke")
+    result = check.check_generation(
+        spec, check.decoding_weights(spec, "bf16"), prompt, tokens=run.tokens,
+        logits=run.logits, precision="bf16",
+    )  # fmt: skip
+    assert result["verified"], result

@@ -62,7 +62,7 @@ def test_the_generation_parts_each_fit_one_call(tmp_path):
 
     every = steps("cuda:0", "quick", tmp_path)
     probe = next(s.cap_s for s in every if s.part == "probe")
-    for part in ("generation", "generation-serving"):
+    for part in ("generation", "generation-bf16", "generation-serving"):
         caps = sum(s.cap_s for s in every if s.part == part)
         assert probe + caps + RESERVE_S <= DEFAULT_BUDGET_S, part
 

@@ -27,6 +27,8 @@ class Framework:
     allreduce: str | None = None  # its all-reduce worker module
     # its modes of token generation (xfbench/generation), its usual fast path first
     generation_modes: tuple[str, ...] = ()
+    # the precisions it decodes in: fp32, and bf16 where its weights and cache are bf16
+    generation_precisions: tuple[str, ...] = ("fp32",)
     default: bool = True  # in a run that names no --framework
     aliases: tuple[str, ...] = ()  # other names the GEMM suite accepts for it
 
@@ -42,6 +44,7 @@ FRAMEWORKS: dict[str, Framework] = {
             adapter="xfbench.adapters.torch",
             modes=("eager", "compile", "cudagraph"),
             generation_modes=("eager", "compile", "cudagraph"),
+            generation_precisions=("fp32", "bf16"),
             table7_mode="eager",
             gemm="torch",
             scaling="xfbench.scaling.torch_ddp",
@@ -57,6 +60,7 @@ FRAMEWORKS: dict[str, Framework] = {
             # loop: token generation's decode steps in one compiled lax.fori_loop (jit's
             # program underneath: a generation-only mode)
             generation_modes=("jit", "loop"),
+            generation_precisions=("fp32", "bf16"),
             table7_mode="jit",
             gemm="jax",
             scaling="xfbench.scaling.jax_sharding",

@@ -885,6 +885,13 @@ GENERATOR_INFO = (
     Field("attention_kernel", "str", "what ran attention in prefill and decode"),
     Field("cache_write", "str", "how a step writes the cache"),
     Field(
+        "weights_dtype",
+        "str",
+        "the dtype the decoder's weights are held in (bfloat16 in a bf16 cell)",
+        when="torch, jax",
+    ),
+    Field("cache_dtype", "str", "the dtype of the key/value cache", when="torch, jax"),
+    Field(
         "matmul_precision",
         "str",
         "jax_default_matmul_precision the steps are traced under",
@@ -1000,7 +1007,7 @@ GENERATION = replaced(
     ),
     *GENERATOR_COMPILED,
     Field("param_count", "int", "parameters of the network"),
-    Field("weights_bytes", "int", "the parameters' bytes (fp32)"),
+    Field("weights_bytes", "int", "the parameters' bytes at the cell's precision (4 or 2 a value)"),
     Field("cache_bytes", "int", "the key/value cache as allocated, every layer"),
     Field("cache_share_of_peak", "float | null", "cache_bytes over the peak memory"),
     Field(

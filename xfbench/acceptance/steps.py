@@ -35,6 +35,7 @@ PARTS = (
     "transformers",
     "serving",
     "generation",
+    "generation-bf16",
     "generation-serving",
     "checks",
 )
@@ -183,6 +184,7 @@ def _generation_steps(s: Sizes, first: tuple[str, ...]) -> list[Step]:
                 "--suite=generation",
                 f"--framework={framework}",
                 f"--mode={mode}",
+                "--precision=fp32",
                 f"--batch-size={s.generation_batches}",
                 *first,
             ),
@@ -279,12 +281,13 @@ def _first_checks(device: str, s: Sizes, out: Path) -> list[Step]:
                 str(TESTS / "test_gpu.py"),
                 "-m",
                 "gpu",
-                # Inductor's first compilations take minutes: the checks part runs those
+                # Inductor's first compilations take minutes, and bf16 decoding is the
+                # generation's: the checks part runs those, within the 38 s measured
                 "-k",
-                "not compiled",
+                "not compiled and not bf16",
                 f"--junitxml={out / 'gpu-tests.xml'}",
             ),
-            what="the GPU tests (the gpu marker), but for the compiled modes",
+            what="the GPU tests (the gpu marker), but for the compiled modes and bf16 decoding",
             needs=(TESTS / "test_gpu.py",),
         ),
         Step(
@@ -465,44 +468,17 @@ def _transformer_sweeps(s: Sizes, sweep: tuple[str, ...]) -> list[Step]:
             "PyTorch eager and compiled and JAX, bf16: p90 latency, Server QPS under the "
             "bound, Offline samples/s",
         ),
-        # One call each (540 s): the cells a buyer reads first in `generation`, the rest in
-        # `generation-serving`. Times from the H100's third window, on its slower host:
-        # a PyTorch process's start 10-12 s; a cudagraph cell 45-50 s (build 8-11 s,
-        # compilation 21-25 s, the float64 check of at most two sequences 10.6-13 s), an
-        # eager cell about 17 s, a JAX loop cell about 40 s (compilation 16.6 s at batch 1)
-        Step(
-            name="generation-torch",
-            part="generation",
-            cap_s=222,
-            argv=_sweep(
-                "--suite=generation", "--framework=torch", "--mode=eager,cudagraph", *sweep
-            ),
-            what="GPT-2 token generation in PyTorch, eager and CUDA graphs, 128/128 at batch "
-            "1, 8 and 64 (docs/generation.md), fp32: TTFT, TPOT and tokens/s, the tokens "
-            "checked",
-        ),
-        Step(
-            name="generation-jax",
-            part="generation",
-            cap_s=150,
-            argv=_sweep("--suite=generation", "--framework=jax", "--mode=loop", *sweep),
-            what="GPT-2 token generation in JAX, every decode step in one compiled loop, "
-            "128/128 at batch 1, 8 and 64, fp32",
-        ),
-        Step(
-            name="generation-jax-jit",
-            part="generation",
-            cap_s=110,
-            argv=_sweep("--suite=generation", "--framework=jax", "--mode=jit", *sweep),
-            what="GPT-2 token generation in JAX, one jitted call a decode step, 128/128 at "
-            "batch 1, 8 and 64, fp32",
-        ),
+        *_generation_sweeps(sweep),
         Step(
             name="generation-compiled",
             part="generation-serving",
             cap_s=160,
             argv=_sweep(
-                "--suite=generation", "--framework=torch,onnxruntime", "--mode=compile,cuda", *sweep
+                "--suite=generation",
+                "--framework=torch,onnxruntime",
+                "--mode=compile,cuda",
+                "--precision=fp32",
+                *sweep,
             ),
             # ONNX Runtime's cuda mode where onnxruntime-gpu is installed (else skipped with
             # the reason)
@@ -517,6 +493,7 @@ def _transformer_sweeps(s: Sizes, sweep: tuple[str, ...]) -> list[Step]:
                 "--suite=token-serving",
                 "--framework=torch,jax",
                 "--mode=eager,jit",
+                "--precision=fp32",
                 *sweep,
             ),
             # two decoders' three scenarios at 128/128, the largest batch 64: each bucket a
@@ -527,6 +504,49 @@ def _transformer_sweeps(s: Sizes, sweep: tuple[str, ...]) -> list[Step]:
             "bounds, Offline tokens/s",
         ),
     ]
+
+
+def _generation_sweeps(sweep: tuple[str, ...]) -> list[Step]:
+    """GPT-2's decoding at batch 1, 8 and 64: the cells a buyer reads first, one part (one
+    call of 540 s) a precision, fp32 in `generation` and bf16 in `generation-bf16`. Times
+    from the H100's third window, on its slower host: a PyTorch process's start 10-12 s;
+    a cudagraph cell 45-50 s (build 8-11 s, compilation 21-25 s, the float64 check of at
+    most two sequences 10.6-13 s), an eager cell about 17 s, a JAX loop cell about 40 s
+    (compilation 16.6 s at batch 1); bf16 planned as fp32 (not yet run on a GPU)."""
+    steps = []
+    for precision in ("fp32", "bf16"):
+        part, tail = ("generation", "") if precision == "fp32" else ("generation-bf16", "-bf16")
+        sized = (f"--precision={precision}", *sweep)
+        steps += [
+            Step(
+                name=f"generation-torch{tail}",
+                part=part,
+                cap_s=222,
+                argv=_sweep(
+                    "--suite=generation", "--framework=torch", "--mode=eager,cudagraph", *sized
+                ),
+                what="GPT-2 token generation in PyTorch, eager and CUDA graphs, 128/128 at "
+                f"batch 1, 8 and 64 (docs/generation.md), {precision}: TTFT, TPOT and "
+                "tokens/s, the tokens checked",
+            ),
+            Step(
+                name=f"generation-jax{tail}",
+                part=part,
+                cap_s=150,
+                argv=_sweep("--suite=generation", "--framework=jax", "--mode=loop", *sized),
+                what="GPT-2 token generation in JAX, every decode step in one compiled loop, "
+                f"128/128 at batch 1, 8 and 64, {precision}",
+            ),
+            Step(
+                name=f"generation-jax-jit{tail}",
+                part=part,
+                cap_s=110,
+                argv=_sweep("--suite=generation", "--framework=jax", "--mode=jit", *sized),
+                what="GPT-2 token generation in JAX, one jitted call a decode step, 128/128 "
+                f"at batch 1, 8 and 64, {precision}",
+            ),
+        ]
+    return steps
 
 
 def _later_checks(device: str, s: Sizes, out: Path) -> list[Step]:

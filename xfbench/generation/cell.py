@@ -23,6 +23,9 @@ BATCHES = {"full": (1, 8), "smoke": (1, 2)}
 # On an accelerator decode stays bandwidth-bound to far larger batches (the decode
 # roofline's ridge, docs/token-serving.md): its defaults add batch 64.
 ACCELERATOR_BATCHES = {"full": (1, 8, 64), "smoke": (1, 2)}
+# Precisions when --precision is not given: fp32, and on an accelerator bf16 beside it,
+# in the frameworks that decode in it (half the bytes a decode step reads).
+ACCELERATOR_PRECISIONS = ("fp32", "bf16")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -81,6 +84,16 @@ def batches(value: str | None, scale: str, device: str = "cpu") -> list[int]:
     return sorted({int(i) for i in items})
 
 
+def precisions(sel: Selection, framework: str, device: str) -> tuple[str, ...]:
+    """The precisions a framework decodes in on a device: those asked for (each skipped
+    with its reason where it cannot), else fp32, and on an accelerator bf16 where the
+    framework decodes in it."""
+    if sel.precisions_explicit or device == "cpu":
+        return sel.precisions
+    held = FRAMEWORKS[framework].generation_precisions
+    return tuple(p for p in ACCELERATOR_PRECISIONS if p in held)
+
+
 def modes(framework: str, device: str, asked: tuple[str, ...] | None) -> list[str]:
     """The generation modes of a framework on a device: those asked for that it has (each
     skipped with its reason if it cannot run there), else every one that runs there."""
@@ -107,7 +120,7 @@ def expand(
             continue
         for device in sel.devices:
             for mode in modes(fw, device, sel.modes):
-                for precision in sel.precisions:
+                for precision in precisions(sel, fw, device):
                     for isl, osl in pairs:
                         for b in sizes or batches(None, sel.preset.scale, device):
                             out.append(

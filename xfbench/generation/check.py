@@ -34,6 +34,15 @@ from xfbench.exchange.reference import TOL, rel_err
 from xfbench.models import Spec, get_spec
 
 MARGIN = TOL  # of a position's largest |logit|: the suite's fp32 agreement bound
+# bf16 (its weights and cache, and every product's inputs, in bfloat16; sums and
+# normalisations in float32): against the float64 function of the same bf16-rounded
+# weights, each logit carries the rounding of the values that made it, bf16's unit
+# roundoff u = 2^-8 at each layer's output, over 12 layers and the head; the bound is 16u
+# (6.25e-2) of a position's largest |logit|, logits and chosen tokens alike. Measured
+# (tests/test_generation.py) well inside it; a cache written one position off moves the
+# logits by far more (the same planted faults as at fp32).
+BF16_TOL = 16 * 2.0**-8
+TOLERANCES = {"fp32": TOL, "bf16": BF16_TOL}
 REFERENCE = "the canonical graph in float64 (onnx.reference), teacher-forced, no cache"
 
 
@@ -54,21 +63,22 @@ def reference_logits(spec: Spec, weights: dict, sequence: np.ndarray) -> np.ndar
     return ReferenceEvaluator(model).run(None, {INPUT: sequence.astype(np.int64)})[0]
 
 
-def judge(logits: np.ndarray, tokens: np.ndarray) -> dict:
-    """logits (B, OSL, vocab) the reference's at each new token; tokens (B, OSL) chosen."""
+def judge(logits: np.ndarray, tokens: np.ndarray, margin: float = MARGIN) -> dict:
+    """logits (B, OSL, vocab) the reference's at each new token; tokens (B, OSL) chosen;
+    a choice within margin of the best (of the largest |logit|) is the function's."""
     scale = np.abs(logits).max(axis=-1)
     best = logits.max(axis=-1)
     chosen = np.take_along_axis(logits, tokens[..., None], axis=-1)[..., 0]
     gap = (best - chosen) / scale  # 0 where the reference's choice was made
     top2 = np.sort(logits, axis=-1)[..., -2:]
-    near = (top2[..., 1] - top2[..., 0]) / scale < MARGIN
-    bad = np.argwhere(gap > MARGIN)
+    near = (top2[..., 1] - top2[..., 0]) / scale < margin
+    bad = np.argwhere(gap > margin)
     out = {
         "verified": not len(bad),
         "tokens_checked": int(tokens.size),
         "worst_gap": float(gap.max()),
         "near_ties": int(near.sum()),
-        "margin": MARGIN,
+        "margin": margin,
         "reference": REFERENCE,
         "first_divergence": None,
     }
@@ -85,45 +95,70 @@ def judge(logits: np.ndarray, tokens: np.ndarray) -> dict:
 
 
 def check_generation(
-    spec: Spec, weights: dict, prompt: np.ndarray, *, tokens: np.ndarray, logits: np.ndarray
+    spec: Spec,
+    weights: dict,
+    prompt: np.ndarray,
+    *,
+    tokens: np.ndarray,
+    logits: np.ndarray,
+    precision: str = "fp32",
 ) -> dict:
     """The check of tokens (B, OSL) decoded after prompt (B, ISL) with logits (B, OSL, vocab)
-    the framework computed for them."""
+    the framework computed for them, at precision's bound (TOLERANCES)."""
+    tol = TOLERANCES[precision]
     sequence = np.concatenate([prompt, tokens[:, :-1]], axis=1)
     reference = reference_logits(spec, weights, sequence)[:, prompt.shape[1] - 1 :]
-    result = judge(reference, tokens)
+    result = judge(reference, tokens, tol)
     err = rel_err(logits, reference)
     result.update(
         logits_rel_err=err,
-        logits_tolerance=TOL,
+        logits_tolerance=tol,
         tokens_verified=result["verified"],
-        verified=result["verified"] and err <= TOL,
+        verified=result["verified"] and err <= tol,
     )
     return result
 
 
-def decoding_weights(spec: Spec) -> dict:
+def bf16_rounded(a: np.ndarray) -> np.ndarray:
+    """float32 values rounded to the nearest bfloat16 (ties to even), kept as float32: the
+    values a bf16 cell holds, so that its float64 reference computes with them too."""
+    bits = np.ascontiguousarray(a, np.float32).view(np.uint32)
+    bits = (bits + np.uint32(0x7FFF) + ((bits >> 16) & np.uint32(1))) & np.uint32(0xFFFF0000)
+    return bits.view(np.float32)
+
+
+def decoding_weights(spec: Spec, precision: str = "fp32") -> dict:
     """The weights every generation cell decodes with: the canonical initial weights at a
-    trained network's activation ranges (harness/equivalence.trained_range)."""
+    trained network's activation ranges (harness/equivalence.trained_range); a bf16
+    cell's rounded to bfloat16, which its framework then holds exactly."""
     from xfbench.harness.equivalence import trained_range
     from xfbench.models import initial_weights
 
-    return trained_range(spec, initial_weights(spec))
+    weights = trained_range(spec, initial_weights(spec))
+    if precision == "bf16":
+        return {name: bf16_rounded(w) for name, w in weights.items()}
+    return weights
 
 
-def _checked(network: str, scale: str, prompt, tokens, logits) -> dict:
+def _checked(network: str, scale: str, precision: str, prompt, tokens, logits) -> dict:
     spec = get_spec(network, scale)
-    return check_generation(spec, decoding_weights(spec), prompt, tokens=tokens, logits=logits)
+    weights = decoding_weights(spec, precision)
+    return check_generation(
+        spec, weights, prompt, tokens=tokens, logits=logits, precision=precision
+    )
 
 
-def check_apart(spec: Spec, prompt: np.ndarray, tokens: np.ndarray, logits: np.ndarray) -> dict:
+def check_apart(
+    spec: Spec, prompt: np.ndarray, tokens: np.ndarray, logits: np.ndarray, precision: str
+) -> dict:
     """check_generation with decoding_weights, in a spawned process of its own."""
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
 
     context = multiprocessing.get_context("spawn")  # nothing of this process's state
     with ProcessPoolExecutor(1, mp_context=context) as pool:
-        return pool.submit(_checked, spec.id, spec.scale, prompt, tokens, logits).result()
+        job = pool.submit(_checked, spec.id, spec.scale, precision, prompt, tokens, logits)
+        return job.result()
 
 
 def checked_sequences(batch: int) -> list[int]:
@@ -131,10 +166,12 @@ def checked_sequences(batch: int) -> list[int]:
     return sorted({0, batch - 1})
 
 
-def check_kept(spec: Spec, prompt: np.ndarray, run, rows: list[int]) -> dict:
+def check_kept(
+    spec: Spec, prompt: np.ndarray, run, rows: list[int], precision: str = "fp32"
+) -> dict:
     """check_apart of a generation whose logits were kept for rows only (metrics.generate's
     keep_logits=rows): those sequences' tokens and logits, the rows recorded."""
-    result = check_apart(spec, prompt[rows], run.tokens[rows], run.logits)
+    result = check_apart(spec, prompt[rows], run.tokens[rows], run.logits, precision)
     return {**result, "sequences_checked": rows}
 
 
@@ -145,12 +182,14 @@ def verdict(result: dict) -> None:
     if result["tokens_verified"]:
         raise TokensDiverged(
             f"decoded logits are {result['logits_rel_err']:.2e} of their scale from the "
-            f"float64 reference's (tolerance {TOL:g}), though the tokens agree: the cache or "
+            f"float64 reference's (tolerance {result['logits_tolerance']:g}), though the tokens "
+            "agree: the cache or "
             "the mask computes another function"
         )
     d = result["first_divergence"]
     raise TokensDiverged(
         f"decoded tokens are not the function's: sequence {d['sequence']}, new token "
         f"{d['new_token']} is {d['chosen']} where the float64 reference's choice is "
-        f"{d['reference']}, {d['gap']:.2e} of the logits' scale below it (margin {MARGIN:g})"
+        f"{d['reference']}, {d['gap']:.2e} of the logits' scale below it (margin "
+        f"{result['margin']:g})"
     )

@@ -23,6 +23,7 @@ from xfbench import machine, options, records
 from xfbench.adapters import get_adapter
 from xfbench.adapters.base import Generator
 from xfbench.errors import CannotRun
+from xfbench.frameworks import FRAMEWORKS
 from xfbench.generation.cell import GenerationCell
 from xfbench.generation.check import check_kept, checked_sequences, decoding_weights, verdict
 from xfbench.generation.metrics import generate, summary
@@ -38,7 +39,8 @@ WEIGHTS = (
     f"seed 0 at trained range (GELU inputs std {TRAINED_GELU_STD}, attention scores "
     f"std {TRAINED_SCORE_STD})"
 )
-PRECISION_REASON = "token generation runs fp32 in this version (the half types are not built)"
+# The bytes of one weight or cache value at each precision token generation runs.
+VALUE_BYTES = {"fp32": 4, "bf16": 2}
 
 
 def prompt_ids(spec: Spec, batch: int, tokens: int, seed: int = 0) -> np.ndarray:
@@ -50,15 +52,16 @@ def prompt_ids(spec: Spec, batch: int, tokens: int, seed: int = 0) -> np.ndarray
 def decode_bytes(spec: Spec, cell: GenerationCell, cache_bytes: int) -> int:
     """Bytes one decode step must read at least: every weight once (the tied embedding
     once) and the whole static cache (each step attends over all of it, masked)."""
-    return 4 * spec.param_count + cache_bytes
+    return VALUE_BYTES[cell.precision] * spec.param_count + cache_bytes
 
 
 def runnable(cell: GenerationCell):
     """The cell's adapter, or CannotRun with the reason it cannot run here."""
     adapter = get_adapter(cell.framework)
     reason = adapter.import_error() or adapter.check(cell.as_infer())
-    if not reason and cell.precision != "fp32":
-        reason = PRECISION_REASON
+    held = FRAMEWORKS[cell.framework].generation_precisions
+    if not reason and cell.precision not in held:
+        reason = f"{cell.framework} decodes in {' and '.join(held)} only (--precision)"
     if reason:
         raise CannotRun(reason)
     return adapter
@@ -72,7 +75,7 @@ def measure(benchmark, cell: GenerationCell, *, preset: Preset, threads_config: 
     CannotRun (skip) with the reason, check.TokensDiverged (a failed cell) in one line."""
     adapter = runnable(cell)
     spec = get_spec(cell.network, cell.scale)
-    weights = decoding_weights(spec)
+    weights = decoding_weights(spec, cell.precision)
     prompt = prompt_ids(spec, cell.batch_size, cell.prompt_tokens)
     own_peak = reset_peak_rss()
     t0 = time.perf_counter()
@@ -107,7 +110,7 @@ def measure(benchmark, cell: GenerationCell, *, preset: Preset, threads_config: 
         t0 = time.perf_counter()
         rows = checked_sequences(cell.batch_size)
         checked = generate(generator, prompt, cell.new_tokens, keep_logits=rows)
-        tokens = check_kept(spec, prompt, checked, rows)
+        tokens = check_kept(spec, prompt, checked, rows, cell.precision)
         check_s = time.perf_counter() - t0
         if not tokens["verified"]:
             benchmark.has_error = True  # no entry in the JSON: a failed cell, not a number
@@ -160,7 +163,7 @@ def _memory(spec: Spec, cell: GenerationCell, generator, own_peak: bool) -> dict
     peak = device_peak if device_peak else host_peak
     return {
         "param_count": spec.param_count,
-        "weights_bytes": 4 * spec.param_count,
+        "weights_bytes": VALUE_BYTES[cell.precision] * spec.param_count,
         "cache_bytes": generator.cache_bytes,
         "cache_share_of_peak": generator.cache_bytes / peak if peak else None,
         "decode_bytes_per_step": decode_bytes(spec, cell, generator.cache_bytes),

@@ -5,6 +5,7 @@ from __future__ import annotations
 HEADERS = [
     "framework",
     "mode",
+    "precision",
     "device",
     "threads",
     "batch",
@@ -40,10 +41,12 @@ def tokens_verdict(r: dict) -> str:
 
 
 def lead(r: dict) -> list[str]:
-    """What a generation cell is: framework, mode, device, threads, batch, prompt/new."""
+    """What a generation cell is: framework, mode, precision, device, threads, batch,
+    prompt/new."""
     return [
         str(r.get("framework", "")),
         str(r.get("mode", "")),
+        str(r.get("precision", "")),
         str(r.get("device", "")),
         str(r.get("threads", "")),
         str(r.get("batch_size", "")),
@@ -80,6 +83,7 @@ def ordered(records: list[dict]) -> list[dict]:
             int(r.get("threads") or 0),
             str(r.get("framework")),
             str(r.get("mode")),
+            str(r.get("precision")),
         ),
     )
 

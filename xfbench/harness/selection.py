@@ -30,6 +30,7 @@ class Selection:
     networks: tuple[str, ...]
     modes: tuple[str, ...] | None  # None: every mode of each framework that runs on the device
     precisions: tuple[str, ...]
+    precisions_explicit: bool = True  # named by --precision (else: fp32, a suite's default)
     devices: tuple[str, ...]
     threads: int
     batch_size: int | None  # None: the preset's (Table 7's, or the smoke batch)
@@ -211,6 +212,7 @@ def parse(
         networks=tuple(networks),
         modes=tuple(modes) if modes else None,
         precisions=tuple(precisions),
+        precisions_explicit=precision is not None,
         devices=tuple(dict.fromkeys(devices)),
         threads=n_threads,
         batch_size=_positive("--batch-size", batch_size),

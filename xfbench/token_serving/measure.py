@@ -91,7 +91,7 @@ class Generators:
         self.cell, self.work = cell, {}
         self.compile_s = self.check_s = 0.0
         self.compiled, self.checks, self.warm = {}, {}, {}
-        weights = decoding_weights(self.spec)
+        weights = decoding_weights(self.spec, cell.precision)
         t0 = time.perf_counter()
         try:
             for b in buckets:
@@ -114,7 +114,7 @@ class Generators:
             t0 = time.perf_counter()
             rows = checked_sequences(b)
             kept = generate(generator, prompt, osl, keep_logits=rows)
-            self.checks[str(b)] = check_kept(self.spec, prompt, kept, rows)
+            self.checks[str(b)] = check_kept(self.spec, prompt, kept, rows, self.cell.precision)
             self.check_s += time.perf_counter() - t0
             verdict(self.checks[str(b)])
             runs, started = [], time.perf_counter()

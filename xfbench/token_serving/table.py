@@ -10,6 +10,7 @@ from xfbench.token_serving.cell import SCENARIOS
 HEADERS = [
     "framework",
     "mode",
+    "precision",
     "device",
     "threads",
     "batch",

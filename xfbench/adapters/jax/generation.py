@@ -32,6 +32,8 @@ from xfbench.adapters.jax.workload import (
 from xfbench.models import Spec
 from xfbench.models import layers as L
 
+DTYPES = {"fp32": jnp.float32, "tf32": jnp.float32, "bf16": jnp.bfloat16}  # storage
+
 
 def kernels(params: dict) -> dict:
     """The parameters with each layer's matrix as flax's Dense keeps it, (in, out)."""
@@ -41,8 +43,10 @@ def kernels(params: dict) -> dict:
 
 def dense(x, params, name: str):
     """x @ W + b with W (in, out): XLA:CPU's products at batch 8 run up to twice as fast
-    with the weight so than transposed, (out, in)."""
-    return x @ params[f"{name}.weight"] + params[f"{name}.bias"]
+    with the weight so than transposed, (out, in). x in the weights' type (a layer norm's
+    float32 output into a bf16 product)."""
+    w = params[f"{name}.weight"]
+    return x.astype(w.dtype) @ w + params[f"{name}.bias"]
 
 
 def write(cache, position, new):
@@ -53,9 +57,13 @@ def write(cache, position, new):
 def _attend(q, keys, values, seen):
     """One query per sequence against the cache, (B, heads, 1, dh) and (B, heads, L, dh):
     batched products over (B, heads) with no transpose of the cache."""
-    z = jnp.einsum("bhqd,bhkd->bhqk", q, keys) / jnp.sqrt(jnp.float32(q.shape[-1]))
-    z = jnp.where(seen, z, -jnp.inf)
-    return jnp.einsum("bhqk,bhkd->bhqd", jax.nn.softmax(z, axis=-1), values)
+    # the suite's rule for the half types (docs/frameworks.md): the scores summed in
+    # float32 and kept so through the mask and the softmax, the probabilities back in the
+    # values' type for their product with v
+    z = jnp.einsum("bhqd,bhkd->bhqk", q, keys, preferred_element_type=jnp.float32)
+    z = jnp.where(seen, z / jnp.sqrt(jnp.float32(q.shape[-1])), -jnp.inf)
+    p = jax.nn.softmax(z, axis=-1).astype(values.dtype)
+    return jnp.einsum("bhqk,bhkd->bhqd", p, values)
 
 
 def _forward(spec: Spec, params, x, caches, *, position, seen):
@@ -85,7 +93,7 @@ def _forward(spec: Spec, params, x, caches, *, position, seen):
         out.append((keys, values))
     final = spec.layer(L.LayerNorm)[-1]
     z = logits(layer_norm(x[:, -1], params, final.name, final.eps), params, "embed.word",
-               jnp.float32)  # fmt: skip
+               params["embed.word"].dtype)  # fmt: skip
     return (jnp.argmax(z, axis=-1), z), out
 
 
@@ -193,14 +201,18 @@ def step_functions(spec: Spec, length: int):
 class JaxGenerator(Generator):
     def __init__(self, spec: Spec, cell, weights: dict[str, np.ndarray]):
         self.device = resolve_device(cell.device)
-        self.params = jax.device_put(kernels(to_jax(spec, weights)), self.device)
+        # bf16: the weights (rounded to it already: check.decoding_weights), the cache and
+        # the activations in bfloat16; layer norms and the softmax in float32
+        dtype = DTYPES[cell.precision]
+        held = jax.tree.map(lambda a: a.astype(dtype), kernels(to_jax(spec, weights)))
+        self.params = jax.device_put(held, self.device)
         block = spec.layer(L.TransformerBlock)[0]
         d = spec.layer(L.TokenEmbedding)[0].dim
         length = cell.prompt_tokens + cell.new_tokens
         shape = (cell.batch_size, block.heads, length, d // block.heads)
         self.caches = [
-            (jnp.zeros(shape, jnp.float32, device=self.device),
-             jnp.zeros(shape, jnp.float32, device=self.device))
+            (jnp.zeros(shape, dtype, device=self.device),
+             jnp.zeros(shape, dtype, device=self.device))
             for _ in spec.layer(L.TransformerBlock)
         ]  # fmt: skip
         self.cache_bytes = sum(k.nbytes + v.nbytes for k, v in self.caches)
@@ -218,6 +230,8 @@ class JaxGenerator(Generator):
             "attention_kernel": "prefill: jax.nn.dot_product_attention, XLA's, is_causal; "
             "decode: softmax(q k^T / sqrt(dh)) v over the cache, masked, in einsums",
             "cache_write": "lax.dynamic_update_slice into the donated cache",
+            "weights_dtype": str(self.params["embed.word"].dtype),
+            "cache_dtype": str(self.caches[0][0].dtype),
             "matmul_precision": MATMUL_PRECISION[cell.precision],
             **backend(self.device),
         }

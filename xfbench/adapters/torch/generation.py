@@ -34,6 +34,7 @@ from xfbench.models import Spec
 from xfbench.models import layers as L
 
 COMPILE_MODES = {"eager": None, "compile": "default", "cudagraph": "reduce-overhead"}
+DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16}
 
 
 def write(cache: torch.Tensor, position: torch.Tensor, new: torch.Tensor) -> None:
@@ -192,7 +193,10 @@ class TorchGenerator(CudaPeak, Generator):
         self.resident = True  # run(): the host out of the decode loop
         net = build_network(spec)
         load(spec, net, weights)
-        net = net.to(self.device).eval()
+        # bf16: the weights, and with them the cache and every activation, in bfloat16 (the
+        # weights arrive rounded to it: check.decoding_weights); LayerNorm, softmax and the
+        # products' sums run in float32 inside PyTorch's bf16 kernels
+        net = net.to(self.device, dtype=DTYPES[cell.precision]).eval()
         length = cell.prompt_tokens + cell.new_tokens
         self.model = CachedGPT(spec, net, cell.batch_size, length)
         self.cache_bytes = sum(
@@ -216,6 +220,8 @@ class TorchGenerator(CudaPeak, Generator):
             "attention_kernel": "scaled_dot_product_attention (prefill is_causal; decode "
             "an explicit mask over the static cache)",
             "cache_write": "index_copy_ at a position tensor",
+            "weights_dtype": str(next(net.parameters()).dtype).removeprefix("torch."),
+            "cache_dtype": str(self.model.keys[0].dtype).removeprefix("torch."),
             **(_inductor_facts() if mode and self.device.type == "cpu" else {}),
             **({"compile_mode": mode} if mode else {}),
         }
