@@ -149,7 +149,7 @@ def _checked(network: str, scale: str, precision: str, prompt, tokens, logits) -
 
 
 def check_apart(
-    spec: Spec, prompt: np.ndarray, tokens: np.ndarray, logits: np.ndarray, precision: str
+    spec: Spec, prompt: np.ndarray, tokens: np.ndarray, logits: np.ndarray, *, precision: str
 ) -> dict:
     """check_generation with decoding_weights, in a spawned process of its own."""
     import multiprocessing
@@ -167,11 +167,11 @@ def checked_sequences(batch: int) -> list[int]:
 
 
 def check_kept(
-    spec: Spec, prompt: np.ndarray, run, rows: list[int], precision: str = "fp32"
+    spec: Spec, prompt: np.ndarray, run, rows: list[int], *, precision: str = "fp32"
 ) -> dict:
     """check_apart of a generation whose logits were kept for rows only (metrics.generate's
     keep_logits=rows): those sequences' tokens and logits, the rows recorded."""
-    result = check_apart(spec, prompt[rows], run.tokens[rows], run.logits, precision)
+    result = check_apart(spec, prompt[rows], run.tokens[rows], run.logits, precision=precision)
     return {**result, "sequences_checked": rows}
 
 

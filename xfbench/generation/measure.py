@@ -110,7 +110,7 @@ def measure(benchmark, cell: GenerationCell, *, preset: Preset, threads_config: 
         t0 = time.perf_counter()
         rows = checked_sequences(cell.batch_size)
         checked = generate(generator, prompt, cell.new_tokens, keep_logits=rows)
-        tokens = check_kept(spec, prompt, checked, rows, cell.precision)
+        tokens = check_kept(spec, prompt, checked, rows, precision=cell.precision)
         check_s = time.perf_counter() - t0
         if not tokens["verified"]:
             benchmark.has_error = True  # no entry in the JSON: a failed cell, not a number

@@ -114,7 +114,9 @@ class Generators:
             t0 = time.perf_counter()
             rows = checked_sequences(b)
             kept = generate(generator, prompt, osl, keep_logits=rows)
-            self.checks[str(b)] = check_kept(self.spec, prompt, kept, rows, self.cell.precision)
+            self.checks[str(b)] = check_kept(
+                self.spec, prompt, kept, rows, precision=self.cell.precision
+            )
             self.check_s += time.perf_counter() - t0
             verdict(self.checks[str(b)])
             runs, started = [], time.perf_counter()
