@@ -6,6 +6,7 @@ fake NVML one (tests/fake_gpu), so that its step list and device are the GPU's."
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import tarfile
@@ -143,7 +144,8 @@ def test_the_script_rehearsed_on_the_cpu_runs_every_step_and_returns_within_the_
     assert "8 cells measured, 0 failed" in summary  # training; and the decoding:
     generation = summary.split("## Token generation")[1]
     assert generation.count("jax          loop") == 1
-    assert "skipped: CUDA graphs replay only on a CUDA device" in generation
+    # PyTorch's step decodes eagerly there (CUDA graphs replay only on a GPU), checked
+    assert re.search(r"torch +eager +fp32", generation) and "DIVERGED" not in generation
 
 
 @pytest.mark.slow
