@@ -196,7 +196,7 @@ def test_a_bf16_cache_written_one_position_off_fails_the_bf16_check(
 
 
 def test_weights_are_rounded_to_bfloat16_as_the_frameworks_round_them():
-    """check.bf16_rounded is round-to-nearest-even to bfloat16, PyTorch's own cast: the
+    """The weights' rounding (gemm.check.round_bf16) is round-to-nearest-even to bfloat16, PyTorch's own cast: the
     float64 reference of a bf16 cell computes with the values the cell holds."""
     torch = pytest.importorskip("torch")
     rng = np.random.default_rng(0)
@@ -207,7 +207,7 @@ def test_weights_are_rounded_to_bfloat16_as_the_frameworks_round_them():
         ]
     )
     theirs = torch.from_numpy(values).to(torch.bfloat16).float().numpy()
-    assert np.array_equal(check.bf16_rounded(values), theirs)
+    assert np.array_equal(check.round_bf16(values), theirs)
 
 
 @pytest.mark.parametrize("framework", ["tensorflow", "onnxruntime"])

@@ -515,40 +515,40 @@ def _generation_sweeps(sweep: tuple[str, ...]) -> list[Step]:
     a cudagraph cell 45-50 s (build 8-11 s, compilation 21-25 s, the float64 check of at
     most two sequences 10.6-13 s), an eager cell about 17 s, a JAX loop cell about 40 s
     (compilation 16.6 s at batch 1); bf16 planned as fp32 (not yet run on a GPU)."""
-    steps = []
-    for precision in ("fp32", "bf16"):
-        part, tail = ("generation", "") if precision == "fp32" else ("generation-bf16", "-bf16")
-        sized = (f"--precision={precision}", *sweep)
-        steps += [
-            Step(
-                name=f"generation-torch{tail}",
-                part=part,
-                cap_s=222,
-                argv=_sweep(
-                    "--suite=generation", "--framework=torch", "--mode=eager,cudagraph", *sized
-                ),
-                what="GPT-2 token generation in PyTorch, eager and CUDA graphs, 128/128 at "
-                f"batch 1, 8 and 64 (docs/generation.md), {precision}: TTFT, TPOT and "
-                "tokens/s, the tokens checked",
+    return [
+        Step(
+            name=name + ("" if precision == "fp32" else f"-{precision}"),
+            part="generation" if precision == "fp32" else f"generation-{precision}",
+            cap_s=cap,
+            argv=_sweep(
+                "--suite=generation",
+                f"--framework={framework}",
+                f"--mode={modes}",
+                f"--precision={precision}",
+                *sweep,
             ),
-            Step(
-                name=f"generation-jax{tail}",
-                part=part,
-                cap_s=150,
-                argv=_sweep("--suite=generation", "--framework=jax", "--mode=loop", *sized),
-                what="GPT-2 token generation in JAX, every decode step in one compiled loop, "
-                f"128/128 at batch 1, 8 and 64, {precision}",
+            what=f"GPT-2 token generation {how}, 128/128 at batch 1, 8 and 64 "
+            f"(docs/generation.md), {precision}: TTFT, TPOT and tokens/s, the tokens checked",
+        )
+        for precision in ("fp32", "bf16")
+        for name, framework, modes, cap, how in (
+            (
+                "generation-torch",
+                "torch",
+                "eager,cudagraph",
+                222,
+                "in PyTorch, eager and CUDA graphs",
             ),
-            Step(
-                name=f"generation-jax-jit{tail}",
-                part=part,
-                cap_s=110,
-                argv=_sweep("--suite=generation", "--framework=jax", "--mode=jit", *sized),
-                what="GPT-2 token generation in JAX, one jitted call a decode step, 128/128 "
-                f"at batch 1, 8 and 64, {precision}",
+            (
+                "generation-jax",
+                "jax",
+                "loop",
+                150,
+                "in JAX, every decode step in one compiled loop",
             ),
-        ]
-    return steps
+            ("generation-jax-jit", "jax", "jit", 110, "in JAX, one jitted call a decode step"),
+        )
+    ]
 
 
 def _later_checks(device: str, s: Sizes, out: Path) -> list[Step]:

@@ -31,6 +31,7 @@ from __future__ import annotations
 import numpy as np
 
 from xfbench.exchange.reference import TOL, rel_err
+from xfbench.gemm.check import round_bf16
 from xfbench.models import Spec, get_spec
 
 MARGIN = TOL  # of a position's largest |logit|: the suite's fp32 agreement bound
@@ -119,14 +120,6 @@ def check_generation(
     return result
 
 
-def bf16_rounded(a: np.ndarray) -> np.ndarray:
-    """float32 values rounded to the nearest bfloat16 (ties to even), kept as float32: the
-    values a bf16 cell holds, so that its float64 reference computes with them too."""
-    bits = np.ascontiguousarray(a, np.float32).view(np.uint32)
-    bits = (bits + np.uint32(0x7FFF) + ((bits >> 16) & np.uint32(1))) & np.uint32(0xFFFF0000)
-    return bits.view(np.float32)
-
-
 def decoding_weights(spec: Spec, precision: str = "fp32") -> dict:
     """The weights every generation cell decodes with: the canonical initial weights at a
     trained network's activation ranges (harness/equivalence.trained_range); a bf16
@@ -136,7 +129,7 @@ def decoding_weights(spec: Spec, precision: str = "fp32") -> dict:
 
     weights = trained_range(spec, initial_weights(spec))
     if precision == "bf16":
-        return {name: bf16_rounded(w) for name, w in weights.items()}
+        return {name: round_bf16(w) for name, w in weights.items()}
     return weights
 
 

@@ -34,13 +34,12 @@ from xfbench.harness.presets import Preset
 from xfbench.harness.threads import CpuMeter, allowed_cpus, contention_fields
 from xfbench.models import Spec, get_spec
 from xfbench.models import layers as L
+from xfbench.roofline.profile import VALUE_BYTES
 
 WEIGHTS = (
     f"seed 0 at trained range (GELU inputs std {TRAINED_GELU_STD}, attention scores "
     f"std {TRAINED_SCORE_STD})"
 )
-# The bytes of one weight or cache value at each precision token generation runs.
-VALUE_BYTES = {"fp32": 4, "bf16": 2}
 
 
 def prompt_ids(spec: Spec, batch: int, tokens: int, seed: int = 0) -> np.ndarray:

@@ -24,6 +24,7 @@ from xfbench.adapters.base import Generator
 from xfbench.adapters.jax.transformer import gelu, layer_norm, logits
 from xfbench.adapters.jax.weights import to_jax
 from xfbench.adapters.jax.workload import (
+    COMPUTE_DTYPES,
     MATMUL_PRECISION,
     backend,
     resolve_device,
@@ -31,8 +32,6 @@ from xfbench.adapters.jax.workload import (
 )
 from xfbench.models import Spec
 from xfbench.models import layers as L
-
-DTYPES = {"fp32": jnp.float32, "tf32": jnp.float32, "bf16": jnp.bfloat16}  # storage
 
 
 def kernels(params: dict) -> dict:
@@ -203,7 +202,7 @@ class JaxGenerator(Generator):
         self.device = resolve_device(cell.device)
         # bf16: the weights (rounded to it already: check.decoding_weights), the cache and
         # the activations in bfloat16; layer norms and the softmax in float32
-        dtype = DTYPES[cell.precision]
+        dtype = COMPUTE_DTYPES[cell.precision]
         held = jax.tree.map(lambda a: a.astype(dtype), kernels(to_jax(spec, weights)))
         self.params = jax.device_put(held, self.device)
         block = spec.layer(L.TransformerBlock)[0]

@@ -25,7 +25,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from xfbench.adapters.base import Generator
+from xfbench.adapters.base import MATH_DTYPES, Generator
 from xfbench.adapters.torch import cudagraphs
 from xfbench.adapters.torch.device_memory import CudaPeak
 from xfbench.adapters.torch.networks import build_network
@@ -34,7 +34,6 @@ from xfbench.models import Spec
 from xfbench.models import layers as L
 
 COMPILE_MODES = {"eager": None, "compile": "default", "cudagraph": "reduce-overhead"}
-DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16}
 
 
 def write(cache: torch.Tensor, position: torch.Tensor, new: torch.Tensor) -> None:
@@ -196,7 +195,7 @@ class TorchGenerator(CudaPeak, Generator):
         # bf16: the weights, and with them the cache and every activation, in bfloat16 (the
         # weights arrive rounded to it: check.decoding_weights); LayerNorm, softmax and the
         # products' sums run in float32 inside PyTorch's bf16 kernels
-        net = net.to(self.device, dtype=DTYPES[cell.precision]).eval()
+        net = net.to(self.device, dtype=getattr(torch, MATH_DTYPES[cell.precision])).eval()
         length = cell.prompt_tokens + cell.new_tokens
         self.model = CachedGPT(spec, net, cell.batch_size, length)
         self.cache_bytes = sum(
