@@ -196,7 +196,7 @@ def test_a_bf16_cache_written_one_position_off_fails_the_bf16_check(
 
 
 def test_weights_are_rounded_to_bfloat16_as_the_frameworks_round_them():
-    """The weights' rounding (gemm.check.round_bf16) is round-to-nearest-even to bfloat16, PyTorch's own cast: the
+    """The weights' rounding (adapters.base.round_bf16, the GEMM check's too) is round-to-nearest-even to bfloat16, PyTorch's own cast: the
     float64 reference of a bf16 cell computes with the values the cell holds."""
     torch = pytest.importorskip("torch")
     rng = np.random.default_rng(0)

@@ -60,6 +60,21 @@ MATH_DTYPES = {
 }
 
 
+# The bytes of one value at each precision (the roofline's traffic, a decoder's weights).
+VALUE_BYTES = {
+    precision: 2 if dtype == "bfloat16" else np.dtype(dtype).itemsize
+    for precision, dtype in MATH_DTYPES.items()
+}
+
+
+def round_bf16(x: np.ndarray) -> np.ndarray:
+    """float32 -> the nearest bfloat16 value (ties to even), kept as float32: what a bf16
+    operand or weight holds, for a reference that computes with the same values."""
+    u = np.ascontiguousarray(x, dtype=np.float32).view(np.uint32)
+    r = (u + np.uint32(0x7FFF) + ((u >> np.uint32(16)) & np.uint32(1))) & np.uint32(0xFFFF0000)
+    return r.view(np.float32)
+
+
 def check_layer_dtypes(precision: str, dtypes: dict[str, str], math_kinds) -> None:
     """Raise when a layer kind doing the cell's matrix arithmetic (math_kinds, as the
     adapter names them in dtypes: layer kind -> the dtype or dtypes it ran, comma

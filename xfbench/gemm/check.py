@@ -44,6 +44,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from xfbench.adapters.base import round_bf16
+
 SAMPLE = 128
 SAFETY = 2.0
 SPLITS = 16  # the most split-K partial sums assumed reduced in the output type
@@ -89,13 +91,6 @@ def tolerance(dtype: str, k: int, split_reduction: bool = False) -> float:
     reduced = split_reduction and SIGNIFICAND_BITS[a.output] < SIGNIFICAND_BITS["fp32"]
     output = (1 + math.sqrt(SPLITS) if reduced else 1) * unit_roundoff(a.output)
     return SAFETY * (operands + accumulation + output)
-
-
-def round_bf16(x: np.ndarray) -> np.ndarray:
-    """float32 -> the nearest bfloat16 value (ties to even), kept as float32."""
-    u = np.ascontiguousarray(x, dtype=np.float32).view(np.uint32)
-    r = (u + np.uint32(0x7FFF) + ((u >> np.uint32(16)) & np.uint32(1))) & np.uint32(0xFFFF0000)
-    return r.view(np.float32)
 
 
 def quantize(x: np.ndarray, dtype: str) -> np.ndarray:

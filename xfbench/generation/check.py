@@ -30,8 +30,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from xfbench.adapters.base import round_bf16
 from xfbench.exchange.reference import TOL, rel_err
-from xfbench.gemm.check import round_bf16
 from xfbench.models import Spec, get_spec
 
 MARGIN = TOL  # of a position's largest |logit|: the suite's fp32 agreement bound

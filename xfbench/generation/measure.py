@@ -21,7 +21,7 @@ import numpy as np
 
 from xfbench import machine, options, records
 from xfbench.adapters import get_adapter
-from xfbench.adapters.base import Generator
+from xfbench.adapters.base import VALUE_BYTES, Generator
 from xfbench.errors import CannotRun
 from xfbench.frameworks import FRAMEWORKS
 from xfbench.generation.cell import GenerationCell
@@ -34,7 +34,6 @@ from xfbench.harness.presets import Preset
 from xfbench.harness.threads import CpuMeter, allowed_cpus, contention_fields
 from xfbench.models import Spec, get_spec
 from xfbench.models import layers as L
-from xfbench.roofline.profile import VALUE_BYTES
 
 WEIGHTS = (
     f"seed 0 at trained range (GELU inputs std {TRAINED_GELU_STD}, attention scores "

@@ -16,17 +16,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from math import prod
 
-import numpy as np
-
-from xfbench.adapters.base import MATH_DTYPES
+from xfbench.adapters.base import VALUE_BYTES
 from xfbench.models import Spec
 
 # Bytes of one activation or weight value as a precision computes it (mixed precision:
 # the half-precision copies the products read), from the adapters' one table of dtypes.
-VALUE_BYTES = {
-    precision: 2 if dtype == "bfloat16" else np.dtype(dtype).itemsize
-    for precision, dtype in MATH_DTYPES.items()
-}
 TOKEN_BYTES = 8  # token ids are int64
 OPTIMIZER_VALUES = {"sgd": 5, "adamw": 7}  # values read and written per parameter
 
