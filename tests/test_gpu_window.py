@@ -16,7 +16,7 @@ import pytest
 
 from xfbench.acceptance import returns
 from xfbench.acceptance.run import RESERVE_S
-from xfbench.acceptance.steps import FIRST_BUDGET_S, chosen, steps
+from xfbench.acceptance.steps import FIRST_BUDGET_S, PARTS, chosen, steps
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "gpu" / "window.sh"
@@ -55,17 +55,17 @@ def test_the_first_part_proves_things_in_order_within_eight_minutes(tmp_path):
     )
 
 
-def test_the_generation_parts_each_fit_one_call(tmp_path):
+def test_every_later_part_fits_one_call(tmp_path):
     """A window holds one call of the acceptance run's default budget (the device's 15
     minutes less its start and transfers): the generation part's caps had come to 710 s,
-    and the second H100 window measured what its cells take (steps.py)."""
+    Table 7's to 1,440 and the checks' to 1,110, so no window could have run them."""
     from xfbench.acceptance.cli import DEFAULT_BUDGET_S
 
     every = steps("cuda:0", "quick", tmp_path)
     probe = next(s.cap_s for s in every if s.part == "probe")
-    for part in ("generation", "generation-bf16", "generation-serving"):
+    for part in PARTS[1:]:
         caps = sum(s.cap_s for s in every if s.part == part)
-        assert probe + caps + RESERVE_S <= DEFAULT_BUDGET_S, part
+        assert caps and probe + caps + RESERVE_S <= DEFAULT_BUDGET_S, part
 
 
 def test_the_rule_for_what_comes_back_is_checked(tmp_path):
@@ -196,3 +196,20 @@ def test_the_pages_first_part_table_gives_the_caps_the_code_sets(tmp_path):
     assert rows == [(s.name, str(s.cap_s)) for s in first]
     total = sum(s.cap_s for s in first)
     assert f"{total} s in all, with {RESERVE_S} s kept" in section
+
+
+def test_the_pages_later_parts_table_gives_the_steps_and_caps_the_code_sets(tmp_path):
+    """docs/gpus.md's table of the later parts: every part in PARTS's order, each with its
+    steps and their caps (a window is planned from this table)."""
+    import re
+
+    page = (ROOT / "docs" / "gpus.md").read_text()
+    section = page.split("### Later windows")[1].split("\n### ")[0]
+    rows = re.findall(r"^\| `([a-z0-9-]+)` \| ((?:`[a-z0-9-]+` \d+ s(?:, )?)+) \|", section, re.M)
+    every = steps("cuda:0", "quick", tmp_path)
+    assert [part for part, _ in rows] == list(PARTS[1:])
+    for part, listed in rows:
+        planned = [f"`{s.name}` {s.cap_s} s" for s in every if s.part == part]
+        assert listed.split(", ") == planned, part
+    commands = re.findall(r"^bash gpu/window.sh --part ([a-z0-9-]+)", section, re.M)
+    assert commands == list(PARTS[1:])

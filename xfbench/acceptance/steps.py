@@ -24,20 +24,29 @@ SUITES = Path(xfbench.__file__).resolve().parent / "suites"
 TESTS = Path(xfbench.__file__).resolve().parents[1] / "tests"
 
 # `first` fits one 15-minute GPU window (its caps, with RESERVE_S, within FIRST_BUDGET_S);
-# the others are for later windows, resuming into the same folder. The GEMM (CuPy against
+# each other part is one later window's call (its caps with the probe's and RESERVE_S
+# within the default budget, tests/test_gpu_window.py), resuming into the same folder, in
+# the order of what they measure against the GPU goals (docs/gpus.md): decoding, compiled
+# training, Table 7's launch-bound column, then the rest. The GEMM (CuPy against
 # torch.matmul, 46 s on the H100) waits for the `gemm` part: the roofs step measures each
 # type's matmul peak in the first.
 PARTS = (
     "first",
-    "gemm",
-    "resnet50",
-    "table7",
-    "transformers",
-    "serving",
     "generation",
     "generation-bf16",
+    "transformers",
+    "table7",
+    "gemm",
+    "resnet50",
+    "table7-inference",
+    "table7-eager",
+    "table7-jax",
+    "transformers-jax",
+    "resnet50-jax",
+    "serving",
     "generation-serving",
     "checks",
+    "equivalence",
 )
 FIRST_BUDGET_S = 480  # 8 minutes: a window's 15 less the machine's start, transfers, margin
 
@@ -87,7 +96,7 @@ class Sizes:
     # the first part's JAX cells (its LSTM-32 had not finished compiling in the H100's 51 s)
     jax_subset: str = "fcn5,resnet56"
     # the first part's equivalence checks: a dense net, convolutions and pooling, cuDNN's
-    # LSTM, attention (ResNet-56's BatchNorm waits for the checks part: its float64 step
+    # LSTM, attention (ResNet-56's BatchNorm waits for the equivalence part: its float64 step
     # compiles for long in JAX)
     checked: str = "fcn5,alexnet,lstm32,gpt2"
 
@@ -317,12 +326,26 @@ def _json(out: Path, name: str) -> str:
 
 
 def _later(device: str, s: Sizes, out: Path, sweep: tuple[str, ...]) -> list[Step]:
-    """The steps of the parts for later windows."""
+    """The steps of the parts for later windows, in the order of PARTS."""
+    return [
+        *_generation_sweeps(sweep),
+        *_transformer_sweeps(sweep),
+        *_table7_sweeps(s, sweep),
+        *_device_steps(device, s, out, sweep),
+        *_serving_sweeps(s, sweep),
+        *_later_checks(device, s, out),
+    ]
+
+
+def _device_steps(device: str, s: Sizes, out: Path, sweep: tuple[str, ...]) -> list[Step]:
+    """The GEMM and the all-reduce (the device's own figures), then ResNet-50's training."""
     return [
         Step(
             name="gemm",
             part="gemm",
-            cap_s=300,
+            # CuPy and torch.matmul took 46 s on the H100 (its first window); JAX adds its
+            # compilations
+            cap_s=200,
             argv=_pytest(
                 str(SUITES / "test_gemm.py"),
                 "--gemm-impl=cupy,torch,jax",
@@ -335,127 +358,143 @@ def _later(device: str, s: Sizes, out: Path, sweep: tuple[str, ...]) -> list[Ste
             what=f"GEMM {s.gemm}: CuPy, torch.matmul and JAX at fp32 (TF32 off), TF32 and bf16",
         ),
         Step(
-            name="resnet50-torch",
-            part="resnet50",
-            cap_s=420,
-            argv=_sweep(
+            name="allreduce",
+            part="gemm",
+            cap_s=150,
+            argv=_pytest(
+                str(SUITES / "test_allreduce.py"),
                 "--framework=torch",
-                "--model=resnet50",
-                "--task=train",
-                "--mode=eager,compile",
-                "--precision=bf16,tf32",
-                f"--batch-size={s.batch}",
-                *sweep,
+                "--world-sizes=1",
+                f"--device={device}",
+                f"--preset={s.preset}",
+                _json(out, "allreduce"),
             ),
-            what=f"ResNet-50 training, batch {s.batch}, PyTorch eager and compiled, bf16 and TF32",
+            what="all-reduce at world size 1 (NCCL on a GPU)",
         ),
-        Step(
-            name="resnet50-jax",
-            part="resnet50",
-            cap_s=300,
-            argv=_sweep(
-                "--framework=jax",
-                "--model=resnet50",
-                "--task=train",
-                "--precision=bf16,tf32",
-                f"--batch-size={s.batch}",
-                *sweep,
-            ),
-            what=f"ResNet-50 training, batch {s.batch}, JAX, bf16 and TF32",
+        *(
+            Step(
+                name=f"resnet50-{framework}",
+                part="resnet50" if framework == "torch" else "resnet50-jax",
+                cap_s=cap,
+                argv=_sweep(
+                    f"--framework={framework}",
+                    "--model=resnet50",
+                    "--task=train",
+                    *modes,
+                    "--precision=bf16,tf32",
+                    f"--batch-size={s.batch}",
+                    *sweep,
+                ),
+                what=f"ResNet-50 training, batch {s.batch}, {how}, bf16 and TF32",
+            )
+            for framework, modes, cap, how in (
+                ("torch", ("--mode=eager,compile",), 420, "PyTorch eager and compiled"),
+                ("jax", (), 300, "JAX"),
+            )
         ),
-        *_later_sweeps(s, sweep),
-        *_later_checks(device, s, out),
     ]
-
-
-def _later_sweeps(s: Sizes, sweep: tuple[str, ...]) -> list[Step]:
-    """The later windows' sweeps: Table 7's GPU column, the transformers, serving, generation."""
-    return [*_table7_sweeps(s, sweep), *_transformer_sweeps(s, sweep)]
 
 
 def _table7_sweeps(s: Sizes, sweep: tuple[str, ...]) -> list[Step]:
-    """Table 7's GPU column: PyTorch eager, JAX, PyTorch compiled."""
-    models = ("--model", s.models)
+    """Table 7's GPU column, one part a call: PyTorch's compiled and CUDA-graph training
+    first (the paper's column is training, and eager left the small networks launch-bound:
+    docs/gpus.md), then their inference, PyTorch eager at TF32 and bf16, and JAX."""
     return [
         Step(
-            name="table7-torch-eager",
-            part="table7",
-            cap_s=420,
-            argv=_sweep(
-                "--framework=torch",
-                "--mode=eager",
-                "--precision=fp32,tf32,bf16",
-                "--task=train,infer",
-                *models,
-                *sweep,
+            name=name,
+            part=part,
+            cap_s=cap,
+            argv=_sweep(*args, "--model", s.models, *sweep),
+            what=f"Table 7's GPU column: {what}",
+        )
+        for name, part, cap, args, what in (
+            (
+                "table7-torch-compiled",
+                "table7",
+                480,
+                (
+                    "--framework=torch",
+                    "--mode=cudagraph,compile",
+                    "--precision=fp32",
+                    "--task=train",
+                ),
+                "PyTorch's CUDA graphs and compiled, training, fp32",
             ),
-            what="Table 7's GPU column: PyTorch eager, training and inference, fp32, TF32, bf16",
-        ),
+            (
+                "table7-torch-compiled-infer",
+                "table7-inference",
+                420,
+                (
+                    "--framework=torch",
+                    "--mode=cudagraph,compile",
+                    "--precision=fp32",
+                    "--task=infer",
+                ),
+                "PyTorch's CUDA graphs and compiled, inference, fp32",
+            ),
+            (
+                "table7-torch-eager",
+                "table7-eager",
+                420,
+                (
+                    "--framework=torch",
+                    "--mode=eager",
+                    "--precision=fp32,tf32,bf16",
+                    "--task=train,infer",
+                ),
+                "PyTorch eager, training and inference, fp32, TF32, bf16",
+            ),
+            (
+                "table7-jax",
+                "table7-jax",
+                480,
+                ("--framework=jax", "--precision=fp32,tf32,bf16", "--task=train,infer"),
+                "JAX, training and inference, fp32, TF32, bf16",
+            ),
+        )
+    ]
+
+
+def _transformer_sweeps(sweep: tuple[str, ...]) -> list[Step]:
+    """The transformers' training: PyTorch compiled first (its goal is beside llm.c's
+    figure; eager bf16 is the first part's), then JAX and PyTorch eager at TF32."""
+    trained = ("--model=bert_base,gpt2", "--task=train")
+    return [
         Step(
-            name="table7-jax",
-            part="table7",
+            name="transformers-torch-compiled",
+            part="transformers",
             cap_s=480,
             argv=_sweep(
-                "--framework=jax",
-                "--precision=fp32,tf32,bf16",
-                "--task=train,infer",
-                *models,
-                *sweep,
+                "--framework=torch", *trained, "--mode=compile", "--precision=bf16,tf32", *sweep
             ),
-            what="Table 7's GPU column: JAX, training and inference, fp32, TF32, bf16",
+            what="BERT-base (128 tokens) and GPT-2 (1024) training at the published batches "
+            "(docs/models.md), PyTorch compiled, bf16 and TF32",
         ),
         Step(
-            name="table7-torch-compiled",
-            part="table7",
-            cap_s=540,
-            argv=_sweep(
-                "--framework=torch",
-                "--mode=compile,cudagraph",
-                "--precision=fp32",
-                "--task=train,infer",
-                *models,
-                *sweep,
-            ),
-            what="Table 7's GPU column: PyTorch compiled and CUDA graphs, fp32",
+            name="transformers-jax",
+            part="transformers-jax",
+            cap_s=420,
+            argv=_sweep("--framework=jax", *trained, "--precision=bf16,tf32", *sweep),
+            what="BERT-base and GPT-2 training, JAX, bf16 and TF32",
+        ),
+        Step(
+            name="transformers-torch-eager",
+            part="transformers-jax",
+            # the first part's eager bf16 step took 27-31 s for both networks
+            cap_s=60,
+            argv=_sweep("--framework=torch", *trained, "--mode=eager", "--precision=tf32", *sweep),
+            what="BERT-base and GPT-2 training, PyTorch eager, TF32",
         ),
     ]
 
 
-def _transformer_sweeps(s: Sizes, sweep: tuple[str, ...]) -> list[Step]:
-    """The transformers' training, serving and token generation."""
+def _serving_sweeps(s: Sizes, sweep: tuple[str, ...]) -> list[Step]:
+    """The serving part, then GPT-2's compiled generation and its serving."""
     return [
-        Step(
-            name="transformers-torch",
-            part="transformers",
-            cap_s=540,
-            argv=_sweep(
-                "--framework=torch",
-                "--model=bert_base,gpt2",
-                "--task=train",
-                "--mode=eager,compile",
-                "--precision=bf16,tf32",
-                *sweep,
-            ),
-            what="BERT-base (128 tokens) and GPT-2 (1024) training at the published batches "
-            "(docs/models.md), PyTorch eager and compiled, bf16 and TF32",
-        ),
-        Step(
-            name="transformers-jax",
-            part="transformers",
-            cap_s=420,
-            argv=_sweep(
-                "--framework=jax",
-                "--model=bert_base,gpt2",
-                "--task=train",
-                "--precision=bf16,tf32",
-                *sweep,
-            ),
-            what="BERT-base and GPT-2 training, JAX, bf16 and TF32",
-        ),
         Step(
             name="serving",
             part="serving",
-            cap_s=540,
+            cap_s=480,
             argv=_sweep(
                 "--suite=serving",
                 "--framework=torch,jax",
@@ -470,7 +509,6 @@ def _transformer_sweeps(s: Sizes, sweep: tuple[str, ...]) -> list[Step]:
             "PyTorch eager and compiled and JAX, bf16: p90 latency, Server QPS under the "
             "bound, Offline samples/s",
         ),
-        *_generation_sweeps(sweep),
         Step(
             name="generation-compiled",
             part="generation-serving",
@@ -552,7 +590,7 @@ def _generation_sweeps(sweep: tuple[str, ...]) -> list[Step]:
 
 
 def _later_checks(device: str, s: Sizes, out: Path) -> list[Step]:
-    """The checks part: the GPU tests, the equivalence checks, NCCL all-reduce and DDP."""
+    """The checks part (the GPU tests, DDP over NCCL), then the equivalence part."""
     return [
         Step(
             name="gpu-tests",
@@ -568,36 +606,9 @@ def _later_checks(device: str, s: Sizes, out: Path) -> list[Step]:
             needs=(TESTS / "test_gpu.py",),
         ),
         Step(
-            name="equivalence",
-            part="checks",
-            cap_s=420,
-            argv=_pytest(
-                str(SUITES / "test_equivalence.py"),
-                f"--device={device}",
-                "--precision=fp32,tf32",
-                "--preset=smoke",  # the function, not the size, is what is checked
-                _json(out, "equivalence"),
-            ),
-            what="the equivalence checks on the device: fp32 (TF32 off) held to the rule, TF32 recorded",
-        ),
-        Step(
-            name="allreduce",
-            part="checks",
-            cap_s=150,
-            argv=_pytest(
-                str(SUITES / "test_allreduce.py"),
-                "--framework=torch",
-                "--world-sizes=1",
-                f"--device={device}",
-                f"--preset={s.preset}",
-                _json(out, "allreduce"),
-            ),
-            what="all-reduce at world size 1 (NCCL on a GPU)",
-        ),
-        Step(
             name="ddp",
             part="checks",
-            cap_s=240,
+            cap_s=180,
             argv=_pytest(
                 str(SUITES / "test_scaling.py"),
                 "--framework=torch",
@@ -608,6 +619,19 @@ def _later_checks(device: str, s: Sizes, out: Path) -> list[Step]:
                 _json(out, "scaling"),
             ),
             what="data-parallel training on one worker (DDP over NCCL on a GPU)",
+        ),
+        Step(
+            name="equivalence",
+            part="equivalence",
+            cap_s=420,
+            argv=_pytest(
+                str(SUITES / "test_equivalence.py"),
+                f"--device={device}",
+                "--precision=fp32,tf32",
+                "--preset=smoke",  # the function, not the size, is what is checked
+                _json(out, "equivalence"),
+            ),
+            what="the equivalence checks on the device: fp32 (TF32 off) held to the rule, TF32 recorded",
         ),
     ]
 
