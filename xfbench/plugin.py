@@ -28,6 +28,7 @@ from xfbench.adapters import Cell
 from xfbench.data.readers import DataError
 from xfbench.errors import CannotRun, UsageError
 from xfbench.harness import memory, processes, threads
+from xfbench.harness.estimate import network_seconds
 from xfbench.harness.measure import WEIGHT_SOURCES, RealData, measure
 from xfbench.harness.selection import Selection, cells, option_list, parse
 from xfbench.harness.sweeps import at_thread_counts, described, thread_counts
@@ -106,6 +107,9 @@ class Suite:
     # options (dests) it reads by rules of its own, which the session's common selection
     # then leaves to it where its file is named (generation: --batch-size lists sizes)
     own_options: tuple[str, ...] = ()
+    # about how long one of its cells takes, (cell, preset) -> seconds (`xfbench run
+    # --dry-run`; the rates in xfbench/harness/estimate.py); None: not known
+    seconds: Callable[[Any, Any], float | None] | None = None
     key: pytest.StashKey = field(default_factory=pytest.StashKey)
     records_key: pytest.StashKey = field(default_factory=pytest.StashKey)
 
@@ -189,6 +193,7 @@ NETWORKS = declare(
         title="xfbench: seconds per mini-batch (median)",
         table=cell_table,
         tasks=("train", "infer"),
+        seconds=network_seconds,
     )
 )
 

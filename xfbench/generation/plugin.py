@@ -12,6 +12,7 @@ import pytest
 
 from xfbench import options
 from xfbench.errors import UsageError
+from xfbench.generation import estimate
 from xfbench.generation.cell import NETWORKS, GenerationCell, batches, expand, lengths
 from xfbench.generation.check import TokensDiverged
 from xfbench.generation.measure import measure
@@ -101,6 +102,7 @@ SUITE = declare(
         table=lambda records: generation_table(records),
         tasks=("generate",),
         own_options=("batch_size",),
+        seconds=estimate.seconds,
     )
 )
 

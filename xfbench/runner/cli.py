@@ -113,7 +113,8 @@ def make_suite_plan(args) -> Plan:
 
 def dry_run(plan: Plan) -> str:
     """The plan in words: each process group, its cells and about how long it takes."""
-    from xfbench.runner.estimate import ASSUMED_GFLOPS_PER_THREAD, group_seconds
+    from xfbench.harness.estimate import ASSUMED_GFLOPS_PER_THREAD
+    from xfbench.runner.estimate import group_seconds
 
     def seconds(s: float | None) -> str:
         return "?" if s is None else f"~{s:.0f} s" if s < 600 else f"~{s / 60:.0f} min"

@@ -30,6 +30,7 @@ from xfbench.harness import launch, sweeps
 from xfbench.harness.selection import comma_list, parse
 from xfbench.plugin import SUITE_FAILURE as PENDING
 from xfbench.plugin import Suite, Sweep, cell_timeout, declare
+from xfbench.scaling import estimate
 from xfbench.scaling import result as R
 from xfbench.scaling.cell import FRAMEWORKS, ScalingCell, expand
 from xfbench.scaling.speedup import fill_speedup, scaling_table
@@ -162,6 +163,7 @@ SUITE = declare(
         title="xfbench scaling: seconds per step of the global batch (median), speedup and "
         "efficiency over one worker",
         table=summary,
+        seconds=estimate.seconds,
     )
 )
 

@@ -18,7 +18,7 @@ from xfbench.harness.selection import Selection, parse
 from xfbench.harness.sweeps import at_thread_counts, described, thread_counts
 from xfbench.harness.threads import allowed_cpus
 from xfbench.plugin import Suite, Sweep, declare, measured, named, threads_configured
-from xfbench.serving import loadgen
+from xfbench.serving import estimate, loadgen
 from xfbench.serving.cell import DEFAULT_NETWORKS, ServingCell, expand, scenarios
 from xfbench.serving.measure import measure
 from xfbench.serving.table import serving_table
@@ -103,6 +103,7 @@ SUITE = declare(
         "Server QPS under the bound, Offline samples/s)",
         table=lambda records: serving_table(records),
         tasks=("serve",),
+        seconds=estimate.seconds,
     )
 )
 

@@ -19,6 +19,7 @@ from xfbench.harness.threads import allowed_cpus
 from xfbench.plugin import Suite, Sweep, declare, measured, named, threads_configured
 from xfbench.serving import loadgen
 from xfbench.serving.plugin import logs_folder
+from xfbench.token_serving import estimate
 from xfbench.token_serving.cell import (
     TokenServingCell,
     batch,
@@ -113,6 +114,7 @@ SUITE = declare(
         table=lambda records: token_serving_table(records),
         tasks=("serve-tokens",),
         own_options=("batch_size",),
+        seconds=estimate.seconds,
     )
 )
 
