@@ -446,8 +446,12 @@ def test_the_scores_count_generated_tokens_at_the_same_lengths():
             "timed_rounds_s": [e2e * f for f in (0.98, 1.0, 1.01, 0.99, 1.02, 1.0)],
         }  # fmt: skip
 
-    fast = Run(name="fast", path="", machine={}, generation=[record(2.0), record(1.0, 64)])
-    slow = Run(name="slow", path="", machine={}, generation=[record(3.0), record(5.0, 32)])
+    fast = Run(
+        name="fast", path="", machine={}, records={"generation": [record(2.0), record(1.0, 64)]}
+    )
+    slow = Run(
+        name="slow", path="", machine={}, records={"generation": [record(3.0), record(5.0, 32)]}
+    )
     s = compare(fast, slow, "machine")
     assert s.workloads == 1 and s.value == pytest.approx(1.5)
     assert "gpt2 generate" in s.winners[0].workload and "128/128 tokens" in s.winners[0].workload

@@ -142,7 +142,7 @@ def test_the_script_rehearsed_on_the_cpu_runs_every_step_and_returns_within_the_
                  "results/roofs.json", "logs/first-jax.log"):  # fmt: skip
         assert f"work/{kept}" in names
     assert "8 cells measured, 0 failed" in summary  # training; and the decoding:
-    generation = summary.split("## Token generation")[1]
+    generation = summary.split("## xfbench generation:")[1]
     assert generation.count("jax          loop") == 1
     # PyTorch's step decodes eagerly there (CUDA graphs replay only on a GPU), checked
     assert re.search(r"torch +eager +fp32", generation) and "DIVERGED" not in generation

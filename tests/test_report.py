@@ -1167,7 +1167,7 @@ def test_every_record_kind_of_a_gpu_run_is_scored_against_its_gpus_reference(tmp
     [h100] = [p for p in score.references() if p.name.endswith("h100-sxm")]
     [zen4] = [p for p in score.references() if p.name.endswith("zen4-2c")]
     gpu_generation = score.load_run(h100 / "generation-2")
-    assert not gpu_generation.results and gpu_generation.generation
+    assert not gpu_generation.results and gpu_generation.of("generation")
     assert score.device_kind(gpu_generation) == "NVIDIA H100 80GB HBM3"
     assert score.best_reference(gpu_generation).reference == h100.name
     h200 = tmp_path / "h200-generation"
@@ -1178,6 +1178,7 @@ def test_every_record_kind_of_a_gpu_run_is_scored_against_its_gpus_reference(tmp
     assert score.best_reference(h200_run) is None
     assert "(NVIDIA H200)" in score.no_reference_text(h200_run)
     cpu_generation = score.load_run(zen4 / "run-1")
-    cpu_generation.results, cpu_generation.serving = [], []
+    cpu_generation.results = []
+    cpu_generation.records = {"generation": cpu_generation.of("generation")}
     assert score.device_kind(cpu_generation) == "cpu"
     assert score.best_reference(cpu_generation).reference == zen4.name

@@ -311,8 +311,18 @@ def test_machine_score_counts_offline_throughput():
             "batching": {"max_batch": 16},
         }
 
-    fast = Run(name="fast", path="", machine={}, serving=[record(200.0), record(900.0, "int8")])
-    slow = Run(name="slow", path="", machine={}, serving=[record(100.0), record(100.0, "int8")])
+    fast = Run(
+        name="fast",
+        path="",
+        machine={},
+        records={"serving": [record(200.0), record(900.0, "int8")]},
+    )
+    slow = Run(
+        name="slow",
+        path="",
+        machine={},
+        records={"serving": [record(100.0), record(100.0, "int8")]},
+    )
     s = compare(fast, slow, "machine")
     assert s.workloads == 1 and s.value == pytest.approx(2.0)
     assert "serve-offline" in s.winners[0].workload
@@ -326,7 +336,7 @@ def test_offline_rounds_are_its_batches_scaled_to_loadgen_figure():
     batches' spread, and no rounds warning where there are many batches."""
     from xfbench.report.load import Run
     from xfbench.report.score import compare
-    from xfbench.report.serving import offline_results
+    from xfbench.serving.report import scored as offline_results
 
     def record(rate, times):
         return {
@@ -337,10 +347,12 @@ def test_offline_rounds_are_its_batches_scaled_to_loadgen_figure():
         }  # fmt: skip
 
     spread = [0.05, 0.06, 0.055, 0.052, 0.058, 0.061, 0.054, 0.057]
-    [r] = offline_results(Run(name="a", path="", machine={}, serving=[record(200.0, spread)]))
+    [r] = offline_results(
+        Run(name="a", path="", machine={}, records={"serving": [record(200.0, spread)]})
+    )
     assert len(r.rounds) == 8 and math.isclose(statistics.median(r.rounds), 16 / 200.0)
-    fast = Run(name="fast", path="", machine={}, serving=[record(200.0, spread)])
-    slow = Run(name="slow", path="", machine={}, serving=[record(100.0, spread)])
+    fast = Run(name="fast", path="", machine={}, records={"serving": [record(200.0, spread)]})
+    slow = Run(name="slow", path="", machine={}, records={"serving": [record(100.0, spread)]})
     s = compare(fast, slow, "machine")
     assert s.value == pytest.approx(2.0) and s.unrounded == 0 and s.min_rounds == 8
     assert s.low < 2.0 < s.high

@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 
-from xfbench import machine, options
+from xfbench import machine, options, records
 from xfbench.adapters import Cell
 from xfbench.data.readers import DataError
 from xfbench.errors import CannotRun, UsageError
@@ -110,6 +110,13 @@ class Suite:
     # about how long one of its cells takes, (cell, preset) -> seconds (`xfbench run
     # --dry-run`; the rates in xfbench/harness/estimate.py); None: not known
     seconds: Callable[[Any, Any], float | None] | None = None
+    # the record kind its cells write; `fields` where the kind is its own (not one of
+    # xfbench/records.py's), declared to the records with it
+    kind: str | None = None
+    fields: tuple = ()
+    # its part of `xfbench report`: the module (xfbench/<suite>/report.py) that gives its
+    # section, plots, CSV files and scored results (xfbench/report/suites.py)
+    report: str | None = None
     key: pytest.StashKey = field(default_factory=pytest.StashKey)
     records_key: pytest.StashKey = field(default_factory=pytest.StashKey)
 
@@ -134,14 +141,19 @@ SUITES: list[Suite] = []
 
 
 def declare(suite: Suite) -> Suite:
+    if suite.fields:
+        records.declare_kind(suite.kind, suite.fields)
     SUITES.append(suite)
     return suite
 
 
 def declared() -> dict[str, Suite]:
-    """Every suite, by name: the root plugin's and those of the plugins it names
-    (pytest_plugins), imported here where pytest has not loaded them (`xfbench run`)."""
-    for module in pytest_plugins:
+    """Every suite, by name: the root plugin's, those of the plugins it names
+    (pytest_plugins) and those named in PYTEST_PLUGINS (pytest loads these into every
+    session, a runner's children included: a suite outside xfbench is that one line),
+    imported here where pytest has not loaded them (`xfbench run`, `xfbench report`)."""
+    named_in_env = [m.strip() for m in os.environ.get("PYTEST_PLUGINS", "").split(",")]
+    for module in [*pytest_plugins, *filter(None, named_in_env)]:
         importlib.import_module(module)
     return {s.name: s for s in SUITES}
 

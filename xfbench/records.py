@@ -67,7 +67,7 @@ def replaced(fields: tuple[Field, ...], *changed: Field) -> tuple[Field, ...]:
 
 def header(kind: str) -> dict:
     """The fields that say what a record is; every writer puts them first."""
-    if kind not in KINDS:
+    if kind not in known_kinds():
         raise ValueError(f"unknown record kind {kind!r}")
     return {"kind": kind, "schema_version": SCHEMA_VERSION}
 
@@ -86,8 +86,8 @@ def kind_of(record: dict) -> str | None:
     kind = record.get("kind")
     if kind is not None:
         kind = ALIASES.get(kind, kind)
-        if kind not in KINDS:
-            raise RecordError(f"unknown record kind {kind!r} (known: {', '.join(KINDS)})")
+        if kind not in known_kinds():
+            raise RecordError(f"unknown record kind {kind!r} (known: {', '.join(known_kinds())})")
         return kind
     if version:
         raise RecordError(f"a schema {version} record without a kind")
@@ -1290,6 +1290,23 @@ FIELDS: dict[str, tuple[Field, ...]] = {
         Field("output_tail", "str", "the last lines of the cell's output, when it ran"),
     ),
 }
+
+
+# Kinds a suite outside this file declares with its fields (plugin.Suite's `kind` and
+# `fields`), known once its plugin is imported.
+DECLARED: dict[str, tuple[Field, ...]] = {}
+
+
+def declare_kind(kind: str, fields: tuple[Field, ...]) -> None:
+    """A suite's own record kind: written with header(kind), read by kind_of, its fields
+    FIELDS[kind]. A kind of its own name twice is refused (one line)."""
+    if kind in KINDS or DECLARED.get(kind, fields) != fields:
+        raise ValueError(f"record kind {kind!r} is declared already")
+    DECLARED[kind] = FIELDS[kind] = fields
+
+
+def known_kinds() -> tuple[str, ...]:
+    return KINDS + tuple(DECLARED)
 
 
 def render_markdown() -> str:

@@ -5,8 +5,9 @@ run must reach beside the published ones, from what the steps wrote.
   needed at least CUPY_OVER_TORCH_MIN;
 - ResNet-50 training: images/s of every cell beside the published range the report's
   anchors match to it (report/anchors.py);
-- the sweeps, read as `xfbench report` reads them: cells measured, failed and skipped,
-  the failures' one-line reasons;
+- the sweeps, read as `xfbench report` reads them (its model, built once): cells
+  measured, failed and skipped, the failures' one-line reasons; each suite's own table
+  of its records (token generation, serving: the suite's terminal summary);
 - the GPU's roofs the sweeps measured (device-to-device bandwidth, each type's matmul
   peak) beside its datasheet's;
 - the equivalence checks on the device: each check's error, verified or (TF32) recorded;
@@ -26,9 +27,10 @@ from xfbench.acceptance.run import Outcome
 from xfbench.acceptance.steps import CUPY_OVER_TORCH_MIN
 from xfbench.gemm import compare
 from xfbench.gemm.best import fill_share_of_best
+from xfbench.report import suites
 from xfbench.report.anchors import matches
 from xfbench.report.load import Run, load
-from xfbench.report.model import build
+from xfbench.report.model import Report, build
 
 
 def summary(outcomes: list[Outcome], out: Path) -> str:
@@ -131,18 +133,19 @@ def _sweeps_sections(out: Path) -> list[str]:
         return []
     try:
         run = load(folder)
+        report = build([run])
     except Exception as e:  # LoadError, or a reader's own on a file cut short
         return [f"## Sweeps\n\nunreadable: {folder.name}/: {(str(e).splitlines() or [''])[0]}"]
     where = f"{folder.name}/"
     return [
-        _guarded("ResNet-50 training", where, _resnet50, run),
+        _guarded("ResNet-50 training", where, _resnet50, run, report),
         _guarded("Sweeps", where, _sweeps, run),
-        _guarded("Token generation", where, _generation, run),
-        _guarded("GPU roofs", f"{where}roofs.json", _roofs, run),
+        *(_guarded(s.title, where, _suite, s, report) for s in suites.declared()),
+        _guarded("GPU roofs", f"{where}roofs.json", _roofs, run, report),
     ]
 
 
-def _resnet50(run: Run) -> str:
+def _resnet50(run: Run, report: Report) -> str:
     """Every ResNet-50 training cell, with the published figure the report's anchors
     match to it (on an H100; none elsewhere)."""
     cells = [r for r in run.results if r.ok and r.task == "train" and r.network == "resnet50"]
@@ -150,7 +153,7 @@ def _resnet50(run: Run) -> str:
         return ""
     published = {
         (m.device_name, m.what, m.anchor.precision, m.ours_setting): m
-        for m in matches(build([run]))
+        for m in matches(report)
         if m.anchor.kind == "resnet50_train"
     }
     rows = []
@@ -200,20 +203,15 @@ def _sweeps(run: Run) -> str:
     return "\n".join(lines)
 
 
-def _generation(run: Run) -> str:
-    """The generation and token-serving cells (the generation part), their own tables."""
-    from xfbench.generation.table import generation_table
-    from xfbench.token_serving.table import token_serving_table
-
-    parts = []
-    if run.generation:
-        parts += ["## Token generation", "", generation_table(run.generation)]
-    if run.token_serving:
-        parts += ["", "## Token serving (LoadGen)", "", token_serving_table(run.token_serving)]
-    return "\n".join(parts).strip()
+def _suite(suite: suites.SuiteReport, report: Report) -> str:
+    """A suite's own records (token generation, serving...) in its own summary table."""
+    found = [r for m in report.machines for r in m.of(suite.kind)]
+    if not (found and suite.table):
+        return ""
+    return f"## {suite.title}\n\n{suite.table(found)}"
 
 
-def _roofs(run: Run) -> str:
+def _roofs(run: Run, report: Report) -> str:
     """Each GPU's measured roofs (the runner measures them before its cells) and, where
     xfbench/published.toml has its datasheet, the datasheet's and measured over datasheet."""
     from xfbench.published import gpu_for
@@ -223,7 +221,7 @@ def _roofs(run: Run) -> str:
         return [f"{v:.4g}" if v else "" for v in values]
 
     rows = []
-    for m in build([run]).machines:
+    for m in report.machines:
         for key, r in sorted(roofs(m).items()):
             if r["device"] == "cpu":
                 continue

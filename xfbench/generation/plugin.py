@@ -103,6 +103,8 @@ SUITE = declare(
         tasks=("generate",),
         own_options=("batch_size",),
         seconds=estimate.seconds,
+        kind="generation",
+        report="xfbench.generation.report",
     )
 )
 

@@ -22,15 +22,14 @@ def render(
 ) -> list[Path]:
     """Read RESULTS (runner folders or pytest-benchmark JSON files), write the report files
     into out, and return their paths (report.md / .html / .csv first, then
-    report-scaling.csv, report-allreduce.csv, report-serving.csv, report-generation.csv and report-token-serving.csv
-    when there are such results, then the plots).
+    report-scaling.csv, report-allreduce.csv and each suite's own CSV files (such as
+    report-generation.csv) when there are such results, then the plots).
 
     Raises report.load.LoadError (unusable input), report.procurement.PricesError and
     ValueError (a base that names no machine); each message is one line. What was
     left out (a file that could not be read, a plot not drawn) is listed in the report
     and appended to problems when it is given."""
     from xfbench.report import (
-        generation,
         model,
         plots,
         procurement,
@@ -40,7 +39,7 @@ def render(
         roofline,
         scaling_plots,
         score,
-        serving,
+        suites,
     )
     from xfbench.report.files import write_text
     from xfbench.report.load import load_many
@@ -55,16 +54,12 @@ def render(
     if {"md", "html"} & set(formats):
         drawn = plots.render(rep, out / "plots")
         drawn.update(scaling_plots.render(rep, out / "plots"))
-        drawn.update(
-            plots._safely(serving.plots, rep, out / "plots", problems=rep.problems, what="serving")
-            or {"serving": []}
-        )
-        drawn.update(
-            plots._safely(
-                generation.plots, rep, out / "plots", problems=rep.problems, what="generation"
+        for suite in suites.declared():  # each suite's own plots, shown by its sections
+            draw = suite.part("plots")
+            found = draw and plots._safely(
+                draw, rep, out / "plots", problems=rep.problems, what=suite.name
             )
-            or {"generation": []}
-        )
+            drawn[suite.name] = found or []
         drawn.update(
             plots._safely(
                 roofline.plots, rep, out / "plots", problems=rep.problems, what="roofline"
@@ -73,7 +68,7 @@ def render(
         )
     else:
         drawn = {kind: [] for kind in ("threads", "accelerators", "gemm", "efficiency", "busbw")}
-        drawn["serving"] = drawn["roofline"] = drawn["generation"] = []
+        drawn["roofline"] = []
     written = []
     if "md" in formats:
         written.append(write_text(out / "report.md", render_md.render(rep, drawn, out, generated)))

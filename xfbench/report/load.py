@@ -23,21 +23,10 @@ from typing import Any
 
 from xfbench import records
 from xfbench.machine import model_label
-from xfbench.report import scaling
+from xfbench.report import scaling, suites
 from xfbench.report.equivalence import equivalence_records
 
 FAILURE_STATUSES = ("failed", "timeout", "killed", "oom", "skipped")
-# Files the report itself writes into a runner folder: never read back as input.
-OWN_OUTPUTS = (
-    "report.md",
-    "report.html",
-    "report.csv",
-    "report-scaling.csv",
-    "report-allreduce.csv",
-    "report-serving.csv",
-    "report-generation.csv",
-    "report-token-serving.csv",
-)
 
 
 class LoadError(Exception):
@@ -102,9 +91,9 @@ class Run:
     equivalence: list[dict[str, Any]] = field(default_factory=list)
     scaling: list[dict[str, Any]] = field(default_factory=list)  # report.scaling records
     allreduce: list[dict[str, Any]] = field(default_factory=list)  # report.scaling sweeps
-    serving: list[dict[str, Any]] = field(default_factory=list)  # serving records and failures
-    generation: list[dict[str, Any]] = field(default_factory=list)  # generation, likewise
-    token_serving: list[dict[str, Any]] = field(default_factory=list)  # token serving, likewise
+    # the records of the suites with a report of their own (report/suites.py), and their
+    # failed cells, by kind
+    records: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)  # files or entries left out, and why
     files: int = 0  # files read
 
@@ -116,10 +105,12 @@ class Run:
             or self.equivalence
             or self.scaling
             or self.allreduce
-            or self.serving
-            or self.generation
-            or self.token_serving
+            or any(self.records.values())
         )
+
+    def of(self, kind: str) -> list[dict[str, Any]]:
+        """The records of one suite's kind (report/suites.py), and its failed cells."""
+        return self.records.get(kind, [])
 
 
 def read_json(path: Path) -> dict:
@@ -283,8 +274,8 @@ def _cell_result(cell: dict, status: str, source: str) -> Result:
 
 
 def scored_result(record: dict, *, task: str, batch: int, median: float, rounds, scale=None):
-    """A serving or generation record as the Result the scores compare (report/serving.py,
-    report/generation.py): its cell's fields, and what the caller makes its median, rounds
+    """A suite's record as the Result the scores compare (its report module's `scored`,
+    report/suites.py): its cell's fields, and what the caller makes its median, rounds
     and scale."""
     result = _cell_result(record, "ok", str(record.get("source", "")))
     result.task, result.batch_size, result.data = task, batch, "resident"
@@ -394,14 +385,12 @@ def add_document(run: Run, doc: dict, source: str) -> None:
                 run.gemm.append(gemm)
                 used += 1
             continue
-        if kind == "serving":  # LoadGen's scenarios: their own tables (report/serving.py)
-            run.serving.append({**extra, "source": source})
-            used += 1
-            continue
-        if kind in ("generation", "token_serving"):  # their own tables (report/generation.py)
-            # a generation's timed rounds (whole generations) are its rounds in the scores
+        if kind in suites.kinds():  # a suite's own part of the report (report/suites.py)
+            # its timed rounds (a generation's: whole generations) are its rounds in the scores
             rounds = _rounds((entry.get("stats") or {}).get("data"))
-            getattr(run, kind).append({**extra, "source": source, "timed_rounds_s": rounds})
+            run.records.setdefault(kind, []).append(
+                {**extra, "source": source, "timed_rounds_s": rounds}
+            )
             used += 1
             continue
         if kind in scaling.KINDS:
@@ -460,9 +449,9 @@ def add_document(run: Run, doc: dict, source: str) -> None:
 def _add_failure(run: Run, record: dict, source: str) -> None:
     """A failure record, in the list its suite's results go to."""
     cell = record.get("cell")
-    own = {"serve": run.serving, "generate": run.generation, "serve-tokens": run.token_serving}
+    own = {task: kind for kind, tasks in suites.kinds().items() for task in tasks}
     if isinstance(cell, dict) and cell.get("task") in own:
-        own[cell["task"]].append(
+        run.records.setdefault(own[cell["task"]], []).append(
             {
                 **cell,
                 "status": record.get("status"),
@@ -497,7 +486,7 @@ def _chosen_files(names: list[str], read: Callable[[str], dict], where: str):
     if parts or any(n.startswith("cells/") for n in names):
         return parts, notes
     top = [n for n in names if "/" not in n and n.endswith(".json")]
-    return sorted(n for n in top if n not in OWN_OUTPUTS), notes
+    return sorted(top), notes
 
 
 def _load_files(name: str, where: str, names: list[str], read: Callable[[str], dict]) -> Run:
@@ -602,12 +591,11 @@ def pooled(runs: list[Run], name: str, path: str) -> Run:
             "equivalence",
             "scaling",
             "allreduce",
-            "serving",
-            "generation",
-            "token_serving",
             "problems",
         ):
             getattr(out, kind).extend(getattr(run, kind))
+        for kind, found in run.records.items():
+            out.records.setdefault(kind, []).extend(found)
         out.files += run.files
     return out
 

@@ -63,13 +63,16 @@ class Machine:
     prices: dict[str, float] = field(default_factory=dict)
     # cells run as several copies at once (--copies), ok or failed: not Table 7's cells
     copies: list[Result] = field(default_factory=list)
-    serving: list[dict] = field(default_factory=list)  # serving records and failures
-    generation: list[dict] = field(default_factory=list)  # generation records and failures
-    token_serving: list[dict] = field(default_factory=list)  # token-serving, likewise
+    # the records of the suites with a report of their own, and their failed cells, by kind
+    records: dict[str, list[dict]] = field(default_factory=dict)
 
     @property
     def names(self) -> list[str]:
         return [r.name for r in self.runs]
+
+    def of(self, kind: str) -> list[dict]:
+        """The records of one suite's kind (report/suites.py), and its failed cells."""
+        return self.records.get(kind, [])
 
 
 def block_key(r: Result) -> BlockKey:
@@ -131,9 +134,8 @@ def group_machines(runs: list[Run]) -> tuple[list[Machine], list[str]]:
         _name_failed_devices(run)
         target.gemm += run.gemm
         target.equivalence += run.equivalence
-        target.serving += run.serving
-        target.generation += run.generation
-        target.token_serving += run.token_serving
+        for kind, found in run.records.items():
+            target.records.setdefault(kind, []).extend(found)
         for r in run.results:
             key = (block_key(r), row_key(r), col_key(r))
             if r.copies > 1:

@@ -22,12 +22,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 NOISE = Path(__file__).resolve().parent / "data" / "noise.json"
-KINDS = {
-    "train": "training",
-    "infer": "inference",
-    "serve-offline": "Offline serving",
-    "generate": "generation",
-}
+# the kinds of workload by task; a suite's scored workload (report/suites.py) adds its own
+KINDS = {"train": "training", "infer": "inference"}
 FAMILY = {
     "fcn5": "fcn",
     "fcn8": "fcn",
@@ -63,7 +59,14 @@ class Noise:
 
 def kind_of(task: str, network: str) -> tuple[str, str]:
     """(kind, family) of a cell: ("training", "cnn")."""
-    return KINDS.get(task, task), FAMILY.get(network, "")
+    from xfbench.report import suites
+
+    kinds = KINDS | {
+        s.part("SCORED_TASK"): s.part("SCORED_WORKLOAD")
+        for s in suites.declared()
+        if s.part("SCORED_WORKLOAD")
+    }
+    return kinds.get(task, task), FAMILY.get(network, "")
 
 
 def fit(log_ratios: list[float], of: str) -> Noise:

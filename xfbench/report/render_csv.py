@@ -325,23 +325,19 @@ def _write(path: Path, columns, rows: list[dict]) -> Path:
 
 
 def write_scaling(report: Report, folder: Path) -> list[Path]:
-    """report-scaling.csv, report-allreduce.csv, report-serving.csv,
-    report-generation.csv and report-token-serving.csv, each only when there are such
-    results (an earlier render's file that no longer applies is removed)."""
-    from xfbench.report import generation, serving
+    """report-scaling.csv, report-allreduce.csv and each suite's own CSV files
+    (report/suites.py), each only when there are such results (an earlier render's file
+    that no longer applies is removed)."""
+    from xfbench.report import suites
 
     written = []
-    for name, columns, rows in (
+    files = [
         ("report-scaling.csv", SCALING_COLUMNS, scaling_rows(report)),
         ("report-allreduce.csv", ALLREDUCE_COLUMNS, allreduce_rows(report)),
-        ("report-serving.csv", serving.COLUMNS, serving.csv_rows(report)),
-        ("report-generation.csv", generation.COLUMNS, generation.csv_rows(report)),
-        (
-            "report-token-serving.csv",
-            generation.SERVING_COLUMNS,
-            generation.serving_csv_rows(report),
-        ),
-    ):
+    ]
+    for suite in suites.declared():
+        files += suite.part("csv_files", lambda report: [])(report)
+    for name, columns, rows in files:
         path = folder / name
         if rows:
             written.append(_write(path, columns, rows))

@@ -3,7 +3,7 @@ with its 95 % interval.
 
 - The **machine score** compares each machine at its best. A workload is (task, network,
   framework, precision class: fp32, or mixed for bf16/fp16/tf32; the serving suite's
-  Offline throughput is the task "serve-offline", report/serving.py); each run's best
+  Offline throughput is the task "serve-offline", xfbench/serving/report.py); each run's best
   configuration of it is its lowest seconds per sample over thread counts, devices, modes,
   batch sizes and copies (`xfbench run --copies`), and the workload's ratio is the
   reference's best over this run's. The framework stays in the workload: a machine is
@@ -216,12 +216,27 @@ def _same_cell(r) -> tuple:
 
 
 def scored_results(run) -> list:
-    """Every result of a run the scores count: train and infer cells, Offline serving and
-    token generation (each record kind a scored workload)."""
-    from xfbench.report.generation import generation_results
-    from xfbench.report.serving import offline_results
+    """Every result of a run the scores count: train and infer cells, and what each suite
+    with a report of its own scores (report/suites.py: Offline serving, token generation),
+    each a workload of its own."""
+    from xfbench.report import suites
 
-    return list(run.results) + offline_results(run) + generation_results(run)
+    return list(run.results) + [
+        r for suite in suites.declared() if suite.part("scored") for r in suite.part("scored")(run)
+    ]
+
+
+def _scored_records(run) -> list[tuple[str, dict]]:
+    """(the workload's task, record) for every record a suite's score counts, measured or
+    failed (report/suites.py)."""
+    from xfbench.report import suites
+
+    return [
+        (suite.part("SCORED_TASK"), r)
+        for suite in suites.declared()
+        if suite.part("scored_records")
+        for r in suite.part("scored_records")(run)
+    ]
 
 
 def _best(run, key_fn: Callable) -> dict[tuple, list[Candidate]]:
@@ -311,9 +326,8 @@ def compare(results, reference, kind: str) -> Score:
 def score(results, reference) -> Scores:
     """results and reference: report.load Runs."""
     failed = [r for r in results.results if not r.ok]
-    offline = [r for r in results.serving if r.get("scenario") == "Offline"]
-    # the scored records that failed: Offline serving and generation cells
-    offline_failed = [r for r in offline + results.generation if r.get("status", "ok") != "ok"]
+    counted = _scored_records(results)  # the suites' (Offline serving, generation)
+    counted_failed = [(task, r) for task, r in counted if r.get("status", "ok") != "ok"]
     # samples per kJ, measured in both runs (never a typed wattage), cell by cell
     mine, ref = _best(results, cell_key), _best(reference, cell_key)
     by_network_energy: dict[str, list[float]] = {}
@@ -326,13 +340,12 @@ def score(results, reference) -> Scores:
     return Scores(
         machine=compare(results, reference, "machine"),
         per_core=compare(results, reference, "per-core"),
-        failed=len(failed) + len(offline_failed),
-        total=len(results.results) + len(offline) + len(results.generation),
+        failed=len(failed) + len(counted_failed),
+        total=len(results.results) + len(counted),
         failed_names=[f"{r.network} {r.task} {r.framework} ({r.status})" for r in failed]
         + [
-            f"{r.get('network')} {'generate' if r.get('task') == 'generate' else 'serve-offline'}"
-            f" {r.get('framework')} ({r.get('status')})"
-            for r in offline_failed
+            f"{r.get('network')} {task} {r.get('framework')} ({r.get('status')})"
+            for task, r in counted_failed
         ],
         reference=reference.name,
         apart=[
@@ -431,8 +444,7 @@ def machine_scores(report) -> list[tuple]:
             path="",
             machine={},
             results=[r for x in m.runs for r in x.results],
-            serving=[r for x in m.runs for r in x.serving],
-            generation=[r for x in m.runs for r in x.generation],
+            records={k: list(v) for k, v in m.records.items()},
         )
         # a reference is not scored on itself (given as its folder or its merged.json)
         own = {_folder(x.path) for x in m.runs}

@@ -1,7 +1,7 @@
 """The report's sections, declared once, in the order every format shows them: each a
 function of the report and its plots giving Parts (a heading, a caption, tables, numbered
-footnotes or a list, plots), which the Markdown and HTML renderers draw alike. A new kind
-of result is one entry here and the module that builds its tables."""
+footnotes or a list, plots), which the Markdown and HTML renderers draw alike. A suite's
+own kind of result brings its sections itself (report/suites.py)."""
 
 from __future__ import annotations
 
@@ -11,11 +11,10 @@ from pathlib import Path
 
 from xfbench.report import (
     anchors,
-    generation,
     roofline,
     runs,
     scaling_tables,
-    serving,
+    suites,
     tables,
 )
 from xfbench.report.model import Report
@@ -45,9 +44,7 @@ def _one(table: Table | None) -> list[Part]:
 
 
 def _table7(report: Report, plots: dict) -> list[Part]:
-    serving_only = report.scaling or any(
-        m.serving or m.generation or m.token_serving for m in report.machines
-    )
+    serving_only = report.scaling or any(any(m.records.values()) for m in report.machines)
     if not report.blocks and serving_only:
         return []
     names, tags = [m.label for m in report.machines], [m.tag for m in report.machines]
@@ -104,41 +101,13 @@ def _scaling(report: Report, plots: dict) -> list[Part]:
     return out
 
 
-def _serving(report: Report, plots: dict) -> list[Part]:
-    found, failures = serving.tables(report), serving.failure_lines(report)
-    if not (found or failures):
-        return []
+def _suites(report: Report, plots: dict) -> list[Part]:
+    """The sections of the suites with a report of their own, in their declared order."""
     return [
-        Part(
-            title="Serving (MLPerf LoadGen)",
-            caption=serving.CAPTION,
-            tables=found,
-            items_title="Serving cells that gave no number",
-            items=failures,
-            plots=plots.get("serving", []),
-        )
-    ]
-
-
-def _generation(report: Report, plots: dict) -> list[Part]:
-    found = [
-        *generation.tables(report),
-        *generation.roofline_tables(report),
-        *generation.serving_tables(report),
-        *filter(None, [generation.procurement_table(report)]),
-    ]
-    failures = generation.failure_lines(report)
-    if not (found or failures):
-        return []
-    return [
-        Part(
-            title="Token generation",
-            caption=generation.CAPTION,
-            tables=found,
-            items_title="Generation cells that gave no number",
-            items=failures,
-            plots=plots.get("generation", []),
-        )
+        part
+        for suite in suites.declared()
+        if suite.part("sections")
+        for part in suite.part("sections")(report, plots)
     ]
 
 
@@ -171,8 +140,7 @@ SECTIONS: tuple[Callable[[Report, dict], list[Part]], ...] = (
     _details,
     lambda r, p: _one(tables.copies_table(r)),
     _scaling,
-    _serving,
-    _generation,
+    _suites,
     _roofline,
     lambda r, p: _one(tables.procurement_table(r)),
     lambda r, p: _one(tables.gemm_table(r)),

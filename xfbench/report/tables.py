@@ -107,7 +107,8 @@ def numbers_status(m) -> str:
     from xfbench.harness.stats import METHOD
 
     infos = [r.info for r in m.results.values()]
-    served = [i for i in m.serving if i.get("preset")]  # serving cells: LoadGen's durations
+    # the suites' own cells (serving's: LoadGen's durations)
+    served = [i for found in m.records.values() for i in found if i.get("preset")]
     presets = sorted({str(i["preset"]) for i in infos + served if i.get("preset")})
     rounds = sorted({r.info.get("rounds") for r in m.results.values()} - {None})
     levels = sorted({i["ci_level"] for i in infos if isinstance(i.get("ci_level"), int | float)})

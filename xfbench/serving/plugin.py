@@ -104,6 +104,8 @@ SUITE = declare(
         table=lambda records: serving_table(records),
         tasks=("serve",),
         seconds=estimate.seconds,
+        kind="serving",
+        report="xfbench.serving.report",
     )
 )
 

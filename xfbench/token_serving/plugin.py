@@ -115,6 +115,8 @@ SUITE = declare(
         tasks=("serve-tokens",),
         own_options=("batch_size",),
         seconds=estimate.seconds,
+        kind="token_serving",
+        report="xfbench.token_serving.report",
     )
 )
 

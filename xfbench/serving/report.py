@@ -1,12 +1,14 @@
-"""Serving in the report: a table per machine and network (LoadGen's four scenarios side by
-side), its failed cells, a latency-throughput plot per machine and network, and the rows
-of report-serving.csv."""
+"""The serving suite's part of the report (xfbench/report/suites.py): a table per machine
+and network (LoadGen's four scenarios side by side), its failed cells, a
+latency-throughput plot per machine and network, report-serving.csv, and Offline
+throughput as a workload of the machine score."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 from xfbench.report.model import Report
+from xfbench.report.sections import Part
 from xfbench.report.table import Table, Text
 from xfbench.serving.scenarios import METRIC
 from xfbench.serving.table import headline, network_tables, validity
@@ -21,15 +23,34 @@ CAPTION = (
 )
 
 
+KIND = "serving"
+
+
 def _ok(records: list[dict]) -> list[dict]:
     return [r for r in records if r.get("status", "ok") == "ok"]
+
+
+def sections(report: Report, plots: dict) -> list[Part]:
+    found, failures = tables(report), failure_lines(report)
+    if not (found or failures):
+        return []
+    return [
+        Part(
+            title="Serving (MLPerf LoadGen)",
+            caption=CAPTION,
+            tables=found,
+            items_title="Serving cells that gave no number",
+            items=failures,
+            plots=plots.get("serving", []),
+        )
+    ]
 
 
 def tables(report: Report) -> list[Table]:
     out = []
     several = len(report.machines) > 1
     for m in report.machines:
-        for network, (headers, rows) in network_tables(_ok(m.serving)).items():
+        for network, (headers, rows) in network_tables(_ok(m.of(KIND))).items():
             where = f" on {m.label}" if several else ""
             out.append(
                 Table(
@@ -48,12 +69,12 @@ def failure_lines(report: Report) -> list[str]:
         f"{r.get('network')} {r.get('framework')} {r.get('mode')} {r.get('precision')} "
         f"{r.get('scenario')}, {m.label}: {r.get('status')}: {r.get('reason')}"
         for m in report.machines
-        for r in m.serving
+        for r in m.of(KIND)
         if r.get("status", "ok") != "ok"
     ]
 
 
-def plots(report: Report, folder: Path) -> dict[str, list[tuple[str, Path]]]:
+def plots(report: Report, folder: Path) -> list[tuple[str, Path]]:
     """Per machine and network: p99 latency against completed samples/s, each Server search
     run a point (a line per framework, mode and precision), the bound dashed."""
     from xfbench.report.plots import SIZE, _legend, _save, plt
@@ -61,7 +82,7 @@ def plots(report: Report, folder: Path) -> dict[str, list[tuple[str, Path]]]:
     out = []
     for mi, m in enumerate(report.machines):
         by_network: dict[str, list[dict]] = {}
-        for r in _ok(m.serving):
+        for r in _ok(m.of(KIND)):
             if r.get("scenario") == "Server" and r.get("server_search"):
                 by_network.setdefault(str(r.get("network")), []).append(r)
         for network, found in sorted(by_network.items()):
@@ -86,7 +107,7 @@ def plots(report: Report, folder: Path) -> dict[str, list[tuple[str, Path]]]:
             _legend(ax, len(found) + 1)
             path = _save(fig, folder / f"serving-{network}-{mi}.png")
             out.append((f"Serving {network} ({m.short}): p99 latency against throughput", path))
-    return {"serving": out}
+    return out
 
 
 COLUMNS = [
@@ -119,10 +140,14 @@ COLUMNS = [
 ]
 
 
+def csv_files(report: Report) -> list[tuple[str, list[str], list[dict]]]:
+    return [("report-serving.csv", COLUMNS, csv_rows(report))]
+
+
 def csv_rows(report: Report) -> list[dict]:
     rows = []
     for m in report.machines:
-        for r in m.serving:
+        for r in m.of(KIND):
             ok = r.get("status", "ok") == "ok"
             metric, value = headline(r) if ok else ("", "")
             rows.append(
@@ -139,10 +164,16 @@ def csv_rows(report: Report) -> list[dict]:
     return rows
 
 
-OFFLINE_TASK = "serve-offline"  # the machine score's workload name for Offline throughput
+SCORED_TASK = "serve-offline"  # the machine score's workload name for Offline throughput
+SCORED_WORKLOAD = "Offline serving"  # its kind of workload in the noise model (report/noise.py)
 
 
-def offline_results(run) -> list:
+def scored_records(run) -> list[dict]:
+    """The records the machine score counts: every Offline cell, measured or failed."""
+    return [r for r in run.of(KIND) if r.get("scenario") == "Offline"]
+
+
+def scored(run) -> list:
     """Each valid-or-not Offline serving record of a run (report.load.Run) as a Result of
     task "serve-offline" whose median is LoadGen's seconds per sample, so that the scores
     count Offline throughput as a workload beside training. Its rounds are the times of
@@ -154,7 +185,7 @@ def offline_results(run) -> list:
     from xfbench.report.load import scored_result
 
     out = []
-    for r in run.serving:
+    for r in scored_records(run):
         rate = r.get("samples_per_s")
         if r.get("scenario") != "Offline" or r.get("status", "ok") != "ok":
             continue
@@ -163,7 +194,7 @@ def offline_results(run) -> list:
         batch = int((r.get("batching") or {}).get("max_batch") or 1)
         median = batch / rate  # seconds per batch of the largest bucket
         rounds = _scaled_rounds(r.get("full_batch_s"), median)
-        out.append(scored_result(r, task=OFFLINE_TASK, batch=batch, median=median, rounds=rounds))
+        out.append(scored_result(r, task=SCORED_TASK, batch=batch, median=median, rounds=rounds))
     return out
 
 

@@ -1,20 +1,21 @@
-"""Token generation in the report: a table per machine and ISL/OSL (every framework, mode,
-batch and thread count, with the decode bound of the machine's measured bandwidth), the
-decode roofline at the batches measured, the token-serving cells (LoadGen's token mode),
-what the tokens cost where a prices file gives a price, its failed cells, the
-throughput-interactivity frontier per machine (with the medians' intervals), and
-report-generation.csv and report-token-serving.csv."""
+"""The generation suite's part of the report (xfbench/report/suites.py): a table per
+machine and ISL/OSL (every framework, mode, batch and thread count, with the decode bound
+of the machine's measured bandwidth), the decode roofline at the batches measured, its
+failed cells, the throughput-interactivity frontier per machine (with the medians'
+intervals), report-generation.csv, and generated tokens as a workload of the machine
+score."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 from xfbench.generation.table import HEADERS, ordered, row
-from xfbench.report import procurement
 from xfbench.report.model import Machine, Report
 from xfbench.report.roofline import roofs
+from xfbench.report.sections import Part
 from xfbench.report.table import Table, Text
-from xfbench.token_serving import table as served
+
+KIND = "generation"
 
 CAPTION = (
     "GPT-2 decoding a static batch of prompts greedily with a key/value cache "
@@ -28,8 +29,25 @@ CAPTION = (
 )
 
 
-def _ok(records: list[dict]) -> list[dict]:
+def measured(records: list[dict]) -> list[dict]:
     return [r for r in records if r.get("status", "ok") == "ok"]
+
+
+def sections(report: Report, plots: dict) -> list[Part]:
+    found = [*tables(report), *roofline_tables(report)]
+    failures = failure_lines(report)
+    if not (found or failures):
+        return []
+    return [
+        Part(
+            title="Token generation",
+            caption=CAPTION,
+            tables=found,
+            items_title="Generation cells that gave no number",
+            items=failures,
+            plots=plots.get("generation", []),
+        )
+    ]
 
 
 def _roofs(m: Machine, r: dict) -> dict | None:
@@ -51,7 +69,7 @@ def tables(report: Report) -> list[Table]:
     out = []
     several = len(report.machines) > 1
     for m in report.machines:
-        found = ordered(_ok(m.generation))
+        found = ordered(measured(m.of(KIND)))
         for isl, osl in sorted({(r.get("prompt_tokens"), r.get("new_tokens")) for r in found}):
             rows = []
             for r in (
@@ -100,7 +118,7 @@ def roofline_tables(report: Report) -> list[Table]:
     out = []
     for m in report.machines:
         groups: dict[tuple, list[dict]] = {}
-        for r in _ok(m.generation):
+        for r in measured(m.of(KIND)):
             found = _roofs(m, r)
             if found:
                 where = r["device"] if r["device"] != "cpu" else f"cpu t{r['threads']}"
@@ -149,115 +167,15 @@ def roofline_tables(report: Report) -> list[Table]:
     return out
 
 
-def serving_tables(report: Report) -> list[Table]:
-    """Per machine: every token-serving cell, LoadGen's numbers and verdict."""
-    out = []
-    for m in report.machines:
-        found = served.ordered(m.token_serving)
-        if not found:
-            continue
-        bounds = sorted(
-            {
-                (r.get("ttft_bound_ms"), r.get("tpot_bound_ms"))
-                for r in found
-                if "ttft_bound_ms" in r
-            },
-            key=str,
-        )
-        said = "; ".join(f"p99 TTFT {a:g} ms, p99 TPOT {b:g} ms" for a, b in bounds)
-        out.append(
-            Table(
-                title="Token serving through LoadGen, GPT-2"
-                + (f" on {m.label}" if len(report.machines) > 1 else ""),
-                headers=served.HEADERS,
-                rows=[[Text(c) for c in served.row(r)] for r in found],
-                anchor=f"token-serving-{m.tag or 'A'}",
-                caption=SERVING_CAPTION + (f" Server's bounds: {said}." if said else ""),
-                text_cols=len(served.HEADERS),
-            )
-        )
-    return out
-
-
-SERVING_CAPTION = (
-    "LoadGen in token mode (docs/token-serving.md): each sample's first token reported "
-    "when its batch's prefill returns it. SingleStream: p90 TTFT and TPOT of one query at a "
-    "time; Server: the highest Poisson rate whose p99 TTFT and p99 TPOT met the bounds, "
-    "confirmed over enough queries for LoadGen's early stopping; Offline: tokens/s with "
-    "every query issued at once. Static batches: a query waits for the batch before it."
-)
-
-
-def procurement_table(report: Report) -> Table | None:
-    """Where a prices file prices a machine: its fastest generation cell per ISL/OSL and
-    its best token-serving throughput, per dollar and per watt."""
-    rows = []
-    for m in report.machines:
-        if not m.prices:
-            continue
-        candidates = [
-            (r, "output_tokens_per_s", f"batch {r.get('batch_size')}") for r in _ok(m.generation)
-        ] + [
-            (r, "tokens_per_s", f"{r.get('scenario')} under LoadGen")
-            for r in _ok(m.token_serving)
-            if r.get("scenario") == "Offline" or r.get("server_qps")
-        ]
-        best: dict[tuple, tuple] = {}
-        for r, key, how in candidates:
-            rate = r.get(key)
-            lengths = (r.get("prompt_tokens"), r.get("new_tokens"))
-            if isinstance(rate, (int, float)) and rate > best.get(lengths, (0,))[0]:
-                best[lengths] = (rate, r, how)
-        for (isl, osl), (rate, r, how) in sorted(best.items(), key=str):
-            f = procurement.figures(rate, m.prices)
-            joules = r.get("joules_per_token")
-            rows.append(
-                [
-                    Text(f"{isl}/{osl}"),
-                    Text(m.label),
-                    Text(f"{r['framework']} {r['mode']} {r['device']}, {how}"),
-                    Text(f"{rate:.4g}"),
-                    Text(_num(f["samples_per_s_per_usd"], ".3g")),
-                    Text(_num(f["usd_per_million_samples"], ".3g")),
-                    Text(_num(f["samples_per_s_per_watt_typed"], ".3g")),
-                    Text(_num(joules, ".3g")),
-                ]
-            )
-    if not rows:
-        return None
-    return Table(
-        title="What generated tokens cost",
-        headers=[
-            "prompt/new",
-            "machine",
-            "fastest",
-            "tokens/s",
-            "tokens/s per $",
-            "$ per million tokens",
-            "tokens/s per W (typed power)",
-            "J per token (measured)",
-        ],
-        rows=rows,
-        anchor="generation-procurement",
-        caption="The prices file's figures (report/procurement.py) applied to output tokens: "
-        "each machine's fastest generation cell or LoadGen run per prompt/new lengths. $ per "
-        "million tokens uses the hourly price; typed power is the file's, never measured.",
-        text_cols=8,
-    )
-
-
-def _num(value, spec: str) -> str:
-    return format(value, spec) if isinstance(value, (int, float)) else ""
-
-
-def failure_lines(report: Report) -> list[str]:
+def failure_lines(report: Report, kind: str = KIND) -> list[str]:
+    """The cells of kind (a generation's, or a suite's built on it) that gave no number."""
     return [
         f"{r.get('framework')} {r.get('mode')} {r.get('precision')} {r.get('device')} "
         f"batch {r.get('batch_size')} {r.get('prompt_tokens')}/{r.get('new_tokens')}"
         + (f" {r['scenario']}" if r.get("scenario") else "")
         + f", {m.label}: {r.get('status')}: {r.get('reason')}"
         for m in report.machines
-        for r in [*m.generation, *m.token_serving]
+        for r in m.of(kind)
         if r.get("status", "ok") != "ok"
     ]
 
@@ -269,7 +187,7 @@ def _bar(value: float, interval) -> list[float]:
     return [max(0.0, value - interval[0]), max(0.0, interval[1] - value)]
 
 
-def plots(report: Report, folder: Path) -> dict[str, list[tuple[str, Path]]]:
+def plots(report: Report, folder: Path) -> list[tuple[str, Path]]:
     """Per machine and ISL/OSL, the frontier: output tokens/s (throughput, per device)
     against tokens/s per sequence (interactivity, per user), a point per batch size (the
     static batch is the concurrency), a line per framework, mode and thread count, each
@@ -279,7 +197,7 @@ def plots(report: Report, folder: Path) -> dict[str, list[tuple[str, Path]]]:
     out = []
     for mi, m in enumerate(report.machines):
         lines: dict[tuple, dict[str, list]] = {}
-        for r in _ok(m.generation):
+        for r in measured(m.of(KIND)):
             lengths = f"{r.get('prompt_tokens')}/{r.get('new_tokens')}"
             label = f"{r['framework']} {r['mode']} {r['device']} t{r['threads']}"
             lines.setdefault(lengths, {}).setdefault(label, []).append(
@@ -317,7 +235,7 @@ def plots(report: Report, folder: Path) -> dict[str, list[tuple[str, Path]]]:
             out.append(
                 (f"Generation {lengths} ({m.short}): throughput against interactivity", path)
             )
-    return {"generation": out}
+    return out
 
 
 # What a generation cell is, the first columns of both CSV files.
@@ -355,10 +273,14 @@ COLUMNS = CELL_COLUMNS + [
 ]
 
 
+def csv_files(report: Report) -> list[tuple[str, list[str], list[dict]]]:
+    return [("report-generation.csv", COLUMNS, csv_rows(report))]
+
+
 def csv_rows(report: Report) -> list[dict]:
     rows = []
     for m in report.machines:
-        for r in m.generation:
+        for r in m.of(KIND):
             check = r.get("token_check") if isinstance(r.get("token_check"), dict) else {}
             rows.append(
                 {
@@ -373,45 +295,16 @@ def csv_rows(report: Report) -> list[dict]:
     return rows
 
 
-SERVING_COLUMNS = CELL_COLUMNS + [
-    "scenario",
-    "status",
-    "ttft_p90_ms",
-    "ttft_p99_ms",
-    "tpot_p90_ms",
-    "tpot_p99_ms",
-    "tokens_per_s",
-    "qps",
-    "server_qps",
-    "samples_per_s",
-    "query_count",
-    "validity",
-    "early_stopping_met",
-    "ttft_bound_ms",
-    "tpot_bound_ms",
-    "mean_batch",
-    "compile_s",
-    "check_s",
-    "reason",
-]
+SCORED_TASK = "generate"  # the machine score's workload name for token generation
+SCORED_WORKLOAD = "generation"  # its kind of workload in the noise model (report/noise.py)
 
 
-def serving_csv_rows(report: Report) -> list[dict]:
-    return [
-        {
-            **{k: r.get(k) for k in SERVING_COLUMNS},
-            "machine": m.label,
-            "status": r.get("status", "ok"),
-        }
-        for m in report.machines
-        for r in m.token_serving
-    ]
+def scored_records(run) -> list[dict]:
+    """The records the machine score counts: every generation cell, measured or failed."""
+    return run.of(KIND)
 
 
-GENERATE_TASK = "generate"  # the machine score's workload name for token generation
-
-
-def generation_results(run) -> list:
+def scored(run) -> list:
     """Each measured generation record of a run (report.load.Run) as a Result of task
     "generate", so that the scores count generated tokens as a workload beside training:
     a sample is one sequence of new_tokens, its rounds every timed generation (whose
@@ -420,7 +313,7 @@ def generation_results(run) -> list:
     from xfbench.report.load import scored_result
 
     out = []
-    for r in _ok(run.generation):
+    for r in measured(run.of(KIND)):
         e2e, batch = r.get("e2e_s"), r.get("batch_size")
         if not isinstance(e2e, int | float) or e2e <= 0 or not isinstance(batch, int):
             continue
@@ -428,7 +321,7 @@ def generation_results(run) -> list:
         rounds = r.get("timed_rounds_s") or []
         out.append(
             scored_result(
-                r, task=GENERATE_TASK, batch=batch, median=float(e2e), rounds=rounds, scale=lengths
+                r, task=SCORED_TASK, batch=batch, median=float(e2e), rounds=rounds, scale=lengths
             )
         )
     return out
