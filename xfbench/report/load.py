@@ -360,8 +360,9 @@ def _rounds(data) -> list[float]:
 def add_document(run: Run, doc: dict, source: str) -> None:
     """Add the entries and failures of one pytest-benchmark document (or one failure
     record) to a run; entries that cannot be used go to run.problems."""
+    own = suites.kinds()  # imports the declarations: the suites' own kinds are then known
     if _is_failure_doc(doc):
-        _add_failure(run, doc, source)
+        _add_failure(run, doc, source, own)
         return
     if not _is_benchmark_doc(doc):
         raise LoadError(f"{source}: not a pytest-benchmark JSON file (no 'benchmarks' list)")
@@ -385,7 +386,7 @@ def add_document(run: Run, doc: dict, source: str) -> None:
                 run.gemm.append(gemm)
                 used += 1
             continue
-        if kind in suites.kinds():  # a suite's own part of the report (report/suites.py)
+        if kind in own:  # a suite's own part of the report (report/suites.py)
             # its timed rounds (a generation's: whole generations) are its rounds in the scores
             rounds = _rounds((entry.get("stats") or {}).get("data"))
             run.records.setdefault(kind, []).append(
@@ -440,18 +441,19 @@ def add_document(run: Run, doc: dict, source: str) -> None:
     for record in failures or []:
         if isinstance(record, dict):
             _kind(record, f"{source}: a failure record")
-            _add_failure(run, record, source)
+            _add_failure(run, record, source, own)
             used += 1
     if doc["benchmarks"] and not used:
         run.problems.append(f"{source}: no xfbench entries among {len(doc['benchmarks'])}")
 
 
-def _add_failure(run: Run, record: dict, source: str) -> None:
-    """A failure record, in the list its suite's results go to."""
+def _add_failure(run: Run, record: dict, source: str, own: dict[str, tuple[str, ...]]) -> None:
+    """A failure record, in the list its suite's results go to (own: the suites' own
+    kinds, each with its cells' tasks)."""
     cell = record.get("cell")
-    own = {task: kind for kind, tasks in suites.kinds().items() for task in tasks}
-    if isinstance(cell, dict) and cell.get("task") in own:
-        run.records.setdefault(own[cell["task"]], []).append(
+    kind_of_task = {task: kind for kind, tasks in own.items() for task in tasks}
+    if isinstance(cell, dict) and cell.get("task") in kind_of_task:
+        run.records.setdefault(kind_of_task[cell["task"]], []).append(
             {
                 **cell,
                 "status": record.get("status"),

@@ -12,7 +12,7 @@ in the report's layer and may give:
 
 The report reads a suite's records, and its failed cells (a failure record whose cell's
 task is one of the suite's `tasks`), into `records[kind]` of each run and machine, and
-names no suite itself (tests/test_toy_suite.py adds one).
+names no suite itself (a test adds one from a package of its own).
 """
 
 from __future__ import annotations

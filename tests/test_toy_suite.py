@@ -1,0 +1,58 @@
+"""Adding a suite: the toy suite (tests/toy_suite/, its own package: cells, record kind,
+table, plot, CSV file, estimate) is declared in one line, PYTEST_PLUGINS=toy_suite.plugin,
+and reaches the plan, the children, the results folder, `xfbench report` (Markdown, HTML,
+CSV and its plot), `xfbench compare` and the dry run's estimate, with no file of xfbench
+naming it."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+TESTS = Path(__file__).resolve().parent
+
+
+def _xfbench(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(ROOT), str(TESTS)]),
+        "PYTEST_PLUGINS": "toy_suite.plugin",  # the one line that declares it
+    }
+    command = [sys.executable, "-m", "xfbench.harness.cli", *args]
+    return subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, timeout=300)
+
+
+def test_a_suite_in_its_own_package_reaches_every_command(tmp_path):
+    dry = _xfbench("run", "--suite", "toy", "--dry-run", "--results", "r", cwd=tmp_path)
+    assert dry.returncode == 0, dry.stderr
+    assert "2 cells in 1 process groups, ~1 s in all" in dry.stdout  # its own estimate
+
+    done = _xfbench("run", "--suite", "toy", "--results", "r", "--quiet", cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    folder = tmp_path / "r"
+    job = json.loads((folder / "jobs" / "toy-null-cpu-t1.json").read_text())
+    assert job["suite"] == "toy" and [c["size"] for c in job["cells"]] == [1000, 10000]
+    cell = json.loads((folder / "cells" / "toy-sum-1000.json").read_text())
+    [entry] = cell["benchmarks"]
+    assert entry["extra_info"]["kind"] == "toy" and entry["extra_info"]["seconds"] > 0
+
+    out = tmp_path / "out"
+    report = _xfbench("report", str(folder), "--out", str(out), cwd=tmp_path)
+    assert report.returncode == 0, report.stderr
+    assert "## Toy suite" in (out / "report.md").read_text()
+    assert "Toy sums" in (out / "report.html").read_text()
+    csv = (out / "report-toy.csv").read_text().splitlines()
+    assert csv[0] == "machine,size,status,seconds" and len(csv) == 3
+    assert (out / "plots" / "toy.png").stat().st_size > 0
+
+    compared = _xfbench("compare", str(folder), str(folder), cwd=tmp_path)
+    assert compared.returncode == 0, compared.stderr
+    assert "toy-sum" in compared.stdout and "2 cells: 0 regression" in compared.stdout
+
+    named = [p for p in (ROOT / "xfbench").rglob("*.py") if re.search(r"\btoy", p.read_text())]
+    assert named == []  # nothing of xfbench was changed for it

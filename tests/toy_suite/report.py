@@ -1,0 +1,59 @@
+"""The toy suite's part of the report: one table, one plot, one CSV file, and its sums as
+a scored workload (`xfbench compare`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from xfbench.report.load import scored_result
+from xfbench.report.model import Report
+from xfbench.report.sections import Part
+from xfbench.report.table import Table, Text
+
+KIND = "toy"
+SCORED_TASK = "toy-sum"
+COLUMNS = ["machine", "size", "status", "seconds"]
+
+
+def _rows(report: Report) -> list[tuple]:
+    return [(m, r) for m in report.machines for r in m.of(KIND)]
+
+
+def sections(report: Report, plots: dict) -> list[Part]:
+    found = _rows(report)
+    if not found:
+        return []
+    rows = [
+        [Text(m.label), Text(str(r["size"])), Text(f"{r.get('seconds', '')}")] for m, r in found
+    ]
+    table = Table(title="Toy sums", headers=["machine", "size", "seconds"], rows=rows, anchor="toy")
+    return [Part(title="Toy suite", tables=[table], plots=plots.get("toy", []))]
+
+
+def plots(report: Report, folder: Path) -> list[tuple[str, Path]]:
+    from xfbench.report.plots import SIZE, _save, plt
+
+    found = [r for _, r in _rows(report) if r.get("status", "ok") == "ok"]
+    if not found:
+        return []
+    fig, ax = plt.subplots(figsize=SIZE)
+    ax.bar([str(r["size"]) for r in found], [r["seconds"] for r in found])
+    return [("Toy sums: seconds by size", _save(fig, folder / "toy.png"))]
+
+
+def csv_files(report: Report) -> list[tuple[str, list[str], list[dict]]]:
+    rows = [{**{k: r.get(k) for k in COLUMNS}, "machine": m.label} for m, r in _rows(report)]
+    return [("report-toy.csv", COLUMNS, rows)]
+
+
+def scored_records(run) -> list[dict]:
+    return run.of(KIND)
+
+
+def scored(run) -> list:
+    return [
+        scored_result(r, task=SCORED_TASK, batch=r["size"], median=r["seconds"],
+                      rounds=r.get("timed_rounds_s") or [])
+        for r in scored_records(run)
+        if r.get("status", "ok") == "ok"
+    ]  # fmt: skip
