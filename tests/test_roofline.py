@@ -211,6 +211,7 @@ def test_the_acceptance_summary_gives_the_gpus_roofs_beside_its_datasheet(tmp_pa
 
     from xfbench.acceptance.summary import _roofs
     from xfbench.report.load import load
+    from xfbench.report.model import build
 
     cell = entry("resnet50", [0.1] * 3, device="cuda:0", device_name=H100, precision="bf16")
     folder = runner_folder(tmp_path, "box", [cell], gpus=(H100,))
@@ -224,7 +225,8 @@ def test_the_acceptance_summary_gives_the_gpus_roofs_beside_its_datasheet(tmp_pa
         }
     }
     (folder / "merged.json").write_text(json.dumps(doc))
-    text = _roofs(load(folder))
+    run = load(folder)
+    text = _roofs(run, build([run]))
     assert "## GPU roofs" in text and "H100 SXM 80GB" in text and "791.2" in text
     assert "0.90" in text and "0.80" in text  # 3015 / 3350 and 791.2 / 989
 

@@ -140,7 +140,7 @@ def _sweeps_sections(out: Path) -> list[str]:
     return [
         _guarded("ResNet-50 training", where, _resnet50, run, report),
         _guarded("Sweeps", where, _sweeps, run),
-        *(_guarded(s.title, where, _suite, s, report) for s in suites.declared()),
+        *(_guarded(s.title, where, _suite_table, s, report) for s in suites.declared()),
         _guarded("GPU roofs", f"{where}roofs.json", _roofs, run, report),
     ]
 
@@ -203,7 +203,7 @@ def _sweeps(run: Run) -> str:
     return "\n".join(lines)
 
 
-def _suite(suite: suites.SuiteReport, report: Report) -> str:
+def _suite_table(suite: suites.SuiteReport, report: Report) -> str:
     """A suite's own records (token generation, serving...) in its own summary table."""
     found = [r for m in report.machines for r in m.of(suite.kind)]
     if not (found and suite.table):

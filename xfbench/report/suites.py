@@ -42,7 +42,14 @@ def declared() -> list[SuiteReport]:
     from xfbench.plugin import declared as suites
 
     return [
-        SuiteReport(s.name, s.kind, s.tasks, importlib.import_module(s.report), s.title, s.table)
+        SuiteReport(
+            name=s.name,
+            kind=s.kind,
+            tasks=s.tasks,
+            module=importlib.import_module(s.report),
+            title=s.title,
+            table=s.table,
+        )
         for s in suites().values()
         if s.report and s.kind
     ]
