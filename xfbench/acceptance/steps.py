@@ -331,14 +331,16 @@ def _later(device: str, s: Sizes, out: Path, sweep: tuple[str, ...]) -> list[Ste
         *_generation_sweeps(sweep),
         *_transformer_sweeps(sweep),
         *_table7_sweeps(s, sweep),
-        *_device_steps(device, s, out, sweep),
+        *_device_steps(device, s, out),
+        *_resnet50_sweeps(s, sweep),
         *_serving_sweeps(s, sweep),
+        *_generation_serving_sweeps(sweep),
         *_later_checks(device, s, out),
     ]
 
 
-def _device_steps(device: str, s: Sizes, out: Path, sweep: tuple[str, ...]) -> list[Step]:
-    """The GEMM and the all-reduce (the device's own figures), then ResNet-50's training."""
+def _device_steps(device: str, s: Sizes, out: Path) -> list[Step]:
+    """The GEMM and the all-reduce: the device's own figures."""
     return [
         Step(
             name="gemm",
@@ -371,87 +373,67 @@ def _device_steps(device: str, s: Sizes, out: Path, sweep: tuple[str, ...]) -> l
             ),
             what="all-reduce at world size 1 (NCCL on a GPU)",
         ),
-        *(
-            Step(
-                name=f"resnet50-{framework}",
-                part="resnet50" if framework == "torch" else "resnet50-jax",
-                cap_s=cap,
-                argv=_sweep(
-                    f"--framework={framework}",
-                    "--model=resnet50",
-                    "--task=train",
-                    *modes,
-                    "--precision=bf16,tf32",
-                    f"--batch-size={s.batch}",
-                    *sweep,
-                ),
-                what=f"ResNet-50 training, batch {s.batch}, {how}, bf16 and TF32",
-            )
-            for framework, modes, cap, how in (
-                ("torch", ("--mode=eager,compile",), 420, "PyTorch eager and compiled"),
-                ("jax", (), 300, "JAX"),
-            )
-        ),
     ]
 
 
+def _resnet50_sweeps(s: Sizes, sweep: tuple[str, ...]) -> list[Step]:
+    """ResNet-50's training: PyTorch's part, then JAX's."""
+    return [
+        Step(
+            name=f"resnet50-{framework}",
+            part="resnet50" if framework == "torch" else "resnet50-jax",
+            cap_s=cap,
+            argv=_sweep(
+                f"--framework={framework}",
+                "--model=resnet50",
+                "--task=train",
+                *modes,
+                "--precision=bf16,tf32",
+                f"--batch-size={s.batch}",
+                *sweep,
+            ),
+            what=f"ResNet-50 training, batch {s.batch}, {how}, bf16 and TF32",
+        )
+        for framework, modes, cap, how in (
+            ("torch", ("--mode=eager,compile",), 420, "PyTorch eager and compiled"),
+            ("jax", (), 300, "JAX"),
+        )
+    ]
+
+
+# Table 7's GPU column, one part a call: (step, part, cap, its options, what it runs)
+TABLE7_STEPS = (
+    ("table7-torch-compiled", "table7", 480, "torch", "cudagraph,compile", "fp32", "train",
+     "PyTorch's CUDA graphs and compiled, training, fp32"),
+    ("table7-torch-compiled-infer", "table7-inference", 420, "torch", "cudagraph,compile",
+     "fp32", "infer", "PyTorch's CUDA graphs and compiled, inference, fp32"),
+    ("table7-torch-eager", "table7-eager", 420, "torch", "eager", "fp32,tf32,bf16",
+     "train,infer", "PyTorch eager, training and inference, fp32, TF32, bf16"),
+    ("table7-jax", "table7-jax", 480, "jax", "", "fp32,tf32,bf16", "train,infer",
+     "JAX, training and inference, fp32, TF32, bf16"),
+)  # fmt: skip
+
+
 def _table7_sweeps(s: Sizes, sweep: tuple[str, ...]) -> list[Step]:
-    """Table 7's GPU column, one part a call: PyTorch's compiled and CUDA-graph training
-    first (the paper's column is training, and eager left the small networks launch-bound:
-    docs/gpus.md), then their inference, PyTorch eager at TF32 and bf16, and JAX."""
+    """Table 7's GPU column: PyTorch's compiled and CUDA-graph training first (the paper's
+    column is training, and eager left the small networks launch-bound: docs/gpus.md),
+    then their inference, PyTorch eager at TF32 and bf16, and JAX (TABLE7_STEPS)."""
     return [
         Step(
             name=name,
             part=part,
             cap_s=cap,
-            argv=_sweep(*args, "--model", s.models, *sweep),
+            argv=_sweep(
+                f"--framework={framework}",
+                *([f"--mode={modes}"] if modes else []),
+                f"--precision={precisions}",
+                f"--task={tasks}",
+                *("--model", s.models),
+                *sweep,
+            ),
             what=f"Table 7's GPU column: {what}",
         )
-        for name, part, cap, args, what in (
-            (
-                "table7-torch-compiled",
-                "table7",
-                480,
-                (
-                    "--framework=torch",
-                    "--mode=cudagraph,compile",
-                    "--precision=fp32",
-                    "--task=train",
-                ),
-                "PyTorch's CUDA graphs and compiled, training, fp32",
-            ),
-            (
-                "table7-torch-compiled-infer",
-                "table7-inference",
-                420,
-                (
-                    "--framework=torch",
-                    "--mode=cudagraph,compile",
-                    "--precision=fp32",
-                    "--task=infer",
-                ),
-                "PyTorch's CUDA graphs and compiled, inference, fp32",
-            ),
-            (
-                "table7-torch-eager",
-                "table7-eager",
-                420,
-                (
-                    "--framework=torch",
-                    "--mode=eager",
-                    "--precision=fp32,tf32,bf16",
-                    "--task=train,infer",
-                ),
-                "PyTorch eager, training and inference, fp32, TF32, bf16",
-            ),
-            (
-                "table7-jax",
-                "table7-jax",
-                480,
-                ("--framework=jax", "--precision=fp32,tf32,bf16", "--task=train,infer"),
-                "JAX, training and inference, fp32, TF32, bf16",
-            ),
-        )
+        for name, part, cap, framework, modes, precisions, tasks, what in TABLE7_STEPS
     ]
 
 
@@ -489,7 +471,7 @@ def _transformer_sweeps(sweep: tuple[str, ...]) -> list[Step]:
 
 
 def _serving_sweeps(s: Sizes, sweep: tuple[str, ...]) -> list[Step]:
-    """The serving part, then GPT-2's compiled generation and its serving."""
+    """The serving part: ResNet-50 through LoadGen's four scenarios."""
     return [
         Step(
             name="serving",
@@ -509,6 +491,13 @@ def _serving_sweeps(s: Sizes, sweep: tuple[str, ...]) -> list[Step]:
             "PyTorch eager and compiled and JAX, bf16: p90 latency, Server QPS under the "
             "bound, Offline samples/s",
         ),
+    ]
+
+
+def _generation_serving_sweeps(sweep: tuple[str, ...]) -> list[Step]:
+    """GPT-2's compiled generation (PyTorch's Inductor, ONNX Runtime's CUDA) and its
+    serving through LoadGen's token mode."""
+    return [
         Step(
             name="generation-compiled",
             part="generation-serving",
