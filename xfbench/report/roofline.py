@@ -14,6 +14,7 @@ A cell whose precision has no measured peak there (fp64) is not placed.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 from xfbench.published import gpu_for
@@ -335,9 +336,7 @@ def _roof_line(ax, xs, bandwidth_gbps, peak_tflops, **style):
 def plots(report: Report, folder: Path) -> dict[str, list[tuple[str, Path]]]:
     """Per machine: one plot of the CPU (the roofs of each thread count) and one per GPU
     (its measured roofs solid, its datasheet's dotted), every cell placed there, log-log."""
-    import numpy as np
-
-    from xfbench.report.plots import COLORS, MARKERS, SIZE, _legend, _save, plt
+    from xfbench.report.plots import SIZE, _legend, _save, plt
 
     out = []
     for mi, m in enumerate(report.machines):
@@ -354,80 +353,99 @@ def plots(report: Report, folder: Path) -> dict[str, list[tuple[str, Path]]]:
             fig, ax = plt.subplots(figsize=SIZE)
             used = {dtype_name(p["result"].precision) for p in here}
             types = [t for t in PEAK_TYPES if t in used]  # fp32 first: the solid line
-            ridges = [
-                measured[k]["peaks_tflops"][t] * 1e3 / measured[k]["bandwidth_gbps"]
-                for k in group
-                for t in types
-                if t in measured[k]["peaks_tflops"]
-            ]
-            xs = np.geomspace(
-                min(p["intensity"] for p in here) / 4,
-                max(max(p["intensity"] for p in here), *ridges) * 4,
-                200,
-            )
-
-            def color(i: int, t: str, types=types) -> str:  # one per (roof, type)
-                return COLORS[(i * len(types) + types.index(t)) % len(COLORS)]
-
-            lines = 0
-            for i, key in enumerate(group):
-                r = measured[key]
-                label = r["where"] if r["device"] == "cpu" else "measured"
-                for j, t in enumerate(types):
-                    if t in r["peaks_tflops"]:
-                        _roof_line(
-                            ax,
-                            xs,
-                            r["bandwidth_gbps"],
-                            r["peaks_tflops"][t],
-                            color=color(i, t),
-                            linestyle="-" if j == 0 else "-.",
-                            label=f"roof, {label}, {t}",
-                        )
-                        lines += 1
-                sheet = gpu_for(r["device_name"]) if r["device"] != "cpu" else None
-                for t in types:
-                    if sheet and t in sheet.peaks_tflops:
-                        _roof_line(
-                            ax,
-                            xs,
-                            sheet.memory_gbps,
-                            sheet.peaks_tflops[t],
-                            color=color(i, t),
-                            linestyle=":",
-                            label=f"datasheet, {sheet.name}, {t}",
-                        )
-                        lines += 1
-            frameworks = sorted({p["result"].framework for p in here})
-            for p in here:
-                i = group.index(p["roof"])
-                f = frameworks.index(p["result"].framework)
-                ax.scatter(
-                    p["intensity"],
-                    p["achieved_tflops"] * 1e3,
-                    color=color(i, dtype_name(p["result"].precision)),
-                    marker=MARKERS[f % len(MARKERS)],
-                    s=22,
-                )
-                ax.annotate(
-                    p["result"].network,
-                    (p["intensity"], p["achieved_tflops"] * 1e3),
-                    fontsize=6,
-                    xytext=(3, 2),
-                    textcoords="offset points",
-                )
-            for f, name in enumerate(frameworks):  # the markers' legend
-                ax.scatter(
-                    [], [], color="grey", marker=MARKERS[f % len(MARKERS)], label=display(name)
-                )
-            ax.set_xscale("log")
-            ax.set_yscale("log")
-            ax.set_xlabel("arithmetic intensity, FLOP/byte (lower bound on traffic)")
-            ax.set_ylabel("GFLOP/s")
+            colors = _RoofColors(types)
+            lines = _roof_lines(ax, [measured[k] for k in group], here, types, colors)
+            frameworks = _place_cells(ax, group, here, colors)
             what = "CPU" if measured[group[0]]["device"] == "cpu" else measured[group[0]]["where"]
             ax.set_title(f"Roofline: {m.short}, {what}")
-            _legend(ax, lines + len(frameworks))
+            _legend(ax, lines + frameworks)
             slug = "cpu" if what == "CPU" else group[0].replace(":", "")
             path = _save(fig, folder / f"roofline-{mi}-{slug}.png")
             out.append((f"Roofline of {m.short}, {what}: each cell under its roofs", path))
     return {"roofline": out}
+
+
+@dataclass(frozen=True)
+class _RoofColors:
+    """One color per (roof, type): a roof's cells take its lines' colors."""
+
+    types: list[str]
+
+    def __call__(self, i: int, t: str) -> str:
+        from xfbench.report.plots import COLORS
+
+        return COLORS[(i * len(self.types) + self.types.index(t)) % len(COLORS)]
+
+
+def _roof_lines(ax, group: list[dict], here: list[dict], types: list[str], color) -> int:
+    """Each roof's lines (measured solid for fp32, dash-dotted for the others; a GPU's
+    datasheet dotted) over the cells' intensities and the ridges; how many were drawn."""
+    import numpy as np
+
+    ridges = [
+        r["peaks_tflops"][t] * 1e3 / r["bandwidth_gbps"]
+        for r in group
+        for t in types
+        if t in r["peaks_tflops"]
+    ]
+    xs = np.geomspace(
+        min(p["intensity"] for p in here) / 4,
+        max(max(p["intensity"] for p in here), *ridges) * 4,
+        200,
+    )
+    lines = 0
+    for i, r in enumerate(group):
+        label = r["where"] if r["device"] == "cpu" else "measured"
+        sheet = gpu_for(r["device_name"]) if r["device"] != "cpu" else None
+        for j, t in enumerate(types):
+            if t in r["peaks_tflops"]:
+                style = "-" if j == 0 else "-."
+                _roof_line(
+                    ax,
+                    xs,
+                    r["bandwidth_gbps"],
+                    r["peaks_tflops"][t],
+                    color=color(i, t),
+                    linestyle=style,
+                    label=f"roof, {label}, {t}",
+                )
+                lines += 1
+        for t in types:
+            if sheet and t in sheet.peaks_tflops:
+                _roof_line(
+                    ax,
+                    xs,
+                    sheet.memory_gbps,
+                    sheet.peaks_tflops[t],
+                    color=color(i, t),
+                    linestyle=":",
+                    label=f"datasheet, {sheet.name}, {t}",
+                )
+                lines += 1
+    return lines
+
+
+def _place_cells(ax, group: list[str], here: list[dict], color) -> int:
+    """Each cell at its intensity and achieved GFLOP/s, a marker per framework (in the
+    legend) and its roof's color; log-log axes. How many frameworks."""
+    from xfbench.report.plots import MARKERS
+
+    frameworks = sorted({p["result"].framework for p in here})
+    for p in here:
+        i = group.index(p["roof"])
+        f = frameworks.index(p["result"].framework)
+        xy = (p["intensity"], p["achieved_tflops"] * 1e3)
+        ax.scatter(
+            *xy,
+            color=color(i, dtype_name(p["result"].precision)),
+            marker=MARKERS[f % len(MARKERS)],
+            s=22,
+        )
+        ax.annotate(p["result"].network, xy, fontsize=6, xytext=(3, 2), textcoords="offset points")
+    for f, name in enumerate(frameworks):  # the markers' legend
+        ax.scatter([], [], color="grey", marker=MARKERS[f % len(MARKERS)], label=display(name))
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("arithmetic intensity, FLOP/byte (lower bound on traffic)")
+    ax.set_ylabel("GFLOP/s")
+    return len(frameworks)
