@@ -105,47 +105,18 @@ def _cell(r) -> dict:
 
 
 def rows(report: Report) -> list[dict]:
-    out = []
-    for d in report.details:
-        r, info = d.result, d.result.info
-        run = next((run.name for run in d.machine.runs if r in run.results), "")
-        out.append(
-            {
-                **{k: info.get(k) for k in RECORD_COLUMNS},
-                "source": "xfbench",
-                "machine": d.machine.label,
-                "host": d.machine.host,
-                "run": run,
-                **_cell(r),
-                "seconds_per_batch": r.median,
-                "samples_per_s": d.samples_per_s,
-                "achieved_tflops": d.tflops,
-                "gemm_peak_tflops": d.gemm_peak_tflops,
-                "peak_share": d.peak_share,
-                "speedup_vs_1t": d.speedup,
-                "parallel_efficiency": d.efficiency,
-                "best_in_column": d.best_in_column,
-                "verified": None if d.verified is None else d.verified["verified"],
-                "max_rel_err": d.verified["max_rel_err"] if d.verified else None,
-                **d.money,
-            }
-        )
+    """report.csv: every cell (measured, failed, or one of several copies), in the order of
+    the report's blocks, then the paper's cells where the report sets them beside ours."""
+    out = [_detail_row(d) for d in report.details]
     for m in report.machines:
         for f in m.failures:
-            run = next((run.name for run in m.runs if f in run.results), "")
-            out.append(
-                {"source": "xfbench", "machine": m.label, "host": m.host, "run": run, **_cell(f)}
-            )
+            out.append({**_where(m, f), **_cell(f)})
         for r in m.copies:  # several copies at once: a row each, beside the others
-            run = next((run.name for run in m.runs if r in run.results), "")
             own = {k: r.info.get(k) for k in RECORD_COLUMNS} if r.ok else {}
             out.append(
                 {
                     **own,
-                    "source": "xfbench",
-                    "machine": m.label,
-                    "host": m.host,
-                    "run": run,
+                    **_where(m, r),
                     **_cell(r),
                     "seconds_per_batch": r.median,
                     "copies": r.copies,
@@ -154,44 +125,65 @@ def rows(report: Report) -> list[dict]:
     order = {b.key: i for i, b in enumerate(report.blocks)}
 
     def key(row):
-        return (
-            order.get((row["task"], row["network"], row["batch_size"], row["scale"]), 0),
-            row["machine"],
-            row["framework"],
-            row["mode"],
-            row["precision"],
-            row["data"],
-            row["device"] != "cpu",
-            row["threads"],
+        block = (row["task"], row["network"], row["batch_size"], row["scale"])
+        return (order.get(block, 0), row["machine"], row["framework"], row["mode"])  + (
+            row["precision"], row["data"], row["device"] != "cpu", row["threads"],
             row["device_name"],
-        )
+        )  # fmt: skip
 
     out.sort(key=key)
-    if report.with_paper:
-        t = paper.table()
-        for block in report.blocks:
-            if not block.paper:
-                continue
-            for tool, values in block.paper.values:
-                for column in t.columns:
-                    if column not in values:
-                        continue
-                    where, _, threads = column.partition("_t")
-                    out.append(
-                        {
-                            "source": "paper",
-                            "machine": f"Shi et al. 2016 {where}",
-                            "task": "train",
-                            "network": block.paper.row,
-                            "batch_size": block.paper.batch,
-                            "framework": tool,
-                            "device": "cpu" if threads else "gpu",
-                            "device_name": "cpu" if threads else paper.column_label(column),
-                            "threads": int(threads) if threads else None,
-                            "status": "ok",
-                            "seconds_per_batch": values[column],
-                        }
-                    )
+    return out + (_paper_rows(report) if report.with_paper else [])
+
+
+def _where(m, r) -> dict:
+    """Where a result comes from: xfbench, its machine, host and run."""
+    run = next((run.name for run in m.runs if r in run.results), "")
+    return {"source": "xfbench", "machine": m.label, "host": m.host, "run": run}
+
+
+def _detail_row(d) -> dict:
+    r, info = d.result, d.result.info
+    return {
+        **{k: info.get(k) for k in RECORD_COLUMNS},
+        **_where(d.machine, r),
+        **_cell(r),
+        "seconds_per_batch": r.median,
+        "samples_per_s": d.samples_per_s,
+        "achieved_tflops": d.tflops,
+        "gemm_peak_tflops": d.gemm_peak_tflops,
+        "peak_share": d.peak_share,
+        "speedup_vs_1t": d.speedup,
+        "parallel_efficiency": d.efficiency,
+        "best_in_column": d.best_in_column,
+        "verified": None if d.verified is None else d.verified["verified"],
+        "max_rel_err": d.verified["max_rel_err"] if d.verified else None,
+        **d.money,
+    }
+
+
+def _paper_rows(report: Report) -> list[dict]:
+    """Shi et al.'s seconds per mini-batch of each block the paper has, a row a tool and
+    column."""
+    t, out = paper.table(), []
+    for block in (b for b in report.blocks if b.paper):
+        for tool, values in block.paper.values:
+            for column in (c for c in t.columns if c in values):
+                where, _, threads = column.partition("_t")
+                out.append(
+                    {
+                        "source": "paper",
+                        "machine": f"Shi et al. 2016 {where}",
+                        "task": "train",
+                        "network": block.paper.row,
+                        "batch_size": block.paper.batch,
+                        "framework": tool,
+                        "device": "cpu" if threads else "gpu",
+                        "device_name": "cpu" if threads else paper.column_label(column),
+                        "threads": int(threads) if threads else None,
+                        "status": "ok",
+                        "seconds_per_batch": values[column],
+                    }
+                )
     return out
 
 
