@@ -374,68 +374,8 @@ def add_document(run: Run, doc: dict, source: str) -> None:
         if not isinstance(extra, dict):
             run.problems.append(f"{source}: {name}: no extra_info (not written by xfbench)")
             continue
-        kind = _kind(extra, f"{source}: {name}")
-        if kind == "equivalence":
-            used += 1  # already taken by equivalence_records
-            continue
-        if kind == "gemm":
-            gemm = gemm_record(extra, source)
-            if gemm is None:
-                run.problems.append(f"{source}: {name}: GEMM entry without a positive tflops")
-            else:
-                run.gemm.append(gemm)
-                used += 1
-            continue
-        if kind in own:  # a suite's own part of the report (report/suites.py)
-            # its timed rounds (a generation's: whole generations) are its rounds in the scores
-            rounds = _rounds((entry.get("stats") or {}).get("data"))
-            run.records.setdefault(kind, []).append(
-                {**extra, "source": source, "timed_rounds_s": rounds}
-            )
-            used += 1
-            continue
-        if kind in scaling.KINDS:
-            # data-parallel and all-reduce results: their own tables, never Table 7 rows
-            try:
-                median, error = _median(entry), None
-            except ValueError as e:
-                median, error = None, str(e)
-            taken, problem = scaling.read_entry(
-                run=run, extra=extra, median=median, error=error, source=source
-            )
-            if problem:
-                run.problems.append(f"{source}: {name}: {problem}")
-            used += taken
-            continue
-        if kind not in ("train", "infer") or "network" not in extra or "framework" not in extra:
-            run.problems.append(f"{source}: {name}: not an xfbench cell (no network/framework)")
-            continue
-        status = str(extra.get("status", "ok"))
-        if status != "ok":
-            run.results.append(failure_result(extra, source))
-            used += 1
-            continue
-        try:
-            median = _median(entry)
-        except ValueError as e:
-            run.problems.append(f"{source}: {name}: {e}")
-            continue
-        result = _cell_result(extra, "ok", source)
-        result.median = median
-        result.info = extra
-        result.rounds = _rounds(entry.get("stats", {}).get("data"))
-        copies = extra.get("copy_rounds")
-        if isinstance(copies, list) and len(copies) > 1:
-            result.copy_rounds = [_rounds(c) or [median] for c in copies]
-            result.copies = len(result.copy_rounds)
-        quoted = extra.get("seconds_per_batch")
-        if isinstance(quoted, (int, float)) and not math.isclose(quoted, median, rel_tol=1e-9):
-            run.problems.append(
-                f"{source}: {name}: extra_info.seconds_per_batch {quoted!r} differs "
-                f"from stats.median {median!r}; the median is used"
-            )
-        run.results.append(result)
-        used += 1
+        entry = Entry(data=entry, extra=extra, where=f"{source}: {name}", source=source)
+        used += _add_entry(run, entry, own)
     top = doc.get("xfbench")
     failures = top.get("failures") if isinstance(top, dict) else None
     for record in failures or []:
@@ -445,6 +385,84 @@ def add_document(run: Run, doc: dict, source: str) -> None:
             used += 1
     if doc["benchmarks"] and not used:
         run.problems.append(f"{source}: no xfbench entries among {len(doc['benchmarks'])}")
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One pytest-benchmark entry: itself, its extra_info, where it was read."""
+
+    data: dict
+    extra: dict
+    where: str  # its file and name, for run.problems
+    source: str  # its file
+
+
+def _add_entry(run: Run, entry: Entry, own: dict[str, tuple[str, ...]]) -> int:
+    """Add one entry to the run by its kind (own: the suites' own kinds); how many
+    entries it used (0: not used, said in run.problems)."""
+    extra, source = entry.extra, entry.source
+    kind = _kind(extra, entry.where)
+    if kind == "equivalence":
+        return 1  # already taken by equivalence_records
+    if kind == "gemm":
+        gemm = gemm_record(extra, source)
+        if gemm is None:
+            run.problems.append(f"{entry.where}: GEMM entry without a positive tflops")
+            return 0
+        run.gemm.append(gemm)
+        return 1
+    if kind in own:  # a suite's own part of the report (report/suites.py)
+        # its timed rounds (a generation's: whole generations) are its rounds in the scores
+        rounds = _rounds((entry.data.get("stats") or {}).get("data"))
+        run.records.setdefault(kind, []).append(
+            {**extra, "source": source, "timed_rounds_s": rounds}
+        )
+        return 1
+    if kind in scaling.KINDS:
+        # data-parallel and all-reduce results: their own tables, never Table 7 rows
+        try:
+            median, error = _median(entry.data), None
+        except ValueError as e:
+            median, error = None, str(e)
+        taken, problem = scaling.read_entry(
+            run=run, extra=extra, median=median, error=error, source=source
+        )
+        if problem:
+            run.problems.append(f"{entry.where}: {problem}")
+        return taken
+    if kind not in ("train", "infer") or "network" not in extra or "framework" not in extra:
+        run.problems.append(f"{entry.where}: not an xfbench cell (no network/framework)")
+        return 0
+    return _add_cell(run, entry)
+
+
+def _add_cell(run: Run, entry: Entry) -> int:
+    """A train or infer cell: its Result (a failed one's, or the timed one's)."""
+    extra, source = entry.extra, entry.source
+    if str(extra.get("status", "ok")) != "ok":
+        run.results.append(failure_result(extra, source))
+        return 1
+    try:
+        median = _median(entry.data)
+    except ValueError as e:
+        run.problems.append(f"{entry.where}: {e}")
+        return 0
+    result = _cell_result(extra, "ok", source)
+    result.median = median
+    result.info = extra
+    result.rounds = _rounds(entry.data.get("stats", {}).get("data"))
+    copies = extra.get("copy_rounds")
+    if isinstance(copies, list) and len(copies) > 1:
+        result.copy_rounds = [_rounds(c) or [median] for c in copies]
+        result.copies = len(result.copy_rounds)
+    quoted = extra.get("seconds_per_batch")
+    if isinstance(quoted, (int, float)) and not math.isclose(quoted, median, rel_tol=1e-9):
+        run.problems.append(
+            f"{entry.where}: extra_info.seconds_per_batch {quoted!r} differs "
+            f"from stats.median {median!r}; the median is used"
+        )
+    run.results.append(result)
+    return 1
 
 
 def _add_failure(run: Run, record: dict, source: str, own: dict[str, tuple[str, ...]]) -> None:
