@@ -29,18 +29,7 @@ def render(
     ValueError (a base that names no machine); each message is one line. What was
     left out (a file that could not be read, a plot not drawn) is listed in the report
     and appended to problems when it is given."""
-    from xfbench.report import (
-        model,
-        plots,
-        procurement,
-        render_csv,
-        render_html,
-        render_md,
-        roofline,
-        scaling_plots,
-        score,
-        suites,
-    )
+    from xfbench.report import model, procurement, render_csv, render_html, render_md, score
     from xfbench.report.files import write_text
     from xfbench.report.load import load_many
 
@@ -51,24 +40,7 @@ def render(
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     generated = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
-    if {"md", "html"} & set(formats):
-        drawn = plots.render(rep, out / "plots")
-        drawn.update(scaling_plots.render(rep, out / "plots"))
-        for suite in suites.declared():  # each suite's own plots, shown by its sections
-            draw = suite.part("plots")
-            found = draw and plots._safely(
-                draw, rep, out / "plots", problems=rep.problems, what=suite.name
-            )
-            drawn[suite.name] = found or []
-        drawn.update(
-            plots._safely(
-                roofline.plots, rep, out / "plots", problems=rep.problems, what="roofline"
-            )
-            or {"roofline": []}
-        )
-    else:
-        drawn = {kind: [] for kind in ("threads", "accelerators", "gemm", "efficiency", "busbw")}
-        drawn["roofline"] = []
+    drawn = _plots(rep, out / "plots") if {"md", "html"} & set(formats) else {}
     written = []
     if "md" in formats:
         written.append(write_text(out / "report.md", render_md.render(rep, drawn, out, generated)))
@@ -80,6 +52,22 @@ def render(
     if problems is not None:
         problems += rep.problems
     return written + [p for kind in drawn.values() for _, p in kind]
+
+
+def _plots(rep, folder: Path) -> dict[str, list[tuple[str, Path]]]:
+    """Every plot the report shows, by kind: Table 7's, scaling's, each suite's own (its
+    name) and the roofline's; one that could not be drawn is said in rep.problems."""
+    from xfbench.report import plots, roofline, scaling_plots, suites
+
+    drawn = plots.render(rep, folder)
+    drawn.update(scaling_plots.render(rep, folder))
+    for suite in suites.declared():  # each suite's own plots, shown by its sections
+        draw = suite.part("plots")
+        found = draw and plots._safely(draw, rep, folder, problems=rep.problems, what=suite.name)
+        drawn[suite.name] = found or []
+    found = plots._safely(roofline.plots, rep, folder, problems=rep.problems, what="roofline")
+    drawn.update(found or {"roofline": []})
+    return drawn
 
 
 def render_folder(folder: str | Path, formats=FORMATS) -> list[Path]:
