@@ -131,6 +131,15 @@ def _levels(levels: list[float]) -> str:
     return f"{low:.0f} %" if round(low) == round(high) else f"{low:.0f} % to {high:.0f} %"
 
 
+SCORES_CAPTION = (
+    "Machine score: each workload (network, task, framework, precision class) at each "
+    "machine's best configuration (threads, device, mode, batch, copies), the geometric "
+    "mean of the reference's seconds per sample over this machine's, each network "
+    "weighing the same; above 1 is faster. Per-core score: the same cells at the same "
+    "thread count or device, one process. "
+)
+
+
 def answer_table(report: Report) -> Table | None:
     """The report's opening: each machine's machine score and per-core score against its
     reference, with intervals, what energy was measured and what the numbers below are;
@@ -151,65 +160,46 @@ def answer_table(report: Report) -> Table | None:
             ref = Text(s.reference)
             if s.machine.differ_in_kind:
                 notes.append(f"{m.tag or m.label}: the machine and its reference differ in kind")
-            subs.append(
-                Table(
-                    f"{m.tag + ': ' if several else ''}best configuration per workload "
-                    f"(against {s.reference})",
-                    ["workload", "best here", "best in the reference", "ratio"],
-                    [
-                        [Text(w.workload), Text(w.here), Text(w.there), Text(f"{w.ratio:.3g}")]
-                        for w in s.machine.winners
-                    ],
-                    text_cols=3,
-                    caption=(
-                        "Widest: "
-                        + "; ".join(
-                            f"{w.workload} ({w.variance_share:.0%} of the interval's variance)"
-                            for w in s.machine.widest
-                        )
-                        + f". {s.failed} of {s.total} cells failed"
-                        + (f": {', '.join(s.failed_names)}" if s.failed_names else "")
-                        + "."
-                    ),
-                )
-            )
+            subs.append(_winners_table(m, s, several))
         rows.append(
             ([Text(m.tag)] if several else [])
-            + [
-                Text(m.label),
-                machine,
-                per_core,
-                ref,
-                Text(energy_status(m)),
-                Text(numbers_status(m)),
-            ]
+            + [Text(m.label), machine, per_core, ref]
+            + [Text(energy_status(m)), Text(numbers_status(m))]
         )
     first = next((s for _, s in report.scores if s is not None), None)
     caption = (
-        "Machine score: each workload (network, task, framework, precision class) at each "
-        "machine's best configuration (threads, device, mode, batch, copies), the geometric "
-        "mean of the reference's seconds per sample over this machine's, each network "
-        "weighing the same; above 1 is faster. Per-core score: the same cells at the same "
-        "thread count or device, one process. "
+        SCORES_CAPTION
         + (score.interval_note(first.machine) + ". " if first else "")
         + " ".join(f"{n}." for n in notes)
     )
+    headers = ["machine", "machine score", "per-core score", "reference", "energy"]
     return Table(
         "Scores",
-        (["tag"] if several else [])
-        + [
-            "machine",
-            "machine score",
-            "per-core score",
-            "reference",
-            "energy",
-            "numbers below",
-        ],
+        (["tag"] if several else []) + headers + ["numbers below"],
         rows,
         caption=caption,
         anchor="scores",
         text_cols=7 if several else 6,
         sub=subs,
+    )
+
+
+def _winners_table(m, s, several: bool) -> Table:
+    """A machine's best configuration per workload against its reference's."""
+    widest = "; ".join(
+        f"{w.workload} ({w.variance_share:.0%} of the interval's variance)"
+        for w in s.machine.widest
+    )
+    failed = f": {', '.join(s.failed_names)}" if s.failed_names else ""
+    return Table(
+        f"{m.tag + ': ' if several else ''}best configuration per workload (against {s.reference})",
+        ["workload", "best here", "best in the reference", "ratio"],
+        [
+            [Text(w.workload), Text(w.here), Text(w.there), Text(f"{w.ratio:.3g}")]
+            for w in s.machine.winners
+        ],
+        text_cols=3,
+        caption=f"Widest: {widest}. {s.failed} of {s.total} cells failed{failed}.",
     )
 
 
