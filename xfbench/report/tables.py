@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from xfbench.harness.threads import legend, marks
 from xfbench.report import paper
 from xfbench.report.model import Block, Report, col_label, network_title, row_key, row_label
@@ -591,83 +593,83 @@ def _real_data_cells(info: dict) -> list[Text]:
     ]
 
 
+@dataclass(frozen=True)
+class _DetailColumns:
+    """Which of the details table's optional columns a block shows."""
+
+    several: bool  # machines: a column naming each
+    share: bool  # a GEMM peak measured: the cells' share of it
+    real: bool  # real-data rows beside the synthetic ones
+    tokens: bool  # the transformers: tokens/s beside samples/s
+
+    def headers(self) -> list[str]:
+        return (
+            (["machine"] if self.several else [])
+            + ["framework / mode", "device / threads", "s/batch", "samples/s"]
+            + (["tokens/s"] if self.tokens else [])
+            + ["TFLOP/s"]
+            + (["GEMM peak TFLOP/s", "% of peak"] if self.share else [])
+            + ["speedup vs 1t", "parallel eff.", "threads used", "compile s"]
+            + ["peak host MB (cell)", "peak device MB"]
+            + (
+                ["data wait (share of step)", "samples/s resident", "input-bound"]
+                if self.real
+                else []
+            )
+        )
+
+
 def details_table(report: Report, block: Block) -> Table | None:
     mine = [d for d in report.details if d.block == block.key]
     if not mine:
         return None
-    several = len(report.machines) > 1
-    share = any(d.gemm_peak_tflops for d in mine)
-    real = any(d.result.data == "real" for d in mine)  # beside the synthetic rows
-    tokens = any(d.result.tokens for d in mine)  # the transformers: tokens/s beside samples/s
-    headers = (
-        (["machine"] if several else [])
-        + ["framework / mode", "device / threads", "s/batch", "samples/s"]
-        + (["tokens/s"] if tokens else [])
-        + ["TFLOP/s"]
-        + (["GEMM peak TFLOP/s", "% of peak"] if share else [])
-        + [
-            "speedup vs 1t",
-            "parallel eff.",
-            "threads used",
-            "compile s",
-            "peak host MB (cell)",
-            "peak device MB",
-        ]
-        + (["data wait (share of step)", "samples/s resident", "input-bound"] if real else [])
+    show = _DetailColumns(
+        several=len(report.machines) > 1,
+        share=any(d.gemm_peak_tflops for d in mine),
+        real=any(d.result.data == "real" for d in mine),
+        tokens=any(d.result.tokens for d in mine),
     )
-    rows = []
     order = {c.key: i for i, c in enumerate(block.columns)}
-    for d in sorted(
-        mine, key=lambda d: (report.machines.index(d.machine), d.row, order.get(d.col, 0))
-    ):
-        info = d.result.info
-        rows.append(
-            ([_t(d.machine.short)] if several else [])
-            + [
-                _t(row_label(d.row)),
-                _t(col_label(d.col)),
-                Text(_num(d.result.median, ".4g") + marks(info), best=d.best_in_column),
-                _t(_num(d.samples_per_s, ".4g")),
-            ]
-            + (
-                [_t(_num(d.samples_per_s * (d.result.tokens or 0) or None, ".4g"))]
-                if tokens
-                else []
-            )
-            + [
-                _t(_num(d.tflops, ".3g")),
-            ]
-            + (
-                [
-                    _t(_num(d.gemm_peak_tflops, ".3g")),
-                    _t(_num(d.peak_share and d.peak_share * 100, ".2g")),
-                ]
-                if share
-                else []
-            )
-            + [
-                _t(_num(d.speedup, ".2f")),
-                _t(
-                    _num(d.efficiency and d.efficiency * 100, ".0f") + ("%" if d.efficiency else "")
-                ),
-                _t(_num(info.get("threads_used"), ".2f")),
-                _t(_num(info.get("compile_s"), ".3g")),
-                _t(
-                    _mb(info.get("peak_host_rss_bytes"))
-                    # a peak that could not be reset for the cell is the process's lifetime one
-                    + (" (process)" if info.get("peak_host_rss_scope") == "process" else "")
-                ),
-                _t(_mb(info.get("peak_device_bytes"))),
-            ]
-            + (_real_data_cells(info) if real else [])
-        )
+    mine.sort(key=lambda d: (report.machines.index(d.machine), d.row, order.get(d.col, 0)))
     return Table(
         block.title,
-        headers,
-        rows,
+        show.headers(),
+        [_detail_row(d, show) for d in mine],
         anchor=f"detail-{block.slug}",
-        text_cols=3 if several else 2,
+        text_cols=3 if show.several else 2,
         caption=_legend(d.result.info for d in mine),
+    )
+
+
+def _detail_row(d, show: _DetailColumns) -> list[Text]:
+    info = d.result.info
+    # a peak that could not be reset for the cell is the process's lifetime one
+    host = _mb(info.get("peak_host_rss_bytes")) + (
+        " (process)" if info.get("peak_host_rss_scope") == "process" else ""
+    )
+    efficiency = _num(d.efficiency and d.efficiency * 100, ".0f") + ("%" if d.efficiency else "")
+    return (
+        ([_t(d.machine.short)] if show.several else [])
+        + [_t(row_label(d.row)), _t(col_label(d.col))]
+        + [Text(_num(d.result.median, ".4g") + marks(info), best=d.best_in_column)]
+        + [_t(_num(d.samples_per_s, ".4g"))]
+        + (
+            [_t(_num(d.samples_per_s * (d.result.tokens or 0) or None, ".4g"))]
+            if show.tokens
+            else []
+        )
+        + [_t(_num(d.tflops, ".3g"))]
+        + (
+            [
+                _t(_num(d.gemm_peak_tflops, ".3g")),
+                _t(_num(d.peak_share and d.peak_share * 100, ".2g")),
+            ]
+            if show.share
+            else []
+        )
+        + [_t(_num(d.speedup, ".2f")), _t(efficiency), _t(_num(info.get("threads_used"), ".2f"))]
+        + [_t(_num(info.get("compile_s"), ".3g")), _t(host), _t(_mb(info.get("peak_device_bytes")))]
+        + (_real_data_cells(info) if show.real else [])
     )
 
 
