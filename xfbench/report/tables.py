@@ -684,69 +684,35 @@ def _measured_energy(d) -> tuple[str, str]:
     return "not measured", "not measured"
 
 
+PROCUREMENT_HEADERS = [
+    "network",
+    "machine",
+    "fastest cell",
+    "samples/s",
+    "price (date, source)",
+    "samples/s per $",
+    "$ per million samples",
+    "J per sample (measured)",
+    "samples per kJ (measured)",
+]
+TYPED_HEADERS = ["samples/s per W (typed power)", "kWh per million samples (typed power)"]
+PROCUREMENT_CAPTION = (
+    "Each network's fastest cell on each machine that has an entry in the prices file. $ "
+    "per million samples uses the hourly price. Energy is the cell's own, measured over its "
+    "timed rounds by the method named (harness/energy.py); 'not measured' where the machine "
+    "gave no counter (the record says why)."
+)
+
+
 def procurement_table(report: Report) -> Table | None:
     if not report.buys:
         return None
     typed = any("watts" in b.machine.prices for b in report.buys)
-    rows = []
-    for b in report.buys:
-        f = b.figures
-        p = b.machine.prices
-        jps, spk = _measured_energy(b.best)
-        price = ", ".join(
-            x
-            for x in (
-                f"${p['price_usd']:,.0f}" if "price_usd" in p else "",
-                f"${p['price_per_hour_usd']:g}/h" if "price_per_hour_usd" in p else "",
-            )
-            if x
-        )
-        if price:
-            price += f" ({p.get('price_date')}, {p.get('price_source')})"
-        rows.append(
-            [
-                _t(f"{network_title(b.block[1])} {b.block[0]}, batch {b.block[2]}"),
-                _t(b.machine.label),
-                _t(f"{row_label(b.best.row)} on {col_label(b.best.col)}"),
-                _t(_num(b.best.samples_per_s, ".4g")),
-                _t(price or "-"),
-                _t(_num(f["samples_per_s_per_usd"], ".3g")),
-                _t(_num(f["usd_per_million_samples"], ".3g")),
-                _t(jps),
-                _t(spk),
-            ]
-            + (
-                [
-                    _t(_num(f["samples_per_s_per_watt_typed"], ".3g")),
-                    _t(_num(f["kwh_per_million_samples_typed"], ".3g")),
-                ]
-                if typed
-                else []
-            )
-        )
     return Table(
         "Procurement",
-        [
-            "network",
-            "machine",
-            "fastest cell",
-            "samples/s",
-            "price (date, source)",
-            "samples/s per $",
-            "$ per million samples",
-            "J per sample (measured)",
-            "samples per kJ (measured)",
-        ]
-        + (
-            ["samples/s per W (typed power)", "kWh per million samples (typed power)"]
-            if typed
-            else []
-        ),
-        rows,
-        caption="Each network's fastest cell on each machine that has an entry in the prices "
-        "file. $ per million samples uses the hourly price. Energy is the cell's own, "
-        "measured over its timed rounds by the method named (harness/energy.py); "
-        "'not measured' where the machine gave no counter (the record says why)."
+        PROCUREMENT_HEADERS + (TYPED_HEADERS if typed else []),
+        [_buy_row(b, typed) for b in report.buys],
+        caption=PROCUREMENT_CAPTION
         + (
             " The typed-power columns divide by the watts typed into the prices file: "
             "they are not measurements."
@@ -756,6 +722,33 @@ def procurement_table(report: Report) -> Table | None:
         anchor="procurement",
         text_cols=5,
     )
+
+
+def _buy_row(b, typed: bool) -> list[Text]:
+    f, p = b.figures, b.machine.prices
+    jps, spk = _measured_energy(b.best)
+    prices = (
+        f"${p['price_usd']:,.0f}" if "price_usd" in p else "",
+        f"${p['price_per_hour_usd']:g}/h" if "price_per_hour_usd" in p else "",
+    )
+    price = ", ".join(x for x in prices if x)
+    if price:
+        price += f" ({p.get('price_date')}, {p.get('price_source')})"
+    typed_cells = [
+        _t(_num(f["samples_per_s_per_watt_typed"], ".3g")),
+        _t(_num(f["kwh_per_million_samples_typed"], ".3g")),
+    ]
+    return [
+        _t(f"{network_title(b.block[1])} {b.block[0]}, batch {b.block[2]}"),
+        _t(b.machine.label),
+        _t(f"{row_label(b.best.row)} on {col_label(b.best.col)}"),
+        _t(_num(b.best.samples_per_s, ".4g")),
+        _t(price or "-"),
+        _t(_num(f["samples_per_s_per_usd"], ".3g")),
+        _t(_num(f["usd_per_million_samples"], ".3g")),
+        _t(jps),
+        _t(spk),
+    ] + (typed_cells if typed else [])
 
 
 def procurement_summary(report: Report) -> Table | None:
