@@ -205,70 +205,68 @@ def _winners_table(m, s, several: bool) -> Table:
     )
 
 
+COPIES_HEADERS = [
+    "cell",
+    "copies",
+    "CPUs of each copy",
+    "each copy's median s",
+    "aggregate samples/s",
+    "one process on as many CPUs, samples/s",
+    "spread",
+    "overlap",
+]
+COPIES_CAPTION = (
+    "Each copy is its own process pinned to its own CPUs with its own threads; the copies "
+    "start their timed rounds together and keep stepping until the last has finished. "
+    "Aggregate: the sum of batch over each copy's median. Spread: slowest minus fastest "
+    "copy's median over their median. Overlap: the least share of a copy's timed rounds "
+    "during which every copy was running. The machine score takes the better of copies and "
+    "one process. "
+)
+
+
 def copies_table(report: Report) -> Table | None:
     """Cells run as several copies at once (--copies): which CPUs each copy had, each copy's
     median, their aggregate samples/s beside one process on all those CPUs, the spread
     between copies and how far their timed rounds overlapped."""
-    rows = []
     several = len(report.machines) > 1
-    for m in report.machines:
-        for r in sorted(m.copies, key=lambda r: (r.task, r.network, r.framework, r.threads)):
-            info = r.info
-            label = f"{r.network} {r.task}, {row_label(row_key(r))}, batch {r.batch_size}"
-            head = ([Text(m.tag)] if several else []) + [
-                Text(label),
-                Text(f"{r.copies} x {r.threads}t"),
-            ]
-            if not r.ok:
-                rows.append(head + [Text(f"{r.status}: {r.reason}")] + [Text("")] * 5)
-                continue
-            one = m.results.get(
-                (
-                    (r.task, r.network, r.batch_size, r.scale),
-                    row_key(r),
-                    ("cpu", r.copies * r.threads),
-                )
-            )
-            rows.append(
-                head
-                + [
-                    Text(" | ".join(",".join(map(str, c)) for c in info.get("copy_cpus") or [])),
-                    Text(", ".join(f"{x:.4g}" for x in info.get("copy_medians_s") or [])),
-                    Text(_num(info.get("aggregate_samples_per_s"), ".4g") + marks(info)),
-                    Text(f"{one.batch_size / one.median:.4g}" if one and one.ok else "-"),
-                    Text(_num(info.get("copies_spread"), ".1%")),
-                    Text(
-                        _num(info.get("copies_overlap"), ".0%")
-                        + ("" if info.get("copies_together", True) else " (not together)")
-                    ),
-                ]
-            )
+    rows = [
+        ([Text(m.tag)] if several else []) + _copies_row(m, r)
+        for m in report.machines
+        for r in sorted(m.copies, key=lambda r: (r.task, r.network, r.framework, r.threads))
+    ]
     if not rows:
         return None
     return Table(
         "Throughput past one process",
-        (["tag"] if several else [])
-        + [
-            "cell",
-            "copies",
-            "CPUs of each copy",
-            "each copy's median s",
-            "aggregate samples/s",
-            "one process on as many CPUs, samples/s",
-            "spread",
-            "overlap",
-        ],
+        (["tag"] if several else []) + COPIES_HEADERS,
         rows,
-        caption="Each copy is its own process pinned to its own CPUs with its own threads; "
-        "the copies start their timed rounds together and keep stepping until the last has "
-        "finished. Aggregate: the sum of batch over each copy's median. Spread: slowest "
-        "minus fastest copy's median over their median. Overlap: the least share of a "
-        "copy's timed rounds during which every copy was running. The machine score takes "
-        "the better of copies and one process. "
-        + _legend(r.info for m in report.machines for r in m.copies),
+        caption=COPIES_CAPTION + _legend(r.info for m in report.machines for r in m.copies),
         anchor="copies",
         text_cols=4 if several else 3,
     )
+
+
+def _copies_row(m, r) -> list[Text]:
+    info = r.info
+    label = f"{r.network} {r.task}, {row_label(row_key(r))}, batch {r.batch_size}"
+    head = [Text(label), Text(f"{r.copies} x {r.threads}t")]
+    if not r.ok:
+        return head + [Text(f"{r.status}: {r.reason}")] + [Text("")] * 5
+    one = m.results.get(
+        ((r.task, r.network, r.batch_size, r.scale), row_key(r), ("cpu", r.copies * r.threads))
+    )
+    overlap = _num(info.get("copies_overlap"), ".0%") + (
+        "" if info.get("copies_together", True) else " (not together)"
+    )
+    return head + [
+        Text(" | ".join(",".join(map(str, c)) for c in info.get("copy_cpus") or [])),
+        Text(", ".join(f"{x:.4g}" for x in info.get("copy_medians_s") or [])),
+        Text(_num(info.get("aggregate_samples_per_s"), ".4g") + marks(info)),
+        Text(f"{one.batch_size / one.median:.4g}" if one and one.ok else "-"),
+        Text(_num(info.get("copies_spread"), ".1%")),
+        Text(overlap),
+    ]
 
 
 def verdict(a, b, floor: float = 0.0) -> str:
