@@ -303,44 +303,8 @@ def compact_table7(report: Report) -> Table | None:
 
     order = {n: i for i, n in enumerate(NETWORKS)}
     blocks = sorted(report.blocks, key=lambda b: (b.key[0] != "train", order.get(b.key[1], 99)))
-    # columns: (row key, column key, machine), in the order the blocks list them
-    columns: list = []
-    for block in blocks:
-        for row in block.rows:
-            for col in block.columns:
-                key = (row.key, col.key, col.machine)
-                if key not in columns:
-                    columns.append(key)
-    from xfbench.frameworks import FRAMEWORKS
-
-    fw = {name: i for i, name in enumerate(FRAMEWORKS)}
-    columns.sort(
-        key=lambda k: (k[2], k[1][0] != "cpu", str(k[1][1]).zfill(4), fw.get(k[0][0], 99), k[0])
-    )
+    columns = _compact_columns(blocks)
     several = len(report.machines) > 1
-    rows = []
-    for block in blocks:
-        cells = {}
-        for row in block.rows:
-            for ci, col in enumerate(block.columns):
-                cells[(row.key, col.key, col.machine)] = row.cells[ci]
-        best: dict = {}
-        for (_, ck, mi), cell in cells.items():
-            if cell.value is not None:
-                best[(ck, mi)] = min(best.get((ck, mi), cell.value), cell.value)
-        out = [_t(block.title)]
-        for key in columns:
-            cell = cells.get(key)
-            if cell is None:
-                out.append(_t(""))
-                continue
-            text = cell.text
-            runners = sum(1 for (_, ck, mi), c in cells.items() if (ck, mi) == key[1:] and c.value)
-            if cell.value is not None and runners > 1:
-                ratio = cell.value / best[key[1:]]
-                text += "" if ratio == 1 else f" ({ratio:.2g}x)"
-            out.append(Text(text, best=cell.value is not None and cell.value == best.get(key[1:])))
-        rows.append(out)
     headers = ["network"] + [
         (f"{report.machines[mi].tag}: " if several else "") + f"{row_label(rk)}, {col_label(ck)}"
         for rk, ck, mi in columns
@@ -349,12 +313,56 @@ def compact_table7(report: Report) -> Table | None:
     return Table(
         "Table 7, seconds per mini-batch (one table)",
         headers,
-        rows,
+        [_compact_row(block, columns) for block in blocks],
         anchor="table7",
         text_cols=1,
         caption="Median ± half its confidence interval over this run's rounds; (Nx): how many times the fastest of "
         "that column it takes; the fastest is bold. " + _legend(infos),
     )
+
+
+def _compact_columns(blocks) -> list[tuple]:
+    """The one table's columns, (row key, column key, machine): each machine's, its CPU
+    thread counts before its devices, frameworks in their declared order."""
+    from xfbench.frameworks import FRAMEWORKS
+
+    columns: list = []
+    for block in blocks:
+        for row in block.rows:
+            for col in block.columns:
+                key = (row.key, col.key, col.machine)
+                if key not in columns:
+                    columns.append(key)
+    fw = {name: i for i, name in enumerate(FRAMEWORKS)}
+    return sorted(
+        columns,
+        key=lambda k: (k[2], k[1][0] != "cpu", str(k[1][1]).zfill(4), fw.get(k[0][0], 99), k[0]),
+    )
+
+
+def _compact_row(block, columns: list[tuple]) -> list[Text]:
+    """A network's row: each column's cell, with its times the column's fastest."""
+    cells = {}
+    for row in block.rows:
+        for ci, col in enumerate(block.columns):
+            cells[(row.key, col.key, col.machine)] = row.cells[ci]
+    best: dict = {}
+    for (_, ck, mi), cell in cells.items():
+        if cell.value is not None:
+            best[(ck, mi)] = min(best.get((ck, mi), cell.value), cell.value)
+    out = [_t(block.title)]
+    for key in columns:
+        cell = cells.get(key)
+        if cell is None:
+            out.append(_t(""))
+            continue
+        text = cell.text
+        runners = sum(1 for (_, ck, mi), c in cells.items() if (ck, mi) == key[1:] and c.value)
+        if cell.value is not None and runners > 1:
+            ratio = cell.value / best[key[1:]]
+            text += "" if ratio == 1 else f" ({ratio:.2g}x)"
+        out.append(Text(text, best=cell.value is not None and cell.value == best.get(key[1:])))
+    return out
 
 
 def fastest_table(report: Report) -> Table | None:
