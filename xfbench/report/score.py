@@ -587,9 +587,7 @@ def _grouped(paths: list[str]) -> list[list]:
     return list(groups.values())
 
 
-def main(argv: list[str] | None = None) -> int:
-    from xfbench.report.load import LoadError
-
+def _parser():
     p = options.ArgumentParser(
         prog="xfbench score",
         description="RESULTS against a reference result set: the machine score (each "
@@ -615,7 +613,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument(
         "--winners", action="store_true", help="list every workload's best configurations"
     )
-    args = options.parse_command_line(p, argv)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    from xfbench.report.load import LoadError
+
+    args = options.parse_command_line(_parser(), argv)
     if isinstance(args, int):
         return args
     try:
@@ -646,25 +650,27 @@ def main(argv: list[str] | None = None) -> int:
             said = no_reference_text(run)
         print(f"xfbench score: {' '.join(args.results)}: {said}", file=sys.stderr)
         return 1
-    price = None
-    if args.prices:
-        from xfbench.report.model import build
-        from xfbench.report.procurement import PricesError, load_prices
-
-        try:
-            [machine] = build([run], prices=load_prices(args.prices)).machines
-        except PricesError as e:
-            print(f"xfbench score: {e}", file=sys.stderr)
-            return 1
-        if not machine.prices:
-            print(f"xfbench score: {args.prices} has no entry for {machine.label}", file=sys.stderr)
-            return 1
-        price = machine.prices
+    price = _price(args.prices, run) if args.prices else None
+    if isinstance(price, str):
+        print(f"xfbench score: {price}", file=sys.stderr)
+        return 1
     print(describe(best, price))
     if args.winners:
         print()
         print(winners_table(best.machine))
     return 0
+
+
+def _price(path: str, run) -> dict | str:
+    """The run's machine's entry in the prices file, or why there is none (one line)."""
+    from xfbench.report.model import build
+    from xfbench.report.procurement import PricesError, load_prices
+
+    try:
+        [machine] = build([run], prices=load_prices(path)).machines
+    except PricesError as e:
+        return str(e)
+    return machine.prices or f"{path} has no entry for {machine.label}"
 
 
 def _score_group(group: list, candidates) -> list[Scores | None]:
