@@ -20,6 +20,7 @@ import datetime
 import socket
 import sys
 import tarfile
+from dataclasses import dataclass
 from pathlib import Path
 
 from xfbench import options
@@ -67,45 +68,63 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
+@dataclass(frozen=True)
+class Plan:
+    """What the command line asks for, checked: the steps, where they go, the budget."""
+
+    device: str
+    out: Path
+    todo: list
+    budget: float
+    pack: Path | None
+
+
+def _plan(args) -> Plan:
+    """The checked command line (UsageError: one line), every output checked before the
+    first step rather than after the last."""
+    device = normalize_device(args.device)
+    if args.preset not in SIZES:
+        raise UsageError(f"unknown --preset {args.preset!r}; valid: {', '.join(SIZES)}")
+    out = Path(args.out or f"results/acceptance-{datetime.date.today()}-{socket.gethostname()}")
+    everything = steps(device, args.preset, out.resolve())
+    parts = option_list("part", args.part) or ["first"]
+    unknown = [p for p in parts if p not in PARTS]
+    if unknown:
+        raise UsageError(f"unknown --part {unknown[0]!r}; valid: {', '.join(PARTS)}")
+    names = option_list("steps", args.steps)
+    default_budget = FIRST_BUDGET_S if parts == ["first"] and not names else DEFAULT_BUDGET_S
+    budget = options.number("--budget", args.budget or default_budget, what="a number of seconds")
+    known = [s.name for s in everything]
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        raise UsageError(f"unknown step {unknown[0]!r}; valid: {', '.join(known)}")
+    pack = Path(args.pack).resolve() if args.pack else None
+    if pack and pack.is_relative_to(out.resolve()):
+        raise UsageError(f"--pack {args.pack} is inside --out {out}: it would pack itself")
+    if not args.list:
+        options.output_path("--out", str(out), folder=True)
+        options.output_path("--pack", args.pack, folder=True)
+        options.output_path("--archive", args.archive)
+        if device not in present_devices():
+            raise UsageError(
+                f"device {device} is not present; this machine has: {', '.join(present_devices())}"
+            )
+    todo = chosen(everything, parts, names)
+    return Plan(device=device, out=out, todo=todo, budget=budget, pack=pack)
+
+
 def main(argv: list[str] | None = None) -> int:
     try:
         try:
             args = parser().parse_args(argv)
         except SystemExit as e:  # --help
             return 2 if e.code else 0
-        device = normalize_device(args.device)
-        if args.preset not in SIZES:
-            raise UsageError(f"unknown --preset {args.preset!r}; valid: {', '.join(SIZES)}")
-        out = Path(args.out or f"results/acceptance-{datetime.date.today()}-{socket.gethostname()}")
-        everything = steps(device, args.preset, out.resolve())
-        parts = option_list("part", args.part) or ["first"]
-        unknown = [p for p in parts if p not in PARTS]
-        if unknown:
-            raise UsageError(f"unknown --part {unknown[0]!r}; valid: {', '.join(PARTS)}")
-        names = option_list("steps", args.steps)
-        default_budget = FIRST_BUDGET_S if parts == ["first"] and not names else DEFAULT_BUDGET_S
-        args.budget = options.number(
-            "--budget", args.budget or default_budget, what="a number of seconds"
-        )
-        known = [s.name for s in everything]
-        unknown = [n for n in names if n not in known]
-        if unknown:
-            raise UsageError(f"unknown step {unknown[0]!r}; valid: {', '.join(known)}")
-        pack = Path(args.pack).resolve() if args.pack else None
-        if pack and pack.is_relative_to(out.resolve()):
-            raise UsageError(f"--pack {args.pack} is inside --out {out}: it would pack itself")
-        if not args.list:  # every output checked before the first step, not after the last
-            options.output_path("--out", str(out), folder=True)
-            options.output_path("--pack", args.pack, folder=True)
-            options.output_path("--archive", args.archive)
-        if not args.list and device not in present_devices():
-            raise UsageError(
-                f"device {device} is not present; this machine has: {', '.join(present_devices())}"
-            )
+        plan = _plan(args)
     except UsageError as e:
         print(f"xfbench acceptance: {e}", file=sys.stderr)
         return 2
-    todo = chosen(everything, parts, names)
+    device, out, todo, pack = plan.device, plan.out, plan.todo, plan.pack
+    args.budget = plan.budget
     if args.list:
         for s in todo:
             print(f"{s.name} [{s.part}, time-out {s.cap_s} s]: {s.what}\n  {' '.join(s.argv)}")

@@ -354,7 +354,7 @@ def plots(report: Report, folder: Path) -> dict[str, list[tuple[str, Path]]]:
             used = {dtype_name(p["result"].precision) for p in here}
             types = [t for t in PEAK_TYPES if t in used]  # fp32 first: the solid line
             colors = _RoofColors(types)
-            lines = _roof_lines(ax, [measured[k] for k in group], here, types, colors)
+            lines = _roof_lines(ax, [measured[k] for k in group], here, colors)
             frameworks = _place_cells(ax, group, here, colors)
             what = "CPU" if measured[group[0]]["device"] == "cpu" else measured[group[0]]["where"]
             ax.set_title(f"Roofline: {m.short}, {what}")
@@ -377,11 +377,12 @@ class _RoofColors:
         return COLORS[(i * len(self.types) + self.types.index(t)) % len(COLORS)]
 
 
-def _roof_lines(ax, group: list[dict], here: list[dict], types: list[str], color) -> int:
+def _roof_lines(ax, group: list[dict], here: list[dict], color: _RoofColors) -> int:
     """Each roof's lines (measured solid for fp32, dash-dotted for the others; a GPU's
     datasheet dotted) over the cells' intensities and the ridges; how many were drawn."""
     import numpy as np
 
+    types = color.types
     ridges = [
         r["peaks_tflops"][t] * 1e3 / r["bandwidth_gbps"]
         for r in group
