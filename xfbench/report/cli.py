@@ -56,7 +56,6 @@ def parser() -> options.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from xfbench.harness.selection import comma_list
     from xfbench.report import render
     from xfbench.report.load import LoadError
     from xfbench.report.procurement import PricesError
@@ -64,25 +63,11 @@ def main(argv: list[str] | None = None) -> int:
     args = options.parse_command_line(parser(), argv)
     if isinstance(args, int):
         return args
-    formats = comma_list(args.format)
-    unknown = [f for f in formats if f not in FORMATS]
-    if unknown or not formats:
-        print(
-            f"xfbench report: unknown format {', '.join(unknown) or '(none)'}; "
-            f"known: {', '.join(FORMATS)}",
-            file=sys.stderr,
-        )
+    try:
+        formats, out = _formats(args.format), _out(args)
+    except UsageError as e:
+        print(f"xfbench report: {e}", file=sys.stderr)
         return 2
-    if args.out:
-        try:
-            out = options.output_path("--out", args.out, folder=True)
-        except UsageError as e:
-            print(f"xfbench report: {e}", file=sys.stderr)
-            return 2
-    elif len(args.results) == 1 and Path(args.results[0]).is_dir():
-        out = Path(args.results[0])
-    else:
-        out = Path("xfbench-report")
     problems: list[str] = []
     try:
         written = render(
@@ -112,6 +97,27 @@ def main(argv: list[str] | None = None) -> int:
     for problem in problems:
         print(f"xfbench report: left out: {problem}", file=sys.stderr)
     return 1 if problems else 0
+
+
+def _formats(given: str) -> list[str]:
+    from xfbench.harness.selection import comma_list
+
+    formats = comma_list(given)
+    unknown = [f for f in formats if f not in FORMATS]
+    if unknown or not formats:
+        raise UsageError(
+            f"unknown format {', '.join(unknown) or '(none)'}; known: {', '.join(FORMATS)}"
+        )
+    return formats
+
+
+def _out(args) -> Path:
+    """--out, checked; else a runner folder given alone; else xfbench-report."""
+    if args.out:
+        return options.output_path("--out", args.out, folder=True)
+    if len(args.results) == 1 and Path(args.results[0]).is_dir():
+        return Path(args.results[0])
+    return Path("xfbench-report")
 
 
 if __name__ == "__main__":
