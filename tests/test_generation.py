@@ -587,3 +587,36 @@ def test_a_gpus_decode_step_profile_counts_and_times_its_kernels():
         torch.ones(64, 64) @ torch.ones(64, 64)
     assert all(e.time_range.elapsed_us() >= 0 for e in prof.events())  # the field it reads
     assert kernel_profile(prof.events())["kernels_per_decode_step"] == 0  # no CUDA here
+
+
+def test_the_decode_roofline_holds_each_precision_to_its_own_bytes(tmp_path):
+    """A bf16 cell read against fp32's bytes would claim twice its share of the bound: each
+    precision has its own decode roofline, at its bytes a value and its peak."""
+    import copy
+    import json
+    import shutil
+
+    from xfbench.generation.report import roofline_tables
+    from xfbench.report.load import load
+    from xfbench.report.model import build
+
+    h100 = ROOT / "xfbench" / "report" / "references" / "2026-11-27-h100-sxm" / "first-part-2"
+    folder = tmp_path / "run"
+    shutil.copytree(h100, folder)
+    doc = json.loads((folder / "merged.json").read_text())
+    [fp32] = [b for b in doc["benchmarks"] if b["extra_info"].get("kind") == "generation"]
+    bf16 = copy.deepcopy(fp32)
+    bf16["name"] = fp32["name"].replace("fp32", "bf16")
+    bf16["extra_info"]["precision"] = "bf16"
+    doc["benchmarks"].append(bf16)
+    (folder / "merged.json").write_text(json.dumps(doc))
+    tables = {t.title.split(", cuda:0")[0]: t for t in roofline_tables(build([load(folder)]))}
+    full, half = (
+        tables["Decode roofline, GPT-2, 128/128 tokens"],
+        tables["Decode roofline, GPT-2, 128/128 tokens, bf16"],
+    )
+    megabytes = [float(t.rows[0][2].text) for t in (full, half)]
+    assert megabytes[1] == pytest.approx(megabytes[0] / 2, rel=1e-3)
+    shares = [float(t.rows[0][8].text.rstrip("%")) for t in (full, half)]
+    assert shares[1] == pytest.approx(shares[0] / 2, abs=1)  # the same speed, half the bytes
+    assert "(bf16)" in half.caption and "779.6 TFLOP/s" in half.caption  # bf16's peak there

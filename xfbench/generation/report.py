@@ -109,62 +109,69 @@ ROOFLINE_HEADERS = [
 
 
 def roofline_tables(report: Report) -> list[Table]:
-    """Per machine and ISL/OSL: each batch measured, its decode step's bytes and FLOPs
-    (roofline/decode.py) against the roofs where it ran, the bound, the fastest cell and
-    its share; the caption gives the batch where decode stops being bandwidth-bound."""
-    from xfbench.models import get_spec
-    from xfbench.roofline.decode import ridge_batch, step
-
+    """Per machine, ISL/OSL and precision: each batch measured, its decode step's bytes and
+    FLOPs (roofline/decode.py) at the precision's bytes a value against the roofs where it
+    ran (that precision's peak), the bound, the fastest cell and its share; the caption
+    gives the batch where decode stops being bandwidth-bound."""
     out = []
     for m in report.machines:
         groups: dict[tuple, list[dict]] = {}
         for r in measured(m.of(KIND)):
-            found = _roofs(m, r)
-            if found:
+            if _roofs(m, r):
                 where = r["device"] if r["device"] != "cpu" else f"cpu t{r['threads']}"
-                key = (r.get("prompt_tokens"), r.get("new_tokens"), r.get("scale"), where)
-                groups.setdefault(key, []).append(r)
-        for (isl, osl, scale, where), found in sorted(groups.items(), key=str):
-            spec = get_spec("gpt2", scale or "full")
-            roof = _roofs(m, found[0])
-            bandwidth, peak = roof["bandwidth_gbps"], roof["peaks_tflops"].get("fp32")
-            rows, ridges = [], ridge_batch(spec, isl + osl, (bandwidth, peak)) if peak else None
-            for b in sorted({r["batch_size"] for r in found}):
-                s = step(spec, b, isl + osl)
-                seconds, limit = s.seconds(bandwidth, peak)
-                best = max(
-                    (r for r in found if r["batch_size"] == b),
-                    key=lambda r: r.get("per_sequence_tokens_per_s") or 0,
-                )
-                rate = best.get("per_sequence_tokens_per_s") or 0
-                rows.append(
-                    [Text(where), Text(str(b)), Text(f"{s.bytes / 1e6:.4g}")]
-                    + [Text(f"{s.flops / 1e9:.4g}"), Text(limit), Text(f"{1 / seconds:.4g}")]
-                    + [Text(f"{best['framework']} {best['mode']}"), Text(f"{rate:.4g}")]
-                    + [Text(f"{rate * seconds:.0%}")]
-                )
-            said = (
-                f"compute-bound from batch {ridges:.3g}"
-                if ridges
-                else "no batch compute-bound (the cache read outlasts the FLOPs)"
-                if peak
-                else "no fp32 peak measured"
-            )
-            out.append(
-                Table(
-                    title=f"Decode roofline, GPT-2, {isl}/{osl} tokens, {where}"
-                    + (f" on {m.label}" if len(report.machines) > 1 else ""),
-                    headers=ROOFLINE_HEADERS,
-                    rows=rows,
-                    anchor=f"decode-roofline-{isl}-{osl}-{where.replace(' ', '')}-{m.tag or 'A'}",
-                    caption=f"One decode step reads every weight and the whole cache of "
-                    f"{isl + osl} positions per sequence (fp32): {bandwidth:.4g} GB/s"
-                    + (f" and {peak:.4g} TFLOP/s" if peak else "")
-                    + f" measured there; {said}.",
-                    text_cols=9,
-                )
-            )
+                lengths = (r.get("prompt_tokens"), r.get("new_tokens"), r.get("scale"))
+                groups.setdefault((*lengths, r.get("precision", "fp32"), where), []).append(r)
+        for key, found in sorted(groups.items(), key=str):
+            out.append(_roofline_table(report, m, key, found))
     return out
+
+
+def _roofline_table(report: Report, m: Machine, key: tuple, found: list[dict]) -> Table:
+    from xfbench.adapters.base import VALUE_BYTES
+    from xfbench.models import get_spec
+    from xfbench.roofline.decode import ridge_batch, step
+
+    isl, osl, scale, precision, where = key
+    spec, value_bytes = get_spec("gpt2", scale or "full"), VALUE_BYTES.get(precision, 4)
+    roof = _roofs(m, found[0])
+    bandwidth, peak = roof["bandwidth_gbps"], roof["peaks_tflops"].get(precision)
+    rows = []
+    for b in sorted({r["batch_size"] for r in found}):
+        s = step(spec, b, isl + osl, value_bytes)
+        seconds, limit = s.seconds(bandwidth, peak)
+        best = max(
+            (r for r in found if r["batch_size"] == b),
+            key=lambda r: r.get("per_sequence_tokens_per_s") or 0,
+        )
+        rate = best.get("per_sequence_tokens_per_s") or 0
+        rows.append(
+            [Text(where), Text(str(b)), Text(f"{s.bytes / 1e6:.4g}")]
+            + [Text(f"{s.flops / 1e9:.4g}"), Text(limit), Text(f"{1 / seconds:.4g}")]
+            + [Text(f"{best['framework']} {best['mode']}"), Text(f"{rate:.4g}")]
+            + [Text(f"{rate * seconds:.0%}")]
+        )
+    ridges = ridge_batch(spec, isl + osl, (bandwidth, peak), value_bytes) if peak else None
+    said = (
+        f"compute-bound from batch {ridges:.3g}"
+        if ridges
+        else "no batch compute-bound (the cache read outlasts the FLOPs)"
+        if peak
+        else f"no {precision} peak measured"
+    )
+    named = "" if precision == "fp32" else f", {precision}"
+    return Table(
+        title=f"Decode roofline, GPT-2, {isl}/{osl} tokens{named}, {where}"
+        + (f" on {m.label}" if len(report.machines) > 1 else ""),
+        headers=ROOFLINE_HEADERS,
+        rows=rows,
+        anchor=f"decode-roofline-{isl}-{osl}{named.replace(', ', '-')}-"
+        f"{where.replace(' ', '')}-{m.tag or 'A'}",
+        caption=f"One decode step reads every weight and the whole cache of "
+        f"{isl + osl} positions per sequence ({precision}): {bandwidth:.4g} GB/s"
+        + (f" and {peak:.4g} TFLOP/s" if peak else "")
+        + f" measured there; {said}.",
+        text_cols=9,
+    )
 
 
 def failure_lines(report: Report, kind: str = KIND) -> list[str]:
