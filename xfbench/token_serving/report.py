@@ -70,56 +70,38 @@ CAPTION = (
 )
 
 
+COST_HEADERS = [
+    "prompt/new",
+    "machine",
+    "fastest",
+    "tokens/s",
+    "tokens/s per $",
+    "$ per million tokens",
+    "tokens/s per W (typed power)",
+    "J per token (measured)",
+]
+
+
 def procurement_table(report: Report) -> Table | None:
     """Where a prices file prices a machine: its fastest generation cell per ISL/OSL and
     its best token-serving throughput, per dollar and per watt."""
     rows = []
-    for m in report.machines:
-        if not m.prices:
-            continue
-        candidates = [
-            (r, "output_tokens_per_s", f"batch {r.get('batch_size')}")
-            for r in measured(m.of(generation.KIND))
-        ] + [
-            (r, "tokens_per_s", f"{r.get('scenario')} under LoadGen")
-            for r in measured(m.of(KIND))
-            if r.get("scenario") == "Offline" or r.get("server_qps")
-        ]
-        best: dict[tuple, tuple] = {}
-        for r, key, how in candidates:
-            rate = r.get(key)
-            lengths = (r.get("prompt_tokens"), r.get("new_tokens"))
-            if isinstance(rate, (int, float)) and rate > best.get(lengths, (0,))[0]:
-                best[lengths] = (rate, r, how)
-        for (isl, osl), (rate, r, how) in sorted(best.items(), key=str):
+    for m in (m for m in report.machines if m.prices):
+        for (isl, osl), (rate, r, how) in sorted(_fastest(m).items(), key=str):
             f = procurement.figures(rate, m.prices)
-            joules = r.get("joules_per_token")
             rows.append(
-                [
-                    Text(f"{isl}/{osl}"),
-                    Text(m.label),
-                    Text(f"{r['framework']} {r['mode']} {r['device']}, {how}"),
-                    Text(f"{rate:.4g}"),
-                    Text(_num(f["samples_per_s_per_usd"], ".3g")),
-                    Text(_num(f["usd_per_million_samples"], ".3g")),
-                    Text(_num(f["samples_per_s_per_watt_typed"], ".3g")),
-                    Text(_num(joules, ".3g")),
-                ]
+                [Text(f"{isl}/{osl}"), Text(m.label)]
+                + [Text(f"{r['framework']} {r['mode']} {r['device']}, {how}"), Text(f"{rate:.4g}")]
+                + [Text(_num(f["samples_per_s_per_usd"], ".3g"))]
+                + [Text(_num(f["usd_per_million_samples"], ".3g"))]
+                + [Text(_num(f["samples_per_s_per_watt_typed"], ".3g"))]
+                + [Text(_num(r.get("joules_per_token"), ".3g"))]
             )
     if not rows:
         return None
     return Table(
         title="What generated tokens cost",
-        headers=[
-            "prompt/new",
-            "machine",
-            "fastest",
-            "tokens/s",
-            "tokens/s per $",
-            "$ per million tokens",
-            "tokens/s per W (typed power)",
-            "J per token (measured)",
-        ],
+        headers=COST_HEADERS,
         rows=rows,
         anchor="generation-procurement",
         caption="The prices file's figures (report/procurement.py) applied to output tokens: "
@@ -127,6 +109,26 @@ def procurement_table(report: Report) -> Table | None:
         "million tokens uses the hourly price; typed power is the file's, never measured.",
         text_cols=8,
     )
+
+
+def _fastest(m) -> dict[tuple, tuple]:
+    """A machine's fastest output tokens/s per (prompt, new) lengths: (rate, record, how),
+    over its generation cells and its LoadGen runs that met their bounds or ran Offline."""
+    candidates = [
+        (r, "output_tokens_per_s", f"batch {r.get('batch_size')}")
+        for r in measured(m.of(generation.KIND))
+    ] + [
+        (r, "tokens_per_s", f"{r.get('scenario')} under LoadGen")
+        for r in measured(m.of(KIND))
+        if r.get("scenario") == "Offline" or r.get("server_qps")
+    ]
+    best: dict[tuple, tuple] = {}
+    for r, key, how in candidates:
+        rate = r.get(key)
+        lengths = (r.get("prompt_tokens"), r.get("new_tokens"))
+        if isinstance(rate, (int, float)) and rate > best.get(lengths, (0,))[0]:
+            best[lengths] = (rate, r, how)
+    return best
 
 
 COLUMNS = CELL_COLUMNS + [
