@@ -239,6 +239,39 @@ def _scored_records(run) -> list[tuple[str, dict]]:
     ]
 
 
+def _winner(workload: str, a: Candidate, b: Candidate) -> Winner:
+    """A workload's best configuration here (a) and in the reference (b)."""
+    return Winner(
+        workload=workload,
+        network=a.result.network,
+        here=configuration(a.result),
+        there=configuration(b.result),
+        ratio=b.value / a.value,
+        accelerator_here=a.result.accelerator,
+        accelerator_there=b.result.accelerator,
+    )
+
+
+def _bootstrap_interval(weights, logs, draws, winners: list[Winner]) -> tuple[float, ...]:
+    """The score and its interval from the workloads' log ratios (logs: (workloads,)) and
+    their resamples (draws: (workloads, B)); each winner's share of the variance set."""
+    log_value = float(weights @ logs)
+    value = math.exp(log_value)
+    # The basic (reflected) bootstrap interval, in logs: each resample re-picks the best
+    # configuration, and a minimum of noisy medians sits below the one observed as the
+    # observed sits below the truth; reflecting about the estimate undoes that shift.
+    tail = (1 - LEVEL) / 2 * 100
+    q_low, q_high = np.percentile(weights @ draws, [tail, 100 - tail])
+    low, high = math.exp(2 * log_value - q_high), math.exp(2 * log_value - q_low)
+    # what widens it: each workload's share of the log score's variance (its own
+    # variance, weighted; the workloads' rounds are drawn independently)
+    parts = weights**2 * draws.var(axis=1)
+    total = parts.sum()
+    for w, p in zip(winners, parts, strict=True):
+        w.variance_share = float(p / total) if total > 0 else 0.0
+    return value, low, high
+
+
 def _best(run, key_fn: Callable) -> dict[tuple, list[Candidate]]:
     """Each key's candidates; the same cell measured in several runs of a pooled reference
     is one candidate of all their rounds (the best of three runs would flatter it)."""
@@ -273,38 +306,13 @@ def compare(results, reference, kind: str) -> Score:
         best_a = np.min([c.resampled(rng, BOOTSTRAP) for c in mine[k]], axis=0)
         best_b = np.min([c.resampled(rng, BOOTSTRAP) for c in ref[k]], axis=0)
         draws.append(np.log(best_b / best_a))
-        network = a.result.network
-        by_network.setdefault(network, []).append(i)
-        winners.append(
-            Winner(
-                workload=workload_name(k, kind),
-                network=network,
-                here=configuration(a.result),
-                there=configuration(b.result),
-                ratio=b.value / a.value,
-                accelerator_here=a.result.accelerator,
-                accelerator_there=b.result.accelerator,
-            )
-        )
-    logs_a, draws_a = np.asarray(logs), np.asarray(draws)  # (workloads,), (workloads, B)
+        by_network.setdefault(a.result.network, []).append(i)
+        winners.append(_winner(workload_name(k, kind), a, b))
     # weights: each network 1/networks, shared equally among its workloads
     weights = np.zeros(len(shared))
     for idx in by_network.values():
         weights[idx] = 1.0 / len(by_network) / len(idx)
-    log_value = float(weights @ logs_a)
-    value = math.exp(log_value)
-    # The basic (reflected) bootstrap interval, in logs: each resample re-picks the best
-    # configuration, and a minimum of noisy medians sits below the one observed as the
-    # observed sits below the truth; reflecting about the estimate undoes that shift.
-    tail = (1 - LEVEL) / 2 * 100
-    q_low, q_high = np.percentile(weights @ draws_a, [tail, 100 - tail])
-    low, high = math.exp(2 * log_value - q_high), math.exp(2 * log_value - q_low)
-    # what widens it: each workload's share of the log score's variance (its own
-    # variance, weighted; the workloads' rounds are drawn independently)
-    parts = weights**2 * draws_a.var(axis=1)
-    total = parts.sum()
-    for w, p in zip(winners, parts, strict=True):
-        w.variance_share = float(p / total) if total > 0 else 0.0
+    value, low, high = _bootstrap_interval(weights, np.asarray(logs), np.asarray(draws), winners)
     behind = [c for k in shared for c in mine[k] + ref[k]]
     rounds = [len(r) for c in behind if c.result.rounds or c.result.copy_rounds for r in c.rounds]
     unrounded = sum(1 for c in behind if not (c.result.rounds or c.result.copy_rounds))
