@@ -153,6 +153,17 @@ def _is_failure_doc(doc: dict) -> bool:
     return "benchmarks" not in doc and _kind(doc, "a record") == "failure"
 
 
+def _label(host: str, cpu_model: str, gpus: list[str]) -> str:
+    """host: CPU + GPUs (2x of a model where there are two)."""
+    label = f"{host}: {cpu_model}"
+    if gpus:
+        names = sorted(set(gpus))
+        label += " + " + ", ".join(
+            f"{gpus.count(n)}x {n}" if gpus.count(n) > 1 else n for n in names
+        )
+    return label
+
+
 def machine_of(doc: dict) -> dict[str, Any]:
     """Host, CPU model and GPU names of the machine that wrote a document.
 
@@ -181,14 +192,8 @@ def machine_of(doc: dict) -> dict[str, Any]:
         ids.get("model_number", cpu.get("model")),
     )
     gpus = [str(g.get("name", "?")) for g in desc.get("gpus") or [] if isinstance(g, dict)]
-    label = f"{host}: {cpu_model}"
-    if gpus:
-        names = sorted(set(gpus))
-        label += " + " + ", ".join(
-            f"{gpus.count(n)}x {n}" if gpus.count(n) > 1 else n for n in names
-        )
     return {
-        "label": label,
+        "label": _label(host, cpu_model, gpus),
         "host": host,
         "cpu_model": cpu_model,
         "gpus": gpus,
