@@ -52,14 +52,8 @@ def run_steps(
         if interrupted:
             break
         left = budget_s - (clock() - start) - RESERVE_S
-        missing = [str(p) for p in step.needs if not p.exists()]
-        if missing:
-            outcome = Outcome(step.name, "skipped", 0.0, f"needs {', '.join(missing)}")
-        elif left < MIN_STEP_S:
-            outcome = Outcome(
-                step.name, "skipped", 0.0, f"only {max(left, 0):.0f} s of the budget left"
-            )
-        else:
+        outcome = _not_run(step, left)
+        if outcome is None:
             timeout = min(step.cap_s, left)
             say(f"=== {step.name} ({step.what}; time-out {timeout:.0f} s)")
             say("$ " + " ".join(step.argv))
@@ -85,6 +79,17 @@ def run_steps(
         except Exception as e:  # the summary or the pack: never a reason to stop the steps
             say(f"=== after {step.name}: {type(e).__name__}: {e}; the next step runs")
     return outcomes
+
+
+def _not_run(step: Step, left: float) -> Outcome | None:
+    """The outcome of a step that cannot start (what it needs is missing, too little of the
+    budget is left), or None."""
+    missing = [str(p) for p in step.needs if not p.exists()]
+    if missing:
+        return Outcome(step.name, "skipped", 0.0, f"needs {', '.join(missing)}")
+    if left < MIN_STEP_S:
+        return Outcome(step.name, "skipped", 0.0, f"only {max(left, 0):.0f} s of the budget left")
+    return None
 
 
 def _run(step: Step, timeout: float, log: Path, clock) -> Outcome:
