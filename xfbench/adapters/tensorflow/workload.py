@@ -163,29 +163,40 @@ class TensorFlowWorkload(Workload):
             self.x, self.y = self._to_device()
             self.trainable = self.net.trainable
             if cell.task == "train":
-                self.slots = [
-                    tf.Variable(tf.zeros_like(v), trainable=False) for v in self.trainable
-                ]
-                self.lr = tf.constant(spec.lr, self.master_dtype)
-                self.momentum = tf.constant(spec.momentum, self.master_dtype)
-                if spec.optimizer == "adamw":
-                    self.second_moments = [
-                        tf.Variable(tf.zeros_like(v), trainable=False) for v in self.trainable
-                    ]
-                    self.adam_steps = tf.Variable(0, trainable=False, dtype=tf.int64)
-                    names = [e.name for e in self.net.variables.entries]
-                    self.decays = [spec.decays(name) for name in names]
-                self.loss_scale = self.good_steps = None
-                if cell.precision == "fp16":
-                    self.loss_scale = tf.Variable(INITIAL_LOSS_SCALE, trainable=False)
-                    self.good_steps = tf.Variable(0, trainable=False, dtype=tf.int64)
+                self._optimizer_state()
         self._check_placement()
 
         fn = self._train_fn if cell.task == "train" else self._infer_fn
         self.fn = self._compile(fn)
         self._loss = self._out = None
 
-        self.info = {
+        self.info = self._facts(tf32, use_cudnn)
+        if cell.mode == "eager":  # a trace of the same body, untimed; graph modes: prepare()
+            self._check_dtypes(self._trace(tf.function(fn)))
+
+    def _optimizer_state(self) -> None:
+        """The update's state (under the cell's placement): momentum or Adam's moments,
+        the hyperparameters at the master precision, and fp16's dynamic loss scale."""
+        spec, cell = self.spec, self.cell
+        self.slots = [tf.Variable(tf.zeros_like(v), trainable=False) for v in self.trainable]
+        self.lr = tf.constant(spec.lr, self.master_dtype)
+        self.momentum = tf.constant(spec.momentum, self.master_dtype)
+        if spec.optimizer == "adamw":
+            self.second_moments = [
+                tf.Variable(tf.zeros_like(v), trainable=False) for v in self.trainable
+            ]
+            self.adam_steps = tf.Variable(0, trainable=False, dtype=tf.int64)
+            names = [e.name for e in self.net.variables.entries]
+            self.decays = [spec.decays(name) for name in names]
+        self.loss_scale = self.good_steps = None
+        if cell.precision == "fp16":
+            self.loss_scale = tf.Variable(INITIAL_LOSS_SCALE, trainable=False)
+            self.good_steps = tf.Variable(0, trainable=False, dtype=tf.int64)
+
+    def _facts(self, tf32: bool, use_cudnn: bool) -> dict:
+        """What the record says of how the cell runs: device, layout, kernels, optimizer."""
+        spec, cell = self.spec, self.cell
+        info = {
             "device_name": self._device_name(),
             "layout": self.layout,
             "tf32": tf32,
@@ -220,16 +231,13 @@ class TensorFlowWorkload(Workload):
             "backend": backend(cell.device, cell.mode),
         }
         if cell.task != "train":
-            del self.info["optimizer"]  # inference updates nothing
+            del info["optimizer"]  # inference updates nothing
         if spec.time_major:
-            self.info["lstm_bias"] = (
+            info["lstm_bias"] = (
                 "one bias per layer (Keras): canonical B halves summed on "
                 "import; weights() returns B = [sum, zeros]"
             )
-        if (
-            cell.mode == "eager"
-        ):  # a trace of the same body, untimed; graph modes check it in prepare()
-            self._check_dtypes(self._trace(tf.function(fn)))
+        return info
 
     # -- placement ----------------------------------------------------------------
     def _device(self) -> str:
