@@ -281,6 +281,54 @@ def _masked_lm_head(g: _Graph, layer: L.MaskedLMHead, x: str, shape) -> str:
     return g.op("Add", [y, g.param(f"{n}.bias", (layer.vocab,))], n)
 
 
+def _layer(g: _Graph, layer, x: str, shape, *, train: bool) -> str:
+    """One layer of the spec as ONNX nodes after x; its output."""
+    if isinstance(layer, L.Embedding):
+        weight = g.param(f"{layer.name}.weight", (layer.vocab, layer.dim))
+        return g.op("Gather", [weight, x], layer.name, axis=0)
+    if isinstance(layer, L.BatchNorm):
+        return _batchnorm(g=g, layer=layer, x=x, shape=shape, train=train)
+    if isinstance(layer, L.Bottleneck):
+        return _bottleneck(g=g, layer=layer, x=x, shape=shape, train=train)
+    if isinstance(layer, L.BasicBlock):
+        return _basic_block(g=g, layer=layer, x=x, shape=shape, train=train)
+    if isinstance(layer, L.ReLU | L.Sigmoid):
+        return g.op("Relu" if isinstance(layer, L.ReLU) else "Sigmoid", [x])
+    if isinstance(layer, L.MaxPool | L.AvgPool):
+        p = layer.pad if isinstance(layer, L.MaxPool) else 0
+        return g.op(
+            "MaxPool" if isinstance(layer, L.MaxPool) else "AveragePool",
+            [x],
+            kernel_shape=[layer.kernel] * 2,
+            strides=[layer.stride] * 2,
+            pads=[p, p, p, p],
+            ceil_mode=0,
+        )
+    if isinstance(layer, L.GlobalAvgPool):
+        return g.op("Flatten", [g.op("GlobalAveragePool", [x])], axis=1)
+    if isinstance(layer, L.Flatten):
+        return g.op("Flatten", [x], axis=1)  # channels-first order, as the spec flattens
+    if isinstance(layer, L.LayerNorm):
+        return _layer_norm(g, layer.name, x, d=shape[-1], eps=layer.eps)
+    if isinstance(layer, L.TiedLMHead):
+        return _matmul_t(g, x, layer.tied)
+    for kind, make in _LAYERS.items():
+        if isinstance(layer, kind):
+            return make(g, layer, x, shape)
+    raise TypeError(f"no ONNX operator for {type(layer).__name__}")
+
+
+# layers made by a function of (graph, layer, input, output shape)
+_LAYERS = {
+    L.Dense: _dense,
+    L.Conv: _conv,
+    L.LSTM: _lstm_stack,
+    L.TokenEmbedding: _token_embedding,
+    L.TransformerBlock: _transformer_block,
+    L.MaskedLMHead: _masked_lm_head,
+}
+
+
 def build_graph(
     spec: Spec, weights: dict[str, np.ndarray] | None = None, mode: str = "infer"
 ) -> tuple[onnx.ModelProto, list[tuple[str, tuple[int, ...]]]]:
@@ -297,64 +345,7 @@ def build_graph(
     if spec.time_major:
         x = g.op("Transpose", [x], perm=[1, 0])  # (N, T) -> (T, N): time-major inside
     for layer, shape in spec.shapes:
-        if isinstance(layer, L.Embedding):
-            x = g.op(
-                "Gather",
-                [g.param(f"{layer.name}.weight", (layer.vocab, layer.dim)), x],
-                layer.name,
-                axis=0,
-            )
-        elif isinstance(layer, L.Dense):
-            x = _dense(g, layer, x, shape)
-        elif isinstance(layer, L.Conv):
-            x = _conv(g, layer, x, shape)
-        elif isinstance(layer, L.BatchNorm):
-            x = _batchnorm(g=g, layer=layer, x=x, shape=shape, train=train)
-        elif isinstance(layer, L.ReLU):
-            x = g.op("Relu", [x])
-        elif isinstance(layer, L.Sigmoid):
-            x = g.op("Sigmoid", [x])
-        elif isinstance(layer, L.MaxPool):
-            p = layer.pad
-            x = g.op(
-                "MaxPool",
-                [x],
-                kernel_shape=[layer.kernel] * 2,
-                strides=[layer.stride] * 2,
-                pads=[p, p, p, p],
-                ceil_mode=0,
-            )
-        elif isinstance(layer, L.AvgPool):
-            x = g.op(
-                "AveragePool",
-                [x],
-                kernel_shape=[layer.kernel] * 2,
-                strides=[layer.stride] * 2,
-                pads=[0, 0, 0, 0],
-                ceil_mode=0,
-            )
-        elif isinstance(layer, L.GlobalAvgPool):
-            x = g.op("Flatten", [g.op("GlobalAveragePool", [x])], axis=1)
-        elif isinstance(layer, L.Flatten):
-            x = g.op("Flatten", [x], axis=1)  # channels-first order, as the spec flattens
-        elif isinstance(layer, L.Bottleneck):
-            x = _bottleneck(g=g, layer=layer, x=x, shape=shape, train=train)
-        elif isinstance(layer, L.BasicBlock):
-            x = _basic_block(g=g, layer=layer, x=x, shape=shape, train=train)
-        elif isinstance(layer, L.LSTM):
-            x = _lstm_stack(g, layer, x, shape)
-        elif isinstance(layer, L.TokenEmbedding):
-            x = _token_embedding(g, layer, x, shape)
-        elif isinstance(layer, L.LayerNorm):
-            x = _layer_norm(g, layer.name, x, d=shape[-1], eps=layer.eps)
-        elif isinstance(layer, L.TransformerBlock):
-            x = _transformer_block(g, layer, x, shape)
-        elif isinstance(layer, L.MaskedLMHead):
-            x = _masked_lm_head(g, layer, x, shape)
-        elif isinstance(layer, L.TiedLMHead):
-            x = _matmul_t(g, x, layer.tied)
-        else:
-            raise TypeError(f"no ONNX operator for {type(layer).__name__}")
+        x = _layer(g, layer, x, shape, train=train)
     if spec.time_major:
         x = g.op("Transpose", [x], perm=[1, 0, 2])  # back to (N, T, classes)
     g.nodes.append(helper.make_node("Identity", [x], [OUTPUT], name="output"))
