@@ -9,7 +9,8 @@ in the report's layer and may give:
 - `SCORED_TASK`, `scored_records(run)` and `scored(run)`: the records the machine score
   counts (a failed one among them counts as failed) and those measured as Results of task
   SCORED_TASK (report.score; `xfbench compare`); `SCORED_WORKLOAD`, its kind of workload in
-  the noise model `xfbench compare` judges by (report/noise.py; without one, the task).
+  the noise model `xfbench compare` judges by (report/noise.py; without a fitted model of
+  its own, the widest fitted one).
 
 The report reads a suite's records, and its failed cells (a failure record whose cell's
 task is one of the suite's `tasks`), into `records[kind]` of each run and machine, and
