@@ -16,6 +16,7 @@ from xfbench.plugin import Suite, Sweep, declare, measured
 from xfbench.records import Field
 
 TASK = "toy"
+KIND = "toy"  # the kind of record its cells write, declared with the suite
 SIZES = (1_000, 10_000)
 
 
@@ -74,7 +75,7 @@ SUITE = declare(
         table=table,
         tasks=(TASK,),
         seconds=lambda cell, preset: 0.5,
-        kind="toy",
+        kind=KIND,
         fields=FIELDS,
         report="toy_suite.report",
     )
@@ -87,7 +88,7 @@ def run_toy(request, benchmark):
         def measure() -> dict:
             benchmark.pedantic(sum, args=(range(cell.size),), rounds=5, iterations=1)
             seconds = statistics.median(benchmark.stats.stats.data)
-            record = {**records.header("toy"), **cell.as_dict(), "status": "ok", "seconds": seconds}
+            record = {**records.header(KIND), **cell.as_dict(), "status": "ok", "seconds": seconds}
             benchmark.extra_info.update(record)
             return record
 

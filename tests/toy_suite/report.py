@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from toy_suite.plugin import KIND
 from xfbench.report.load import scored_result
 from xfbench.report.model import Report
 from xfbench.report.sections import Part
 from xfbench.report.table import Table, Text
 
-KIND = "toy"
 SCORED_TASK = "toy-sum"
 COLUMNS = ["machine", "size", "status", "seconds"]
 
@@ -19,7 +19,7 @@ def _rows(report: Report) -> list[tuple]:
     return [(m, r) for m in report.machines for r in m.of(KIND)]
 
 
-def sections(report: Report, plots: dict) -> list[Part]:
+def sections(report: Report, plots: list[tuple[str, Path]]) -> list[Part]:
     found = _rows(report)
     if not found:
         return []
@@ -27,7 +27,7 @@ def sections(report: Report, plots: dict) -> list[Part]:
         [Text(m.label), Text(str(r["size"])), Text(f"{r.get('seconds', '')}")] for m, r in found
     ]
     table = Table(title="Toy sums", headers=["machine", "size", "seconds"], rows=rows, anchor="toy")
-    return [Part(title="Toy suite", tables=[table], plots=plots.get("toy", []))]
+    return [Part(title="Toy suite", tables=[table], plots=plots)]
 
 
 def plots(report: Report, folder: Path) -> list[tuple[str, Path]]:

@@ -24,7 +24,7 @@ from xfbench.adapters import get_adapter
 from xfbench.adapters.base import VALUE_BYTES, Generator
 from xfbench.errors import CannotRun
 from xfbench.frameworks import FRAMEWORKS
-from xfbench.generation.cell import GenerationCell
+from xfbench.generation.cell import KIND, GenerationCell
 from xfbench.generation.check import check_kept, checked_sequences, decoding_weights, verdict
 from xfbench.generation.metrics import generate, summary
 from xfbench.harness.energy import EnergyMeter
@@ -114,7 +114,7 @@ def measure(benchmark, cell: GenerationCell, *, preset: Preset, threads_config: 
             benchmark.has_error = True  # no entry in the JSON: a failed cell, not a number
         verdict(tokens)
         record = {
-            **records.header("generation"),
+            **records.header(KIND),
             **cell.as_dict(),
             "preset": preset.name,
             "status": "ok",

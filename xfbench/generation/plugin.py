@@ -13,7 +13,7 @@ import pytest
 from xfbench import options
 from xfbench.errors import UsageError
 from xfbench.generation import estimate
-from xfbench.generation.cell import NETWORKS, GenerationCell, batches, expand, lengths
+from xfbench.generation.cell import KIND, NETWORKS, TASK, GenerationCell, batches, expand, lengths
 from xfbench.generation.check import TokensDiverged
 from xfbench.generation.measure import measure
 from xfbench.generation.table import generation_table
@@ -100,10 +100,10 @@ SUITE = declare(
         title="xfbench generation: GPT-2 greedy decoding with a key/value cache "
         "(TTFT, TPOT, tokens/s)",
         table=lambda records: generation_table(records),
-        tasks=("generate",),
+        tasks=(TASK,),
         own_options=("batch_size",),
         seconds=estimate.seconds,
-        kind="generation",
+        kind=KIND,
         report="xfbench.generation.report",
     )
 )

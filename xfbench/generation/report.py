@@ -9,13 +9,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from xfbench.generation.cell import KIND
 from xfbench.generation.table import HEADERS, ordered, row
 from xfbench.report.model import Machine, Report
 from xfbench.report.roofline import roofs
 from xfbench.report.sections import Part
 from xfbench.report.table import Table, Text
-
-KIND = "generation"
 
 CAPTION = (
     "GPT-2 decoding a static batch of prompts greedily with a key/value cache "
@@ -33,7 +32,7 @@ def measured(records: list[dict]) -> list[dict]:
     return [r for r in records if r.get("status", "ok") == "ok"]
 
 
-def sections(report: Report, plots: dict) -> list[Part]:
+def sections(report: Report, plots: list[tuple[str, Path]]) -> list[Part]:
     found = [*tables(report), *roofline_tables(report)]
     failures = failure_lines(report)
     if not (found or failures):
@@ -45,7 +44,7 @@ def sections(report: Report, plots: dict) -> list[Part]:
             tables=found,
             items_title="Generation cells that gave no number",
             items=failures,
-            plots=plots.get("generation", []),
+            plots=plots,
         )
     ]
 

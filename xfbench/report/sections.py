@@ -107,7 +107,7 @@ def _suites(report: Report, plots: dict) -> list[Part]:
         part
         for suite in suites.declared()
         if suite.part("sections")
-        for part in suite.part("sections")(report, plots)
+        for part in suite.part("sections")(report, plots.get(suite.name, []))
     ]
 
 

@@ -2,9 +2,9 @@
 record kind its cells write and its report module, `xfbench/<suite>/report.py`, which sits
 in the report's layer and may give:
 
-- `sections(report, plots) -> list[Part]`: its section(s), after Table 7's (report.sections);
-- `plots(report, folder) -> list[(caption, path)]`: its plots, which its sections show as
-  `plots[suite.name]`;
+- `sections(report, plots) -> list[Part]`: its section(s), after Table 7's (report.sections),
+  given the plots it drew;
+- `plots(report, folder) -> list[(caption, path)]`: its plots;
 - `csv_files(report) -> list[(file name, columns, rows)]`: its CSV files beside report.csv;
 - `SCORED_TASK`, `scored_records(run)` and `scored(run)`: the records the machine score
   counts (a failed one among them counts as failed) and those measured as Results of task

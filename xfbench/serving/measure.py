@@ -22,7 +22,7 @@ from xfbench.harness.presets import Preset
 from xfbench.harness.threads import CpuMeter, allowed_cpus, contention_fields
 from xfbench.models import synthetic_batch
 from xfbench.serving import loadgen
-from xfbench.serving.cell import ServingCell
+from xfbench.serving.cell import KIND, ServingCell
 from xfbench.serving.scenarios import Batching, batching, latency_bound_ms, timing
 
 SAMPLE_SEED = 3  # the query sample library's synthetic samples
@@ -128,7 +128,7 @@ def measure(
                 warmup_rounds=0,
             )
         record = {
-            **records.header("serving"),
+            **records.header(KIND),
             **cell.as_dict(),
             "preset": preset.name,
             "status": "ok",

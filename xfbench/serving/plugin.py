@@ -19,7 +19,7 @@ from xfbench.harness.sweeps import at_thread_counts, described, thread_counts
 from xfbench.harness.threads import allowed_cpus
 from xfbench.plugin import Suite, Sweep, declare, measured, named, threads_configured
 from xfbench.serving import estimate, loadgen
-from xfbench.serving.cell import DEFAULT_NETWORKS, ServingCell, expand, scenarios
+from xfbench.serving.cell import DEFAULT_NETWORKS, KIND, TASK, ServingCell, expand, scenarios
 from xfbench.serving.measure import measure
 from xfbench.serving.table import serving_table
 
@@ -102,9 +102,9 @@ SUITE = declare(
         title="xfbench serving: LoadGen's scenarios (SingleStream p90, MultiStream p99, "
         "Server QPS under the bound, Offline samples/s)",
         table=lambda records: serving_table(records),
-        tasks=("serve",),
+        tasks=(TASK,),
         seconds=estimate.seconds,
-        kind="serving",
+        kind=KIND,
         report="xfbench.serving.report",
     )
 )

@@ -10,6 +10,7 @@ from pathlib import Path
 from xfbench.report.model import Report
 from xfbench.report.sections import Part
 from xfbench.report.table import Table, Text
+from xfbench.serving.cell import KIND
 from xfbench.serving.scenarios import METRIC
 from xfbench.serving.table import headline, network_tables, validity
 
@@ -23,14 +24,11 @@ CAPTION = (
 )
 
 
-KIND = "serving"
-
-
 def _ok(records: list[dict]) -> list[dict]:
     return [r for r in records if r.get("status", "ok") == "ok"]
 
 
-def sections(report: Report, plots: dict) -> list[Part]:
+def sections(report: Report, plots: list[tuple[str, Path]]) -> list[Part]:
     found, failures = tables(report), failure_lines(report)
     if not (found or failures):
         return []
@@ -41,7 +39,7 @@ def sections(report: Report, plots: dict) -> list[Part]:
             tables=found,
             items_title="Serving cells that gave no number",
             items=failures,
-            plots=plots.get("serving", []),
+            plots=plots,
         )
     ]
 

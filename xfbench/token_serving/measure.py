@@ -25,7 +25,7 @@ from xfbench.harness.threads import CpuMeter
 from xfbench.models import get_spec
 from xfbench.serving import loadgen
 from xfbench.serving.measure import batches_fields, search_rates
-from xfbench.token_serving.cell import TokenServingCell
+from xfbench.token_serving.cell import KIND, TokenServingCell
 from xfbench.token_serving.sut import TokenSystemUnderTest, batching
 
 PROMPT_SEED = 5  # the query sample library's prompts
@@ -175,7 +175,7 @@ def measure(
                 warmup_rounds=0,
             )
         record = {
-            **records.header("token_serving"),
+            **records.header(KIND),
             **cell.as_dict(),
             "preset": preset.name,
             "status": "ok",

@@ -21,6 +21,8 @@ from xfbench.serving import loadgen
 from xfbench.serving.plugin import logs_folder
 from xfbench.token_serving import estimate
 from xfbench.token_serving.cell import (
+    KIND,
+    TASK,
     TokenServingCell,
     batch,
     bounds,
@@ -112,10 +114,10 @@ SUITE = declare(
         title="xfbench token serving: GPT-2 generation through LoadGen's token mode "
         "(SingleStream p90 TTFT/TPOT, Server QPS under the p99 bounds, Offline tokens/s)",
         table=lambda records: token_serving_table(records),
-        tasks=("serve-tokens",),
+        tasks=(TASK,),
         own_options=("batch_size",),
         seconds=estimate.seconds,
-        kind="token_serving",
+        kind=KIND,
         report="xfbench.token_serving.report",
     )
 )

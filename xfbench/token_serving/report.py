@@ -12,11 +12,10 @@ from xfbench.report.model import Report
 from xfbench.report.sections import Part
 from xfbench.report.table import Table, Text
 from xfbench.token_serving import table as served
+from xfbench.token_serving.cell import KIND
 
-KIND = "token_serving"
 
-
-def sections(report: Report, plots: dict) -> list[Part]:
+def sections(report: Report, plots: list) -> list[Part]:
     found, failures = tables(report), generation.failure_lines(report, KIND)
     cost = procurement_table(report)
     parts = [Part(tables=[cost], level=2)] if cost else []
