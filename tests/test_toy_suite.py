@@ -56,3 +56,38 @@ def test_a_suite_in_its_own_package_reaches_every_command(tmp_path):
 
     named = [p for p in (ROOT / "xfbench").rglob("*.py") if re.search(r"\btoy", p.read_text())]
     assert named == []  # nothing of xfbench was changed for it
+
+
+def test_the_report_the_estimate_and_the_summary_name_no_suite_that_declares_its_report():
+    """What a suite's declaration carries is read from it: no code (docstrings aside) of
+    xfbench/report/, runner/estimate.py or acceptance/summary.py spells the name, record
+    kind or task of a suite with a report of its own (GEMM, scaling and all-reduce are
+    still laid out by report/ itself)."""
+    import ast
+
+    from xfbench.plugin import declared
+
+    own = {w for s in declared().values() if s.report for w in (s.name, s.kind, *s.tasks)}
+    package = ROOT / "xfbench"
+    files = [*(package / "report").glob("*.py"), package / "runner" / "estimate.py"]
+    named = []
+    for path in [*files, package / "acceptance" / "summary.py"]:
+        tree = ast.parse(path.read_text())
+        docstrings = {
+            id(n.body[0].value)
+            for n in ast.walk(tree)
+            if isinstance(n, ast.Module | ast.FunctionDef | ast.ClassDef)
+            and n.body
+            and isinstance(n.body[0], ast.Expr)
+        }
+        for n in ast.walk(tree):
+            if isinstance(n, ast.Constant) and isinstance(n.value, str) and id(n) not in docstrings:
+                words = re.findall(r"[\w-]+", n.value)
+            elif isinstance(n, ast.Name | ast.Attribute):
+                words = [n.id if isinstance(n, ast.Name) else n.attr]
+            elif isinstance(n, ast.ImportFrom):
+                words = (n.module or "").split(".") + [a.name for a in n.names]
+            else:
+                continue
+            named += [f"{path.name}:{n.lineno} {w}" for w in words if w in own]
+    assert own >= {"generation", "serving", "token_serving"} and named == []
