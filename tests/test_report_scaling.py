@@ -256,7 +256,7 @@ def test_scaling_entries_never_become_table7_rows(tmp_path):
     )
     run = load(path)
     assert len(run.results) == 1 and run.results[0].network == "resnet56"  # the Table 7 cell only
-    assert len(run.scaling) == 8 and len(run.allreduce) == 1
+    assert len(run.of("scaling")) == 8 and len(run.of("allreduce")) == 1
     assert run.problems == []
     rep = build([run])
     assert [b.key[1] for b in rep.blocks] == ["resnet56"]
@@ -371,7 +371,7 @@ def test_failed_scaling_cells_are_listed_with_their_reasons(tmp_path):
     write(folder / "failed" / "scaling-resnet56-torch-cpu-w2-strong-b16.json", crashed)
     render([folder], folder, ["md", "html", "csv"])
     md = (folder / "report.md").read_text()
-    assert "### Failed scaling and all-reduce cells" in md
+    assert "### Failed scaling cells" in md
     assert "timeout: no result within 120 s" in md and "failed: replicas disagree" in md
     [line] = [x for x in md.splitlines() if x.startswith("| ResNet-56")]  # one row, both cells
     assert "timeout [" in line and "| 0.4 " in line
@@ -510,6 +510,6 @@ def test_bad_scaling_entries_are_left_out_with_a_reason(tmp_path):
     good = scaling_entry("fcn_r", "torch", 1, [0.1])
     path = write(tmp_path / "x.json", document([no_stats, no_rows, good]))
     run = load(path)
-    assert len(run.scaling) == 1 and run.allreduce == []
+    assert len(run.of("scaling")) == 1 and run.of("allreduce") == []
     assert any("no stats" in p for p in run.problems)
     assert any("without a 'rows' list" in p for p in run.problems)

@@ -15,6 +15,7 @@ docs/records.md is rendered from FIELDS, and the results database's schema after
 
 from __future__ import annotations
 
+import math
 import sys
 from dataclasses import dataclass
 
@@ -1353,6 +1354,29 @@ def _rows(fields: tuple[Field, ...], prefix: str) -> list[str]:
         # a list's items are named name[].key, an object's name.key
         out += _rows(f.of, f"{prefix}{f.name}{'[]' if f.type == 'list' else ''}.")
     return out
+
+
+# -- reading a record's values: what a file holds may be anything ---------------------------
+def number(value) -> float | None:
+    """A finite number, else None (a bool is not a number here)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        return None
+    return float(value)
+
+
+def count(value) -> int | None:
+    """A whole number from 0 below 2**62, else None."""
+    found = number(value)
+    return (
+        int(found)
+        if found is not None and found >= 0 and found == int(found) and found < 2**62
+        else None
+    )
+
+
+def one_line(text) -> str:
+    """A reason as one line, whatever was written."""
+    return " ".join(str(text or "no reason recorded").split())
 
 
 if __name__ == "__main__":

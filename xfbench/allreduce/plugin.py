@@ -29,6 +29,8 @@ from xfbench.harness.selection import comma_list, parse
 from xfbench.plugin import Suite, Sweep, cell_timeout, declare, failed_row, named
 
 SUITE_FILE = "test_allreduce.py"
+# the record kind its sweeps write, and their failures' cells carry
+KIND = "allreduce"
 # The CPUs of this process before the common --threads option narrows them: the ranks
 # share these out (each rank gets --threads of them).
 START_CPUS = sorted(os.sched_getaffinity(0))
@@ -46,7 +48,7 @@ class Case:
         return f"{self.framework}-{self.device}-n{self.world_size}"
 
     def as_dict(self) -> dict:
-        return {"kind": "allreduce", **asdict(self)}
+        return {"kind": KIND, **asdict(self)}
 
     @classmethod
     def from_dict(cls, record: dict) -> Case:
@@ -243,7 +245,7 @@ def run_allreduce(request, benchmark):
         backend = result["backend"]
         benchmark.group = f"allreduce {case.framework} {backend} n{case.world_size}"
         record = {
-            **records.header("allreduce"),
+            **records.header(KIND),
             "framework": case.framework,
             "backend": backend,
             "device": case.device,
@@ -338,5 +340,7 @@ SUITE = declare(
         select=_select,
         title="xfbench all-reduce: median time per operation, nccl-tests' algbw and busbw",
         table=summary,
+        kind=KIND,
+        report="xfbench.allreduce.report",
     )
 )

@@ -22,8 +22,8 @@ def render(
 ) -> list[Path]:
     """Read RESULTS (runner folders or pytest-benchmark JSON files), write the report files
     into out, and return their paths (report.md / .html / .csv first, then
-    report-scaling.csv, report-allreduce.csv and each suite's own CSV files (such as
-    report-generation.csv) when there are such results, then the plots).
+    each suite's own CSV files (such as report-scaling.csv) when there are such results,
+    then the plots).
 
     Raises report.load.LoadError (unusable input), report.procurement.PricesError and
     ValueError (a base that names no machine); each message is one line. What was
@@ -48,19 +48,18 @@ def render(
         written.append(write_text(out / "report.html", render_html.render(rep, drawn, generated)))
     if "csv" in formats:
         written.append(render_csv.write(rep, out / "report.csv"))
-        written += render_csv.write_scaling(rep, out)
+        written += render_csv.write_suites(rep, out)
     if problems is not None:
         problems += rep.problems
     return written + [p for kind in drawn.values() for _, p in kind]
 
 
 def _plots(rep, folder: Path) -> dict[str, list[tuple[str, Path]]]:
-    """Every plot the report shows, by kind: Table 7's, scaling's, each suite's own (its
+    """Every plot the report shows, by kind: Table 7's, each suite's own (its
     name) and the roofline's; one that could not be drawn is said in rep.problems."""
-    from xfbench.report import plots, roofline, scaling_plots, suites
+    from xfbench.report import plots, roofline, suites
 
     drawn = plots.render(rep, folder)
-    drawn.update(scaling_plots.render(rep, folder))
     for suite in suites.declared():  # each suite's own plots, shown by its sections
         draw = suite.part("plots")
         found = draw and plots._safely(draw, rep, folder, problems=rep.problems, what=suite.name)

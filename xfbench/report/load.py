@@ -23,7 +23,7 @@ from typing import Any
 
 from xfbench import records
 from xfbench.machine import model_label
-from xfbench.report import scaling, suites
+from xfbench.report import suites
 from xfbench.report.equivalence import equivalence_records
 
 FAILURE_STATUSES = ("failed", "timeout", "killed", "oom", "skipped")
@@ -89,8 +89,6 @@ class Run:
     results: list[Result] = field(default_factory=list)
     gemm: list[dict[str, Any]] = field(default_factory=list)
     equivalence: list[dict[str, Any]] = field(default_factory=list)
-    scaling: list[dict[str, Any]] = field(default_factory=list)  # report.scaling records
-    allreduce: list[dict[str, Any]] = field(default_factory=list)  # report.scaling sweeps
     # the records of the suites with a report of their own (report/suites.py), and their
     # failed cells, by kind
     records: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
@@ -99,14 +97,7 @@ class Run:
 
     @property
     def empty(self) -> bool:
-        return not (
-            self.results
-            or self.gemm
-            or self.equivalence
-            or self.scaling
-            or self.allreduce
-            or any(self.records.values())
-        )
+        return not (self.results or self.gemm or self.equivalence or any(self.records.values()))
 
     def of(self, kind: str) -> list[dict[str, Any]]:
         """The records of one suite's kind (report/suites.py), and its failed cells."""
@@ -365,7 +356,7 @@ def _rounds(data) -> list[float]:
 def add_document(run: Run, doc: dict, source: str) -> None:
     """Add the entries and failures of one pytest-benchmark document (or one failure
     record) to a run; entries that cannot be used go to run.problems."""
-    own = suites.kinds()  # imports the declarations: the suites' own kinds are then known
+    own = suites.by_kind()  # imports the declarations: the suites' own kinds are then known
     if _is_failure_doc(doc):
         _add_failure(run, doc, source, own)
         return
@@ -401,8 +392,19 @@ class Entry:
     where: str  # its file and name, for run.problems
     source: str  # its file
 
+    def median(self) -> tuple[float | None, str | None]:
+        """Its stats.median in seconds, or None and why not in one line."""
+        try:
+            return _median(self.data), None
+        except ValueError as e:
+            return None, str(e)
 
-def _add_entry(run: Run, entry: Entry, own: dict[str, tuple[str, ...]]) -> int:
+    def rounds(self) -> list[float]:
+        """Its timed rounds (stats.data), each a positive, finite number of seconds."""
+        return _rounds((self.data.get("stats") or {}).get("data"))
+
+
+def _add_entry(run: Run, entry: Entry, own: dict[str, suites.SuiteReport]) -> int:
     """Add one entry to the run by its kind (own: the suites' own kinds); how many
     entries it used (0: not used, said in run.problems)."""
     extra, source = entry.extra, entry.source
@@ -417,24 +419,12 @@ def _add_entry(run: Run, entry: Entry, own: dict[str, tuple[str, ...]]) -> int:
         run.gemm.append(gemm)
         return 1
     if kind in own:  # a suite's own part of the report (report/suites.py)
-        # its timed rounds (a generation's: whole generations) are its rounds in the scores
-        rounds = _rounds((entry.data.get("stats") or {}).get("data"))
-        run.records.setdefault(kind, []).append(
-            {**extra, "source": source, "timed_rounds_s": rounds}
-        )
-        return 1
-    if kind in scaling.KINDS:
-        # data-parallel and all-reduce results: their own tables, never Table 7 rows
-        try:
-            median, error = _median(entry.data), None
-        except ValueError as e:
-            median, error = None, str(e)
-        taken, problem = scaling.read_entry(
-            run=run, extra=extra, median=median, error=error, source=source
-        )
+        record, problem = own[kind].read(entry)
         if problem:
             run.problems.append(f"{entry.where}: {problem}")
-        return taken
+        if record is not None:
+            run.records.setdefault(kind, []).append(record)
+        return record is not None
     if kind not in ("train", "infer") or "network" not in extra or "framework" not in extra:
         run.problems.append(f"{entry.where}: not an xfbench cell (no network/framework)")
         return 0
@@ -470,22 +460,19 @@ def _add_cell(run: Run, entry: Entry) -> int:
     return 1
 
 
-def _add_failure(run: Run, record: dict, source: str, own: dict[str, tuple[str, ...]]) -> None:
-    """A failure record, in the list its suite's results go to (own: the suites' own
-    kinds, each with its cells' tasks)."""
-    cell = record.get("cell")
-    kind_of_task = {task: kind for kind, tasks in own.items() for task in tasks}
-    if isinstance(cell, dict) and cell.get("task") in kind_of_task:
-        run.records.setdefault(kind_of_task[cell["task"]], []).append(
-            {
-                **cell,
-                "status": record.get("status"),
-                "reason": record.get("reason"),
-                "source": source,
-            }
-        )
-    elif not scaling.read_failure(run, record, source):
+def _add_failure(run: Run, record: dict, source: str, own: dict[str, suites.SuiteReport]) -> None:
+    """A failure record, in the list its suite's results go to (own: the suites with a
+    report of their own, by kind)."""
+    cell = record.get("cell") if isinstance(record.get("cell"), dict) else record
+    suite = next((s for s in own.values() if s.owns(cell)), None)
+    if suite is None:
         run.results.append(failure_result(record, source))
+        return
+    status = str(record.get("status") or "failed")
+    status = "failed" if status == "ok" else status
+    run.records.setdefault(suite.kind, []).append(
+        suite.read_failure(cell, status, record.get("reason"), source)
+    )
 
 
 def _chosen_files(names: list[str], read: Callable[[str], dict], where: str):
@@ -610,14 +597,7 @@ def pooled(runs: list[Run], name: str, path: str) -> Run:
     (report/score.py)."""
     out = Run(name=name, path=path, machine=runs[0].machine)
     for run in runs:
-        for kind in (
-            "results",
-            "gemm",
-            "equivalence",
-            "scaling",
-            "allreduce",
-            "problems",
-        ):
+        for kind in ("results", "gemm", "equivalence", "problems"):
             getattr(out, kind).extend(getattr(run, kind))
         for kind, found in run.records.items():
             out.records.setdefault(kind, []).extend(found)

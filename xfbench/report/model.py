@@ -13,7 +13,7 @@ from typing import Any
 
 from xfbench.frameworks import display
 from xfbench.harness.threads import marks
-from xfbench.report import paper, procurement, scaling
+from xfbench.report import paper, procurement, suites
 from xfbench.report.equivalence import mark
 from xfbench.report.load import Result, Run
 
@@ -322,8 +322,16 @@ class Report:
     gemm: list[tuple[Machine, dict]]
     problems: list[str]
     with_paper: bool
-    # data-parallel scaling and all-reduce results (report.scaling), apart from Table 7
-    scaling: scaling.ScalingReport | None = None
+    # what each suite with a report of its own derives from its records (its `build`,
+    # report/suites.py), by its record kind
+    suite_models: dict[str, Any] = field(default_factory=dict)
+    notes_given: int = 0  # the footnotes numbered so far: Table 7's, then the suites'
+
+    def next_note(self) -> int:
+        """The next footnote's number, after Table 7's and those given before."""
+        self.notes_given = max(self.notes_given, len(self.footnotes)) + 1
+        return self.notes_given
+
     # each machine's scores against its reference (report.score.Scores, None: no reference
     # shares a workload), filled by report.render
     scores: list[tuple[Machine, Any]] = field(default_factory=list)
@@ -641,7 +649,7 @@ def build(
         )
         for bk in block_keys
     ]  # fmt: skip
-    return Report(
+    report = Report(
         machines=machines,
         blocks=blocks,
         details=details,
@@ -652,5 +660,8 @@ def build(
         gemm=[(m, g) for m in machines for g in m.gemm],
         problems=problems,
         with_paper=with_paper,
-        scaling=scaling.build(machines, first_footnote=len(footnotes) + 1, problems=problems),
     )
+    for suite in suites.declared():
+        if suite.part("build"):
+            report.suite_models[suite.kind] = suite.part("build")(report)
+    return report

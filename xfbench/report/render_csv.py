@@ -1,7 +1,6 @@
 """CSV for spreadsheets: one row per cell (timed or failed), every number at full
-precision, plus the paper's cells when --paper is given. Data-parallel scaling cells
-and all-reduce results have columns of their own, so they go to report-scaling.csv
-(one row per cell) and report-allreduce.csv (one row per pattern and message size)."""
+precision, plus the paper's cells when --paper is given. The suites with a report of
+their own (report/suites.py) write theirs beside it, with columns of their own."""
 
 from __future__ import annotations
 
@@ -187,127 +186,6 @@ def _paper_rows(report: Report) -> list[dict]:
     return out
 
 
-SCALING_COLUMNS = (
-    "machine",
-    "host",
-    "run",
-    "network",
-    "framework",
-    "device",
-    "device_name",
-    "precision",
-    "scale",
-    "scaling",
-    "workers",
-    "batch",
-    "global_batch",
-    "per_worker_batch",
-    "threads_per_worker",
-    "status",
-    "seconds_per_step",
-    "samples_per_s",
-    "speedup",
-    "efficiency",
-    "speedup_from",
-    "speedup_baseline",
-    "backend",
-    "comm_share",
-    "comm_share_how",
-    "compile_s",
-    "rounds",
-    "replicas_agree",
-    "replicas_max_diff",
-    "threads_used",
-    "reason",
-    "file",
-)
-ALLREDUCE_COLUMNS = (
-    "machine",
-    "host",
-    "run",
-    "framework",
-    "backend",
-    "device",
-    "device_name",
-    "world_size",
-    "pattern",
-    "bytes",
-    "count",
-    "dtype",
-    "status",
-    "seconds",
-    "algbw_gbps",
-    "busbw_gbps",
-    "correct",
-    "max_abs_err",
-    "rounds",
-    "reason",
-    "file",
-)
-
-
-def _run_of(machine, record: dict, attr: str) -> str:
-    return next(
-        (run.name for run in machine.runs if any(r is record for r in getattr(run, attr))), ""
-    )
-
-
-def scaling_rows(report: Report) -> list[dict]:
-    out = []
-    for table in report.scaling.tables if report.scaling else []:
-        for row in table.rows:
-            m = row.machine
-            for _workers, p in sorted(row.points.items()):
-                r = p.record
-                out.append(
-                    {
-                        **{k: r[k] for k in SCALING_COLUMNS if k in r},
-                        "machine": m.label,
-                        "host": m.host,
-                        "run": _run_of(m, r, "scaling"),
-                        "seconds_per_step": r["seconds"],
-                        "speedup": p.speedup,
-                        "efficiency": p.efficiency,
-                        "speedup_from": ""
-                        if p.speedup is None
-                        else ("report" if p.computed else "record"),
-                        "file": r["source"],
-                    }
-                )
-    return out
-
-
-def allreduce_rows(report: Report) -> list[dict]:
-    out = []
-    for sweep in report.scaling.sweeps if report.scaling else []:
-        m = sweep.machine
-        for size in sorted(sweep.rows):
-            for _pattern, r in sorted(sweep.rows[size].items()):
-                run = next(
-                    (
-                        run.name
-                        for run in m.runs
-                        if any(s["source"] == r["source"] for s in run.allreduce)
-                    ),
-                    "",
-                )
-                out.append(
-                    {
-                        **{k: r[k] for k in ALLREDUCE_COLUMNS if k in r},
-                        "machine": m.label,
-                        "host": m.host,
-                        "run": run,
-                        "framework": sweep.framework,
-                        "backend": sweep.backend,
-                        "device": sweep.device,
-                        "device_name": sweep.device_name,
-                        "world_size": sweep.world_size,
-                        "file": r["source"],
-                    }
-                )
-    return out
-
-
 def _write(path: Path, columns, rows: list[dict]) -> Path:
     with replacing(path) as tmp, open(tmp, "w", newline="", encoding="utf-8") as f:
         writer = csv.DictWriter(f, fieldnames=columns, extrasaction="ignore")
@@ -316,17 +194,13 @@ def _write(path: Path, columns, rows: list[dict]) -> Path:
     return path
 
 
-def write_scaling(report: Report, folder: Path) -> list[Path]:
-    """report-scaling.csv, report-allreduce.csv and each suite's own CSV files
-    (report/suites.py), each only when there are such results (an earlier render's file
-    that no longer applies is removed)."""
+def write_suites(report: Report, folder: Path) -> list[Path]:
+    """Each suite's own CSV files (report/suites.py), each only when there are such results
+    (an earlier render's file that no longer applies is removed)."""
     from xfbench.report import suites
 
     written = []
-    files = [
-        ("report-scaling.csv", SCALING_COLUMNS, scaling_rows(report)),
-        ("report-allreduce.csv", ALLREDUCE_COLUMNS, allreduce_rows(report)),
-    ]
+    files = []
     for suite in suites.declared():
         files += suite.part("csv_files", lambda report: [])(report)
     for name, columns, rows in files:

@@ -13,7 +13,6 @@ from xfbench.report import (
     anchors,
     roofline,
     runs,
-    scaling_tables,
     suites,
     tables,
 )
@@ -44,8 +43,8 @@ def _one(table: Table | None) -> list[Part]:
 
 
 def _table7(report: Report, plots: dict) -> list[Part]:
-    serving_only = report.scaling or any(any(m.records.values()) for m in report.machines)
-    if not report.blocks and serving_only:
+    suites_only = any(any(m.records.values()) for m in report.machines)
+    if not report.blocks and suites_only:
         return []
     names, tags = [m.label for m in report.machines], [m.tag for m in report.machines]
     return [
@@ -65,40 +64,12 @@ def _details(report: Report, plots: dict) -> list[Part]:
         return []
     return [
         Part(
-            title="Throughput, TFLOP/s, scaling, compile time, memory",
+            title="Throughput, TFLOP/s, thread speedup, compile time, memory",
             caption="samples/s = batch / median; TFLOP/s from the network's analytic FLOPs; "
             "speedup and parallel efficiency over the same row's 1-thread CPU cell.",
             tables=found,
         )
     ]
-
-
-def _scaling(report: Report, plots: dict) -> list[Part]:
-    out = []
-    found = scaling_tables.scaling_tables(report)
-    if found:
-        out.append(
-            Part(
-                title="Data-parallel scaling",
-                caption=scaling_tables.CAPTION,
-                tables=found,
-                plots=plots.get("efficiency", []),
-            )
-        )
-    found = scaling_tables.allreduce_tables(report)
-    if found:
-        out.append(
-            Part(
-                title="All-reduce bandwidth",
-                caption=scaling_tables.ALLREDUCE_CAPTION,
-                tables=found,
-                plots=plots.get("busbw", []),
-            )
-        )
-    failures = scaling_tables.failure_lines(report)
-    if failures:
-        out.append(Part(notes_title="Failed scaling and all-reduce cells", notes=failures))
-    return out
 
 
 def _suites(report: Report, plots: dict) -> list[Part]:
@@ -139,7 +110,6 @@ SECTIONS: tuple[Callable[[Report, dict], list[Part]], ...] = (
     _table7,
     _details,
     lambda r, p: _one(tables.copies_table(r)),
-    _scaling,
     _suites,
     _roofline,
     lambda r, p: _one(tables.procurement_table(r)),

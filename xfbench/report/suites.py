@@ -6,6 +6,16 @@ in the report's layer and may give:
   given the plots it drew;
 - `plots(report, folder) -> list[(caption, path)]`: its plots;
 - `csv_files(report) -> list[(file name, columns, rows)]`: its CSV files beside report.csv;
+- `read(entry) -> (record or None, problem or None)`: one pytest-benchmark entry of its kind
+  (report.load.Entry) as the record its other parts read, and what was wrong with it in one
+  line (default: the entry's extra_info, its file as `source` and its timed rounds as
+  `timed_rounds_s`);
+- `read_failure(cell, status, reason, source) -> record`: one of its failed cells
+  (default: the cell's fields, status, reason and source); `owns(cell)`: a failed cell of
+  its that carries neither its task nor its kind (files written before they did);
+- `build(report) -> model`: what it derives from every machine's records, once, kept in
+  `report.suite_models[kind]` for its other parts; footnotes it numbers come from
+  `report.next_note()` (after Table 7's, in the suites' declared order);
 - `SCORED_TASK`, `scored_records(run)` and `scored(run)`: the records the machine score
   counts (a failed one among them counts as failed) and those measured as Results of task
   SCORED_TASK (report.score; `xfbench compare`); `SCORED_WORKLOAD`, its kind of workload in
@@ -13,8 +23,9 @@ in the report's layer and may give:
   its own, the widest fitted one).
 
 The report reads a suite's records, and its failed cells (a failure record whose cell's
-task is one of the suite's `tasks`), into `records[kind]` of each run and machine, and
-names no suite itself (a test adds one from a package of its own).
+task is one of the suite's `tasks`, or whose cell's kind is the suite's), into
+`records[kind]` of each run and machine, and names no suite itself (a test adds one from
+a package of its own).
 """
 
 from __future__ import annotations
@@ -24,6 +35,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
+
+from xfbench import records
 
 
 @dataclass(frozen=True)
@@ -37,6 +50,23 @@ class SuiteReport:
 
     def part(self, what: str, default: Any = None) -> Any:
         return getattr(self.module, what, default)
+
+    def read(self, entry) -> tuple[dict | None, str | None]:
+        """One entry of its kind as its record, and the problem with it (None: none)."""
+        if self.part("read"):
+            return self.part("read")(entry)
+        return {**entry.extra, "source": entry.source, "timed_rounds_s": entry.rounds()}, None
+
+    def owns(self, cell: dict) -> bool:
+        """Whether a failed cell is one of this suite's."""
+        kind = records.ALIASES.get(cell.get("kind"), cell.get("kind"))
+        older = self.part("owns")
+        return cell.get("task") in self.tasks or kind == self.kind or bool(older and older(cell))
+
+    def read_failure(self, cell: dict, status: str, reason, source: str) -> dict:
+        if self.part("read_failure"):
+            return self.part("read_failure")(cell, status, reason, source)
+        return {**cell, "status": status, "reason": reason, "source": source}
 
 
 def declared() -> list[SuiteReport]:
@@ -57,6 +87,6 @@ def declared() -> list[SuiteReport]:
     ]
 
 
-def kinds() -> dict[str, tuple[str, ...]]:
-    """The record kinds read into `records`, each with its cells' tasks."""
-    return {s.kind: s.tasks for s in declared()}
+def by_kind() -> dict[str, SuiteReport]:
+    """The suites whose records are read into `records`, by their kind."""
+    return {s.kind: s for s in declared()}

@@ -34,6 +34,10 @@ def _t(value) -> Text:
     return value if isinstance(value, Text) else Text(str(value))
 
 
+def plural(n: int, word: str) -> str:
+    return f"{n} {word}{'s' if n != 1 else ''}"
+
+
 def _num(value, fmt: str, none: str = "") -> str:
     if (
         value is None

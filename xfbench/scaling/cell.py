@@ -18,6 +18,9 @@ from xfbench.errors import UsageError
 from xfbench.frameworks import names
 from xfbench.models import SCALES
 
+# the record kind its cells write, and their failures' cells carry
+KIND = "scaling"
+
 FRAMEWORKS = names(scaling=True)  # those with a data-parallel worker
 DEVICES = ("cpu", "cuda")
 SCALINGS = ("strong", "weak")
@@ -81,7 +84,7 @@ class ScalingCell:
         return "scaling"
 
     def as_dict(self) -> dict[str, Any]:
-        return {"kind": "scaling", **asdict(self)}
+        return {"kind": KIND, **asdict(self)}
 
     @classmethod
     def from_dict(cls, record: dict[str, Any]) -> ScalingCell:

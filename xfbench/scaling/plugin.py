@@ -32,7 +32,7 @@ from xfbench.plugin import SUITE_FAILURE as PENDING
 from xfbench.plugin import Suite, Sweep, cell_timeout, declare
 from xfbench.scaling import estimate
 from xfbench.scaling import result as R
-from xfbench.scaling.cell import FRAMEWORKS, ScalingCell, expand
+from xfbench.scaling.cell import FRAMEWORKS, KIND, ScalingCell, expand
 from xfbench.scaling.speedup import fill_speedup, scaling_table
 
 # PENDING (item): the failure record a cell's run left; the runner's plugin records it
@@ -164,6 +164,8 @@ SUITE = declare(
         "efficiency over one worker",
         table=summary,
         seconds=estimate.seconds,
+        kind=KIND,
+        report="xfbench.scaling.report",
     )
 )
 
@@ -208,7 +210,7 @@ def record(cell: ScalingCell, result: dict, preset: str, stats=None) -> dict:
     median = stats.median if stats is not None else statistics.median(steps)
     flops = get_spec(cell.network, cell.scale).flops("train", cell.global_batch)
     out = {
-        **records.header("scaling"),
+        **records.header(KIND),
         **cell.as_dict(),
         "cell_id": cell.id,
         "global_batch": cell.global_batch,
@@ -249,7 +251,7 @@ def record(cell: ScalingCell, result: dict, preset: str, stats=None) -> dict:
 
 def _failure(cell: ScalingCell, status: str, reason: str, tail: str = "") -> dict:
     return {
-        "cell": {"kind": "scaling", **cell.as_dict()},
+        "cell": cell.as_dict(),
         "status": status,
         "reason": reason,
         "output_tail": tail,
