@@ -1182,3 +1182,27 @@ def test_every_record_kind_of_a_gpu_run_is_scored_against_its_gpus_reference(tmp
     cpu_generation.records = {"generation": cpu_generation.of("generation")}
     assert score.device_kind(cpu_generation) == "cpu"
     assert score.best_reference(cpu_generation).reference == zen4.name
+
+
+def test_a_failed_gemm_cell_is_listed_by_the_gemm_section_not_as_a_table7_row(tmp_path):
+    """A GEMM cell's failure record (its cell carries task "gemm") is the GEMM suite's: it
+    once became a Table 7 block "?: gemm, batch 0" and a failed cell of the machine."""
+    from xfbench.gemm.measure import GemmCell
+    from xfbench.gemm.shapes import square
+
+    cell = GemmCell(impl="jax", shape=square(8192), dtype="bf16", device="cuda:0", threads=8)
+    failure = {"cell": cell.as_dict(), "status": "failed", "reason": "wrong product"}
+    gemm = {
+        "group": "gemm",
+        "name": "gemm",
+        "stats": {"median": 1.0},
+        "extra_info": {**cell.as_dict(), "impl": "cupy", "device_name": H100, "tflops": 600.0},
+    }
+    folder = runner_folder(tmp_path, "run", standard() + [gemm], failures=[failure], gpus=[H100])
+    render([folder], folder, ["csv", "md"])
+    md = (folder / "report.md").read_text()
+    assert "gemm, batch" not in md and "Failed cells" not in md
+    gemm_part = md.split("## Measured GEMM peak")[1].split("\n## ")[0]
+    assert "### GEMM cells that gave no number" in gemm_part
+    assert "jax 8192 bf16 on cuda:0: failed: wrong product" in gemm_part
+    assert all(r["task"] != "gemm" for r in read_csv(folder / "report.csv"))

@@ -1,8 +1,8 @@
 """The summary that ends an acceptance run: each step's outcome, then the figures the
 run must reach beside the published ones, from what the steps wrote.
 
-- GEMM: xfbench.gemm.compare's table, and CuPy over torch.matmul per (size, dtype),
-  needed at least CUPY_OVER_TORCH_MIN;
+- each suite's own section, where its report module gives one (`acceptance(out, read)`:
+  the GEMM suite's table, and CuPy over torch.matmul against its goal);
 - ResNet-50 training: images/s of every cell beside the published range the report's
   anchors match to it (report/anchors.py);
 - the sweeps, read as `xfbench report` reads them (its model, built once): cells
@@ -24,9 +24,6 @@ from pathlib import Path
 from tabulate import tabulate
 
 from xfbench.acceptance.run import Outcome
-from xfbench.acceptance.steps import CUPY_OVER_TORCH_MIN
-from xfbench.gemm import compare
-from xfbench.gemm.best import fill_share_of_best
 from xfbench.report import suites
 from xfbench.report.anchors import matches
 from xfbench.report.load import Run, load
@@ -41,7 +38,11 @@ def summary(outcomes: list[Outcome], out: Path) -> str:
     parts = [_steps(outcomes)]
     sections = [
         _guarded("Machine", "probe.json", _machine, out),
-        _guarded("GEMM", "gemm.json", _gemm, out),
+        *(
+            _guarded(s.name, s.part("ACCEPTANCE_OUTPUT"), s.part("acceptance"), out, read_output)
+            for s in suites.declared()
+            if s.part("acceptance")
+        ),
         *_sweeps_sections(out),
         _guarded("Equivalence", "equivalence.json", _equivalence, out),
         _guarded("GPU tests", "gpu-tests.xml", _gpu_tests, out),
@@ -101,28 +102,6 @@ def _steps(outcomes: list[Outcome]) -> str:
         if o.log_tail:
             text += f"\n\n{o.step}'s log ends (logs/{o.step}.log):\n\n```\n{o.log_tail}\n```"
     return text
-
-
-def _gemm(out: Path) -> str:
-    path = out / "gemm.json"
-    if not path.exists():
-        return ""
-    read_output(path)
-    records = compare.load([str(path)])
-    if not records:
-        return "## GEMM\n\nno GEMM cell gave a record"
-    fill_share_of_best(records)
-    lines = ["## GEMM", "", compare.table(records), ""]
-    ratios = compare.cupy_over_torch(records)
-    for (m, n, k, dtype, device), ratio in sorted(ratios.items()):
-        verdict = "met" if ratio >= CUPY_OVER_TORCH_MIN else "NOT MET"
-        lines.append(
-            f"- CuPy / torch.matmul at {m}x{n}x{k} {dtype} on {device}: {ratio:.3f} "
-            f"(needed >= {CUPY_OVER_TORCH_MIN}): {verdict}"
-        )
-    if not ratios:
-        lines.append("- CuPy / torch.matmul: no size and type where both ran")
-    return "\n".join(lines)
 
 
 def _sweeps_sections(out: Path) -> list[str]:

@@ -48,6 +48,9 @@ SHIFT = 7936  # offset between input sets drawn from one random pool (16 x 496)
 ITEMSIZE = {"fp32": 4, "tf32": 4, "bf16": 2, "fp16": 2, "fp8": 1}
 OUT_ITEMSIZE = {**ITEMSIZE, "fp8": 2}  # fp8 products are written as bf16
 
+# the record kind its cells write, and the task their failures' cells carry
+KIND = "gemm"
+
 
 class WrongProduct(AssertionError):
     """The product failed the correctness check."""
@@ -71,8 +74,8 @@ class GemmCell:
     def as_dict(self) -> dict[str, Any]:
         s = asdict(self.shape)
         return {
-            "suite": "gemm",
-            "task": "gemm",
+            "suite": KIND,
+            "task": KIND,
             "impl": self.impl,
             "framework": self.impl,
             "shape": s["label"],
@@ -212,7 +215,7 @@ def measure(
         bound = tolerance(dtype, shape.k, bool(mode.get(f"{dtype}_reduced_precision_reduction")))
 
         record = {
-            **records.header("gemm"),
+            **records.header(KIND),
             **cell.as_dict(),
             "preset": preset.name,
             "call": mode.pop("call", impl.call),

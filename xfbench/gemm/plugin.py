@@ -21,7 +21,7 @@ import pytest
 from xfbench.errors import CannotRun, UsageError
 from xfbench.gemm import DTYPES, FRAMEWORK_IMPL, IMPLS, get_impl
 from xfbench.gemm.best import fill_share_of_best
-from xfbench.gemm.measure import GemmCell, WrongProduct, measure
+from xfbench.gemm.measure import KIND, GemmCell, WrongProduct, measure
 from xfbench.gemm.shapes import Shape, parse_sizes, preset_shapes
 from xfbench.gemm.table import gemm_table
 from xfbench.harness.presets import Preset
@@ -137,6 +137,9 @@ SUITE = declare(
         title="xfbench GEMM: TFLOP/s (median), share of datasheet peak and of the best "
         "implementation",
         table=lambda records: summary(records),
+        kind=KIND,
+        tasks=(KIND,),
+        report="xfbench.gemm.report",
     )
 )
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from xfbench.published import TRAINING, Anchor, anchors, gpu_for
+from xfbench.report import suites
 from xfbench.report.model import Report
 from xfbench.report.table import Table, _t
 
@@ -22,7 +23,7 @@ class Match:
     anchor: Anchor
     machine: str
     device_name: str
-    what: str  # our framework / mode, or GEMM implementation
+    what: str  # our framework / mode, or a suite's implementation
     ours: float  # in the anchor's unit
     ours_setting: str  # our batch or size, so a reader sees how the two differ
 
@@ -63,25 +64,22 @@ def matches(report: Report) -> list[Match]:
                                 + (f" x {r.tokens} tokens" if r.tokens else ""),
                             )
                         )
-            else:
-                for g in m.gemm:
-                    if (
-                        g["device"] != "cpu"
-                        and g["dtype"] == a.precision
-                        and g["size"] == a.n
-                        and gpu_for(g["device_name"]) == a.gpu
-                    ):
-                        found.append(
-                            Match(
-                                anchor=a,
-                                machine=m.short,
-                                device_name=g["device_name"],
-                                what=g["implementation"],
-                                ours=g["tflops"],
-                                ours_setting=f"n {g['size']:g}",
-                            )
-                        )
+            else:  # a suite's own measurement (its report's anchor_matches)
+                for suite in suites.declared():
+                    if suite.part("ANCHOR_KIND") == a.kind:
+                        found += [
+                            Match(anchor=a, machine=m.short, **ours)
+                            for ours in suite.part("anchor_matches")(m, a)
+                        ]
     return found
+
+
+def _measurement(kind: str) -> str:
+    """What a table calls the measurement of an anchor's kind."""
+    if kind in TRAINING:
+        return TRAINING[kind][2]
+    titles = (s.part("ANCHOR_TITLE") for s in suites.declared() if s.part("ANCHOR_KIND") == kind)
+    return next(titles, kind)
 
 
 def anchors_table(report: Report) -> Table | None:
@@ -93,10 +91,7 @@ def anchors_table(report: Report) -> Table | None:
         ([_t(f.machine)] if several else [])
         + [
             _t(f.device_name),
-            _t(
-                f"{TRAINING[f.anchor.kind][2] if f.anchor.kind in TRAINING else 'GEMM'}, "
-                f"{f.anchor.precision}"
-            ),
+            _t(f"{_measurement(f.anchor.kind)}, {f.anchor.precision}"),
             _t(f.what),
             _t(f"{f.ours:.4g} {f.anchor.unit} ({f.ours_setting})"),
             _t(f.anchor.published),

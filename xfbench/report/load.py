@@ -23,6 +23,7 @@ from typing import Any
 
 from xfbench import records
 from xfbench.machine import model_label
+from xfbench.records import number
 from xfbench.report import suites
 from xfbench.report.equivalence import equivalence_records
 
@@ -87,7 +88,6 @@ class Run:
     path: str
     machine: dict[str, Any]  # see machine_of()
     results: list[Result] = field(default_factory=list)
-    gemm: list[dict[str, Any]] = field(default_factory=list)
     equivalence: list[dict[str, Any]] = field(default_factory=list)
     # the records of the suites with a report of their own (report/suites.py), and their
     # failed cells, by kind
@@ -97,7 +97,7 @@ class Run:
 
     @property
     def empty(self) -> bool:
-        return not (self.results or self.gemm or self.equivalence or any(self.records.values()))
+        return not (self.results or self.equivalence or any(self.records.values()))
 
     def of(self, kind: str) -> list[dict[str, Any]]:
         """The records of one suite's kind (report/suites.py), and its failed cells."""
@@ -240,12 +240,13 @@ def _isa_of(desc: dict, cpu: dict) -> list[str]:
     return isa(flags) if isinstance(flags, list) else []
 
 
-def _int(value, default=0) -> int:
+def integer(value, default=0) -> int:
+    """A whole number as a file writes one (int() of it), else default."""
     try:
-        number = int(value)
+        found = int(value)
     except (TypeError, ValueError, OverflowError):
         return default
-    return number if abs(number) < 2**31 else default  # no real count is that large
+    return found if abs(found) < 2**31 else default  # no real count is that large
 
 
 def _cell_result(cell: dict, status: str, source: str) -> Result:
@@ -258,14 +259,14 @@ def _cell_result(cell: dict, status: str, source: str) -> Result:
         precision=str(cell.get("precision", "fp32")),
         device=device,
         device_name=str(cell.get("device_name") or device),
-        threads=_int(cell.get("threads")),
-        batch_size=_int(cell.get("batch_size")),
+        threads=integer(cell.get("threads")),
+        batch_size=integer(cell.get("batch_size")),
         data=str(cell.get("data", "resident")),
         scale=str(cell.get("scale", "full")),
         status=status,
         source=source,
-        copies=max(1, _int(cell.get("copies"), 1)),
-        tokens=_int(cell.get("tokens")) or None,
+        copies=max(1, integer(cell.get("copies"), 1)),
+        tokens=integer(cell.get("tokens")) or None,
     )
 
 
@@ -292,44 +293,6 @@ def failure_result(record: dict, source: str) -> Result:
     return result
 
 
-def _number(value) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        return None
-    return float(value)
-
-
-def gemm_record(extra: dict, source: str) -> dict | None:
-    """A GEMM suite entry, normalised: implementation, dtype, tflops, device, device_name,
-    size (n of an n x n x n product; "size", else "n", else "m"), threads (CPU only)."""
-    tflops = _number(extra.get("tflops"))
-    if tflops is None or tflops <= 0:
-        return None
-    device = str(extra.get("device") or "cpu")
-    size = next(
-        (
-            _number(extra.get(k))
-            for k in ("size", "n", "m")
-            if 0 < (_number(extra.get(k)) or 0) < 2**31
-        ),
-        None,
-    )
-    threads = extra.get("threads")
-    name = extra.get("implementation") or extra.get("impl")  # the GEMM suite writes "impl"
-    return {
-        "implementation": str(name),
-        "dtype": str(extra.get("dtype", "fp32")),
-        "tflops": tflops,
-        "device": device,
-        "device_name": str(extra.get("device_name") or device),
-        "size": size,
-        "threads": _int(threads, None) if device == "cpu" and threads is not None else None,
-        # the marks of the harness's CpuMeter (absent in older files: no mark)
-        "contended": extra.get("contended") is True,
-        "thread_shortfall": extra.get("thread_shortfall") is True,
-        "source": source,
-    }
-
-
 def _median(entry: dict) -> float:
     stats = entry.get("stats")
     if not isinstance(stats, dict):
@@ -349,7 +312,7 @@ def _rounds(data) -> list[float]:
     """The positive, finite round times of a list (anything else: none)."""
     if not isinstance(data, list):
         return []
-    out = [_number(x) for x in data]
+    out = [number(x) for x in data]
     return [x for x in out if x is not None and x > 0] if all(out) else []
 
 
@@ -407,24 +370,17 @@ class Entry:
 def _add_entry(run: Run, entry: Entry, own: dict[str, suites.SuiteReport]) -> int:
     """Add one entry to the run by its kind (own: the suites' own kinds); how many
     entries it used (0: not used, said in run.problems)."""
-    extra, source = entry.extra, entry.source
+    extra = entry.extra
     kind = _kind(extra, entry.where)
     if kind == "equivalence":
         return 1  # already taken by equivalence_records
-    if kind == "gemm":
-        gemm = gemm_record(extra, source)
-        if gemm is None:
-            run.problems.append(f"{entry.where}: GEMM entry without a positive tflops")
-            return 0
-        run.gemm.append(gemm)
-        return 1
     if kind in own:  # a suite's own part of the report (report/suites.py)
         record, problem = own[kind].read(entry)
         if problem:
             run.problems.append(f"{entry.where}: {problem}")
         if record is not None:
             run.records.setdefault(kind, []).append(record)
-        return record is not None
+        return int(record is not None)
     if kind not in ("train", "infer") or "network" not in extra or "framework" not in extra:
         run.problems.append(f"{entry.where}: not an xfbench cell (no network/framework)")
         return 0
@@ -597,7 +553,7 @@ def pooled(runs: list[Run], name: str, path: str) -> Run:
     (report/score.py)."""
     out = Run(name=name, path=path, machine=runs[0].machine)
     for run in runs:
-        for kind in ("results", "gemm", "equivalence", "problems"):
+        for kind in ("results", "equivalence", "problems"):
             getattr(out, kind).extend(getattr(run, kind))
         for kind, found in run.records.items():
             out.records.setdefault(kind, []).extend(found)

@@ -58,7 +58,6 @@ class Machine:
     runs: list[Run] = field(default_factory=list)
     results: dict[tuple[BlockKey, RowKey, ColKey], Result] = field(default_factory=dict)
     failures: list[Result] = field(default_factory=list)
-    gemm: list[dict] = field(default_factory=list)
     equivalence: list[dict] = field(default_factory=list)
     prices: dict[str, float] = field(default_factory=dict)
     # cells run as several copies at once (--copies), ok or failed: not Table 7's cells
@@ -132,7 +131,6 @@ def group_machines(runs: list[Run]) -> tuple[list[Machine], list[str]]:
             machines.append(target)
         target.runs.append(run)
         _name_failed_devices(run)
-        target.gemm += run.gemm
         target.equivalence += run.equivalence
         for kind, found in run.records.items():
             target.records.setdefault(kind, []).extend(found)
@@ -280,7 +278,7 @@ class Detail:
     result: Result
     samples_per_s: float
     tflops: float | None
-    gemm_peak_tflops: float | None
+    peak_tflops: float | None  # the best a suite measured there (measured_peaks)
     peak_share: float | None
     speedup: float | None  # over the same row's 1-thread CPU cell on the machine
     efficiency: float | None  # speedup / threads, CPU cells only
@@ -319,7 +317,6 @@ class Report:
     summaries: list[Summary]
     base: Machine | None  # the machine the others are compared with, side by side
     buys: list[Buy]
-    gemm: list[tuple[Machine, dict]]
     problems: list[str]
     with_paper: bool
     # what each suite with a report of its own derives from its records (its `build`,
@@ -369,23 +366,25 @@ def network_title(network: str) -> str:
         return network
 
 
-def _gemm_peaks(m: Machine) -> dict[tuple[str, str, int | None], float]:
-    """Best measured GEMM TFLOP/s per (device, dtype, CPU threads or None)."""
-    peaks: dict[tuple[str, str, int | None], float] = {}
-    for g in m.gemm:  # normalised by load.gemm_record
-        dev = "cpu" if g["device"] == "cpu" else g["device_name"]
-        dtype = dtype_name(g["dtype"])
-        for key in {(dev, dtype, g["threads"]), (dev, dtype, None)}:
-            peaks[key] = max(peaks.get(key, 0.0), g["tflops"])
-    return peaks
+def measured_peaks(m: Machine) -> dict[tuple[str, str, int | None], tuple[float, str]]:
+    """The best TFLOP/s the suites measured on a machine (their report's `peaks`,
+    report/suites.py) per (device: "cpu" or the GPU's name, dtype, CPU threads or None for
+    any), with the suite that measured it."""
+    found: dict[tuple[str, str, int | None], tuple[float, str]] = {}
+    for suite in suites.declared():
+        for key, tflops in (suite.part("peaks", lambda m: {})(m)).items():
+            if key not in found or tflops > found[key][0]:
+                found[key] = (tflops, suite.name)
+    return found
 
 
 def _peak_for(peaks, r: Result) -> float | None:
     dev = r.device_name if r.accelerator else "cpu"
     dtype = dtype_name(r.precision)
-    if r.accelerator:
-        return peaks.get((dev, dtype, None))
-    return peaks.get((dev, dtype, r.threads)) or peaks.get((dev, dtype, None))
+    found = peaks.get((dev, dtype, None if r.accelerator else r.threads))
+    if found is None and not r.accelerator:
+        found = peaks.get((dev, dtype, None))
+    return found[0] if found else None
 
 
 def _tflops(r: Result) -> float | None:
@@ -397,7 +396,7 @@ def _tflops(r: Result) -> float | None:
 
 
 def _details(m: Machine) -> list[Detail]:
-    peaks = _gemm_peaks(m)
+    peaks = measured_peaks(m)
     out = []
     for (block, row, col), r in m.results.items():
         one = m.results.get((block, row, ("cpu", 1)))
@@ -414,7 +413,7 @@ def _details(m: Machine) -> list[Detail]:
                 result=r,
                 samples_per_s=r.batch_size / r.median if r.median > 0 else math.nan,
                 tflops=tflops,
-                gemm_peak_tflops=peak,
+                peak_tflops=peak,
                 peak_share=tflops / peak if tflops is not None and peak else None,
                 speedup=speedup,
                 efficiency=efficiency,
@@ -657,7 +656,6 @@ def build(
         summaries=summarise(machines, ref) if ref and len(machines) > 1 else [],
         base=ref,
         buys=_buys(machines, details, block_keys),
-        gemm=[(m, g) for m in machines for g in m.gemm],
         problems=problems,
         with_paper=with_paper,
     )

@@ -1,9 +1,8 @@
 """Plots (matplotlib, Agg): time against threads per network, accelerator bars per
-network, GEMM TFLOP/s against size per dtype. Each is written as a PNG file."""
+network; the helpers every suite's plots share. Each is written as a PNG file."""
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 import matplotlib
@@ -13,7 +12,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import matplotlib.ticker  # noqa: E402
 
 from xfbench.report.files import replacing  # noqa: E402
-from xfbench.report.model import Block, Report, dtype_name  # noqa: E402
+from xfbench.report.model import Block, Report  # noqa: E402
 
 SIZE = (8.5, 4.0)
 COLORS = plt.rcParams["axes.prop_cycle"].by_key()["color"]
@@ -120,41 +119,6 @@ def accelerator_plot(report: Report, block: Block, path: Path) -> Path | None:
     return _save(fig, path)
 
 
-def gemm_plots(report: Report, folder: Path) -> list[tuple[str, Path]]:
-    """GEMM TFLOP/s against matrix size, one plot per dtype, a line per device and
-    implementation."""
-    series: dict[str, dict[str, list[tuple[float, float]]]] = {}
-    for machine, g in report.gemm:  # normalised by load.gemm_record
-        if g["size"] is None:
-            continue
-        name = (
-            f"{g['implementation']} on {g['device_name']}"
-            + (f" {g['threads']}t" if g["threads"] is not None else "")
-            + (f" ({machine.short})" if len(report.machines) > 1 else "")
-        )
-        series.setdefault(dtype_name(g["dtype"]), {}).setdefault(name, []).append(
-            (g["size"], g["tflops"])
-        )
-    out = []
-    for dtype, lines in sorted(series.items()):
-        fig, ax = plt.subplots(figsize=SIZE)
-        for name, points in sorted(lines.items()):
-            points.sort()
-            ax.plot([p[0] for p in points], [p[1] for p in points], marker="o", label=name)
-        sizes = sorted({p[0] for points in lines.values() for p in points})
-        ax.set_xscale("log", base=2)
-        ax.set_xticks(sizes, [f"{x:g}" for x in sizes])
-        ax.minorticks_off()
-        ax.set_xlabel("matrix size (n for n x n x n)")
-        ax.set_ylabel("TFLOP/s")
-        ax.set_title(f"GEMM {dtype}", fontsize=10)
-        ax.grid(True, which="both", alpha=0.3)
-        _legend(ax, len(lines))
-        slug = re.sub(r"[^A-Za-z0-9_.-]+", "_", dtype)
-        out.append((f"GEMM TFLOP/s against size, {dtype}", _save(fig, folder / f"gemm-{slug}.png")))
-    return out
-
-
 def _safely(draw, *args, problems: list[str], what: str):
     """A plot that cannot be drawn (absurd values in a file) must not cost the tables."""
     try:
@@ -166,12 +130,12 @@ def _safely(draw, *args, problems: list[str], what: str):
 
 
 def render(report: Report, folder: Path) -> dict[str, list[tuple[str, Path]]]:
-    """Write every plot under folder; {"threads"|"accelerators"|"gemm": [(caption, path)]}.
+    """Write every plot under folder; {"threads"|"accelerators": [(caption, path)]}.
     Plots that fail are listed in report.problems."""
     folder.mkdir(parents=True, exist_ok=True)
     for stale in folder.glob("*.png"):  # plots/ is the report's own: drop the last render's
         stale.unlink()
-    out: dict[str, list[tuple[str, Path]]] = {"threads": [], "accelerators": [], "gemm": []}
+    out: dict[str, list[tuple[str, Path]]] = {"threads": [], "accelerators": []}
     problems = report.problems
     for block in report.blocks:
         p = _safely(
@@ -194,5 +158,4 @@ def render(report: Report, folder: Path) -> dict[str, list[tuple[str, Path]]]:
         )
         if p:
             out["accelerators"].append((block.title, p))
-    out["gemm"] = _safely(gemm_plots, report, folder, problems=problems, what="gemm") or []
     return out

@@ -1,6 +1,6 @@
 """The roofline in the report: each machine's measured roofs (the run's machine record,
-roofline/roofs.py): the CPU's per thread count, each GPU's, with the GEMM suite's best
-where it beat the probe and a GPU's datasheet roofs beside (xfbench/published.toml); every cell a
+roofline/roofs.py): the CPU's per thread count, each GPU's, with a suite's measured peak
+(model.measured_peaks) where it beat the probe and a GPU's datasheet roofs beside (xfbench/published.toml); every cell a
 point at its network's arithmetic intensity (roofline/profile.py) against its achieved
 FLOP/s, under the peak of its own precision; and each cell's measured per-layer times
 (--profile-layers).
@@ -18,18 +18,19 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from xfbench.published import gpu_for
-from xfbench.report.model import Machine, Report, _gemm_peaks, _tflops, display, dtype_name
+from xfbench.report.model import Machine, Report, _tflops, display, dtype_name, measured_peaks
 from xfbench.report.table import Table, Text
+from xfbench.roofline.roofs import PROBE
 
 OVERHEAD_SHARE = 0.2
 CAPTION = (
     "Each cell at its network's arithmetic intensity (FLOPs over the bytes its layers "
     "move at least: `xfbench profile`) against its achieved FLOP/s, under the roofs this "
     "run measured where it ran (a CPU thread count, or a GPU): memory bandwidth (STREAM's "
-    "best kernel) x intensity, and the GEMM peak of the cell's precision (the probe's, or "
-    "the GEMM suite's where higher). bound by: the roof that applies, or neither (overhead) "
+    "best kernel) x intensity, and the matmul peak of the cell's precision (the probe's, or "
+    "a suite's measured one where higher: peak from). bound by: the roof that applies, or neither (overhead) "
     f"below {OVERHEAD_SHARE:.0%} of it; share: achieved over that roof (above 100 %: the "
-    "framework's kernels beat the GEMM probe)."
+    "framework's kernels beat the probe's matmul)."
 )
 # The types with a measured peak; a cell computes at its precision's (mixed precision's
 # products are the half type's); fp64 and int8 have none.
@@ -49,9 +50,9 @@ def bound_by(
 
 def roofs(m: Machine) -> dict[str, dict]:
     """{"t<N>" or "cuda:N": {"where", "device", "threads", "device_name", "bandwidth_gbps",
-    "peaks_tflops" {type: TFLOP/s}, "peak_sources" {type: "GEMM probe" | "GEMM suite"}}}
+    "peaks_tflops" {type: TFLOP/s}, "peak_sources" {type: PROBE | "<suite> suite"}}}
     of a machine's runs. On the CPU tf32 is fp32 (no TF32 arithmetic there)."""
-    gemm = _gemm_peaks(m)
+    measured = measured_peaks(m)
     out: dict[str, dict] = {}
     for run in m.runs:
         for key, r in (run.machine.get("roofs") or {}).items():
@@ -67,13 +68,13 @@ def roofs(m: Machine) -> dict[str, dict]:
             peaks, sources = {}, {}
             for t in PEAK_TYPES:
                 probe = r.get(f"{'fp32' if t == 'tf32' and not gpu else t}_peak_tflops")
-                suite = gemm.get((name, t, None if gpu else threads))
+                suite, by = measured.get((name, t, None if gpu else threads), (None, ""))
                 if isinstance(suite, (int, float)) and (
                     not isinstance(probe, (int, float)) or suite > probe
                 ):
-                    peaks[t], sources[t] = float(suite), "GEMM suite"
+                    peaks[t], sources[t] = float(suite), f"{by} suite"
                 elif isinstance(probe, (int, float)) and probe > 0:
-                    peaks[t], sources[t] = float(probe), "GEMM probe"
+                    peaks[t], sources[t] = float(probe), PROBE
             if "fp32" not in peaks:
                 continue
             out[key] = {

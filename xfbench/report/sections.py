@@ -66,7 +66,9 @@ def _details(report: Report, plots: dict) -> list[Part]:
         Part(
             title="Throughput, TFLOP/s, thread speedup, compile time, memory",
             caption="samples/s = batch / median; TFLOP/s from the network's analytic FLOPs; "
-            "speedup and parallel efficiency over the same row's 1-thread CPU cell.",
+            "measured peak: the best TFLOP/s a suite measured at the cell's precision on its "
+            "device (and thread count); speedup and parallel efficiency over the same row's "
+            "1-thread CPU cell.",
             tables=found,
         )
     ]
@@ -88,7 +90,7 @@ def _roofline(report: Report, plots: dict) -> list[Part]:
 
 
 def _plots(report: Report, plots: dict) -> list[Part]:
-    drawn = [p for kind in ("threads", "accelerators", "gemm") for p in plots.get(kind, [])]
+    drawn = [p for kind in ("threads", "accelerators") for p in plots.get(kind, [])]
     return [Part(title="Plots", plots=drawn)] if drawn else []
 
 
@@ -113,7 +115,6 @@ SECTIONS: tuple[Callable[[Report, dict], list[Part]], ...] = (
     _suites,
     _roofline,
     lambda r, p: _one(tables.procurement_table(r)),
-    lambda r, p: _one(tables.gemm_table(r)),
     lambda r, p: _one(anchors.anchors_table(r)),
     _plots,
     _left_out,

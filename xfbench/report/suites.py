@@ -16,6 +16,14 @@ in the report's layer and may give:
 - `build(report) -> model`: what it derives from every machine's records, once, kept in
   `report.suite_models[kind]` for its other parts; footnotes it numbers come from
   `report.next_note()` (after Table 7's, in the suites' declared order);
+- `peaks(machine) -> {(device, dtype, CPU threads or None): TFLOP/s}`: the compute peaks
+  its records measured, which Table 7's cells are set against (% of peak) and the roofline
+  takes where higher than its probe's (report.model.measured_peaks);
+- `ANCHOR_KIND`, `ANCHOR_TITLE` and `anchor_matches(machine, anchor) -> [{device_name,
+  what, ours, ours_setting}]`: its measurements beside the published anchors of that kind
+  (report/anchors.py);
+- `acceptance(out, read) -> str` and `ACCEPTANCE_OUTPUT`: its section of the acceptance
+  summary from the file its acceptance step wrote under `out` (acceptance/summary.py);
 - `SCORED_TASK`, `scored_records(run)` and `scored(run)`: the records the machine score
   counts (a failed one among them counts as failed) and those measured as Results of task
   SCORED_TASK (report.score; `xfbench compare`); `SCORED_WORKLOAD`, its kind of workload in

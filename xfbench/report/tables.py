@@ -604,7 +604,7 @@ class _DetailColumns:
     """Which of the details table's optional columns a block shows."""
 
     several: bool  # machines: a column naming each
-    share: bool  # a GEMM peak measured: the cells' share of it
+    share: bool  # a peak measured (model.measured_peaks): the cells' share of it
     real: bool  # real-data rows beside the synthetic ones
     tokens: bool  # the transformers: tokens/s beside samples/s
 
@@ -614,7 +614,7 @@ class _DetailColumns:
             + ["framework / mode", "device / threads", "s/batch", "samples/s"]
             + (["tokens/s"] if self.tokens else [])
             + ["TFLOP/s"]
-            + (["GEMM peak TFLOP/s", "% of peak"] if self.share else [])
+            + (["measured peak TFLOP/s", "% of peak"] if self.share else [])
             + ["speedup vs 1t", "parallel eff.", "threads used", "compile s"]
             + ["peak host MB (cell)", "peak device MB"]
             + (
@@ -631,7 +631,7 @@ def details_table(report: Report, block: Block) -> Table | None:
         return None
     show = _DetailColumns(
         several=len(report.machines) > 1,
-        share=any(d.gemm_peak_tflops for d in mine),
+        share=any(d.peak_tflops for d in mine),
         real=any(d.result.data == "real" for d in mine),
         tokens=any(d.result.tokens for d in mine),
     )
@@ -667,7 +667,7 @@ def _detail_row(d, show: _DetailColumns) -> list[Text]:
         + [_t(_num(d.tflops, ".3g"))]
         + (
             [
-                _t(_num(d.gemm_peak_tflops, ".3g")),
+                _t(_num(d.peak_tflops, ".3g")),
                 _t(_num(d.peak_share and d.peak_share * 100, ".2g")),
             ]
             if show.share
@@ -799,40 +799,6 @@ def procurement_summary(report: Report) -> Table | None:
         caption="From the procurement table below: each network's fastest cell per machine.",
         anchor="procurement-summary",
         text_cols=4,
-    )
-
-
-def gemm_table(report: Report) -> Table | None:
-    best: dict[tuple, dict] = {}
-    for m, g in report.gemm:  # normalised by load.gemm_record
-        key = (m.short, g["device_name"], g["dtype"], g["threads"])
-        if key not in best or g["tflops"] > best[key]["tflops"]:
-            best[key] = g
-    if not best:
-        return None
-    several = len(report.machines) > 1
-    rows = [
-        ([_t(k[0])] if several else [])
-        + [
-            _t(k[1] + (f" {k[3]}t" if k[3] is not None else "")),
-            _t(k[2]),
-            _t(g["implementation"]),
-            _t(_num(g["size"], "g")),
-            _t(_num(g["tflops"], ".4g") + marks(g)),
-        ]
-        for k, g in sorted(best.items(), key=lambda kv: str(kv[0]))
-    ]
-    return Table(
-        "Measured GEMM peak",
-        (["machine"] if several else [])
-        + ["device", "dtype", "implementation", "size", "best TFLOP/s"],
-        rows,
-        caption=(
-            "The best GEMM TFLOP/s per device and dtype: the peak that achieved "
-            "TFLOP/s are compared with. " + _legend(best.values())
-        ).strip(),
-        anchor="gemm",
-        text_cols=(4 if several else 3),
     )
 
 

@@ -46,6 +46,8 @@ PEAK_N = 2048
 PEAK_REPEATS = 4
 DEVICE_ARRAY_BYTES = 1 << 30
 DEVICE_PEAK_N = 8192
+# what the report calls a peak these roofs measured (beside a suite's, where higher)
+PROBE = "GEMM probe"
 METHOD = (
     "STREAM's four kernels on float64 arrays of 4 x the last-level cache (at least 64 MiB), "
     f"best of {ARRAY_REPEATS}, in N pinned threads of NumPy (triad in two passes, counted "
