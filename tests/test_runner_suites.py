@@ -236,12 +236,14 @@ def _scaling_cells(metafunc):
 
 SCALING = declare(Suite(name="scaling", param="scell", cells=_scaling_cells,
                         cell_type=ScalingCell, files=(os.path.join(HERE, "test_scaling.py"),),
-                        sweep=scaling.sweep, title="stand-in scaling", table=scaling.summary))
+                        sweep=scaling.sweep, title="stand-in scaling", table=scaling.summary,
+                        kind=scaling.KIND, report=scaling.SUITE.report))
 ALLREDUCE = declare(Suite(name="allreduce", param="case", cells=lambda metafunc: [],
                           cell_type=allreduce.Case,
                           files=(os.path.join(HERE, "test_allreduce.py"),),
                           sweep=allreduce.sweep, title="stand-in all-reduce",
-                          table=allreduce.summary))
+                          table=allreduce.summary, kind=allreduce.KIND,
+                          report=allreduce.SUITE.report))
 """
 
 SCALING = """
@@ -286,7 +288,7 @@ def test_allreduce(case, benchmark, request):
 @pytest.fixture
 def stand_ins(tmp_path, monkeypatch):
     """The stand-in suites declared here in place of the real ones, and in every child
-    (PYTEST_PLUGINS), whose files they run."""
+    (PYTEST_PLUGINS), whose files they run; their results are reported as the real ones'."""
     import importlib
     import sys
 
