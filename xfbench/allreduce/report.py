@@ -11,13 +11,15 @@ from pathlib import Path
 
 from xfbench.allreduce import report_model
 from xfbench.allreduce.plugin import KIND
-from xfbench.allreduce.report_model import Sweep, owns, pattern_title, patterns_of, read_failure
+from xfbench.allreduce.report_model import Sweep, pattern_title, patterns_of
 from xfbench.report.load import Entry
 from xfbench.report.model import Report
 from xfbench.report.sections import Part
 from xfbench.report.table import Table, Text, _num, plural
 
-__all__ = ["owns", "read_failure"]  # hooks the report calls by name
+# hooks the report calls by name (report/suites.py), beside the model that reads records
+owns = report_model.owns
+read_failure = report_model.read_failure
 
 LINE_STYLES = {"allreduce": "-", "reduce_broadcast": "--", "parameter_server": ":"}
 

@@ -14,9 +14,11 @@ from xfbench.report.sections import Part
 from xfbench.report.table import Table, Text, _num, plural
 from xfbench.scaling import report_model
 from xfbench.scaling.cell import KIND
-from xfbench.scaling.report_model import ScalingRow, ScalingTable, owns, read_failure
+from xfbench.scaling.report_model import ScalingRow, ScalingTable
 
-__all__ = ["owns", "read_failure"]  # hooks the report calls by name
+# hooks the report calls by name (report/suites.py), beside the model that reads records
+owns = report_model.owns
+read_failure = report_model.read_failure
 
 TITLES = {
     "strong": "Strong scaling: the global batch fixed, split over the workers",
