@@ -363,3 +363,18 @@ def test_compiled_inference_on_the_cpu_freezes_and_uses_the_cpp_wrapper(task, fr
     assert inductor.freezing is frozen and inductor.cpp_wrapper is frozen
     assert work.info["inductor_freezing"] is frozen
     assert work.info["inductor_cpp_wrapper"] is frozen
+
+
+def test_compiled_decoding_on_the_cpu_autotunes_fp32_only():
+    """Inductor's max-autotune times each product alone with its weights in cache; a
+    decode step streams them, where the bf16 templates it chose ran at about 60 % of
+    oneDNN's prepacked products (docs/generation.md): bf16 compiles without it, and both
+    freeze and prepack their weights."""
+    import torch._inductor.config as inductor
+
+    from xfbench.adapters.torch.generation import _compiler
+
+    assert _compiler("compile", "cpu", "fp32") == "max-autotune"
+    assert _compiler("compile", "cpu", "bf16") == "default"
+    assert inductor.freezing and inductor.cpp_wrapper
+    assert _compiler("eager", "cpu", "bf16") is None

@@ -859,7 +859,12 @@ TORCH_COMPILED = "torch compile or cudagraph"
 GENERATOR_COMPILED = (
     Field("compiled_graphs", "int", "graphs Dynamo compiled", when=TORCH_COMPILED),
     Field("graph_breaks", "int", "Dynamo's graph breaks (0)", when=TORCH_COMPILED),
-    Field("compile_mode", "str", "torch.compile's mode", when=TORCH_COMPILED),
+    Field(
+        "compile_mode",
+        "str",
+        "torch.compile's mode (on the CPU: max-autotune in fp32, default in bf16)",
+        when=TORCH_COMPILED,
+    ),
     *CUDAGRAPH_PROOF,
     Field(
         "compilations",
@@ -914,7 +919,7 @@ GENERATOR_INFO = (
     Field(
         "inductor_gemm_backends",
         "str",
-        "what max-autotune chose GEMMs among",
+        "what max-autotune chose GEMMs among, where compile_mode is max-autotune (fp32)",
         when="torch compile on the CPU",
     ),
     Field("execution_provider", "str", "the provider that ran", when="onnxruntime"),

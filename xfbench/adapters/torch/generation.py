@@ -101,13 +101,18 @@ class CachedGPT(torch.nn.Module):
         return self._head(x[:, 0])
 
 
-def _compiler(mode_name: str, device_type: str) -> str | None:
+def _compiler(mode_name: str, device_type: str, precision: str = "fp32") -> str | None:
     """torch.compile's mode for a cell's mode (None: eager), Inductor made ready. On the
     CPU, compile is PyTorch's own CPU inference path: freezing (the weights constants;
-    the cache, a buffer the step writes, is not frozen), the C++ wrapper, and max-autotune,
-    which sets Inductor's C++ GEMM templates against ATen's oneMKL calls and keeps the
-    faster: at batch 1 the decode step ran 44 ms eager, 32 ms compiled with oneMKL's
-    products and 16-18 ms so (GPT-2, 2 threads of a Zen 4 EPYC; docs/generation.md)."""
+    the cache, a buffer the step writes, is not frozen), the C++ wrapper and prepacked
+    weights; in fp32 max-autotune too, which sets Inductor's C++ GEMM templates against
+    ATen's oneMKL calls and keeps the faster: at batch 1 the decode step ran 44 ms eager,
+    32 ms compiled with oneMKL's products and 16-18 ms so (GPT-2, 2 threads of a Zen 4
+    EPYC; docs/generation.md). Not in bf16: autotuning times each product alone, its
+    weights in cache, while a decode step streams them from memory, where the bf16
+    templates it chose read 18-21 GB/s against oneDNN's prepacked products' 30-34 (batch-1
+    TPOT 12.0-13.4 ms against 7.5-8.4, batch 8 15.9 against 15.1; 64/64, 2 threads of a
+    Zen 5 EPYC)."""
     mode = COMPILE_MODES[mode_name]
     if mode is None:
         return None
@@ -123,7 +128,7 @@ def _compiler(mode_name: str, device_type: str) -> str | None:
     # as the inference cells (workload.py): no prepacked linear layers with ATen's ISA
     # lowered, where they computed wrong numbers
     inductor.cpp.weight_prepack = not os.environ.get("ATEN_CPU_CAPABILITY")
-    return "max-autotune"
+    return "max-autotune" if precision == "fp32" else mode
 
 
 def _inductor_facts() -> dict:
@@ -201,7 +206,7 @@ class TorchGenerator(CudaPeak, Generator):
         self.cache_bytes = sum(
             t.numel() * t.element_size() for t in self.model.keys + self.model.values
         )
-        mode = _compiler(cell.mode, self.device.type)
+        mode = _compiler(cell.mode, self.device.type, cell.precision)
         self.graphs = cell.mode == "cudagraph"
         if self.graphs:  # written in place by the graph: never copied into it as inputs
             for t in self.model.keys + self.model.values:
