@@ -328,3 +328,47 @@ def test_what_runs_after_a_step_failing_never_stops_the_next_step(tmp_path):
     outcomes = run_steps(todo, 300, tmp_path, say=said.append, after=broken)
     assert [o.status for o in outcomes] == ["passed", "passed"]
     assert any("after one: ValueError" in line for line in said)
+
+
+def test_a_sweep_with_gemm_scaling_and_allreduce_records_summarises_without_a_lost_section(
+    tmp_path,
+):
+    """Suites whose report reads their records into a shape of its own (GEMM, scaling,
+    all-reduce) are not handed to their terminal tables, which read records as written: in
+    a sweep's results they once made the summary's section unreadable (a KeyError)."""
+    from xfbench.gemm.measure import GemmCell
+    from xfbench.gemm.shapes import square
+
+    _whole_outputs(tmp_path)
+    merged = tmp_path / "results" / "merged.json"
+    doc = json.loads(merged.read_text())
+    gemm = GemmCell(impl="numpy", shape=square(256), dtype="fp32", device="cpu", threads=1)
+    scaling = {
+        "kind": "scaling",
+        "network": "fcn5",
+        "framework": "torch",
+        "device": "cpu",
+        "workers": 1,
+        "scaling": "strong",
+        "batch": 16,
+        "threads_per_worker": 1,
+    }
+    sweep = {"kind": "allreduce", "framework": "torch", "backend": "gloo", "device": "cpu",
+             "world_size": 1, "rows": []}  # fmt: skip
+    for name, extra in (
+        ("gemm", {**gemm.as_dict(), "kind": "gemm", "tflops": 0.05}),
+        ("scaling", scaling),
+        ("allreduce", sweep),
+    ):
+        doc["benchmarks"].append(
+            {
+                "name": name,
+                "group": name,
+                "stats": {"median": 0.01, "data": [0.01]},
+                "extra_info": extra,
+            }  # fmt: skip
+        )
+    merged.write_text(json.dumps(doc))
+    text = summary([Outcome("probe", "passed", 1.0)], tmp_path)
+    assert "unreadable" not in text, text
+    assert "## Sweeps" in text and "## GPU roofs" in text

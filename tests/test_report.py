@@ -1206,3 +1206,8 @@ def test_a_failed_gemm_cell_is_listed_by_the_gemm_section_not_as_a_table7_row(tm
     assert "### GEMM cells that gave no number" in gemm_part
     assert "jax 8192 bf16 on cuda:0: failed: wrong product" in gemm_part
     assert all(r["task"] != "gemm" for r in read_csv(folder / "report.csv"))
+    # every GEMM cell failed: no table, and the list keeps a heading of its own
+    alone = runner_folder(tmp_path, "alone", standard(), failures=[failure], gpus=[H100])
+    render([alone], alone, ["md"])
+    md = (alone / "report.md").read_text()
+    assert "## Measured GEMM peak\n\n### GEMM cells that gave no number" in md

@@ -919,8 +919,8 @@ GENERATOR_INFO = (
     Field(
         "inductor_gemm_backends",
         "str",
-        "what max-autotune chose GEMMs among, where compile_mode is max-autotune (fp32)",
-        when="torch compile on the CPU",
+        "what max-autotune chose GEMMs among",
+        when="torch compile on the CPU in fp32 (max-autotune)",
     ),
     Field("execution_provider", "str", "the provider that ran", when="onnxruntime"),
     Field(

@@ -185,9 +185,8 @@ def _sweeps(run: Run) -> str:
 def _suite_table(suite: suites.SuiteReport, report: Report) -> str:
     """A suite's own records (token generation, serving...) in its own summary table."""
     found = [r for m in report.machines for r in m.of(suite.kind)]
-    if not (found and suite.table):
-        return ""
-    return f"## {suite.title}\n\n{suite.table(found)}"
+    table = suite.summary_table(found) if found else None
+    return f"## {suite.title}\n\n{table}" if table else ""
 
 
 def _roofs(run: Run, report: Report) -> str:

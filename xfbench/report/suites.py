@@ -71,6 +71,13 @@ class SuiteReport:
         older = self.part("owns")
         return cell.get("task") in self.tasks or kind == self.kind or bool(older and older(cell))
 
+    def summary_table(self, records: list[dict]) -> str | None:
+        """Its terminal summary's table of records the report read, where they are as its
+        cells wrote them (a suite with a reader of its own keeps them otherwise: none)."""
+        if not self.table or self.part("read"):
+            return None
+        return self.table(records)
+
     def read_failure(self, cell: dict, status: str, reason, source: str) -> dict:
         if self.part("read_failure"):
             return self.part("read_failure")(cell, status, reason, source)

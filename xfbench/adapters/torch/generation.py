@@ -10,7 +10,7 @@ against a longer cache). The position is a tensor, so that the compiled step is 
 once and never recompiles; greedy's argmax is inside the step, on the device.
 
 Modes: eager; compile (torch.compile of prefill and of the decode step; on the CPU
-max-autotune with freezing and the C++ wrapper, _compiler); cudagraph (CUDA: the same
+with freezing and the C++ wrapper, and in fp32 max-autotune: _compiler); cudagraph (CUDA: the same
 with mode="reduce-overhead", which replays the decode step as a CUDA graph: the cache
 tensors are marked static addresses, so that the graph may write them in place, and the
 cell proves its graphs replayed: cudagraphs.py).
@@ -131,14 +131,18 @@ def _compiler(mode_name: str, device_type: str, precision: str = "fp32") -> str 
     return "max-autotune" if precision == "fp32" else mode
 
 
-def _inductor_facts() -> dict:
+def _inductor_facts(mode: str) -> dict:
     import torch._inductor.config as inductor
 
     return {
         "inductor_freezing": inductor.freezing,
         "inductor_cpp_wrapper": inductor.cpp_wrapper,
         "inductor_weight_prepack": inductor.cpp.weight_prepack,
-        "inductor_gemm_backends": inductor.max_autotune_gemm_backends,
+        **(
+            {"inductor_gemm_backends": inductor.max_autotune_gemm_backends}
+            if mode == "max-autotune"
+            else {}
+        ),
     }
 
 
@@ -226,7 +230,7 @@ class TorchGenerator(CudaPeak, Generator):
             "cache_write": "index_copy_ at a position tensor",
             "weights_dtype": str(next(net.parameters()).dtype).removeprefix("torch."),
             "cache_dtype": str(self.model.keys[0].dtype).removeprefix("torch."),
-            **(_inductor_facts() if mode and self.device.type == "cpu" else {}),
+            **(_inductor_facts(mode) if mode and self.device.type == "cpu" else {}),
             **({"compile_mode": mode} if mode else {}),
         }
 
