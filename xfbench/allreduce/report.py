@@ -6,12 +6,12 @@ report-allreduce.csv (one row per pattern and message size)."""
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 from xfbench.allreduce import report_model
 from xfbench.allreduce.plugin import KIND
 from xfbench.allreduce.report_model import Sweep, pattern_title, patterns_of
+from xfbench.report.files import plain
 from xfbench.report.load import Entry
 from xfbench.report.model import Report
 from xfbench.report.sections import Part
@@ -95,10 +95,6 @@ def plots(report: Report, folder: Path) -> list[tuple[str, Path]]:
         return []
     folder.mkdir(parents=True, exist_ok=True)
     return busbw_plots(report, folder)
-
-
-def _slug(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9_.-]+", "_", text)[:100]  # names come from JSON: keep paths plain
 
 
 def size_text(n: int) -> str:
@@ -219,7 +215,7 @@ def busbw_plots(report: Report, folder: Path) -> list[tuple[str, Path]]:
         ax.set_title(f"All-reduce bus bandwidth: {title}", fontsize=10)
         ax.grid(True, which="both", alpha=0.3)
         _legend(ax, lines)
-        path = folder / f"busbw-{_slug(framework)}-{_slug(backend)}-{_slug(device)}-{mi}.png"
+        path = folder / f"busbw-{plain(framework)}-{plain(backend)}-{plain(device)}-{mi}.png"
         out.append((f"Bus bandwidth against message size, {title}", _save(fig, path)))
     return out
 

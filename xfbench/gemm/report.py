@@ -6,7 +6,6 @@ summary, with CuPy against torch.matmul (`acceptance`)."""
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 from xfbench.gemm import compare
@@ -15,6 +14,7 @@ from xfbench.gemm.measure import KIND
 from xfbench.harness.threads import marks
 from xfbench.published import Anchor, gpu_for
 from xfbench.records import number
+from xfbench.report.files import plain
 from xfbench.report.load import Entry, integer
 from xfbench.report.model import Machine, Report, dtype_name
 from xfbench.report.sections import Part
@@ -190,8 +190,8 @@ def plots(report: Report, folder: Path) -> list[tuple[str, Path]]:
         ax.set_title(f"GEMM {dtype}", fontsize=10)
         ax.grid(True, which="both", alpha=0.3)
         _legend(ax, len(lines))
-        slug = re.sub(r"[^A-Za-z0-9_.-]+", "_", dtype)
-        out.append((f"GEMM TFLOP/s against size, {dtype}", _save(fig, folder / f"gemm-{slug}.png")))
+        path = folder / f"gemm-{plain(dtype)}.png"
+        out.append((f"GEMM TFLOP/s against size, {dtype}", _save(fig, path)))
     return out
 
 

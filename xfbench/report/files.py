@@ -6,7 +6,14 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 from pathlib import Path
+
+
+def plain(text: str) -> str:
+    """A name read from JSON as part of a file name: letters, digits, _ . - kept, the rest
+    an underscore, at most 100 characters."""
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", text)[:100]
 
 
 @contextlib.contextmanager

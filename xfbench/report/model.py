@@ -7,7 +7,6 @@ Everything here is plain data; the md, html and csv renderers only lay it out.
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -15,6 +14,7 @@ from xfbench.frameworks import display
 from xfbench.harness.threads import marks
 from xfbench.report import paper, procurement, suites
 from xfbench.report.equivalence import mark
+from xfbench.report.files import plain
 from xfbench.report.load import Result, Run
 
 # A row of Table 7: the way a network was run.
@@ -255,9 +255,7 @@ class Block:
     def slug(self) -> str:
         task, network, batch, scale = self.key
         slug = f"{task}-{network}-b{batch}" + ("" if scale == "full" else f"-{scale}")
-        return re.sub(r"[^A-Za-z0-9_.-]+", "_", slug)[
-            :100
-        ]  # names come from JSON: keep paths plain
+        return plain(slug)  # names come from JSON: keep paths plain
 
 
 @dataclass

@@ -5,9 +5,9 @@ efficiency against workers per network; report-scaling.csv (one row per cell).""
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
+from xfbench.report.files import plain
 from xfbench.report.load import Entry
 from xfbench.report.model import Report, format_seconds, network_title
 from xfbench.report.sections import Part
@@ -185,10 +185,6 @@ def plots(report: Report, folder: Path) -> list[tuple[str, Path]]:
     return efficiency_plots(report, folder)
 
 
-def _slug(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9_.-]+", "_", text)[:100]  # names come from JSON: keep paths plain
-
-
 def efficiency_plots(report: Report, folder: Path) -> list[tuple[str, Path]]:
     """Per scaling kind and network: efficiency against workers, a line per framework,
     device and batch (a line style per machine), and the ideal 100 % line."""
@@ -252,7 +248,7 @@ def efficiency_plots(report: Report, folder: Path) -> list[tuple[str, Path]]:
             ax.set_title(title, fontsize=10)
             ax.grid(True, which="both", alpha=0.3)
             _legend(ax, lines + 1)
-            path = folder / f"efficiency-{table.kind}-{_slug(network)}-{scale}.png"
+            path = folder / f"efficiency-{table.kind}-{plain(network)}-{scale}.png"
             out.append((f"Parallel efficiency, {title}", _save(fig, path)))
     return out
 
