@@ -246,33 +246,37 @@ def test_a_sweep_measures_the_roofs_of_each_thread_count_and_gpu():
     assert roof_targets({"threads": [4], "devices": ["tpu:0"]}) == {}
 
 
+# Other CPUs' flags, as cpuinfo reports them: what each measures, and what it says of the rest.
+OTHER_CPUS = {
+    "zen3": ["avx", "avx2", "fma", "f16c"],  # AMD EPYC family 25 model 1; Intel before Skylake-X
+    "skylake-x": ["avx2", "avx512f", "avx512bw", "avx512vl", "avx512vnni"],  # oneDNN emulates bf16
+    "zen4": ["avx2", "avx512f", "avx512bw", "avx512vl", "avx512_bf16"],
+    "sapphire-rapids": ["avx512f", "avx512bw", "avx512vl", "avx512_fp16", "amx_bf16", "amx_fp16"],
+}
+
+
 @pytest.mark.parametrize(
-    "isa, measured, note",
+    "cpu, measured, note",
     [
-        (
-            ["avx2"],
-            ["bf16"],
-            "fp16 not measured",
-        ),  # an AMD EPYC, or an Intel before Sapphire Rapids
-        (["avx512f", "avx512_fp16"], ["bf16", "fp16"], None),
-        (["amx_tile", "amx_fp16"], ["bf16", "fp16"], None),
+        ("zen3", [], "bf16 not measured: no bf16 arithmetic"),
+        ("skylake-x", ["bf16"], "fp16 not measured: no fp16 arithmetic"),
+        ("zen4", ["bf16"], "fp16 not measured"),
+        ("sapphire-rapids", ["bf16", "fp16"], None),
     ],
 )
 def test_the_cpus_half_types_are_measured_where_it_has_their_arithmetic(
-    monkeypatch, isa, measured, note
+    monkeypatch, cpu, measured, note
 ):
-    """fp16 only on a CPU with fp16 arithmetic (elsewhere PyTorch's fp16 matmul is a scalar
-    loop, no roof); the caller's thread count is given back."""
+    """A half type's roof only where the CPU computes it: on an AVX2-only CPU PyTorch's
+    bf16 matmul took 13 s a call (a Zen 3), so bf16 is not measured there, with the
+    reason, as fp16 is not without its own arithmetic; the caller's thread count is
+    given back."""
     torch = pytest.importorskip("torch")
     from xfbench import machine
 
     asked = []
-    monkeypatch.setattr(machine, "cpu", lambda: {"isa": isa})
-    monkeypatch.setattr(
-        roofs,
-        "torch_peaks",
-        lambda device, n, types: asked.extend(types) or dict.fromkeys(types, 1.0),
-    )
+    monkeypatch.setattr(machine, "cpu", lambda: {"isa": machine.isa(OTHER_CPUS[cpu])})
+    monkeypatch.setattr(roofs, "cpu_torch_peak", lambda p: asked.append(p) or 1.0)
     before = torch.get_num_threads()
     out = roofs.cpu_half_peaks(1)
     assert asked == measured and {f"{t}_peak_tflops" for t in measured} <= set(out)
@@ -281,6 +285,26 @@ def test_the_cpus_half_types_are_measured_where_it_has_their_arithmetic(
     else:
         assert note in out["half_peaks_note"]
     assert torch.get_num_threads() == before
+
+
+def test_a_peak_stays_within_its_time_budget_on_a_slow_cpu(monkeypatch):
+    """A product as slow as PyTorch's bf16 on a Zen 3 (1.2 GFLOP/s) still ends its roof
+    within the budget: the square stops growing once a product takes CALL_S, and the
+    repeats stop at PEAK_BUDGET_S. The clock is the product's own answer, so the test
+    waits for nothing."""
+    sizes = []
+
+    def slow(n):
+        sizes.append(n)
+        return 2 * n**3 / 1.2e9
+
+    tflops = roofs.budgeted_peak(slow)
+    assert tflops == pytest.approx(1.2e-3)
+    spent = sum(2 * n**3 / 1.2e9 for n in sizes)
+    assert max(sizes) < roofs.PEAK_N and spent < 2 * roofs.PEAK_BUDGET_S + roofs.CALL_S * 8
+    fast = []
+    roofs.budgeted_peak(lambda n: fast.append(n) or 2 * n**3 / 1e13)
+    assert max(fast) == roofs.PEAK_N  # a fast CPU's square reaches the cap
 
 
 def test_a_profiled_cell_runs_with_a_cells_allocator_setting():

@@ -112,6 +112,29 @@ ISA_FLAGS = (
 _FLAG_ALIASES = {"avx512vnni": "avx512_vnni", "avx512bf16": "avx512_bf16", "avxvnni": "avx_vnni"}
 
 
+# Where a CPU computes each half type at speed, by its ISA flags (any one group suffices).
+# bf16: natively (AVX-512 BF16, AMX-BF16), or in oneDNN's AVX-512 kernels, which widen it
+# to fp32 in registers (PyTorch's own check, mkldnn_bf16_device_check, asks for AVX-512
+# BW and VL). On an AVX2-only CPU PyTorch's bf16 matmul ran 1.1-1.3 GFLOP/s against
+# fp32's 32 (a Zen 3 EPYC, 2 threads). fp16: AVX-512 FP16 or AMX-FP16; elsewhere PyTorch
+# computes it in a scalar loop, hundreds of times slower.
+HALF_ARITHMETIC = {
+    "bf16": (("avx512_bf16",), ("amx_bf16",), ("avx512bw", "avx512vl")),
+    "fp16": (("avx512_fp16",), ("amx_fp16",)),
+}
+
+
+def half_arithmetic(precision: str, flags=None) -> str | None:
+    """None where this CPU (or one of these ISA flags) computes a half type at speed, else
+    the one line that says why not. Every CPU path that picks bf16 or fp16 asks here."""
+    have = set(cpu()["isa"] if flags is None else isa(flags))
+    groups = HALF_ARITHMETIC[precision]
+    if any(have.issuperset(g) for g in groups):
+        return None
+    wanted = " or ".join("+".join(g) for g in groups)
+    return f"no {precision} arithmetic in this CPU's ISA (needs {wanted})"
+
+
 @functools.cache
 def _cpuinfo() -> dict:
     try:

@@ -15,12 +15,15 @@ two passes (c * s, then + b), and its bandwidth is counted with the five arrays 
 passes move, so that no kernel is credited with traffic it did not make. The bandwidth
 roof is the best of the four.
 
-The peak is an fp32 GEMM (NumPy's BLAS, limited to N threads with threadpoolctl) of
-PEAK_N x PEAK_N, the best of PEAK_REPEATS: the FLOP/s a dense product reaches here, not a
-datasheet's. The half types' peaks are PyTorch's matmul at N threads where PyTorch is
-installed: bf16 always, fp16 only on a CPU with fp16 arithmetic (AVX-512 FP16 or AMX-FP16;
-elsewhere PyTorch computes it in a scalar loop, hundreds of times slower, which is no roof
-of the machine's). Where the same run has the GEMM suite's best, the report takes it.
+The peak is an fp32 GEMM (NumPy's BLAS, limited to N threads with threadpoolctl), the
+best of PEAK_REPEATS: the FLOP/s a dense product reaches here, not a datasheet's. The half
+types' peaks are PyTorch's matmul at N threads where PyTorch is installed and the CPU has
+the type's arithmetic (machine.half_arithmetic: bf16 with AVX-512, fp16 with AVX-512 FP16
+or AMX-FP16); elsewhere PyTorch computes it in a slow loop, which is no roof of the
+machine's, and the roofs say so (`half_peaks_note`). Every CPU peak runs under a time
+budget: its square grows from 256 until one product takes CALL_S (at most PEAK_N), and its
+repeats stop at PEAK_BUDGET_S, so that no CPU spends more than about 30 s on its roofs at
+one thread count. Where the same run has the GEMM suite's best, the report takes it.
 
 On a GPU (PyTorch): the same four kernels as PyTorch's element-wise operations on three
 float64 arrays of DEVICE_ARRAY_BYTES (far beyond any GPU's L2), timed by CUDA events (the
@@ -44,6 +47,8 @@ ARRAY_REPEATS = 5
 MIN_ARRAY_BYTES = 64 << 20
 PEAK_N = 2048
 PEAK_REPEATS = 4
+CALL_S = 0.2  # a CPU product this long is past its start-up costs
+PEAK_BUDGET_S = 5.0  # one CPU peak's repeats, after its size is found
 DEVICE_ARRAY_BYTES = 1 << 30
 DEVICE_PEAK_N = 8192
 # what the report calls a peak these roofs measured (beside a suite's, where higher)
@@ -51,8 +56,9 @@ PROBE = "GEMM probe"
 METHOD = (
     "STREAM's four kernels on float64 arrays of 4 x the last-level cache (at least 64 MiB), "
     f"best of {ARRAY_REPEATS}, in N pinned threads of NumPy (triad in two passes, counted "
-    f"with the five arrays they move); peak: NumPy's fp32 GEMM {PEAK_N}^3 at N BLAS threads, "
-    f"best of {PEAK_REPEATS}; half types: torch.matmul {PEAK_N}^3 at N threads"
+    f"with the five arrays they move); peak: NumPy's fp32 GEMM at N BLAS threads, "
+    f"best of {PEAK_REPEATS} at the square (256 to {PEAK_N}) where a product takes "
+    f"{CALL_S} s; half types: torch.matmul the same way at N threads"
 )
 DEVICE_METHOD = (
     "STREAM's four kernels as PyTorch element-wise operations on float64 arrays of "
@@ -60,8 +66,7 @@ DEVICE_METHOD = (
     f"events (triad fused: three arrays); peaks: torch.matmul {DEVICE_PEAK_N}^3 per type, "
     f"best of {PEAK_REPEATS}"
 )
-# The half types' ISA: without one of these flags the CPU has no such arithmetic.
-CPU_HALF_ISA = {"bf16": None, "fp16": ("avx512_fp16", "amx_fp16")}
+CPU_HALF_TYPES = ("bf16", "fp16")
 
 
 def last_level_cache_bytes() -> int:
@@ -113,21 +118,40 @@ def stream(threads: int) -> dict:
     return {"kernels_gbps": out, "array_bytes": n * 8}
 
 
+def budgeted_peak(product) -> float:
+    """Best TFLOP/s of product(n) (one n x n x n product, returning its seconds) within a
+    time budget: n doubles from 256 until one product takes CALL_S or n is PEAK_N, then the
+    best of up to PEAK_REPEATS more, stopped once PEAK_BUDGET_S have passed. A CPU slow at
+    a type thus spends seconds, not minutes, on its roof."""
+    n = 256
+    seconds = product(n)  # also the library's warm-up (threads, packing buffers)
+    while seconds < CALL_S and n < PEAK_N:
+        n *= 2
+        seconds = product(n)
+    best, spent = seconds, 0.0
+    for _ in range(PEAK_REPEATS):
+        if spent >= PEAK_BUDGET_S:
+            break
+        seconds = product(n)
+        best, spent = min(best, seconds), spent + seconds
+    return 2 * n**3 / best / 1e12
+
+
 def gemm_peak(threads: int) -> float:
     """Best fp32 TFLOP/s of NumPy's GEMM at this many BLAS threads."""
     from threadpoolctl import threadpool_limits
 
     rng = np.random.default_rng(0)
-    x = rng.standard_normal((PEAK_N, PEAK_N), dtype=np.float32)
-    y = rng.standard_normal((PEAK_N, PEAK_N), dtype=np.float32)
+
+    def product(n: int) -> float:
+        x = rng.standard_normal((n, n), dtype=np.float32)
+        y = rng.standard_normal((n, n), dtype=np.float32)
+        t0 = time.perf_counter()
+        x @ y
+        return time.perf_counter() - t0
+
     with threadpool_limits(limits=threads, user_api="blas"):
-        x @ y  # the BLAS's own warm-up (thread start, packing buffers)
-        best = float("inf")
-        for _ in range(PEAK_REPEATS):
-            t0 = time.perf_counter()
-            x @ y
-            best = min(best, time.perf_counter() - t0)
-    return 2 * PEAK_N**3 / best / 1e12
+        return budgeted_peak(product)
 
 
 def _best_seconds(fn, device) -> float:
@@ -198,28 +222,42 @@ def torch_stream(device: str, array_bytes: int) -> dict[str, float]:
     }
 
 
+def cpu_torch_peak(precision: str) -> float:
+    """TFLOP/s of torch.matmul in a half type on the CPU, under the peaks' time budget."""
+    import torch
+
+    dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}[precision]
+    gen = torch.Generator().manual_seed(0)
+
+    def product(n: int) -> float:
+        x = torch.randn(n, n, generator=gen).to(dtype)
+        y = torch.randn(n, n, generator=gen).to(dtype)
+        t0 = time.perf_counter()
+        torch.matmul(x, y)
+        return time.perf_counter() - t0
+
+    return budgeted_peak(product)
+
+
 def cpu_half_peaks(threads: int) -> dict:
-    """The half types' peaks on the CPU (`<type>_peak_tflops`), or why not
-    (`half_peaks_note`)."""
+    """The half types' peaks on the CPU (`<type>_peak_tflops`) where it has their
+    arithmetic, and why the others were not measured (`half_peaks_note`)."""
     try:
         import torch
     except ImportError:
         return {"half_peaks_note": "not measured: PyTorch is not installed"}
-    from xfbench.machine import cpu
+    from xfbench.machine import half_arithmetic
 
-    isa = set(cpu()["isa"])
-    has = [p for p, flags in CPU_HALF_ISA.items() if flags is None or isa & set(flags)]
+    lacking = {p: half_arithmetic(p) for p in CPU_HALF_TYPES}
     before = torch.get_num_threads()
     torch.set_num_threads(threads)
     try:
-        out = {f"{p}_peak_tflops": v for p, v in torch_peaks("cpu", PEAK_N, has).items()}
+        out = {f"{p}_peak_tflops": cpu_torch_peak(p) for p, why in lacking.items() if not why}
     finally:  # the caller's count back (a test measures in its own process)
         torch.set_num_threads(before)
-    lacking = [p for p in CPU_HALF_ISA if p not in has]
-    if lacking:
-        out["half_peaks_note"] = (
-            f"{', '.join(lacking)} not measured: no such arithmetic in this CPU's ISA"
-        )
+    notes = [f"{p} not measured: {why}" for p, why in lacking.items() if why]
+    if notes:
+        out["half_peaks_note"] = "; ".join(notes)
     return out
 
 
