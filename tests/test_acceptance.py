@@ -83,14 +83,17 @@ def test_every_part_starts_with_the_probe_and_names_choose_steps(tmp_path):
         picked = chosen(every, [part], None)
         assert picked[0].name == "probe" and {s.part for s in picked[1:]} == {part}
     assert [s.name for s in chosen(every, list(PARTS), ["ddp", "gemm"])] == ["probe", "gemm", "ddp"]
-    gemm = next(s for s in every if s.name == "gemm")
+    gemm = next(s for s in every if s.name == "first-gemm")
     assert "--gemm-sizes=8192" in gemm.argv and "--device=cuda:0" in gemm.argv
+    sweep = next(s for s in every if s.name == "gemm")  # the preset's shapes, every type
+    assert not any(a.startswith("--gemm-sizes") for a in sweep.argv)
 
 
 @pytest.mark.parametrize(
     "argv, says",
     [
         (["--part", "gemm,nope"], "unknown --part 'nope'"),
+        (["--part", "next,gemm"], "--part next chooses the parts itself"),
         (["--steps", "gemm,warp"], "unknown step 'warp'"),
         (["--device", "cuda:7"], "device cuda:7 is not present"),
         (["--device", "abacus"], "unknown device 'abacus'"),
@@ -372,3 +375,65 @@ def test_a_sweep_with_gemm_scaling_and_allreduce_records_summarises_without_a_lo
     text = summary([Outcome("probe", "passed", 1.0)], tmp_path)
     assert "unreadable" not in text, text
     assert "## Sweeps" in text and "## GPU roofs" in text
+
+
+def _first_test(step, out) -> str | None:
+    """The name of the first test a pytest step's outputs hold, or None."""
+    import xml.etree.ElementTree as ET
+
+    for path in step.outputs:
+        path = Path(path)
+        if path.suffix == ".json" and path.is_file():
+            names = [b["name"] for b in json.loads(path.read_text()).get("benchmarks", [])]
+            failures = json.loads(path.read_text()).get("xfbench", {}).get("failures", [])
+            if names or failures:
+                return names[0] if names else str(failures[0]["cell"])
+        if path.suffix == ".xml" and path.is_file():
+            case = ET.parse(path).getroot().find(".//testcase")
+            if case is not None:
+                return case.get("name")
+    return None
+
+
+@pytest.mark.slow
+def test_a_pytest_step_cut_after_its_first_test_keeps_that_test(tmp_path, monkeypatch):
+    """Every pytest step of the plan (GEMM, all-reduce, DDP, the GPU tests, the equivalence
+    checks) rewrites its outputs after each test: killed right after its first finished
+    test, as a step cut at its time-out is, its output holds that test."""
+    from xfbench.acceptance.run import run_steps
+
+    monkeypatch.setenv("XFBENCH_FAULT", "written:kill")
+    every = steps("cpu", "smoke", tmp_path)
+    pytest_steps = [s for s in every if "pytest" in s.argv[:3]]
+    assert {s.name for s in pytest_steps} >= {"first-gemm", "gemm", "allreduce", "ddp",
+                                              "first-gpu-tests", "first-equivalence"}  # fmt: skip
+    outcomes = run_steps(pytest_steps, 3000, tmp_path, say=lambda line: None)
+    for step, outcome in zip(pytest_steps, outcomes):
+        assert outcome.status == "killed" or "signal" in outcome.reason, (step.name, outcome)
+        assert _first_test(step, tmp_path), step.name
+
+
+def test_a_pytest_step_cut_at_its_cap_keeps_its_finished_cells(tmp_path, monkeypatch):
+    """The cap itself: NumPy's GEMM (fast everywhere) hangs at its second cell and is cut
+    at a 10 s time-out; its JSON holds the first cell, and the summary counts it."""
+    from xfbench.acceptance.run import run_steps
+    from xfbench.acceptance.steps import SUITES, Step
+    from xfbench.acceptance.summary import summary
+
+    monkeypatch.setenv("XFBENCH_FAULT", "test#2:sleep")
+    out = tmp_path / "gemm.json"
+    step = Step(
+        name="first-gemm",
+        part="first",
+        cap_s=10,
+        argv=(sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+              str(SUITES / "test_gemm.py"), "--gemm-impl=numpy", "--gemm-sizes=128,256",
+              "--precision=fp32", "--device=cpu", "--threads=1", f"--benchmark-json={out}"),
+        what="",
+    )  # fmt: skip
+    [outcome] = run_steps([step], 120, tmp_path, say=lambda line: None)
+    assert outcome.status == "timeout"
+    assert [b["name"] for b in json.loads(out.read_text())["benchmarks"]] == [
+        "test_gemm[numpy-128-fp32-cpu-t1]"
+    ]
+    assert "numpy" in summary([outcome], tmp_path).split("## Steps")[1]

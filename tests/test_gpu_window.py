@@ -16,13 +16,14 @@ import pytest
 
 from xfbench.acceptance import returns
 from xfbench.acceptance.run import RESERVE_S
-from xfbench.acceptance.steps import FIRST_BUDGET_S, PARTS, chosen, steps
+from xfbench.acceptance.steps import BUDGET_S, PARTS, chosen, steps
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "gpu" / "window.sh"
 ORDER = [
     "probe",
     "first-roofs",
+    "first-gemm",
     "first-resnet50",
     "first-transformers",
     "first-generation-torch",
@@ -34,10 +35,10 @@ ORDER = [
 ]
 
 
-def test_the_first_part_proves_things_in_order_within_eight_minutes(tmp_path):
+def test_the_first_part_proves_things_in_order_within_nine_minutes(tmp_path):
     first = chosen(steps("cuda:0", "quick", tmp_path), ["first"], None)
     assert [s.name for s in first] == ORDER
-    assert sum(s.cap_s for s in first) + RESERVE_S <= FIRST_BUDGET_S <= 480
+    assert sum(s.cap_s for s in first) + RESERVE_S <= BUDGET_S <= 540
     argv = {s.name: " ".join(s.argv) for s in first}
     assert (
         "--precision=bf16" in argv["first-resnet50"]
@@ -49,7 +50,9 @@ def test_the_first_part_proves_things_in_order_within_eight_minutes(tmp_path):
         assert "--suite=generation" in generation and "--batch-size=1 " in generation
         assert f"--framework={framework} --mode={mode}" in generation
     # the roofs first, into the folder the report reads; the sweeps leave them be
-    assert all("--skip-roofs" in argv[n] for n in ORDER[2:8])
+    assert all("--skip-roofs" in argv[n] for n in ORDER[3:9])
+    # the raw GEMM, the design's own figure, in the first window (docs/gpus.md)
+    assert "--gemm-impl=cupy,torch,jax --gemm-sizes=8192" in argv["first-gemm"]
     assert argv["first-roofs"].endswith(
         "--device cuda:0 --into " + str(tmp_path / "results" / "roofs.json")
     )
@@ -59,13 +62,11 @@ def test_every_later_part_fits_one_call(tmp_path):
     """A window holds one call of the acceptance run's default budget (the device's 15
     minutes less its start and transfers): the generation part's caps had come to 710 s,
     Table 7's to 1,440 and the checks' to 1,110, so no window could have run them."""
-    from xfbench.acceptance.cli import DEFAULT_BUDGET_S
-
     every = steps("cuda:0", "quick", tmp_path)
     probe = next(s.cap_s for s in every if s.part == "probe")
     for part in PARTS[1:]:
         caps = sum(s.cap_s for s in every if s.part == part)
-        assert caps and probe + caps + RESERVE_S <= DEFAULT_BUDGET_S, part
+        assert caps and probe + caps + RESERVE_S <= BUDGET_S, part
 
 
 def test_the_rule_for_what_comes_back_is_checked(tmp_path):
@@ -153,7 +154,10 @@ def test_the_script_rehearsed_with_a_fake_gpu_takes_the_gpus_steps_and_device(tm
     done = _window(tmp_path, "--preset", "smoke", fake_gpu=True)
     back = tmp_path / "back"
     assert returns.violations(back) == []
-    assert done.stdout.startswith(f"xfbench acceptance: {len(ORDER)} steps on cuda:0")
+    # no reference holds this fake model: the next part is the first, said first
+    first, second = done.stdout.splitlines()[:2]
+    assert first.startswith("xfbench acceptance: part first, next in the plan for NVIDIA")
+    assert second.startswith(f"xfbench acceptance: {len(ORDER)} steps on cuda:0")
     summary = (back / "summary.md").read_text()
     assert list(_statuses(summary)) == ORDER
     # the CPU builds here cannot use the fake GPU: its cells skip with the reason, never
@@ -213,3 +217,52 @@ def test_the_pages_later_parts_table_gives_the_steps_and_caps_the_code_sets(tmp_
         assert listed.split(", ") == planned, part
     commands = re.findall(r"^bash gpu/window.sh --part ([a-z0-9-]+)", section, re.M)
     assert commands == list(PARTS[1:])
+
+
+def _next_for(model: str, monkeypatch, tmp_path, references=None):
+    from xfbench.acceptance import plan
+    from xfbench.harness import selection
+    from xfbench.report.score import references as checked_in
+
+    monkeypatch.setattr(plan, "gpu_name", lambda device: model)
+    monkeypatch.setattr(selection, "present_devices", lambda: ["cpu", "cuda:0"])
+    everything = steps("cuda:0", "quick", tmp_path)
+    return plan.choose(everything, "cuda:0", BUDGET_S, references or checked_in())
+
+
+def test_a_window_runs_the_next_part_its_gpu_models_references_do_not_hold(monkeypatch, tmp_path):
+    """With the checked-in H100 reference, an H100 gets the first part's steps that
+    reference does not hold (its GEMM's figures were lost, its GPU tests' and equivalence
+    checks' outputs not kept), then what fits the budget; an H200, of which no reference
+    is checked in, gets the whole first part. Matched by the exact name, as scores are."""
+    h100 = _next_for("NVIDIA H100 80GB HBM3", monkeypatch, tmp_path)
+    names = [s.name for s in h100.steps]
+    assert names[:4] == ["probe", "first-gemm", "first-gpu-tests", "first-equivalence"]
+    assert "first-resnet50" not in names and "first-generation-torch" not in names
+    assert sum(s.cap_s for s in h100.steps) + RESERVE_S <= BUDGET_S
+    assert h100.line.startswith("part first, next in the plan for NVIDIA H100 80GB HBM3: ")
+    assert "2026-11-27-h100-sxm holds 7 of its 10 steps" in h100.line
+    h200 = _next_for("NVIDIA H200", monkeypatch, tmp_path)
+    assert [s.name for s in h200.steps] == ORDER
+    assert "no checked-in reference was measured on NVIDIA H200" in h200.line
+    # a near name is another model: an H100 PCIe is not held by the SXM's reference
+    assert [s.name for s in _next_for("NVIDIA H100 PCIe", monkeypatch, tmp_path).steps] == ORDER
+
+
+def test_a_part_with_failed_cells_counts_only_the_cells_that_passed(monkeypatch, tmp_path):
+    """A reference whose generation cells failed holds the first part's other steps, not
+    the decoding step; a steps.json that says a pytest step passed holds it."""
+    import json
+    import shutil
+
+    from xfbench.report.score import REFERENCES
+
+    ref = tmp_path / "refs" / "2026-11-27-h100-sxm"
+    shutil.copytree(REFERENCES / "2026-11-27-h100-sxm", ref)
+    shutil.rmtree(ref / "generation-2")  # its cudagraph cells are first-part-2's failures
+    passed = [{"step": n, "status": "passed"} for n in ("first-gemm", "first-gpu-tests")]
+    (ref / "first-part" / "steps.json").write_text(json.dumps(passed))
+    found = _next_for("NVIDIA H100 80GB HBM3", monkeypatch, tmp_path, [ref])
+    names = [s.name for s in found.steps]
+    assert names[:3] == ["probe", "first-generation-torch", "first-equivalence"]
+    assert "first-gemm" not in names and "first-generation-jax" not in names

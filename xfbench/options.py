@@ -615,7 +615,9 @@ MALLOC = Variable(
 FAULT = Variable(
     name="XFBENCH_FAULT",
     meaning="tests only: `<task>-<cell-id>:ACTION`, comma-separated, ACTION `kill`, "
-    "`sleep` or `raise`: that cell kills its process, hangs or raises",
+    "`sleep` or `raise`: that cell kills its process, hangs or raises; `test#N:kill` or "
+    "`test#N:sleep`: so does the session's N-th test as it starts; `written:kill`: the "
+    "process is killed once its --benchmark-json or --junitxml first holds a test",
 )
 
 SLOWDOWN = Variable(

@@ -3,7 +3,12 @@ can use. Put this folder first on PYTHONPATH to see what the suite does on a mac
 a GPU: default devices gain cuda:0, and its cells must be skipped with a reason (the
 frameworks here are CPU builds), never fail or shift the CPU cells' results."""
 
+import os
+
 NVML_CLOCK_SM, NVML_CLOCK_MEM, NVML_TEMPERATURE_GPU = 1, 2, 0
+# FAKE_NVML_NAME names the GPU exactly as a real one's NVML does (the plan's choice of the
+# next part looks references up by it); by default a name no reference or datasheet has
+NAME = os.environ.get("FAKE_NVML_NAME", "NVIDIA H100 80GB HBM3 (fake NVML)")
 _UUIDS = ["GPU-00000000-fake-0000-0000-000000000000"]
 
 
@@ -44,7 +49,7 @@ def nvmlDeviceGetUUID(handle):
 
 
 def nvmlDeviceGetName(handle):
-    return "NVIDIA H100 80GB HBM3 (fake NVML)"
+    return NAME
 
 
 def nvmlDeviceGetMemoryInfo(handle):

@@ -24,9 +24,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from xfbench import options
+from xfbench.acceptance import plan as plan_next
 from xfbench.acceptance import returns
-from xfbench.acceptance.run import run_steps
-from xfbench.acceptance.steps import FIRST_BUDGET_S, PARTS, SIZES, chosen, steps
+from xfbench.acceptance.run import RESERVE_S, run_steps
+from xfbench.acceptance.steps import BUDGET_S, PARTS, SIZES, chosen, steps
 from xfbench.acceptance.summary import summary
 from xfbench.errors import UsageError
 from xfbench.harness.selection import (
@@ -35,12 +36,15 @@ from xfbench.harness.selection import (
     present_devices,
 )
 
-DEFAULT_BUDGET_S = 540  # one call of the GPU machine (10 minutes) less its start
-
 
 def parser() -> argparse.ArgumentParser:
     p = options.ArgumentParser(prog="xfbench acceptance", description=__doc__.splitlines()[0])
-    p.add_argument("--part", help=f"comma-separated parts of {', '.join(PARTS)} (default: first)")
+    p.add_argument(
+        "--part",
+        help=f"comma-separated parts of {', '.join(PARTS)}, or next: the first part the "
+        "checked-in references of this GPU model do not hold, then what fits the budget "
+        "(default: first)",
+    )
     p.add_argument(
         "--steps", help="comma-separated step names instead of parts (--list names them)"
     )
@@ -50,8 +54,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--preset", default="quick", help=f"one of {', '.join(SIZES)} (default quick)")
     p.add_argument(
         "--budget",
-        help=f"seconds for the whole run (default {FIRST_BUDGET_S} for the first part, "
-        f"else {DEFAULT_BUDGET_S})",
+        help=f"seconds for the whole run (default {BUDGET_S}: one call of a lent GPU)",
     )
     p.add_argument(
         "--out", help="folder for everything it writes (default results/acceptance-DATE-HOST)"
@@ -77,6 +80,7 @@ class Plan:
     todo: list
     budget: float
     pack: Path | None
+    why: str = ""  # --part next: which part and why
 
 
 def _plan(args) -> Plan:
@@ -88,12 +92,16 @@ def _plan(args) -> Plan:
     out = Path(args.out or f"results/acceptance-{datetime.date.today()}-{socket.gethostname()}")
     everything = steps(device, args.preset, out.resolve())
     parts = option_list("part", args.part) or ["first"]
-    unknown = [p for p in parts if p not in PARTS]
+    if "next" in parts and parts != ["next"]:
+        raise UsageError("--part next chooses the parts itself: give it alone")
+    unknown = [p for p in parts if p not in PARTS and p != "next"]
     if unknown:
         raise UsageError(f"unknown --part {unknown[0]!r}; valid: {', '.join(PARTS)}")
     names = option_list("steps", args.steps)
-    default_budget = FIRST_BUDGET_S if parts == ["first"] and not names else DEFAULT_BUDGET_S
-    budget = options.number("--budget", args.budget or default_budget, what="a number of seconds")
+    budget = options.number("--budget", args.budget or BUDGET_S, what="a number of seconds")
+    if device == "cpu" and not args.budget:  # the rehearsal: the CPU's own caps, all of them
+        budget = max(budget, sum(s.cap_s for s in everything if s.part in ("probe", "first")))
+        budget += RESERVE_S
     known = [s.name for s in everything]
     unknown = [n for n in names if n not in known]
     if unknown:
@@ -109,8 +117,23 @@ def _plan(args) -> Plan:
             raise UsageError(
                 f"device {device} is not present; this machine has: {', '.join(present_devices())}"
             )
+    if parts == ["next"] and not names:
+        upcoming = _next(everything, device, budget)
+        return Plan(device, out, upcoming.steps, budget, pack, why=upcoming.line)
     todo = chosen(everything, parts, names)
     return Plan(device=device, out=out, todo=todo, budget=budget, pack=pack)
+
+
+def _next(everything: list, device: str, budget: float) -> plan_next.Next:
+    """--part next: the plan's next steps for this GPU model; the first part, saying why,
+    when the references cannot be read (a window is never lost to its choice)."""
+    from xfbench.report.score import references
+
+    try:
+        return plan_next.choose(everything, device, budget, references())
+    except Exception as e:
+        first = chosen(everything, ["first"], None)
+        return plan_next.Next(first, f"part first: the next part could not be chosen ({e})")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -125,6 +148,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     device, out, todo, pack = plan.device, plan.out, plan.todo, plan.pack
     args.budget = plan.budget
+    if plan.why:
+        print(f"xfbench acceptance: {plan.why}")
     if args.list:
         for s in todo:
             print(f"{s.name} [{s.part}, time-out {s.cap_s} s]: {s.what}\n  {' '.join(s.argv)}")
@@ -134,8 +159,10 @@ def main(argv: list[str] | None = None) -> int:
     except OSError as e:
         print(f"xfbench acceptance: cannot write {out}: {e.strerror or e}", file=sys.stderr)
         return 2
+    caps = " (the CPU's rehearsal caps: steps.CPU_CAPS_S)" if device == "cpu" else ""
     print(
-        f"xfbench acceptance: {len(todo)} steps on {device}, budget {args.budget:.0f} s, into {out}"
+        f"xfbench acceptance: {len(todo)} steps on {device}, budget {args.budget:.0f} s{caps}, "
+        f"into {out}"
     )
     kept = [""]
 

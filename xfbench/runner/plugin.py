@@ -38,6 +38,7 @@ FAILURES = pytest.StashKey()  # config: failure records of this session
 ISOLATION = pytest.StashKey()  # config: the Isolation when groups run in children
 REPLAYED = pytest.StashKey()  # item: the child's failure record for this cell
 CACHE = pytest.StashKey()  # config: machine and commit info for per-cell files
+CALLS = pytest.StashKey()  # config: tests started so far (XFBENCH_FAULT's test#N)
 
 
 def pytest_configure(config):
@@ -184,6 +185,8 @@ def pytest_unconfigure(config):
 
 
 # -- a runner's child: marker before each cell, a file after each --------------------
+# -- every run: its outputs so far after each test, so a run killed at its cap keeps them
+@pytest.hookimpl(wrapper=True)
 def pytest_runtest_protocol(item, nextitem):
     marker = options.MARKER.read()
     cell = _unit(item)
@@ -191,6 +194,66 @@ def pytest_runtest_protocol(item, nextitem):
         write_json(
             Path(marker), {"key": key(cell), "started": time.monotonic(), "pid": os.getpid()}
         )
+    # XFBENCH_FAULT's test#N (tests only): the session's N-th test, skipped or not, is
+    # killed or hangs as it starts, as a step cut at its time-out during that test is
+    ordinal = item.config.stash[CALLS] = item.config.stash.get(CALLS, 0) + 1
+    action = options.faults().get(f"test#{ordinal}")
+    if action == "kill":
+        os.kill(os.getpid(), signal.SIGKILL)
+    elif action == "sleep":
+        time.sleep(3600)
+    try:
+        return (yield)
+    finally:
+        write_so_far(item.config)
+
+
+def write_so_far(config) -> None:
+    """--benchmark-json and --junitxml as they would be written at the session's end,
+    with the tests that ended so far: a step killed at its time-out (the acceptance run's
+    pytest steps) keeps every finished cell. Each file is replaced whole."""
+    bench = getattr(config, "_benchmarksession", None)
+    held = False
+    if bench is not None and bench.json and not bench.disabled:
+        if CACHE not in config.stash:
+            config.stash[CACHE] = (
+                bench.get_machine_info(),
+                config.hook.pytest_benchmark_generate_commit_info(config=config),
+            )
+        machine_info, commit_info = config.stash[CACHE]
+        output = config.hook.pytest_benchmark_generate_json(
+            config=config,
+            benchmarks=bench.benchmarks,
+            include_data=True,
+            machine_info=machine_info,
+            commit_info=commit_info,
+        )
+        config.hook.pytest_benchmark_update_json(
+            config=config, benchmarks=bench.benchmarks, output_json=output
+        )
+        write_json(benchmark_json_path(bench.json), output)
+        held = bool(output.get("benchmarks") or output["xfbench"]["failures"])
+    held = _junit_so_far(config) or held
+    if held and options.faults().get("written") == "kill":  # tests only: cut right here
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
+def _junit_so_far(config) -> bool:
+    """pytest's own JUnit writer, run now into a file beside --junitxml and moved onto it;
+    whether it holds a test."""
+    from _pytest.junitxml import xml_key  # the one handle pytest gives to its writer
+
+    xml = config.stash.get(xml_key, None)
+    if xml is None:
+        return False
+    final = xml.logfile
+    xml.logfile = f"{final}.part"
+    try:
+        xml.pytest_sessionfinish()
+        os.replace(xml.logfile, final)
+    finally:
+        xml.logfile = final
+    return bool(xml.node_reporters_ordered)
 
 
 @pytest.hookimpl(tryfirst=True)
