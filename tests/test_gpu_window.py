@@ -17,6 +17,7 @@ import pytest
 from xfbench.acceptance import returns
 from xfbench.acceptance.run import RESERVE_S
 from xfbench.acceptance.steps import BUDGET_S, PARTS, chosen, steps
+from xfbench.report.score import references as checked_in
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "gpu" / "window.sh"
@@ -221,11 +222,8 @@ def test_the_pages_later_parts_table_gives_the_steps_and_caps_the_code_sets(tmp_
 
 def _next_for(model: str, monkeypatch, tmp_path, references=None):
     from xfbench.acceptance import plan
-    from xfbench.harness import selection
-    from xfbench.report.score import references as checked_in
 
     monkeypatch.setattr(plan, "gpu_name", lambda device: model)
-    monkeypatch.setattr(selection, "present_devices", lambda: ["cpu", "cuda:0"])
     everything = steps("cuda:0", "quick", tmp_path)
     return plan.choose(everything, "cuda:0", BUDGET_S, references or checked_in())
 
@@ -242,9 +240,16 @@ def test_a_window_runs_the_next_part_its_gpu_models_references_do_not_hold(monke
     assert sum(s.cap_s for s in h100.steps) + RESERVE_S <= BUDGET_S
     assert h100.line.startswith("part first, next in the plan for NVIDIA H100 80GB HBM3: ")
     assert "2026-11-27-h100-sxm holds 7 of its 10 steps" in h100.line
-    h200 = _next_for("NVIDIA H200", monkeypatch, tmp_path)
+    without_h200 = [p for p in checked_in() if not p.name.endswith("h200-sxm")]
+    h200 = _next_for("NVIDIA H200", monkeypatch, tmp_path, without_h200)
     assert [s.name for s in h200.steps] == ORDER
     assert "no checked-in reference was measured on NVIDIA H200" in h200.line
+    # with its own reference (2026-11-28: the first part, and the generation part but for
+    # JAX's jit cell at batch 64, cut at its step's cap), the H200 goes on from there
+    h200 = _next_for("NVIDIA H200", monkeypatch, tmp_path)
+    names = [s.name for s in h200.steps]
+    assert names[:2] == ["probe", "generation-jax-jit"] and "first-gemm" not in names
+    assert h200.line.startswith("part generation, next in the plan for NVIDIA H200: ")
     # a near name is another model: an H100 PCIe is not held by the SXM's reference
     assert [s.name for s in _next_for("NVIDIA H100 PCIe", monkeypatch, tmp_path).steps] == ORDER
 
@@ -261,7 +266,7 @@ def test_a_part_with_failed_cells_counts_only_the_cells_that_passed(monkeypatch,
     shutil.copytree(REFERENCES / "2026-11-27-h100-sxm", ref)
     shutil.rmtree(ref / "generation-2")  # its cudagraph cells are first-part-2's failures
     passed = [{"step": n, "status": "passed"} for n in ("first-gemm", "first-gpu-tests")]
-    (ref / "first-part" / "steps.json").write_text(json.dumps(passed))
+    (ref / "first-part-2" / "steps.json").write_text(json.dumps(passed))
     found = _next_for("NVIDIA H100 80GB HBM3", monkeypatch, tmp_path, [ref])
     names = [s.name for s in found.steps]
     assert names[:3] == ["probe", "first-generation-torch", "first-equivalence"]

@@ -894,7 +894,7 @@ def test_a_bigger_cpu_and_a_gpu_machine_score_at_their_best_with_an_interval(tmp
         extra["threads"] = 16
 
     def gpu(extra):  # a GPU of which no reference is checked in
-        extra["device"], extra["device_name"] = "cuda:0", "NVIDIA H200"
+        extra["device"], extra["device_name"] = "cuda:0", "NVIDIA A100-SXM4-80GB"
 
     for name, relabel, factor in (("big", sixteen, 4.0), ("gpu", gpu, 10.0)):
         ref, folder = _relabelled(tmp_path, name, relabel, factor)
@@ -908,7 +908,8 @@ def test_a_bigger_cpu_and_a_gpu_machine_score_at_their_best_with_an_interval(tmp
             assert score.main([str(folder)]) == 1
             err = capsys.readouterr().err
             assert "no checked-in reference was measured on the model of its " in err
-            assert "accelerator (NVIDIA H200)" in err and "NVIDIA H100 80GB HBM3: " in err
+            assert "accelerator (NVIDIA A100-SXM4-80GB)" in err
+            assert "NVIDIA H100 80GB HBM3: " in err and "NVIDIA H200: " in err
             assert len(err.strip().splitlines()) == 1
         assert score.main([str(folder), *(["--reference", str(ref)] * (name == "gpu"))]) == 0
         out = capsys.readouterr().out
@@ -1158,8 +1159,9 @@ def test_every_record_kind_of_a_gpu_run_is_scored_against_its_gpus_reference(tmp
     """The H100's generation sweeps (generation records only) were scored against a CPU
     reference: the device kind read train and infer cells alone. Each kind of record the
     scores count now says where it ran, and a GPU run is scored against a reference of its
-    own GPU model: an H100 SXM run against the H100's, an H200's against none (told so), a
-    CPU run's generation records against a CPU reference."""
+    own GPU model: an H100 SXM run against the H100's, an H200's against the H200's, an
+    A100's against none (told so), a CPU run's generation records against a CPU
+    reference."""
     import shutil
 
     from xfbench.report import score
@@ -1170,13 +1172,15 @@ def test_every_record_kind_of_a_gpu_run_is_scored_against_its_gpus_reference(tmp
     assert not gpu_generation.results and gpu_generation.of("generation")
     assert score.device_kind(gpu_generation) == "NVIDIA H100 80GB HBM3"
     assert score.best_reference(gpu_generation).reference == h100.name
-    h200 = tmp_path / "h200-generation"
-    shutil.copytree(h100 / "generation-2", h200)
-    text = (h200 / "merged.json").read_text().replace("NVIDIA H100 80GB HBM3", "NVIDIA H200")
-    (h200 / "merged.json").write_text(text)
-    h200_run = score.load_run(h200)
-    assert score.best_reference(h200_run) is None
-    assert "(NVIDIA H200)" in score.no_reference_text(h200_run)
+    for model, reference in (("NVIDIA H200", "2026-11-28-h200-sxm"), ("NVIDIA A100", None)):
+        other = tmp_path / model
+        shutil.copytree(h100 / "generation-2", other)
+        text = (other / "merged.json").read_text().replace("NVIDIA H100 80GB HBM3", model)
+        (other / "merged.json").write_text(text)
+        run = score.load_run(other)
+        found = score.best_reference(run)
+        assert (found and found.reference) == reference
+        assert reference or f"({model})" in score.no_reference_text(run)
     cpu_generation = score.load_run(zen4 / "run-1")
     cpu_generation.results = []
     cpu_generation.records = {"generation": cpu_generation.of("generation")}
@@ -1211,3 +1215,47 @@ def test_a_failed_gemm_cell_is_listed_by_the_gemm_section_not_as_a_table7_row(tm
     render([alone], alone, ["md"])
     md = (alone / "report.md").read_text()
     assert "## Measured GEMM peak\n\n### GEMM cells that gave no number" in md
+
+
+def test_two_gpu_models_side_by_side_beside_what_the_hardware_predicts(tmp_path):
+    """The buyer's view of an H200 against an H100: a synthetic H200 made from the H100's
+    reference, its decode steps as much faster as its bandwidth (1.43x), its training as
+    fast (the same peaks) but for ResNet-50, made twice as fast: each ratio stands beside
+    its prediction, and only the ResNet-50 one, whose interval leaves it out, is noted."""
+    import shutil
+
+    from xfbench.report.gpu_models import gpu_models_table
+    from xfbench.report.load import load_many
+    from xfbench.report.model import build
+    from xfbench.report.score import REFERENCES
+
+    h100 = REFERENCES / "2026-11-27-h100-sxm"
+    h200 = tmp_path / "h200"
+    shutil.copytree(h100 / "generation-2", h200 / "generation-2")
+    shutil.copytree(h100 / "first-part-2", h200 / "first-part-2")
+    for merged in h200.glob("*/merged.json"):
+        doc = json.loads(merged.read_text().replace("NVIDIA H100 80GB HBM3", "NVIDIA H200"))
+        for b in doc["benchmarks"]:
+            e, stats = b["extra_info"], b["stats"]
+            factor = 2.0 if e.get("network") == "resnet50" and e.get("precision") == "bf16" else 1.0
+            for key in [k for k in e if k.startswith("tpot")]:
+                e[key] /= 4800 / 3350  # the decode step: bandwidth's ratio
+            for key in ("ci_low_s", "ci_high_s"):
+                if key in e:
+                    e[key] /= factor
+            stats["data"] = [x / factor for x in stats["data"]]
+            for k in ("median", "min", "max", "mean"):
+                stats[k] /= factor
+        merged.write_text(json.dumps(doc))
+    report = build([*load_many(h100), *load_many(h200)])
+    table = gpu_models_table(report)
+    rows = {r[1].text: r for r in table.rows}
+    decode = rows["gpt2 decode step, torch cudagraph, fp32, batch 1, 128/128"]
+    assert decode[4].text.startswith("1.43x") and decode[5].text == "1.43x (memory)"
+    assert decode[6].text == ""  # as predicted
+    fcn5 = rows["fcn5 train, torch eager, fp32, batch 64"]
+    assert fcn5[5].text == "1x (compute)"
+    resnet = rows["resnet50 train, torch eager, bf16, batch 256"]
+    assert resnet[4].text.startswith("2.0") and resnet[6].text.startswith("above the prediction")
+    noted = [what for what, r in rows.items() if r[6].text]
+    assert noted == ["resnet50 train, torch eager, bf16, batch 256"], noted

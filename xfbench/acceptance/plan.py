@@ -52,8 +52,9 @@ def gpu_name(device: str) -> str | None:
 
 
 def _documents(folder: Path) -> list[Path]:
-    """Each run of a reference: its folders holding a merged.json (or itself)."""
-    return sorted(p.parent for p in folder.rglob("merged.json"))
+    """Each run of a reference: its folders holding a merged.json or a window's
+    steps.json (one that measured no cell has no merged.json)."""
+    return sorted({p.parent for name in ("merged.json", "steps.json") for p in folder.rglob(name)})
 
 
 def _records(doc: dict) -> list[dict]:
@@ -77,7 +78,8 @@ def held(model: str, references: list[Path]) -> Held:
             continue
         folders.append(path.name)
         for run in _documents(path):
-            records += _records(json.loads((run / "merged.json").read_text()))
+            if (run / "merged.json").is_file():
+                records += _records(json.loads((run / "merged.json").read_text()))
             if (run / "roofs.json").is_file():
                 kept = json.loads((run / "roofs.json").read_text())
                 roofs |= {k for k, v in kept.items() if "memory_bandwidth_gbps" in v}
@@ -87,16 +89,30 @@ def held(model: str, references: list[Path]) -> Held:
     return Held(tuple(folders), tuple(records), frozenset(roofs), frozenset(passed))
 
 
-def planned_cells(step: Step) -> list[dict] | None:
-    """The cells `xfbench run` would measure for a sweep step (their fields), or None for
-    a step that is no sweep."""
+def sweep_plan(step: Step):
+    """The runner's plan of a sweep step (its cells, its selection), made as on the machine
+    the step names, whether or not this one has that device (references are read and made
+    on any machine); None for a step that is no sweep."""
+    from xfbench.harness import selection
     from xfbench.runner.cli import make_suite_plan, parser
 
     argv = list(step.argv)
     if argv[2:4] != ["xfbench.harness.cli", "run"]:
         return None
-    plan = make_suite_plan(parser().parse_args(argv[4:]))
-    return [c.as_dict() for c in plan.cells]
+    args = parser().parse_args(argv[4:])
+    here = selection.present_devices
+    selection.present_devices = lambda: sorted({*here(), *(args.device or "cpu").split(",")})
+    try:
+        return make_suite_plan(args)
+    finally:
+        selection.present_devices = here
+
+
+def planned_cells(step: Step) -> list[dict] | None:
+    """The cells `xfbench run` would measure for a sweep step (their fields), or None for
+    a step that is no sweep."""
+    plan = sweep_plan(step)
+    return None if plan is None else [c.as_dict() for c in plan.cells]
 
 
 def _has(cell: dict, records: tuple[dict, ...]) -> bool:

@@ -73,7 +73,9 @@ def run_steps(
         say(f"=== {step.name}: {outcome.status}, {outcome.seconds:.0f} s {outcome.reason}")
         if outcome.log_tail:
             say(outcome.log_tail)
-        (out / "steps.json").write_text(json.dumps([asdict(o) for o in outcomes], indent=1))
+        # each outcome with the command it ran (a reference made of it plans its cells so)
+        done = [{**asdict(o), "argv": list(s.argv)} for o, s in zip(outcomes, steps)]
+        (out / "steps.json").write_text(json.dumps(done, indent=1))
         try:
             after(outcomes)
         except Exception as e:  # the summary or the pack: never a reason to stop the steps

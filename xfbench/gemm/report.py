@@ -58,6 +58,7 @@ def read(entry: Entry) -> tuple[dict | None, str | None]:
         "device_name": str(extra.get("device_name") or device),
         "size": size,
         "threads": integer(threads, None) if device == "cpu" and threads is not None else None,
+        "seconds_per_call": number(extra.get("seconds_per_call")),
         # the marks of the harness's CpuMeter (absent in older files: no mark)
         "contended": extra.get("contended") is True,
         "thread_shortfall": extra.get("thread_shortfall") is True,
@@ -67,6 +68,19 @@ def read(entry: Entry) -> tuple[dict | None, str | None]:
 
 def measured(records: list[dict]) -> list[dict]:
     return [r for r in records if r.get("status") == "ok"]
+
+
+def gpu_workloads(m: Machine) -> list:
+    """Its GPU products as workloads bound by arithmetic (report/gpu_models.py); their
+    records hold a median, no interval."""
+    from xfbench.report.gpu_models import Workload
+
+    return [
+        Workload(r["device_name"], f"GEMM {r['size']} {r['dtype']}, {r['implementation']}",
+                 r["dtype"], "compute", r["seconds_per_call"])
+        for r in measured(m.of(KIND))
+        if r["device"] != "cpu" and r.get("seconds_per_call")
+    ]  # fmt: skip
 
 
 def peaks(m: Machine) -> dict[tuple[str, str, int | None], float]:

@@ -32,6 +32,26 @@ def measured(records: list[dict]) -> list[dict]:
     return [r for r in records if r.get("status", "ok") == "ok"]
 
 
+def gpu_workloads(m: Machine) -> list:
+    """Its GPU cells as two workloads each (report/gpu_models.py): the decode step, bound
+    by memory (it reads every weight and the cache), and the prefill, by arithmetic; each
+    with the range over its timed generations."""
+    from xfbench.report.gpu_models import Workload
+
+    out = []
+    for r in measured(m.of(KIND)):
+        if r.get("device", "cpu") == "cpu" or not r.get("tpot_s"):
+            continue
+        what = (f"{r['network']} {{}}, {r['framework']} {r['mode']}, {r['precision']}, "
+                f"batch {r['batch_size']}, {r['prompt_tokens']}/{r['new_tokens']}")  # fmt: skip
+        for step, bound, key in (("decode step", "memory", "tpot"), ("prefill", "compute", "ttft")):
+            out.append(
+                Workload(r["device_name"], what.format(step), r["precision"], bound,
+                         r[f"{key}_s"], r.get(f"{key}_min_s"), r.get(f"{key}_max_s"))
+            )  # fmt: skip
+    return out
+
+
 def sections(report: Report, plots: list[tuple[str, Path]]) -> list[Part]:
     found = [*tables(report), *roofline_tables(report)]
     failures = failure_lines(report)

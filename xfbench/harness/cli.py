@@ -1,6 +1,6 @@
 """The `xfbench` command: `xfbench run ...` (the sweep runner), `xfbench report ...`,
-`xfbench score ...`, `xfbench profile ...`, `xfbench data check ...` and
-`xfbench acceptance ...`.
+`xfbench score ...`, `xfbench profile ...`, `xfbench data check ...`,
+`xfbench acceptance ...` and `xfbench reference ...`.
 
 Each subcommand lives in its own package and is imported only when called.
 """
@@ -39,6 +39,10 @@ SUBCOMMANDS = {
     ),
     "data": ("xfbench.data.check", "check the real data sets under --data-dir (data check)"),
     "acceptance": ("xfbench.acceptance.cli", "the GPU acceptance run: probe, steps, summary"),
+    "reference": (
+        "xfbench.acceptance.reference",
+        "make what GPU windows brought back checked-in references",
+    ),
 }
 
 

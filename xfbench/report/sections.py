@@ -11,6 +11,7 @@ from pathlib import Path
 
 from xfbench.report import (
     anchors,
+    gpu_models,
     roofline,
     runs,
     suites,
@@ -106,6 +107,7 @@ SECTIONS: tuple[Callable[[Report, dict], list[Part]], ...] = (
     lambda r, p: _one(runs.fastest_table(r)),
     lambda r, p: _one(tables.machines_table(r)),
     lambda r, p: _one(tables.machines_compared_table(r)),
+    lambda r, p: _one(gpu_models.gpu_models_table(r)),
     lambda r, p: _one(tables.backends_table(r)),
     lambda r, p: _one(tables.summary_table(r)),
     lambda r, p: _one(tables.compact_table7(r)),

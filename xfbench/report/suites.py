@@ -22,6 +22,8 @@ in the report's layer and may give:
 - `ANCHOR_KIND`, `ANCHOR_TITLE` and `anchor_matches(machine, anchor) -> [{device_name,
   what, ours, ours_setting}]`: its measurements beside the published anchors of that kind
   (report/anchors.py);
+- `gpu_workloads(machine) -> [report.gpu_models.Workload]`: its GPU measurements as
+  workloads bound by memory or by arithmetic, which two GPU models are compared by;
 - `acceptance(out, read) -> str` and `ACCEPTANCE_OUTPUT`: its section of the acceptance
   summary from the file its acceptance step wrote under `out` (acceptance/summary.py);
 - `SCORED_TASK`, `scored_records(run)` and `scored(run)`: the records the machine score

@@ -1,0 +1,142 @@
+"""GPU models side by side, the buyer's view: each workload that two GPU models both ran,
+the second's speed over the first's with its interval, beside what their datasheets
+predict (xfbench/published.toml): the ratio of memory bandwidth for a workload bound by
+memory (a decode step, which reads every weight once), of the peak at its type for one
+bound by arithmetic (training, a prefill, a GEMM). A ratio whose interval leaves out its
+prediction gets a note: such a workload is not bound by what the two GPUs differ in, or
+something else differs (clocks, the host, the software).
+
+Table 7's cells are the report's own; a suite gives its workloads through its report
+module's `gpu_workloads(machine)` (report/suites.py). Several runs of one model (its
+reference's windows) are pooled: the median of their times, the interval spanning theirs.
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass
+
+from xfbench.report import suites
+from xfbench.report.model import Report, interval
+from xfbench.report.table import Table, _t
+
+
+@dataclass(frozen=True)
+class Workload:
+    device_name: str
+    what: str  # one line naming it
+    precision: str  # its arithmetic's type (the compute prediction's peak)
+    bound: str  # "memory" or "compute": which datasheet ratio predicts it
+    seconds: float
+    low: float | None = None  # its interval, where its record has one
+    high: float | None = None
+
+
+def _table7_workloads(machine) -> list[Workload]:
+    out = []
+    for r in machine.results.values():
+        if not (r.ok and r.accelerator):
+            continue
+        ci = interval(r)
+        what = f"{r.network} {r.task}, {r.framework} {r.mode}, {r.precision}, batch {r.batch_size}"
+        out.append(
+            Workload(r.device_name, what, r.precision, "compute", r.median,
+                     ci[1] if ci else None, ci[2] if ci else None)
+        )  # fmt: skip
+    return out
+
+
+def by_model(report: Report) -> dict[str, dict[str, list[Workload]]]:
+    """{GPU model: {workload: its measurements}} over every machine of the report."""
+    found: dict[str, dict[str, list[Workload]]] = {}
+    for m in report.machines:
+        mine = _table7_workloads(m)
+        for suite in suites.declared():
+            if suite.part("gpu_workloads"):
+                mine += suite.part("gpu_workloads")(m)
+        for w in mine:
+            found.setdefault(w.device_name, {}).setdefault(w.what, []).append(w)
+    return found
+
+
+def pooled(runs: list[Workload]) -> Workload:
+    lows = [w.low for w in runs if w.low is not None]
+    highs = [w.high for w in runs if w.high is not None]
+    known = len(lows) == len(highs) == len(runs)
+    return Workload(
+        runs[0].device_name, runs[0].what, runs[0].precision, runs[0].bound,
+        statistics.median(w.seconds for w in runs),
+        min(lows) if known else None, max(highs) if known else None,
+    )  # fmt: skip
+
+
+def predicted(a: str, b: str, w: Workload) -> float | None:
+    """What the datasheets predict of b's speed over a's for this workload (None: a
+    datasheet is not known)."""
+    from xfbench.published import gpu_for
+
+    sa, sb = gpu_for(a), gpu_for(b)
+    if not (sa and sb):
+        return None
+    if w.bound == "memory":
+        return sb.memory_gbps / sa.memory_gbps
+    pa, pb = sa.peaks_tflops.get(w.precision), sb.peaks_tflops.get(w.precision)
+    return pb / pa if pa and pb else None
+
+
+def note(ratio: tuple, expect: float | None, bound: str, memory: float | None) -> str:
+    """Why a ratio leaves out its prediction, where its interval does (memory: the two
+    models' bandwidth ratio)."""
+    _, low, high = ratio
+    if expect is None or low is None or low <= expect <= high:
+        return ""
+    if bound == "memory":
+        if high < expect:
+            return "below the prediction: not bound by memory bandwidth alone (launches, small kernels)"
+        return "above the prediction: more differs than the datasheets say"
+    if high < expect:
+        return "below the prediction: not bound by arithmetic alone"
+    if memory and memory > expect:
+        return "above the prediction: partly bound by memory bandwidth, which differs more"
+    return "above the prediction: more differs than the datasheets say"
+
+
+def gpu_models_table(report: Report) -> Table | None:
+    """The second GPU model (and any later) against the first, workload by workload."""
+    models = by_model(report)
+    if len(models) < 2:
+        return None
+    names = list(models)
+    a, rows = names[0], []
+    for b in names[1:]:
+        for what in sorted(set(models[a]) & set(models[b])):
+            wa, wb = pooled(models[a][what]), pooled(models[b][what])
+            ratio = (
+                wa.seconds / wb.seconds,
+                wa.low / wb.high if wa.low and wb.high else None,
+                wa.high / wb.low if wa.high and wb.low else None,
+            )
+            expect = predicted(a, b, wa)
+            memory = predicted(a, b, Workload("", "", "", "memory", 0.0))
+            ci = f" ({ratio[1]:.3g}-{ratio[2]:.3g})" if ratio[1] else " (no interval)"
+            rows.append([
+                _t(f"{b} / {a}"), _t(what), _t(f"{wa.seconds * 1e3:.4g}"),
+                _t(f"{wb.seconds * 1e3:.4g}"), _t(f"{ratio[0]:.3g}x{ci}"),
+                _t(f"{expect:.3g}x ({wa.bound})" if expect else ""),
+                _t(note(ratio, expect, wa.bound, memory)),
+            ])  # fmt: skip
+    if not rows:
+        return None
+    return Table(
+        "GPU models side by side: what the hardware predicts",
+        ["models", "workload", "first, ms", "second, ms", "second's speed", "predicted", "note"],
+        rows,
+        anchor="gpu-models",
+        text_cols=2,
+        caption="Each workload both GPU models ran: the second's speed over the first's (the "
+        "first's time over the second's), its interval from the two times' intervals (several "
+        "runs of a model pooled: the median of their times, the interval spanning theirs), "
+        "beside the datasheets' ratio of what bounds it: memory bandwidth for a decode step, "
+        "the peak at its type for training, a prefill or a GEMM. A ratio whose interval "
+        "leaves out its prediction is noted.",
+    )
