@@ -286,7 +286,8 @@ def test_the_summary_and_archive_survive_any_output_missing_empty_cut_or_malform
 
     whole = tmp_path / "whole"
     _whole_outputs(whole)
-    outcomes = [Outcome("probe", "passed", 1.0)]
+    # every step ran and passed: an output missing is then one that a step did not write
+    outcomes = [Outcome(s.name, "passed", 1.0) for s in steps("cuda:0", "quick", whole)]
     intact = summary(outcomes, whole)
     files = _files_written(whole)
     assert {p.name for p in files} >= {
@@ -308,12 +309,14 @@ def test_the_summary_and_archive_survive_any_output_missing_empty_cut_or_malform
         unreadable = [line for line in text.splitlines() if line.startswith("unreadable: ")]
         # at most the planted file's own section is lost, and then said in one line
         assert len(unreadable) <= 1, (planted.name, unreadable)
+        said = [line for line in text.splitlines() if planted.name in line]
         if fault != "missing":
-            said = [line for line in text.splitlines() if planted.name in line]
             assert any(s.startswith(("unreadable: ", "- left out: ")) for s in said), (
                 planted.name,
                 text,
             )
+        elif planted.parent == out:  # a step's own file: said missing, naming its step
+            assert any(s.startswith(f"missing: {planted.name}: its step ") for s in said), text
         lost = {h for h in intact.splitlines() if h.startswith("## ")} - set(headings)
         assert len(lost) <= 1, (planted.name, lost)
         assert returns.pack(out, tmp_path / "back", text) == []

@@ -173,6 +173,26 @@ OPTIONS: tuple[Option, ...] = (
         run=("single",),
     ),
     Option(
+        name="rounds",
+        values="timed rounds a cell, a whole number above 0, instead of the preset's (fewer "
+        "rounds: a wider interval, which the record says; xfbench run --minutes sets it "
+        "for each process group)",
+        default="the preset's",
+        run=("single",),
+        child=True,
+        selection=True,
+    ),
+    Option(
+        name="minutes",
+        values="plan the sweep's cells to about this many minutes: each process group "
+        "times as many rounds a cell (the preset's, down to 1) as its share of the time "
+        "left allows, from the cells' estimated time scaled by what the groups before it "
+        "took; the cells are all run, never fewer",
+        default="the preset's rounds, however long they take",
+        pytest=False,
+        run=("single",),
+    ),
+    Option(
         name="ci-target",
         values="one percentage above 0 and below 100: adaptive rounds (paper and quick "
         "presets) time more rounds, within the preset's cap, until the median's 95% "

@@ -119,7 +119,14 @@ def _plan(args) -> Plan:
             )
     if parts == ["next"] and not names:
         upcoming = _next(everything, device, budget)
-        return Plan(device, out, upcoming.steps, budget, pack, why=upcoming.line)
+        return Plan(
+            device=device,
+            out=out,
+            todo=upcoming.steps,
+            budget=budget,
+            pack=pack,
+            why=upcoming.line,
+        )
     todo = chosen(everything, parts, names)
     return Plan(device=device, out=out, todo=todo, budget=budget, pack=pack)
 

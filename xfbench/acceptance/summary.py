@@ -43,11 +43,44 @@ def summary(outcomes: list[Outcome], out: Path) -> str:
             for s in suites.declared()
             if s.part("acceptance")
         ),
-        *_sweeps_sections(out),
+        *(_sweeps_sections(out) or [_missing("Sweeps", "results", outcomes, out)]),
         _guarded("Equivalence", "equivalence.json", _equivalence, out),
         _guarded("GPU tests", "gpu-tests.xml", _gpu_tests, out),
     ]
-    return "\n\n".join(parts + [s for s in sections if s])
+    said = {s.split("\n", 1)[0] for s in sections if s}
+    missing = [
+        _missing(title, source, outcomes, out)
+        for title, source in _outputs(suites.declared())
+        if f"## {title}" not in said
+    ]
+    return "\n\n".join(parts + [s for s in sections + missing if s])
+
+
+def _outputs(declared) -> list[tuple[str, str]]:
+    """(section, the file it reads) of each section a step's output makes."""
+    own = [(s.name, s.part("ACCEPTANCE_OUTPUT")) for s in declared if s.part("acceptance")]
+    return [("Machine", "probe.json"), *own, ("Equivalence", "equivalence.json"),
+            ("GPU tests", "gpu-tests.xml")]  # fmt: skip
+
+
+def _missing(title: str, source: str, outcomes: list[Outcome], out: Path) -> str:
+    """A section whose file a step that ran should have written, and did not: one line
+    (a step that did not run leaves its section out)."""
+    from xfbench.acceptance.steps import steps
+
+    if (out / source).exists():
+        return ""
+    writers = {
+        s.name for s in steps("cuda:0", "quick", out) if source in {p.name for p in s.outputs}
+    }
+    ran = [o for o in outcomes if o.step in writers and o.status != "skipped"]
+    if not ran:
+        return ""
+    o = ran[-1]
+    return (
+        f"## {title}\n\nmissing: {source}: its step {o.step} {o.status} without writing it "
+        f"(logs/{o.step}.log)"
+    )
 
 
 class Unreadable(Exception):

@@ -76,8 +76,9 @@ def gpu_workloads(m: Machine) -> list:
     from xfbench.report.gpu_models import Workload
 
     return [
-        Workload(r["device_name"], f"GEMM {r['size']} {r['dtype']}, {r['implementation']}",
-                 r["dtype"], "compute", r["seconds_per_call"])
+        Workload(device_name=r["device_name"], precision=r["dtype"], bound="compute",
+                 what=f"GEMM {r['size']} {r['dtype']}, {r['implementation']}",
+                 seconds=r["seconds_per_call"])
         for r in measured(m.of(KIND))
         if r["device"] != "cpu" and r.get("seconds_per_call")
     ]  # fmt: skip

@@ -46,8 +46,9 @@ def gpu_workloads(m: Machine) -> list:
                 f"batch {r['batch_size']}, {r['prompt_tokens']}/{r['new_tokens']}")  # fmt: skip
         for step, bound, key in (("decode step", "memory", "tpot"), ("prefill", "compute", "ttft")):
             out.append(
-                Workload(r["device_name"], what.format(step), r["precision"], bound,
-                         r[f"{key}_s"], r.get(f"{key}_min_s"), r.get(f"{key}_max_s"))
+                Workload(device_name=r["device_name"], what=what.format(step),
+                         precision=r["precision"], bound=bound, seconds=r[f"{key}_s"],
+                         low=r.get(f"{key}_min_s"), high=r.get(f"{key}_max_s"))
             )  # fmt: skip
     return out
 

@@ -7,7 +7,7 @@ with one line naming the valid values; the caller turns it into a usage error.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from xfbench import machine
@@ -129,6 +129,14 @@ def _count(option: str, value) -> int:
     return n
 
 
+def _with_rounds(preset, rounds):
+    """The preset, or with exactly --rounds timed rounds a cell (no adaptive rounds)."""
+    if rounds is None:
+        return preset
+    n = _positive("--rounds", rounds)
+    return replace(preset, min_rounds=n, max_rounds=n, budget_s=0.0, time_cap_s=0.0)
+
+
 def parse(
     framework=None,
     model=None,
@@ -142,6 +150,7 @@ def parse(
     skip_missing_devices=False,
     data_dir=None,
     data_workers=None,
+    rounds=None,
 ) -> Selection:
     """Validate raw option strings (None = default) into a Selection. A device named but
     not present is an error listing those present, unless skip_missing_devices: then its
@@ -216,7 +225,7 @@ def parse(
         devices=tuple(dict.fromkeys(devices)),
         threads=n_threads,
         batch_size=_positive("--batch-size", batch_size),
-        preset=PRESETS[preset_name],
+        preset=_with_rounds(PRESETS[preset_name], rounds),
         data=data_mode,
         data_dir=str(Path(folder).resolve()) if folder else None,
         data_workers=workers,

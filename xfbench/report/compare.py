@@ -326,7 +326,7 @@ def parser() -> options.ArgumentParser:
     p = options.ArgumentParser(
         prog="xfbench compare",
         description="Each cell of NEW against BASE (runs, or several joined by commas): "
-        "its ratio of times, 95 %% interval and verdict; exit 1 when a regression exceeds "
+        "its ratio of times, 95 % interval and verdict; exit 1 when a regression exceeds "
         "--fail-above.",
     )
     p.add_argument("base", metavar="BASE", help="runner folders or JSON files, comma-separated")

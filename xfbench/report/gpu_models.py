@@ -14,14 +14,14 @@ reference's windows) are pooled: the median of their times, the interval spannin
 from __future__ import annotations
 
 import statistics
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from xfbench.report import suites
 from xfbench.report.model import Report, interval
 from xfbench.report.table import Table, _t
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Workload:
     device_name: str
     what: str  # one line naming it
@@ -40,8 +40,9 @@ def _table7_workloads(machine) -> list[Workload]:
         ci = interval(r)
         what = f"{r.network} {r.task}, {r.framework} {r.mode}, {r.precision}, batch {r.batch_size}"
         out.append(
-            Workload(r.device_name, what, r.precision, "compute", r.median,
-                     ci[1] if ci else None, ci[2] if ci else None)
+            Workload(device_name=r.device_name, what=what, precision=r.precision,
+                     bound="compute", seconds=r.median, low=ci[1] if ci else None,
+                     high=ci[2] if ci else None)
         )  # fmt: skip
     return out
 
@@ -63,10 +64,11 @@ def pooled(runs: list[Workload]) -> Workload:
     lows = [w.low for w in runs if w.low is not None]
     highs = [w.high for w in runs if w.high is not None]
     known = len(lows) == len(highs) == len(runs)
+    first = runs[0]
     return Workload(
-        runs[0].device_name, runs[0].what, runs[0].precision, runs[0].bound,
-        statistics.median(w.seconds for w in runs),
-        min(lows) if known else None, max(highs) if known else None,
+        device_name=first.device_name, what=first.what, precision=first.precision,
+        bound=first.bound, seconds=statistics.median(w.seconds for w in runs),
+        low=min(lows) if known else None, high=max(highs) if known else None,
     )  # fmt: skip
 
 
@@ -117,7 +119,7 @@ def gpu_models_table(report: Report) -> Table | None:
                 wa.high / wb.low if wa.high and wb.low else None,
             )
             expect = predicted(a, b, wa)
-            memory = predicted(a, b, Workload("", "", "", "memory", 0.0))
+            memory = predicted(a, b, replace(wa, bound="memory"))
             ci = f" ({ratio[1]:.3g}-{ratio[2]:.3g})" if ratio[1] else " (no interval)"
             rows.append([
                 _t(f"{b} / {a}"), _t(what), _t(f"{wa.seconds * 1e3:.4g}"),
@@ -137,6 +139,6 @@ def gpu_models_table(report: Report) -> Table | None:
         "first's time over the second's), its interval from the two times' intervals (several "
         "runs of a model pooled: the median of their times, the interval spanning theirs), "
         "beside the datasheets' ratio of what bounds it: memory bandwidth for a decode step, "
-        "the peak at its type for training, a prefill or a GEMM. A ratio whose interval "
-        "leaves out its prediction is noted.",
+        "the peak at its type for training, a prefill or a matrix product. A ratio whose "
+        "interval leaves out its prediction is noted.",
     )

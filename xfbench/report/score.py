@@ -600,7 +600,7 @@ def _parser():
         prog="xfbench score",
         description="RESULTS against a reference result set: the machine score (each "
         "workload at each machine's best) and the per-core score (equal columns), each "
-        "with its 95 %% interval.",
+        "with its 95 % interval.",
     )
     p.add_argument(
         "results",

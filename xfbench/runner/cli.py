@@ -13,12 +13,14 @@ from __future__ import annotations
 import os
 import signal
 import sys
+import time
 from pathlib import Path
 
 from xfbench import options
 from xfbench.errors import UsageError
 from xfbench.plugin import declared
 from xfbench.records import RecordError
+from xfbench.runner.budget import Budget
 from xfbench.runner.copies import run_copies
 from xfbench.runner.group import Job, key, run_group
 from xfbench.runner.plan import Plan, default_timeout, make_plan
@@ -142,6 +144,7 @@ def sweep(args, plan: Plan, folder: RunFolder) -> int:
     from xfbench import machine
 
     quiet = args.quiet or args.json_only
+    budget = _budget(args, plan)
     machine_description = machine.describe()
     machine_description["roofs"] = (
         read_json(folder.root / "roofs.json") or {}
@@ -187,11 +190,16 @@ def sweep(args, plan: Plan, folder: RunFolder) -> int:
 
         try:
             todo_keys = set(stamps)
-            for job in plan.jobs:
+            for i, job in enumerate(plan.jobs):
                 job_todo = [c for c in job.cells if key(c) in todo_keys]
                 if job_todo:
-                    part = Job(job.group, job_todo, job.settings, job.copies)
+                    later = [[c for c in j.cells if key(c) in todo_keys] for j in plan.jobs[i:]]
+                    settings, rounds = _budgeted(budget, job, later, quiet)
+                    part = Job(job.group, job_todo, settings, job.copies)
+                    t0 = time.monotonic()
                     (run_copies if job.copies else run_group)(part, folder, timeout, on_poll)
+                    if budget:
+                        budget.done(job_todo, rounds, time.monotonic() - t0)
                     progress.update(f"finished {job.group.name}", *counts())
                     folder.merge(plan.selection, machine_description)
         except KeyboardInterrupt:
@@ -200,6 +208,30 @@ def sweep(args, plan: Plan, folder: RunFolder) -> int:
             signal.signal(signal.SIGTERM, previous)
     merged = folder.merge(plan.selection, machine_description)
     return _summary(args=args, plan=plan, folder=folder, merged=merged, interrupted=interrupted)
+
+
+def _budget(args, plan: Plan) -> Budget | None:
+    """--minutes: the sweep's time budget, counted from now (the roofs' time included)."""
+    if args.minutes is None:
+        return None
+    minutes = options.number("--minutes", args.minutes, what="a number of minutes")
+    return Budget(seconds=minutes * 60, preset_name=plan.preset_name)
+
+
+def _budgeted(budget: Budget | None, job: Job, later: list[list], quiet: bool):
+    """The group's settings, with the rounds a cell the budget allows (--minutes)."""
+    if budget is None:
+        return job.settings, None
+    rounds = budget.rounds(later)
+    if not quiet:
+        left = budget.seconds - (time.monotonic() - budget.start)
+        print(
+            f"--minutes: {job.group.name} at {rounds} timed round{'s' * (rounds != 1)} a cell "
+            f"({left / 60:.1f} min left; this machine has taken {budget.scale:.2f} x the "
+            "estimate)",
+            file=sys.stderr,
+        )
+    return {**job.settings, "rounds": str(rounds)}, rounds
 
 
 def roof_targets(selection: dict) -> dict[str, list[str]]:

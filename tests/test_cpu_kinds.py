@@ -1,0 +1,130 @@
+"""Other CPUs played here: every place that picks a half type's path by the CPU's ISA is
+handed another CPU's flags (as cpuinfo reports them) and must skip with the reason or run.
+PyTorch picks its bf16 and fp16 kernels from the CPU's own flags, which no environment
+switch limits (ONEDNN_MAX_CPU_ISA and ATEN_CPU_CAPABILITY did not): on an AVX2-only Zen 3
+its bf16 matmul ran 1.2 GFLOP/s, and the roofs step waited out two 300 s time-outs.
+The roofs themselves: tests/test_roofline.py (OTHER_CPUS)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from xfbench import machine
+from xfbench.adapters import get_adapter
+from xfbench.adapters.base import Cell
+from xfbench.errors import CannotRun
+from xfbench.gemm.measure import cpu_half_reason
+from xfbench.harness.presets import PRESETS
+
+ROOT = Path(__file__).resolve().parents[1]
+FLAGS = {
+    "zen3": ["avx", "avx2", "fma", "f16c"],
+    "skylake-x": ["avx2", "avx512f", "avx512bw", "avx512vl"],
+    "zen4": ["avx2", "avx512f", "avx512bw", "avx512vl", "avx512_bf16"],
+    "sapphire-rapids": ["avx512f", "avx512bw", "avx512vl", "avx512_fp16", "amx_bf16"],
+}
+
+
+@pytest.fixture
+def cpu_of(monkeypatch):
+    def play(kind: str) -> None:
+        monkeypatch.setattr(machine, "cpu", lambda: {"isa": machine.isa(FLAGS[kind])})
+
+    return play
+
+
+@pytest.mark.parametrize(
+    "kind, bf16, fp16",
+    [("zen3", False, False), ("skylake-x", True, False), ("zen4", True, False),
+     ("sapphire-rapids", True, True)],
+)  # fmt: skip
+def test_which_cpus_compute_the_half_types(kind, bf16, fp16):
+    assert (machine.half_arithmetic("bf16", FLAGS[kind]) is None) == bf16
+    assert (machine.half_arithmetic("fp16", FLAGS[kind]) is None) == fp16
+
+
+def _cell(precision: str, scale: str = "full", **kw) -> Cell:
+    return Cell(network="resnet50", framework="torch", mode="eager", precision=precision,
+                device="cpu", threads=1, batch_size=16, task="train", scale=scale, **kw)  # fmt: skip
+
+
+def test_a_full_size_half_type_cell_skips_on_a_cpu_without_its_arithmetic(cpu_of):
+    """Every framework's network cells ask adapters/base.py's check: on a Zen 3 a full-size
+    bf16 cell is skipped with the reason, a smoke one runs (it checks the code); on a Zen 4
+    bf16 runs and fp16 does not."""
+    pytest.importorskip("torch")
+    torch = get_adapter("torch")
+    cpu_of("zen3")
+    reason = torch.check(_cell("bf16"))
+    assert reason and "no bf16 arithmetic in this CPU's ISA" in reason
+    assert torch.check(_cell("bf16", scale="smoke")) is None
+    assert torch.check(_cell("fp32")) is None
+    cpu_of("zen4")
+    assert torch.check(_cell("bf16")) is None
+    assert "no fp16 arithmetic" in torch.check(_cell("fp16"))
+
+
+def test_bf16_decoding_on_the_cpu_skips_without_bf16_arithmetic(cpu_of):
+    pytest.importorskip("torch")
+    from xfbench.generation.cell import GenerationCell
+    from xfbench.generation.measure import runnable
+
+    cpu_of("zen3")
+    cell = GenerationCell(network="gpt2", framework="torch", mode="eager", precision="bf16",
+                          device="cpu", threads=1, batch_size=1, scale="full")  # fmt: skip
+    with pytest.raises(CannotRun, match="no bf16 arithmetic"):
+        runnable(cell)
+    cpu_of("zen4")
+    assert runnable(cell) is not None
+
+
+def test_the_gemm_suites_half_types_skip_beyond_smoke_sizes_without_their_arithmetic(cpu_of):
+    cpu_of("zen3")
+    assert "no bf16 arithmetic" in cpu_half_reason("bf16", "cpu", PRESETS["quick"])
+    assert cpu_half_reason("bf16", "cpu", PRESETS["smoke"]) is None
+    assert cpu_half_reason("bf16", "cuda:0", PRESETS["quick"]) is None
+    cpu_of("skylake-x")
+    assert cpu_half_reason("bf16", "cpu", PRESETS["quick"]) is None
+    assert "no fp16 arithmetic" in cpu_half_reason("fp16", "cpu", PRESETS["quick"])
+
+
+# Each file that names a half type's dtype, and the check that keeps it off a CPU without
+# that arithmetic (a GPU path, or one of the checks above). A new file computing in bf16 or
+# fp16 fails test_every_half_type_path_is_behind_a_check until it is listed here.
+CHECKED = {
+    "xfbench/adapters/base.py": "the dtype table; cpu_half_reason gates every network cell",
+    "xfbench/adapters/jax/generation.py": "adapters' check (generation.measure.runnable)",
+    "xfbench/adapters/jax/workload.py": "adapters' check",
+    "xfbench/adapters/tensorflow/lstm.py": "adapters' check",
+    "xfbench/adapters/tensorflow/workload.py": "adapters' check",
+    "xfbench/adapters/torch/generation.py": "adapters' check (generation.measure.runnable)",
+    "xfbench/adapters/torch/precision.py": "adapters' check",
+    "xfbench/adapters/torch/workload.py": "adapters' check",
+    "xfbench/gemm/check.py": "the check's rounding, in NumPy: no product",
+    "xfbench/gemm/impls/cupy_matmul.py": "GPU only",
+    "xfbench/gemm/impls/jax_matmul.py": "gemm.measure.cpu_half_reason",
+    "xfbench/gemm/impls/numpy_matmul.py": "refuses the half types itself",
+    "xfbench/gemm/impls/ort_matmul.py": "gemm.measure.cpu_half_reason",
+    "xfbench/gemm/impls/tf_matmul.py": "gemm.measure.cpu_half_reason",
+    "xfbench/gemm/impls/torch_matmul.py": "gemm.measure.cpu_half_reason",
+    "xfbench/generation/check.py": "the check's rounding, in NumPy: no product",
+    "xfbench/records.py": "a field's description",
+    "xfbench/roofline/roofs.py": "machine.half_arithmetic (cpu_half_peaks); the GPU's roofs",
+}
+
+
+def test_every_half_type_path_is_behind_a_check():
+    found = sorted(
+        str(p.relative_to(ROOT))
+        for p in (ROOT / "xfbench").rglob("*.py")
+        if re.search(r"\b(bfloat16|float16)\b", p.read_text())
+        and not str(p.relative_to(ROOT)).startswith("xfbench/report/")
+    )
+    new = [f for f in found if f not in CHECKED]
+    assert not new, (
+        f"{new} compute in a half type: keep it off a CPU without that arithmetic "
+        "(machine.half_arithmetic) and list it in CHECKED with the check that does"
+    )
