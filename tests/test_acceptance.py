@@ -418,7 +418,7 @@ def test_a_pytest_step_cut_after_its_first_test_keeps_that_test(tmp_path, monkey
 
 def test_a_pytest_step_cut_at_its_cap_keeps_its_finished_cells(tmp_path, monkeypatch):
     """The cap itself: NumPy's GEMM (fast everywhere) hangs at its second cell and is cut
-    at a 10 s time-out; its JSON holds the first cell, and the summary counts it."""
+    at a 6 s time-out; its JSON holds the first cell, and the summary counts it."""
     from xfbench.acceptance.run import run_steps
     from xfbench.acceptance.steps import SUITES, Step
     from xfbench.acceptance.summary import summary
@@ -428,7 +428,7 @@ def test_a_pytest_step_cut_at_its_cap_keeps_its_finished_cells(tmp_path, monkeyp
     step = Step(
         name="first-gemm",
         part="first",
-        cap_s=10,
+        cap_s=6,
         argv=(sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
               str(SUITES / "test_gemm.py"), "--gemm-impl=numpy", "--gemm-sizes=128,256",
               "--precision=fp32", "--device=cpu", "--threads=1", f"--benchmark-json={out}"),

@@ -166,6 +166,7 @@ def _normalised(text: str, paths: dict[str, str]) -> str:
     return re.sub(r"\d{4}-\d\d-\d\d \d\d:\d\d UTC", "TIME", text)
 
 
+@pytest.mark.slow  # among command 2's slowest on a 2-core Zen 3 (CI runs it)
 def test_report_score_and_compare_read_the_database_as_the_folders(tmp_path, capsys):
     from xfbench.report import render
     from xfbench.report.compare import main as compare_main

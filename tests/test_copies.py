@@ -305,6 +305,7 @@ def test_copies_without_threads_run_the_thread_counts_where_they_fit():
     assert all(len(job.copies) == 2 and 2 * job.group.threads <= CPUS for job in plan.jobs)
 
 
+@pytest.mark.slow  # among command 2's slowest on a 2-core Zen 3 (CI runs it)
 @pytest.mark.skipif(CPUS < 2, reason="two copies of one thread need two CPUs")
 def test_ctrl_c_stops_every_copy_and_keeps_the_cells_they_finished(tmp_path):
     """The first Ctrl-C during a group of copies stops both copies' children, keeps the cell

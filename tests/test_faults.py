@@ -11,6 +11,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 REFERENCE = next((ROOT / "xfbench" / "report" / "references").glob("*/merged.json")).parent
 
@@ -40,6 +42,7 @@ def _whole_json_files(folder: Path) -> list[Path]:
     return files
 
 
+@pytest.mark.slow  # among command 2's slowest on a 2-core Zen 3 (CI runs it)
 def test_a_full_disk_during_a_sweep_is_one_line_and_leaves_no_partial_file(tmp_path):
     results = tmp_path / "r"
     proc = _with_file_limit(

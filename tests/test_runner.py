@@ -324,6 +324,7 @@ def test_a_contended_result_is_finished_unless_retry_contended(tmp_path):
     assert not folder.has_result("train-b") and folder.failure("train-b")["status"] == "timeout"
 
 
+@pytest.mark.slow  # among command 2's slowest on a 2-core Zen 3 (CI runs it)
 def test_retry_contended_measures_those_cells_again_and_replaces_their_records(
     tmp_path, monkeypatch
 ):
@@ -364,6 +365,7 @@ def _one_cell_argv(folder: RunFolder) -> list[str]:
     return NULL + ["--model", "fcn5", "--threads", "1", "--results", str(folder.root)]
 
 
+@pytest.mark.slow  # among command 2's slowest on a 2-core Zen 3 (CI runs it)
 def test_a_truncated_cell_file_is_not_a_finished_cell(tmp_path, monkeypatch):
     """A cut-off file in cells/ (a copy interrupted, a disk that filled) runs again on resume,
     and its new record replaces it."""
@@ -476,6 +478,7 @@ def test_a_gpu_cell_runs_once_not_once_per_cpu_thread_count():
     assert groups == [("cpu", 1), ("cpu", 2), ("cuda:0", 2)]
 
 
+@pytest.mark.slow  # among command 2's slowest on a 2-core Zen 3 (CI runs it)
 def test_runs_from_inside_another_checkout(tmp_path):
     """Run from a folder holding another xfbench (a second checkout, another version), the
     children still import this xfbench: with the working directory on their path they

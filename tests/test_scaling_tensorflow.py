@@ -259,6 +259,7 @@ print(json.dumps(after))
 """
 
 
+@pytest.mark.slow  # among command 2's slowest on a 2-core Zen 3 (CI runs it)
 def test_the_step_without_all_reduce_updates_each_replica_alone(tmp_path):
     """comm_share's comparison step: traced once, before it runs; each replica updates with
     its own gradient (their halves differ, so their weights part), while the normal step,

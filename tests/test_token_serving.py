@@ -109,6 +109,7 @@ def _summary(r: dict) -> dict:
     return read_summary(folder / "mlperf_log_summary.txt")
 
 
+@pytest.mark.slow  # among command 2's slowest on a 2-core Zen 3 (CI runs it)
 def test_the_records_are_loadgens_numbers(tmp_path):
     """ONNX Runtime at smoke size through the three scenarios: each record's TTFT and TPOT
     percentiles and tokens/s are those of LoadGen's summary; SingleStream and Offline are
