@@ -7,8 +7,8 @@ measured on runs its noise model was not fitted on (a benchmark, not a test).
     python benchmarks/verdicts.py make --out results/verdicts/zen5-torch-slow10 --runs 3 \\
         --slowdown torch:0.1
 
-    # fit the noise model on some runs, measure its rates on others (and, with --write,
-    # keep the fitted model in data/noise.json)
+    # fit the noise model on some runs, measure its rates on others (and, with --write
+    # FILE, keep the fitted model there: the package's prior is data/noise.json)
     python benchmarks/verdicts.py rates \\
         --fit zen4=xfbench/report/references/2026-11-26-amd-epyc-zen4-2c/run-1,...,run-3 \\
         --test zen5=benchmarks/runs/zen5/run-1,...,run-6 \\
@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import argparse
 import itertools
-import math
 import os
 import subprocess
 import sys
@@ -73,13 +72,7 @@ def log_ratios(cells: list[dict]) -> dict[tuple[str, str], list[float]]:
     """Every cell's log ratio between every pair of the runs, by (kind, family)."""
     from xfbench.report import noise
 
-    out: dict[tuple[str, str], list[float]] = {}
-    for a, b in itertools.combinations(cells, 2):
-        for name in set(a) & set(b):
-            c = a[name]
-            key = noise.kind_of(c.task, c.network)
-            out.setdefault(key, []).append(math.log(b[name].medians[0] / a[name].medians[0]))
-    return out
+    return noise.log_ratios(cells)
 
 
 def slowed_cells(cells: dict, framework: str, factor: float) -> dict:
@@ -88,19 +81,20 @@ def slowed_cells(cells: dict, framework: str, factor: float) -> dict:
 
     return {
         name: Cell(c.network, c.task, [m * factor for m in c.medians],
-                   [[x * factor for x in r] for r in c.rounds])
+                   [[x * factor for x in r] for r in c.rounds], c.accelerator, c.failed)
         if framework_of(name) == framework else c
         for name, c in cells.items()
     }  # fmt: skip
 
 
 def outcome(base: list[dict], new: list[dict], models: dict, fail_above: float = 0.05):
-    """compare's verdicts of two sides (each a list of runs' cells), and whether it fails."""
+    """compare's verdicts of two sides (each a list of runs' cells), and whether it fails
+    (exit 1), as a user runs it without --noise: the fitted models as its prior."""
     from xfbench.report import compare
 
-    verdicts = compare.compare_cells(compare.side(base), compare.side(new), fail_above, models)
-    fails = any(v.verdict == "regression" and v.ratio - 1 > fail_above for v in verdicts)
-    return verdicts, fails
+    noises = compare.Noises(prior=models)
+    verdicts, _ = compare.compare_cells(compare.side(base), compare.side(new), fail_above, noises)
+    return verdicts, compare.exit_code(verdicts, fail_above, cannot_tell_ok=True) == 1
 
 
 def false_alarms(runs: list[dict], models: dict) -> dict:
@@ -220,8 +214,9 @@ def rates(args) -> None:
             print(f"  detection, real {framework} +{float(share):.0%}, {n} a side: {found}")
     if args.write:
         source = {k: [str(p) for p in v] for k, v in parse_groups(args.fit).items()}
-        noise.write(models, {"runs": source, "by": "benchmarks/verdicts.py rates --write"})
-        print(f"wrote {noise.NOISE}")
+        noise.write(models, {"runs": source, "by": "benchmarks/verdicts.py rates --write"},
+                    args.write)  # fmt: skip
+        print(f"wrote {args.write}")
 
 
 def main() -> None:
@@ -235,7 +230,12 @@ def main() -> None:
     r.add_argument("--fit", action="append", default=[], help="NAME=RUN,RUN,...: fitted on")
     r.add_argument("--test", action="append", default=[], help="NAME=RUN,...: tested on")
     r.add_argument("--slowed", action="append", default=[], help="NAME:FRAMEWORK:SHARE=RUN,...")
-    r.add_argument("--write", action="store_true")
+    r.add_argument(
+        "--write",
+        type=Path,
+        help="keep the fitted models in this noise file "
+        "(the package's prior is xfbench/report/data/noise.json)",
+    )
     args = p.parse_args()
     if args.what == "make":
         make(args.out, args.runs, args.slowdown)

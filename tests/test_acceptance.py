@@ -172,6 +172,7 @@ def test_the_summary_names_failed_cells_and_gpu_tests(tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.rehearsal
 def test_its_real_steps_run_on_the_cpu_at_smoke_sizes(tmp_path):
     out, archive = tmp_path / "acc", tmp_path / "acc.tar.gz"
     done = subprocess.run(
@@ -399,6 +400,7 @@ def _first_test(step, out) -> str | None:
 
 
 @pytest.mark.slow
+@pytest.mark.rehearsal
 def test_a_pytest_step_cut_after_its_first_test_keeps_that_test(tmp_path, monkeypatch):
     """Every pytest step of the plan (GEMM, all-reduce, DDP, the GPU tests, the equivalence
     checks) rewrites its outputs after each test: killed right after its first finished

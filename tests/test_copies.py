@@ -157,6 +157,7 @@ def test_bad_copies_are_one_line(tmp_path, capsys, args, words):
     assert not results.exists()
 
 
+@pytest.mark.slow  # among command 2's slowest on a 2-core Zen 3 (CI runs it)
 @pytest.mark.skipif(CPUS < 2, reason="two copies of one thread need two CPUs")
 def test_two_copies_of_one_thread_run_at_once_each_on_its_own_cpu(tmp_path):
     """`xfbench run --copies 2 --threads 1`: two pinned processes per cell, timed together,

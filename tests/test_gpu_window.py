@@ -125,6 +125,7 @@ def _statuses(summary: str) -> dict[str, str]:
 
 
 @pytest.mark.slow
+@pytest.mark.rehearsal
 def test_the_script_rehearsed_on_the_cpu_runs_every_step_and_returns_within_the_rule(tmp_path):
     done = _window(tmp_path, "--device", "cpu", "--preset", "smoke")
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
@@ -151,6 +152,7 @@ def test_the_script_rehearsed_on_the_cpu_runs_every_step_and_returns_within_the_
 
 
 @pytest.mark.slow
+@pytest.mark.rehearsal
 def test_the_script_rehearsed_with_a_fake_gpu_takes_the_gpus_steps_and_device(tmp_path):
     done = _window(tmp_path, "--preset", "smoke", fake_gpu=True)
     back = tmp_path / "back"

@@ -140,6 +140,7 @@ def test_the_installed_package_is_the_wheel_not_the_checkout(installed):
     assert home in where.parents and ROOT not in where.parents
 
 
+@pytest.mark.slow  # among command 2's slowest on a 2-core Zen 3 (CI runs it)
 def test_the_console_script_runs_a_smoke_sweep_outside_the_checkout(installed):
     home, env = installed
     results = home / "results-null"

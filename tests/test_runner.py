@@ -113,6 +113,7 @@ def test_unwritable_results_folder_is_one_line(tmp_path, capsys):
     assert rc == 2 and err.count("\n") == 1 and "not writable" in err
 
 
+@pytest.mark.slow  # among command 2's slowest on a 2-core Zen 3 (CI runs it)
 @pytest.mark.skipif(CPUS < 2, reason="a thread sweep needs 2 CPUs")
 def test_a_finished_sweep_writes_its_report(tmp_path, capsys):
     """Command 1's promise: the table, then report.md, .html and .csv in the run folder."""
@@ -125,6 +126,7 @@ def test_a_finished_sweep_writes_its_report(tmp_path, capsys):
         assert (folder.root / name).is_file() and str(folder.root / name) in out
 
 
+@pytest.mark.slow  # among command 2's slowest on a 2-core Zen 3 (CI runs it)
 def test_a_quiet_sweep_writes_its_report_and_prints_one_line(tmp_path, capsys):
     """--quiet changes what is printed, not what is written."""
     folder = RunFolder(tmp_path / "r")

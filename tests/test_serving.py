@@ -363,6 +363,7 @@ def test_offline_rounds_are_its_batches_scaled_to_loadgen_figure():
     assert s.low < 2.0 < s.high
 
 
+@pytest.mark.slow  # among command 2's slowest on a 2-core Zen 3 (CI runs it)
 @needs_loadgen
 def test_serving_cells_of_several_frameworks_in_one_pytest(tmp_path):
     """A plain pytest of two frameworks runs each in its own child and ends with LoadGen's

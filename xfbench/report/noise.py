@@ -9,9 +9,12 @@ within training and inference per network family where the runs hold enough pair
 by maximum likelihood to the log ratios of every cell between every pair of runs of one
 machine (`fit`). Runs of several per side shrink the scale by sqrt((1/nb + 1/nn) / 2).
 
-The fitted models are data (data/noise.json), written by `benchmarks/verdicts.py` from
-checked-in runs, with the runs they came from; docs/reports.md gives them with the rates
-they gave on runs they were not fitted on.
+The models shipped with the package (data/noise.json, fitted by `benchmarks/verdicts.py`
+on the checked-in runs of two CPU VMs) are a prior: `xfbench compare` takes them only for
+a CPU cell measured once a side, where neither the runs in front of it nor the machine's
+own history (`xfbench noise RUNS --into FILE`, three runs or more of one machine, read by
+`compare --noise FILE`) give its noise. A refit writes where it is told, never into the
+package. docs/reports.md gives their rates on runs they were not fitted on.
 """
 
 from __future__ import annotations
@@ -92,9 +95,34 @@ def fit_all(samples: dict[tuple[str, str], list[float]]) -> dict[str, Noise]:
     return models
 
 
-def write(models: dict[str, Noise], source: dict, path: Path = NOISE) -> None:
+def write(models: dict[str, Noise], source: dict, path: Path, cells: dict | None = None) -> None:
+    """A noise file: each kind's model, and (a machine's history) each cell's own spread."""
     doc = {"source": source, "models": {k: asdict(v) for k, v in sorted(models.items())}}
+    if cells is not None:
+        doc["cells"] = {k: list(v) for k, v in sorted(cells.items())}
     path.write_text(json.dumps(doc, indent=1) + "\n")
+
+
+def cell_spreads(runs: list[dict]) -> dict[str, tuple[float, int]]:
+    """Each cell's variance of its log median over one machine's runs (each run's cells, as
+    compare reads them), and its degrees of freedom: the runs that measured it, less one."""
+    logs: dict[str, list[float]] = {}
+    for cells in runs:
+        for name, c in cells.items():
+            if c.medians:
+                logs.setdefault(name, []).append(math.log(c.medians[0]))
+    out = {}
+    for name, values in logs.items():
+        if len(values) >= 2:
+            m = sum(values) / len(values)
+            out[name] = (sum((x - m) ** 2 for x in values) / (len(values) - 1), len(values) - 1)
+    return out
+
+
+def load_cells(path: Path) -> dict[str, tuple[float, int]]:
+    """A machine's history's cells (none in the package's prior)."""
+    doc = json.loads(path.read_text())
+    return {k: (float(v[0]), int(v[1])) for k, v in doc.get("cells", {}).items()}
 
 
 def load(path: Path = NOISE) -> dict[str, Noise]:
@@ -104,6 +132,23 @@ def load(path: Path = NOISE) -> dict[str, Noise]:
 
 def source(path: Path = NOISE) -> dict:
     return json.loads(path.read_text())["source"]
+
+
+def log_ratios(runs: list[dict]) -> dict[tuple[str, str], list[float]]:
+    """Every cell's log ratio between every pair of one machine's runs (each run's cells,
+    as compare reads them), by (kind, family)."""
+    import itertools
+
+    out: dict[tuple[str, str], list[float]] = {}
+    for a, b in itertools.combinations(runs, 2):
+        for name in set(a) & set(b):
+            c = a[name]
+            if not (c.medians and b[name].medians):  # failed in one of them
+                continue
+            out.setdefault(kind_of(c.task, c.network), []).append(
+                math.log(b[name].medians[0] / a[name].medians[0])
+            )
+    return out
 
 
 def model_for(models: dict[str, Noise], task: str, network: str) -> Noise:
@@ -120,3 +165,49 @@ def floor(task: str, network: str, models: dict[str, Noise] | None = None) -> fl
 
     model = model_for(models or load(), task, network)
     return math.exp(float(t.ppf(0.975, model.df)) * model.scale) - 1
+
+
+LEAST_RUNS = 3  # a machine's history: every pair of three runs, three log ratios a cell
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`xfbench noise RUN RUN RUN... --into FILE`: one machine's between-run noise, fitted
+    on its runs, for `xfbench compare --noise FILE`."""
+    import sys
+
+    from xfbench import options
+    from xfbench.errors import UsageError
+    from xfbench.report.compare import _cells
+    from xfbench.report.load import LoadError, load_many
+
+    p = options.ArgumentParser(
+        prog="xfbench noise",
+        description="One machine's run-to-run noise, fitted on three or more of its runs "
+        "(runner folders or JSON files), for xfbench compare --noise FILE.",
+    )
+    p.add_argument("runs", nargs="+", metavar="RUN")
+    p.add_argument("--into", required=True, metavar="FILE", help="the noise file to write")
+    args = options.parse_command_line(p, argv)
+    if isinstance(args, int):
+        return args
+    try:
+        options.output_path("--into", args.into)
+        runs = [r for path in args.runs for r in load_many(path)]
+        if len(runs) < LEAST_RUNS:
+            raise UsageError(f"{len(runs)} run(s): the noise needs {LEAST_RUNS} or more")
+        machines = sorted({r.machine.get("label", "?") for r in runs})
+        if len(machines) > 1:
+            raise UsageError(f"the runs are of {len(machines)} machines: {', '.join(machines)}")
+        if Path(args.into).resolve() == NOISE.resolve():
+            raise UsageError("--into names the package's own prior; write elsewhere")
+    except (UsageError, LoadError) as e:
+        print(f"xfbench noise: {e}", file=sys.stderr)
+        return 2
+    cells = [_cells(r) for r in runs]
+    models = fit_all(log_ratios(cells))
+    write(models, {"runs": args.runs, "machine": machines[0], "by": "xfbench noise"},
+          Path(args.into), cell_spreads(cells))  # fmt: skip
+    for key, m in sorted(models.items()):
+        print(f"{key:28s} scale {m.scale:.4f}  t({m.df:.1f})  from {m.pairs} log ratios")
+    print(f"wrote {args.into}: xfbench compare BASE NEW --noise {args.into}")
+    return 0
