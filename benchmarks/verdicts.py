@@ -175,6 +175,35 @@ def detection(runs: list[dict], models: dict, framework: str) -> dict:
     return out
 
 
+def single_cells(runs: list[dict], models: dict, factor: float = 1.2, per_side: int = 3) -> dict:
+    """One cell slowed at a time, per_side runs against per_side others: per kind, and
+    "all", [times it was called a regression, tries]."""
+    from xfbench.report import compare, noise
+
+    out: dict[str, list[int]] = {}
+    index = range(len(runs))
+    for base in itertools.combinations(index, per_side):
+        for new in itertools.combinations([i for i in index if i not in base], per_side):
+            names = set.intersection(*(set(runs[i]) for i in (*base, *new)))
+            for name in sorted(names):
+                slowed = []
+                for i in new:
+                    c = runs[i][name]
+                    if not c.medians:
+                        break
+                    changed = compare.Cell(c.network, c.task, [m * factor for m in c.medians],
+                                           c.rounds, c.accelerator)  # fmt: skip
+                    slowed.append({**runs[i], name: changed})
+                else:
+                    verdicts, _ = outcome([runs[i] for i in base], slowed, models)
+                    v = next(v for v in verdicts if v.cell == name)
+                    for key in ("all", noise.kind_of(v.task, v.network)[0]):
+                        tally = out.setdefault(key, [0, 0])
+                        tally[0] += v.verdict == "regression"
+                        tally[1] += 1
+    return out
+
+
 def parse_groups(values: list[str]) -> dict[str, list[str]]:
     out = {}
     for value in values:
@@ -204,6 +233,9 @@ def rates(args) -> None:
             print(f"  false alarms, {side}: {rate}")
         for where, found in detection(runs, models, "torch").items():
             print(f"  detection, scaled torch {where}: (regression, cannot tell, cells) {found}")
+        if len(runs) >= 6:
+            found = single_cells(runs, models)
+            print(f"  detection, one cell +20 % at a time, 3 a side: (regression, tries) {found}")
         for spec, slowed_paths in parse_groups(args.slowed).items():
             machine, framework, share = spec.split(":")
             if machine != name:

@@ -353,11 +353,11 @@ def test_a_gpu_cell_is_never_judged_by_the_cpu_prior(tmp_path, capsys):
 
 
 def test_a_machines_own_noise_file_is_fitted_where_it_is_told_and_used(tmp_path, capsys):
-    from xfbench.report import noise
+    from xfbench.report import history, noise
 
     runs = [str(ZEN4 / f"run-{i}") for i in (1, 2, 3)]
     into = tmp_path / "zen4-noise.json"
-    assert noise.main([*runs, "--into", str(into)]) == 0
+    assert history.main([*runs, "--into", str(into)]) == 0
     fitted = noise.load(into)
     assert "training" in fitted and noise.source(into)["by"] == "xfbench noise"
     out_json = tmp_path / "v.json"
@@ -367,8 +367,8 @@ def test_a_machines_own_noise_file_is_fitted_where_it_is_told_and_used(tmp_path,
     assert all("history" in v["how"] for v in cells if v["p"] is not None)
     capsys.readouterr()
     # never into the package, nor from too few runs
-    assert noise.main([*runs, "--into", str(noise.NOISE)]) == 2
-    assert noise.main(runs[:2] + ["--into", str(into)]) == 2
+    assert history.main([*runs, "--into", str(noise.NOISE)]) == 2
+    assert history.main(runs[:2] + ["--into", str(into)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 2 and "package's own prior" in err[0] and "3 or more" in err[1]
 
@@ -377,9 +377,13 @@ def test_the_power_is_a_power_calculation():
     """The runs a side to detect a regression: more for a smaller effect, a noisier kind
     or a stricter level; at the effect of several standard errors, one run suffices."""
     df = lambda n: 10.0  # noqa: E731
-    assert compare.power(0.01, df, 1, 0.05, math.log(1.2)) > 0.99
-    assert compare.power(0.05, df, 1, 0.05, 0.0) == pytest.approx(0.05, abs=1e-9)
-    few = compare.runs_for_power(0.03, df, 0.05, math.log(1.05), 0.8)
-    assert few < compare.runs_for_power(0.03, df, 0.001, math.log(1.05), 0.8)
-    assert few < compare.runs_for_power(0.06, df, 0.05, math.log(1.05), 0.8)
-    assert few <= compare.runs_for_power(0.03, df, 0.05, math.log(1.05), 0.95)
+    assert compare.power(0.01, df, 1, alpha=0.05, effect=math.log(1.2)) > 0.99
+    assert compare.power(0.05, df, 1, alpha=0.05, effect=0.0) == pytest.approx(0.05, abs=1e-9)
+
+    def runs(scale, alpha=0.05, wanted=0.8):
+        return compare.runs_for_power(scale, df, alpha=alpha, effect=math.log(1.05), wanted=wanted)
+
+    few = runs(0.03)
+    assert few < runs(0.03, alpha=0.001)
+    assert few < runs(0.06)
+    assert few <= runs(0.03, wanted=0.95)

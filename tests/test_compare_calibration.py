@@ -56,7 +56,7 @@ def history(rng, cells) -> compare.Noises:
                           history_cells=noise.cell_spreads(runs))  # fmt: skip
 
 
-def outcome(rng, cells, noises, n: int, slow=None):
+def outcome(rng, cells, noises, n: int, *, slow=None):
     """One comparison, n runs a side: with one, the machine's history (--noise), as compare
     tells the user; with more, the runs in front (the tails from the kinds' models)."""
     base = compare.side([run(rng, cells) for _ in range(n)])
@@ -99,7 +99,7 @@ def test_a_slowed_cell_is_caught_about_as_often_as_the_power_says(n):
     tries, caught, predicted, framework, framework_caught = 200, 0, [], 0, 0
     for i in range(tries):
         target = cells[i % CELLS]
-        verdicts, powers = outcome(rng, cells, models, n, {target["name"]: 1.2})
+        verdicts, powers = outcome(rng, cells, models, n, slow={target["name"]: 1.2})
         mine = next(v for v in verdicts if v.cell == target["name"])
         caught += mine.verdict == "regression"
         kind = noise.kind_of(target["task"], target["network"])[0]
@@ -107,7 +107,7 @@ def test_a_slowed_cell_is_caught_about_as_often_as_the_power_says(n):
         predicted.append(replace(found, effect=math.log(1.2)).at(n) if found else 0.0)
     for _ in range(50):
         slow = {c["name"]: 1.2 for c in cells if c["framework"] == "torch"}
-        verdicts, _ = outcome(rng, cells, models, n, slow)
+        verdicts, _ = outcome(rng, cells, models, n, slow=slow)
         hits = [v for v in verdicts if v.cell in slow]
         framework += len(hits)
         framework_caught += sum(v.verdict == "regression" for v in hits)

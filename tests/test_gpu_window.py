@@ -273,3 +273,32 @@ def test_a_part_with_failed_cells_counts_only_the_cells_that_passed(monkeypatch,
     names = [s.name for s in found.steps]
     assert names[:3] == ["probe", "first-generation-torch", "first-equivalence"]
     assert "first-gemm" not in names and "first-generation-jax" not in names
+
+
+@pytest.mark.slow
+@pytest.mark.rehearsal
+def test_every_part_is_planned_and_collected_at_smoke_sizes(tmp_path):
+    """Every step of every part, as the CPU rehearsal would run it (`--device cpu --preset
+    smoke`) under the versions this runs with (CI: the GPU machines'): each sweep's command
+    is planned by the runner into cells, each pytest step's command collects its tests. The
+    first part runs whole above; running every later part at smoke sizes took longer than
+    CI has on a 2-core AVX2 CPU."""
+    from xfbench.runner.plan import plan_of
+
+    every = steps("cpu", "smoke", tmp_path)
+    assert {s.part for s in every} == {"probe", *PARTS}
+    for step in every:
+        argv = list(step.argv)
+        if argv[2:4] == ["xfbench.harness.cli", "run"]:
+            assert plan_of(argv[4:]).cells, step.name
+        elif "pytest" in argv[:3]:
+            if any(not Path(p).exists() for p in step.needs):
+                continue
+            shown = [a for a in argv if not a.startswith(("--benchmark-json", "--junitxml"))]
+            done = subprocess.run([*shown, "--collect-only", "-q"], capture_output=True,
+                                  text=True, timeout=300)  # fmt: skip
+            assert done.returncode == 0, (step.name, done.stdout[-2000:], done.stderr[-2000:])
+            assert re.search(r": [1-9]\d*$", done.stdout.strip(), re.M), (
+                step.name,
+                done.stdout[-500:],
+            )

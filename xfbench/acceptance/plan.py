@@ -94,16 +94,16 @@ def sweep_plan(step: Step):
     the step names, whether or not this one has that device (references are read and made
     on any machine); None for a step that is no sweep."""
     from xfbench.harness import selection
-    from xfbench.runner.cli import make_suite_plan, parser
+    from xfbench.runner.plan import plan_of
 
     argv = list(step.argv)
     if argv[2:4] != ["xfbench.harness.cli", "run"]:
         return None
-    args = parser().parse_args(argv[4:])
+    named = argv[argv.index("--device") + 1] if "--device" in argv else "cpu"
     here = selection.present_devices
-    selection.present_devices = lambda: sorted({*here(), *(args.device or "cpu").split(",")})
+    selection.present_devices = lambda: sorted({*here(), *named.split(",")})
     try:
-        return make_suite_plan(args)
+        return plan_of(argv[4:])
     finally:
         selection.present_devices = here
 

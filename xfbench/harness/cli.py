@@ -29,7 +29,7 @@ SUBCOMMANDS = {
         "two runs or sets of runs, cell by cell: ratios, intervals, verdicts, an exit code",
     ),
     "noise": (
-        "xfbench.report.noise",
+        "xfbench.report.history",
         "fit one machine's run-to-run noise from three or more of its runs (compare --noise)",
     ),
     "bundle": ("xfbench.bundle.cli", "pack runner folders into checked, self-describing bundles"),

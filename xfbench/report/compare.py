@@ -33,7 +33,7 @@ from __future__ import annotations
 import json
 import math
 import sys
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 from xfbench import options
@@ -99,9 +99,11 @@ def _cells(run) -> dict[str, Cell]:
         name = f"{workload_name(key, 'per-core')}{', ' + lengths if lengths else ''}"
         name += f", batch {r.batch_size}"
         if not r.ok:
-            out.setdefault(name, Cell(r.network, r.task, [], [], r.accelerator, r.status))
+            out.setdefault(
+                name, Cell(r.network, r.task, [], [], accelerator=r.accelerator, failed=r.status)
+            )
         elif not out.get(name, Cell("", "", [], [])).medians or r.median < out[name].medians[0]:
-            out[name] = Cell(r.network, r.task, [r.median], [r.rounds], r.accelerator)
+            out[name] = Cell(r.network, r.task, [r.median], [r.rounds], accelerator=r.accelerator)
     return out
 
 
@@ -113,14 +115,11 @@ def side(runs_cells: list[dict[str, Cell]]) -> dict[str, Cell]:
         for name, c in cells.items():
             if name in out:
                 have = out[name]
-                out[name] = Cell(c.network, c.task, have.medians + c.medians,
-                                 have.rounds + c.rounds, c.accelerator, have.failed or c.failed)  # fmt: skip
+                out[name] = Cell(c.network, c.task, have.medians + c.medians, have.rounds + c.rounds,
+                                 accelerator=c.accelerator, failed=have.failed or c.failed)  # fmt: skip
             else:
                 out[name] = c
-    return {
-        name: c if not c.medians else Cell(c.network, c.task, c.medians, c.rounds, c.accelerator)
-        for name, c in out.items()
-    }
+    return {name: c if not c.medians else replace(c, failed="") for name, c in out.items()}
 
 
 def _geo(values: list[float]) -> float:
@@ -269,7 +268,7 @@ def tails(model) -> float:
     return high if model is None else min(max(model.df, low), high)
 
 
-def own_noise(name: str, base: Cell, new: Cell, noises: Noises, mod: Moderation | None,
+def own_noise(name: str, base: Cell, new: Cell, noises: Noises, *, mod: Moderation | None,
               most: float | None) -> tuple[float, float, str] | None:  # fmt: skip
     """(standard error, degrees of freedom, what) from the cell's own spread, its history's
     and the runs in front's, moderated by its kind's; Welch's on the runs in front where its
@@ -300,7 +299,7 @@ def own_noise(name: str, base: Cell, new: Cell, noises: Noises, mod: Moderation 
     return se, df, f"{sources}, with its kind's ({mod.cells} cells): t({df:.1f})"
 
 
-def _unjudged(name: str, base: Cell | None, new: Cell | None, verdict: str, how: str) -> Verdict:
+def _unjudged(name: str, base: Cell | None, new: Cell | None, *, verdict: str, how: str) -> Verdict:
     here = new or base
     measured = [c for c in (base, new) if c and c.medians]
     return Verdict(
@@ -320,13 +319,13 @@ def _unjudged(name: str, base: Cell | None, new: Cell | None, verdict: str, how:
     ) if measured else None  # fmt: skip
 
 
-def noise_of(name: str, base: Cell, new: Cell, noises: Noises, mod: Moderation | None = None):
+def noise_of(name: str, base: Cell, new: Cell, noises: Noises, *, mod: Moderation | None = None):
     """(standard error, degrees of freedom, what they rest on) of a cell's log ratio: its
     own spread where known (own_noise), else its kind's model, the history's or, for a CPU
     cell, the prior's; None where none is known (a GPU cell run once a side)."""
     nb, nn = len(base.medians), len(new.medians)
     model, what = noises.model(new)
-    own = own_noise(name, base, new, noises, mod, tails(model))
+    own = own_noise(name, base, new, noises, mod=mod, most=tails(model))
     if own is not None:
         return own
     if model is None:
@@ -334,20 +333,20 @@ def noise_of(name: str, base: Cell, new: Cell, noises: Noises, mod: Moderation |
     return model.se(nb, nn), model.df, f"{what}: {model.of}, t({model.df:.1f}) x {model.scale:.3f}"
 
 
-def judge(name: str, base: Cell | None, new: Cell | None, noises: Noises,
+def judge(name: str, base: Cell | None, new: Cell | None, noises: Noises, *,
           mods: dict | None = None) -> Verdict | None:  # fmt: skip
     """One cell's ratio, its own interval and its p-value of "no change"; its verdict is
     decided with the other cells' (decide)."""
     from scipy.stats import t
 
     if base is None or not base.medians:
-        return _unjudged(name, base, new, "new in NEW", "not measured in BASE")
+        return _unjudged(name, base, new, verdict="new in NEW", how="not measured in BASE")
     if new is None or not new.medians:
         if new is not None and new.failed:
-            return _unjudged(name, base, new, "failed in NEW", f"{new.failed} in NEW")
-        return _unjudged(name, base, new, "missing in NEW", "measured in BASE only")
+            return _unjudged(name, base, new, verdict="failed in NEW", how=f"{new.failed} in NEW")
+        return _unjudged(name, base, new, verdict="missing in NEW", how="measured in BASE only")
     mod = (mods or {}).get(noise.kind_of(new.task, new.network)[0])
-    found = noise_of(name, base, new, noises, mod)
+    found = noise_of(name, base, new, noises, mod=mod)
     d = math.log(_geo(new.medians) / _geo(base.medians))
     verdict = Verdict(
         cell=name,
@@ -393,7 +392,7 @@ POWERS = (0.8, 0.95)
 MOST_RUNS = 50
 
 
-def power(scale: float, df_of, n: int, alpha: float, effect: float) -> float:
+def power(scale: float, df_of, n: int, *, alpha: float, effect: float) -> float:
     """The chance a regression of log size `effect` is rejected at two-sided level alpha,
     n runs a side, where one run a side's log ratio is t(df) x scale: the statistic's t
     shifted by the effect over the standard error scale / sqrt(n)."""
@@ -406,12 +405,14 @@ def power(scale: float, df_of, n: int, alpha: float, effect: float) -> float:
     return float(t.sf(crit - shift, df) + t.cdf(-crit - shift, df))
 
 
-def runs_for_power(scale: float, df_of, alpha: float, effect: float, wanted: float) -> int | None:
+def runs_for_power(
+    scale: float, df_of, *, alpha: float, effect: float, wanted: float
+) -> int | None:
     """The fewest runs a side with at least that power (None: more than MOST_RUNS), by
     bisection: the power grows with the runs."""
 
     def enough(n: int) -> bool:
-        return df_of(n) > 0 and power(scale, df_of, n, alpha, effect) >= wanted
+        return df_of(n) > 0 and power(scale, df_of, n, alpha=alpha, effect=effect) >= wanted
 
     if not enough(MOST_RUNS):
         return None
@@ -436,13 +437,15 @@ class Power:
     what: str
 
     def at(self, n: int) -> float:
-        return power(self.scale, self.df_of, n, self.alpha, self.effect)
+        return power(self.scale, self.df_of, n, alpha=self.alpha, effect=self.effect)
 
     def runs(self, wanted: float) -> int | None:
-        return runs_for_power(self.scale, self.df_of, self.alpha, self.effect, wanted)
+        return runs_for_power(
+            self.scale, self.df_of, alpha=self.alpha, effect=self.effect, wanted=wanted
+        )
 
 
-def kind_power(verdicts: list[Verdict], mods: dict, noises: Noises, fail_above: float,
+def kind_power(verdicts: list[Verdict], mods: dict, noises: Noises, *, fail_above: float,
                runs: dict) -> dict[str, Power]:  # fmt: skip
     """For each kind of cell judged, its Power at the family's level for one cell (FAMILY_Q
     over the cells judged) against a regression of fail_above. The scale of one run a side's
@@ -504,9 +507,9 @@ def compare_cells(base: dict, new: dict, fail_above: float = DEFAULT_FAIL_ABOVE,
     order = {v: i for i, v in enumerate(VERDICTS)}
     mods = moderations(base, new, noises)
     names = sorted(set(base) | set(new))
-    found = [judge(n, base.get(n), new.get(n), noises, mods) for n in names]
+    found = [judge(n, base.get(n), new.get(n), noises, mods=mods) for n in names]
     found = [v for v in found if v is not None]
-    powers = kind_power(found, mods, noises, fail_above, new)
+    powers = kind_power(found, mods, noises, fail_above=fail_above, runs=new)
     decide(found, fail_above, powers)
     return sorted(found, key=lambda v: (order[v.verdict], -(v.ratio or 0), v.cell)), powers
 

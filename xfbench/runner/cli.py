@@ -18,12 +18,11 @@ from pathlib import Path
 
 from xfbench import options
 from xfbench.errors import UsageError
-from xfbench.plugin import declared
 from xfbench.records import RecordError
 from xfbench.runner.budget import Budget
 from xfbench.runner.copies import run_copies
 from xfbench.runner.group import Job, key, run_group
-from xfbench.runner.plan import Plan, default_timeout, make_plan
+from xfbench.runner.plan import Plan, default_timeout, make_suite_plan
 from xfbench.runner.progress import SweepProgress
 from xfbench.runner.store import RunFolder, StoreError, default_folder, find_resumable, read_json
 
@@ -96,21 +95,6 @@ def main(argv: list[str] | None = None) -> int:
         return 3
     finally:
         folder.unlock()
-
-
-def make_suite_plan(args) -> Plan:
-    """The plan of the suite named by --suite, every option checked (UsageError: one line)."""
-    if args.suite is None:
-        args.suite = "single"
-    runnable = {name: s for name, s in declared().items() if s.sweep}
-    if args.suite not in runnable:
-        raise UsageError(f"unknown suite {args.suite!r}; valid: {', '.join(runnable)}")
-    # Options that belong to one suite only: giving them to another is a mistake, not a no-op.
-    own = options.applies(args.suite)
-    for o in options.RUN_OPTIONS:
-        if getattr(args, o.dest) not in (None, False) and o.dest not in own:
-            raise UsageError(f"--{o.name} does not apply to --suite {args.suite}")
-    return make_plan(runnable[args.suite], {dest: getattr(args, dest) for dest in own})
 
 
 def dry_run(plan: Plan) -> str:

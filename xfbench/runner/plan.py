@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from xfbench import options, topology
 from xfbench.errors import UsageError
 from xfbench.harness.presets import PRESETS
-from xfbench.plugin import Suite
+from xfbench.plugin import Suite, declared
 from xfbench.runner.copies import CopiesCell
 from xfbench.runner.group import Group, Job
 
@@ -95,3 +95,25 @@ def make_plan(suite: Suite, opts: dict) -> Plan:
 
 def default_timeout(preset_name: str) -> float:
     return PRESETS[preset_name].cell_timeout_s
+
+
+def make_suite_plan(args) -> Plan:
+    """The plan of the suite named by --suite, every option checked (UsageError: one line)."""
+    if args.suite is None:
+        args.suite = "single"
+    runnable = {name: s for name, s in declared().items() if s.sweep}
+    if args.suite not in runnable:
+        raise UsageError(f"unknown suite {args.suite!r}; valid: {', '.join(runnable)}")
+    # Options that belong to one suite only: giving them to another is a mistake, not a no-op.
+    own = options.applies(args.suite)
+    for o in options.RUN_OPTIONS:
+        if getattr(args, o.dest) not in (None, False) and o.dest not in own:
+            raise UsageError(f"--{o.name} does not apply to --suite {args.suite}")
+    return make_plan(runnable[args.suite], {dest: getattr(args, dest) for dest in own})
+
+
+def plan_of(argv: list[str]) -> Plan:
+    """The plan `xfbench run ARGV` would run, measuring nothing (UsageError: one line)."""
+    p = options.ArgumentParser(prog="xfbench run")
+    options.add_run_arguments(p)
+    return make_suite_plan(p.parse_args(argv))
