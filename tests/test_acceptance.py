@@ -418,6 +418,7 @@ def test_a_pytest_step_cut_after_its_first_test_keeps_that_test(tmp_path, monkey
         assert _first_test(step, tmp_path), step.name
 
 
+@pytest.mark.slow  # among command 2's slowest on a 2-core Zen 3 (CI runs it)
 def test_a_pytest_step_cut_at_its_cap_keeps_its_finished_cells(tmp_path, monkeypatch):
     """The cap itself: NumPy's GEMM (fast everywhere) hangs at its second cell and is cut
     at a 6 s time-out; its JSON holds the first cell, and the summary counts it."""

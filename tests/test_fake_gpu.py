@@ -46,6 +46,8 @@ def test_the_tests_hold_where_nvml_sees_a_gpu():
         "-q",
         "-p",
         "no:cacheprovider",
+        "-m",
+        "",  # the two sweeps below are slow tests
         "tests/test_frameworks.py",
         "tests/test_runner_suites.py::test_bad_suite_options_are_one_line_before_anything_runs",
         "tests/test_runner.py::test_failures_are_recorded_the_sweep_goes_on_and_resumes",
@@ -54,6 +56,7 @@ def test_the_tests_hold_where_nvml_sees_a_gpu():
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
 
 
+@pytest.mark.slow  # among command 2's slowest on a 2-core Zen 3 (CI runs it)
 def test_the_equivalence_suite_checks_each_device_and_records_tf32_apart():
     """Where a GPU is present the equivalence suite checks it too (here none of the
     frameworks can use the fake one, so those checks skip with the framework's reason and
@@ -96,6 +99,7 @@ def test_a_cell_samples_the_gpus_power():
 
 
 @pytest.mark.parametrize("hold", [False, True])
+@pytest.mark.slow  # among command 2's slowest on a 2-core Zen 3 (CI runs it)
 def test_a_pytest_run_whose_cells_sampled_energy_exits_within_seconds(tmp_path, hold):
     """On an H100 the GPU tests' step wrote its results and ran past its cap. A session of
     xfbench's exits within seconds of its last test: at once when nothing holds it, else

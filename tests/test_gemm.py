@@ -226,6 +226,7 @@ def test_sizes_and_selection():
     assert "cupy" in select(preset="smoke", device="cpu").impls
 
 
+@pytest.mark.slow  # among command 2's slowest on a 2-core Zen 3 (CI runs it)
 def test_smoke_run_writes_the_gemm_fields(tmp_path):
     out = tmp_path / "gemm.json"
     proc = subprocess.run(

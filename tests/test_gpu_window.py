@@ -281,8 +281,8 @@ def test_every_part_is_planned_and_collected_at_smoke_sizes(tmp_path):
     """Every step of every part, as the CPU rehearsal would run it (`--device cpu --preset
     smoke`) under the versions this runs with (CI: the GPU machines'): each sweep's command
     is planned by the runner into cells, each pytest step's command collects its tests. The
-    first part runs whole above; running every later part at smoke sizes took longer than
-    CI has on a 2-core AVX2 CPU."""
+    first part runs whole above; the later parts are planned and collected, not run, to keep
+    CI within its time on a 2-core CPU."""
     from xfbench.runner.plan import plan_of
 
     every = steps("cpu", "smoke", tmp_path)

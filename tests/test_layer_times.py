@@ -95,6 +95,7 @@ def test_what_is_not_profiled_says_why(framework, mode, says):
     assert reason and says in reason
 
 
+@pytest.mark.slow  # among command 2's slowest on a 2-core Zen 3 (CI runs it)
 def test_xfbench_profile_measure_prints_the_measured_table():
     pytest.importorskip("torch")
     done = xfbench(

@@ -5,6 +5,8 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
+
 from xfbench.harness.memory import peak_rss_bytes, reset_peak_rss
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -92,6 +94,7 @@ def test_a_cell_that_cannot_fit_is_refused_with_both_numbers(monkeypatch):
     )
 
 
+@pytest.mark.slow  # among command 2's slowest on a 2-core Zen 3 (CI runs it)
 def test_a_huge_batch_is_one_line_and_an_oom_failure(tmp_path):
     """--batch-size 10000000: refused before any framework allocates, one line, no
     traceback, recorded as out of memory."""

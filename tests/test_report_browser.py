@@ -68,6 +68,7 @@ def chromium():
     return CHROMIUM
 
 
+@pytest.mark.slow  # among command 2's slowest on a 2-core Zen 3 (CI runs it)
 def test_the_html_report_renders_in_chromium_with_its_images_and_no_table_past_the_window(
     tmp_path, chromium
 ):

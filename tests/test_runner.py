@@ -90,6 +90,7 @@ def test_an_empty_results_folder_name_is_refused(tmp_path, capsys, monkeypatch):
     assert not (tmp_path / "results").exists()
 
 
+@pytest.mark.slow  # among command 2's slowest on a 2-core Zen 3 (CI runs it)
 def test_missing_devices_skipped_on_request_still_fail_a_run_that_measured_nothing(
     tmp_path, capsys
 ):
@@ -150,6 +151,7 @@ def test_a_dry_run_prints_the_groups_and_their_estimates_and_writes_nothing(tmp_
     assert not folder.exists()
 
 
+@pytest.mark.slow  # among command 2's slowest on a 2-core Zen 3 (CI runs it)
 def test_each_thread_count_runs_in_its_own_pinned_process(tmp_path):
     folder = RunFolder(tmp_path / "r")
     assert (
@@ -170,6 +172,7 @@ def test_each_thread_count_runs_in_its_own_pinned_process(tmp_path):
     assert merged["xfbench"]["machine"]["cpus_allowed"] == CPUS
 
 
+@pytest.mark.slow  # among command 2's slowest on a 2-core Zen 3 (CI runs it)
 def test_failures_are_recorded_the_sweep_goes_on_and_resumes(tmp_path, monkeypatch):
     folder = RunFolder(tmp_path / "r")
     argv = NULL + [
@@ -213,6 +216,7 @@ def test_failures_are_recorded_the_sweep_goes_on_and_resumes(tmp_path, monkeypat
     assert len(folder.results()) == 5
 
 
+@pytest.mark.slow  # among command 2's slowest on a 2-core Zen 3 (CI runs it)
 def test_a_sweep_resumes_the_newest_unfinished_folder_of_its_selection(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     argv = NULL + ["--model", "fcn5", "--threads", "1"]

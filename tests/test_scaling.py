@@ -473,6 +473,7 @@ print(json.dumps({name: {k: (w[k] - w0[k]).tolist() for k in w0}
 """
 
 
+@pytest.mark.slow  # among command 2's slowest on a 2-core Zen 3 (CI runs it)
 def test_jax_clips_the_averaged_gradient(tmp_path):
     """The LSTM's gradient clip applies to the gradient averaged over the devices, as DDP
     clips after its all-reduce: with a clip norm small enough to act (the smoke gradients'

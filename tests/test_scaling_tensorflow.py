@@ -340,6 +340,7 @@ def gpus() -> int:
 
 
 @pytest.mark.skipif(gpus() > 0, reason="a GPU is present (the GPU run is tested instead)")
+@pytest.mark.slow  # among command 2's slowest on a 2-core Zen 3 (CI runs it)
 def test_cuda_without_a_gpu_is_a_failed_record(tmp_path):
     """As the torch and JAX workers: a failed worker JSON with the reason, non-zero exit."""
     out = tmp_path / "x.json"

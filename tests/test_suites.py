@@ -55,6 +55,7 @@ def test_bad_option_gives_one_clear_line(args, message):
     assert len(errors) == 1 and message in errors[0], output
 
 
+@pytest.mark.slow  # among command 2's slowest on a 2-core Zen 3 (CI runs it)
 def test_absent_device_skipped_on_request_is_not_a_success(tmp_path):
     """--skip-missing-devices: the absent device's cells are skipped with the reason, and a
     session that measured nothing ends with pytest's "no tests" status, 5, not 0."""
@@ -76,6 +77,7 @@ def test_absent_device_skipped_on_request_is_not_a_success(tmp_path):
     assert "no cell was measured" in output
 
 
+@pytest.mark.slow  # among command 2's slowest on a 2-core Zen 3 (CI runs it)
 def test_json_carries_the_record_and_the_machine(tmp_path):
     code, output, data = pytest_run(
         "--framework",

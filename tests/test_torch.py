@@ -202,6 +202,7 @@ def test_compiled_cells_stay_compiled_past_dynamos_recompile_limit():
         work.close()
 
 
+@pytest.mark.slow  # among command 2's slowest on a 2-core Zen 3 (CI runs it)
 def test_a_compiled_mode_that_fell_back_fails_the_cell():
     _, work = build("fcn_r", mode="compile")
     work.prepare()

@@ -124,6 +124,7 @@ def test_torch_records_attention_kernel_and_checks_the_half_type(network):
     assert "AdamW" in work.info["optimizer"] and "fused" in work.info["optimizer"]
 
 
+@pytest.mark.slow  # among command 2's slowest on a 2-core Zen 3 (CI runs it)
 def test_jax_records_attention_implementation():
     _, work = _build("gpt2", "jax", "jit", "bf16")
     work.prepare()
