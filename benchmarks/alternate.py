@@ -8,14 +8,14 @@ linear drift cancels over each two pairs and a slower one mostly cancels.
     # two checkouts, each with its own .venv: 3 runs a side, then compare them
     python benchmarks/alternate.py --out results/ab --pairs 3 \\
         --base ../xfbench-base/.venv/bin/xfbench --new .venv/bin/xfbench \\
-        --sweep "--preset reference --threads 2 --framework torch,jax --model fcn5,resnet56"
+        --sweep="--preset reference --threads 2 --framework torch,jax --model fcn5,resnet56"
     xfbench compare results/ab/base/run-1,results/ab/base/run-2,results/ab/base/run-3 \\
         results/ab/new/run-1,results/ab/new/run-2,results/ab/new/run-3
 
     # one checkout against itself, NEW's PyTorch steps slowed 20 % (XFBENCH_SLOWDOWN):
     # what compare's false alarms and detection are in alternated runs
     python benchmarks/alternate.py --out results/ab-torch20 --pairs 3 \\
-        --new-slowdown torch:0.2 --sweep "--preset reference --threads 2 --model fcn5"
+        --new-slowdown torch:0.2 --sweep="--preset reference --threads 2 --model fcn5"
 
 Each --sweep is one `xfbench run`'s arguments; a run is every sweep into one folder
 (base/run-<i> or new/run-<i>). A run that fails is said and the others go on.

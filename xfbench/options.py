@@ -186,8 +186,9 @@ OPTIONS: tuple[Option, ...] = (
         name="minutes",
         values="plan the sweep's cells to about this many minutes: each process group "
         "times as many rounds a cell (the preset's, down to 1) as its share of the time "
-        "left allows, from the cells' estimated time scaled by what the groups before it "
-        "took; the cells are all run, never fewer",
+        "left allows, from the cells' estimated time scaled by what their framework's "
+        "groups before took (all groups', for a framework not run yet); the cells are all "
+        "run, never fewer, and one round a cell over the budget is said",
         default="the preset's rounds, however long they take",
         pytest=False,
         run=("single",),

@@ -19,7 +19,7 @@ from pathlib import Path
 from xfbench import options
 from xfbench.errors import UsageError
 from xfbench.records import RecordError
-from xfbench.runner.budget import Budget
+from xfbench.runner.budget import Budget, framework_of
 from xfbench.runner.copies import run_copies
 from xfbench.runner.group import Job, key, run_group
 from xfbench.runner.plan import Plan, default_timeout, make_suite_plan
@@ -208,13 +208,18 @@ def _budgeted(budget: Budget | None, job: Job, later: list[list], quiet: bool):
         return job.settings, None
     rounds = budget.rounds(later)
     if not quiet:
-        left = budget.seconds - (time.monotonic() - budget.start)
+        framework = framework_of(job.cells[0]) if job.cells else ""
+        how = ("its groups so far" if framework in budget.taken
+               else "the groups so far" if budget.taken else "the estimate as it is")  # fmt: skip
+        over = budget.needed(later, 1) - budget.left
         print(
             f"--minutes: {job.group.name} at {rounds} timed round{'s' * (rounds != 1)} a cell "
-            f"({left / 60:.1f} min left; this machine has taken {budget.scale:.2f} x the "
-            "estimate)",
+            f"({budget.left / 60:.1f} min left; {framework} planned at "
+            f"{budget.scale_of(framework):.2f} x the estimate, from {how})"
+            + (f"; over the budget by about {over / 60:.1f} min at one round a cell, the "
+               "fewest: every cell still runs" if over > 0 else ""),
             file=sys.stderr,
-        )
+        )  # fmt: skip
     return {**job.settings, "rounds": str(rounds)}, rounds
 
 
