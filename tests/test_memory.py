@@ -47,7 +47,6 @@ def test_freed_memory_is_reused_without_page_faults():
 
 
 def test_peak_rss_resets_per_cell():
-    import pytest
 
     if not reset_peak_rss():
         pytest.skip("this kernel does not let a process reset its peak RSS")
@@ -77,7 +76,6 @@ def test_the_estimate_is_weights_gradients_momentum_and_activations():
 
 
 def test_a_cell_that_cannot_fit_is_refused_with_both_numbers(monkeypatch):
-    import pytest
 
     from xfbench.harness import memory
     from xfbench.models import get_spec
@@ -148,7 +146,6 @@ def test_the_attention_scores_a_framework_keeps_are_counted():
 
 
 def test_a_cell_whose_attention_scores_cannot_fit_is_refused_before_it_starts(monkeypatch):
-    import pytest
 
     from xfbench.harness import memory
     from xfbench.models import get_spec
