@@ -525,10 +525,10 @@ def test_the_host_reads_a_generations_tokens_once(framework, mode, smoke, monkey
 def test_a_graphed_decode_never_reads_an_output_its_next_call_overwrote(smoke):
     """Both cudagraph cells failed on the H100: in inference, CUDA graph trees overwrite a
     graphed call's outputs at the next call, and the resident loop fed the last step's
-    token (a graph's output) back as the next step's input. Emulated on the CPU: each
-    call of prefill or decode first overwrites every tensor an earlier call returned;
-    the tokens and the logits must still be the step-by-step ones."""
-    import torch
+    token (a graph's output) back as the next step's input. The token now never leaves the
+    device's buffers; the logits are outputs. Emulated on the CPU: each call of prefill
+    or the step first overwrites every tensor an earlier call returned; the tokens and the
+    logits must still be the step-by-step ones."""
 
     spec, weights, prompt = smoke
     generator = _generator("torch", "eager", spec, weights)
@@ -538,15 +538,15 @@ def test_a_graphed_decode_never_reads_an_output_its_next_call_overwrote(smoke):
     def graphed(step):
         def call(*args):
             for old in returned:  # what CUDA graph trees do to a replayed graph's outputs
-                old.fill_(-1 if old.dtype == torch.int64 else float("nan"))
+                old.fill_(float("nan"))
             out = step(*args)
-            returned.extend(out)
+            returned.append(out)
             return out
 
         return call
 
     generator.graphs = True
-    generator._prefill, generator._decode = graphed(generator._prefill), graphed(generator._decode)
+    generator._prefill, generator._step = graphed(generator._prefill), graphed(generator._step)
     try:
         run = metrics.generate(generator, prompt, OSL, keep_logits=[0, BATCH - 1])
         last = generator.logits()
@@ -620,3 +620,109 @@ def test_the_decode_roofline_holds_each_precision_to_its_own_bytes(tmp_path):
     shares = [float(t.rows[0][8].text.rstrip("%")) for t in (full, half)]
     assert shares[1] == pytest.approx(shares[0] / 2, abs=1)  # the same speed, half the bytes
     assert "(bf16)" in half.caption and "779.6 TFLOP/s" in half.caption  # bf16's peak there
+
+
+@pytest.mark.parametrize(("products", "attention"), [("mm+bias", "math"), ("linear", "math")])
+def test_the_step_as_written_for_inductor_on_a_gpu_decodes_the_same(products, attention, smoke):
+    """A GPU's compiled step writes its products as mm plus a bias and its decode
+    attention out (q k^T, mask, softmax, v) for Inductor to fuse: the same function as the
+    CPU's addmm and SDPA, checked here on the CPU against them in fp32."""
+    spec, weights, prompt = smoke
+    generator = _generator("torch", "eager", spec, weights)
+    try:
+        usual = metrics.generate(generator, prompt, OSL, keep_logits=[0, BATCH - 1])
+        generator.model.products, generator.model.attention = products, attention
+        fused = metrics.generate(generator, prompt, OSL, keep_logits=[0, BATCH - 1])
+    finally:
+        generator.close()
+    assert np.array_equal(fused.tokens, usual.tokens)
+    assert rel_err(fused.logits, usual.logits) <= TOL
+
+
+def test_the_loop_mode_replays_every_decode_step_as_one_graph_and_times_each(smoke, monkeypatch):
+    """The loop mode (CUDA only) captures a generation's decode steps as one CUDA graph,
+    each step's end an event inside it. Its logic on the CPU, CUDA's calls played by
+    stand-ins: capture runs the steps once, each replay runs them again on the buffers
+    the prefill left; the tokens and kept logits are the step-by-step ones, every step is
+    timed, and the record proves a graph replayed."""
+    import time
+
+    import torch
+
+    from xfbench.adapters.torch import generation as tg
+
+    class Event:
+        def __init__(self, **_):
+            self.at = None
+
+        def record(self, *_):
+            self.at = time.perf_counter()
+
+        def elapsed_time(self, other):
+            return (other.at - self.at) * 1000
+
+    class Graph:
+        replays = 0
+
+        def replay(self):
+            Graph.replays += 1
+
+    def capture(body):
+        # a capture launches nothing: played by running the steps from where a prefill
+        # leaves the buffers, whose state the replays never depend on
+        generator.model.position.fill_(ISL)
+        out = body()
+        graph = Graph()
+
+        def replay():
+            graph.replay()
+            out.copy_(body())
+
+        return replay, out
+
+    class Stream:
+        def __init__(self, *_):
+            pass
+
+        def wait_stream(self, _):
+            pass
+
+    monkeypatch.setattr(torch.cuda, "Event", Event)
+    monkeypatch.setattr(torch.cuda, "Stream", Stream)
+    monkeypatch.setattr(torch.cuda, "stream", lambda s: __import__("contextlib").nullcontext())
+    monkeypatch.setattr(torch.cuda, "current_stream", lambda *_: Stream())
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda *_: None)
+    monkeypatch.setattr(torch.cuda, "CUDAGraph", Graph)
+    monkeypatch.setattr(tg, "capture_graph", capture)
+    spec, weights, prompt = smoke
+    generator = _generator("torch", "eager", spec, weights)
+    try:
+        stepwise = metrics.generate(generator, prompt, OSL, keep_logits=True)
+        generator.loop = True
+        runs = [metrics.generate(generator, prompt, OSL) for _ in range(2)]
+        kept = metrics.generate(generator, prompt, OSL, keep_logits=[0, BATCH - 1])
+        facts = generator.replay_facts(lambda: metrics.generate(generator, prompt, OSL))
+    finally:
+        generator.close()
+    for run in [*runs, kept]:
+        assert np.array_equal(run.tokens, stepwise.tokens)
+        assert len(run.gaps_s) == OSL - 1 and min(run.gaps_s) > 0 and run.ttft_s > 0
+    assert rel_err(kept.logits, stepwise.logits[[0, BATCH - 1]]) <= TOL
+    assert facts == {"cudagraph_skips": 0, "cudagraph_replays": 1}
+    assert Graph.replays == 4
+
+
+def test_a_decode_steps_time_is_split_into_kernels_and_gaps_or_says_why_not():
+    from xfbench.generation.measure import kernel_split
+
+    gpu = SimpleNamespace(device="cuda:0", framework="torch", mode="cudagraph")
+    split = kernel_split({"decode_step_kernel_us": 600.0}, 0.8e-3, gpu)
+    assert split["decode_step_kernel_share"] == pytest.approx(0.75)
+    assert split["decode_step_gap_us"] == pytest.approx(200.0)
+    assert split["decode_profile_reason"] is None
+    cpu = SimpleNamespace(device="cpu", framework="torch", mode="eager")
+    none = kernel_split({"decode_step_kernel_us": None}, 0.8e-3, cpu)
+    assert none["decode_step_kernel_share"] is None and none["decode_step_gap_us"] is None
+    assert "CPU" in none["decode_profile_reason"]
+    jax = SimpleNamespace(device="cuda:0", framework="jax", mode="loop")
+    assert "not profiled" in kernel_split({}, 0.8e-3, jax)["decode_profile_reason"]

@@ -103,7 +103,7 @@ OPTIONS: tuple[Option, ...] = (
         name="mode",
         values="execution modes, comma-separated: PyTorch `eager`, `compile`, `cudagraph`; "
         "TensorFlow `eager`, `function`, `xla`; JAX `jit`; ONNX Runtime `cpu`, `cuda`, "
-        "`tensorrt`, `fused` (the transformers)",
+        "`tensorrt`, `fused` (the transformers); generation's `loop` too (JAX; PyTorch on CUDA)",
         default="the preset's choice, else every mode that runs on the device (generation: "
         "every mode that generates there)",
         run=("single", "serving", "generation", "token-serving"),

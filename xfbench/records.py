@@ -454,6 +454,24 @@ NETWORK_CELL = CELL + (
     ),
     Field("flops_per_step", "int", "analytic FLOPs of one step (training: 3x the forward)"),
     Field("achieved_tflops", "float", "flops_per_step / seconds_per_batch / 1e12"),
+    Field(
+        "mfu",
+        "float | null",
+        "model FLOPs utilisation: achieved_tflops over mfu_peak_tflops (roofline/mfu.py)",
+        when="train, in a run's merged results",
+    ),
+    Field(
+        "mfu_peak_tflops",
+        "float | null",
+        "the peak the run measured for the cell's precision where it ran (roofs.json)",
+        when="train, in a run's merged results",
+    ),
+    Field(
+        "mfu_reason",
+        "str | null",
+        "why mfu is null (no roofs, or no peak of that precision, there); null otherwise",
+        when="train, in a run's merged results",
+    ),
     Field("param_count", "int", "parameters of the network"),
     Field("build_s", "float", "seconds to build the network and its batch"),
     Field("compile_s", "float", "seconds of ahead-of-time compilation and the first step"),
@@ -891,6 +909,34 @@ GENERATOR_INFO = (
     Field("attention_kernel", "str", "what ran attention in prefill and decode"),
     Field("cache_write", "str", "how a step writes the cache"),
     Field(
+        "decode_products",
+        "str",
+        "how a decode step's products are written: linear (addmm) or mm + bias, which "
+        "Inductor fuses into a reduction at batch 1 on a GPU",
+        when="torch",
+    ),
+    Field(
+        "decode_step_inputs",
+        "str",
+        "what the host hands each decode step (none: token, position and output on the device)",
+        when="torch",
+    ),
+    Field(
+        "fullgraph", "bool", "torch.compile's fullgraph (a graph break fails)", when=TORCH_COMPILED
+    ),
+    Field(
+        "coordinate_descent_tuning",
+        "bool",
+        "Inductor's coordinate-descent tuning of its kernels (on a GPU)",
+        when=TORCH_COMPILED,
+    ),
+    Field(
+        "decode_steps_per_graph",
+        "int",
+        "decode steps in the one CUDA graph the loop mode replays a generation",
+        when="torch loop",
+    ),
+    Field(
         "weights_dtype",
         "str",
         "the dtype the decoder's weights are held in (bfloat16 in a bf16 cell)",
@@ -1010,6 +1056,21 @@ GENERATION = replaced(
         "decode_step_kernels",
         "list | null",
         "the costliest of them by name, [{name, calls, us}], at most 8",
+    ),
+    Field(
+        "decode_step_kernel_share",
+        "float | null",
+        "decode_step_kernel_us over TPOT: the share of a step its kernels hold",
+    ),
+    Field(
+        "decode_step_gap_us",
+        "float | null",
+        "TPOT less the kernels' time, microseconds: launches, the host and waits between them",
+    ),
+    Field(
+        "decode_profile_reason",
+        "str | null",
+        "why the kernel fields are null (the CPU, or a framework not profiled); null otherwise",
     ),
     *GENERATOR_COMPILED,
     Field("param_count", "int", "parameters of the network"),

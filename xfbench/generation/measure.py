@@ -113,12 +113,13 @@ def measure(benchmark, cell: GenerationCell, *, preset: Preset, threads_config: 
         if not tokens["verified"]:
             benchmark.has_error = True  # no entry in the JSON: a failed cell, not a number
         verdict(tokens)
+        timing = summary(runs, cell.batch_size, cell.prompt_tokens)
         record = {
             **records.header(KIND),
             **cell.as_dict(),
             "preset": preset.name,
             "status": "ok",
-            **summary(runs, cell.batch_size, cell.prompt_tokens),
+            **timing,
             "generations": rounds,
             "warmup_generations": preset.warmup,
             "repeat_identical": all(
@@ -131,6 +132,7 @@ def measure(benchmark, cell: GenerationCell, *, preset: Preset, threads_config: 
             "compile_s": first.ttft_s + first.gaps_s[0],
             "first_generation_s": first.e2e_s,
             **compiled,
+            **kernel_split(compiled, timing["tpot_s"], cell),
             **memory,
             **machine_fields(cell, meter, threads_config, adapter),
             **_energy(energy, rounds, cell),
@@ -152,6 +154,30 @@ def _loop_facts(generator, tokens) -> dict:
         if resident
         else "from the host, tokens read back every step",
         **generator.decode_profile(tokens),
+    }
+
+
+def kernel_split(profile: dict, tpot_s: float, cell: GenerationCell) -> dict:
+    """A decode step's time split: what its kernels took on the device (the profile of one
+    step) against TPOT, the rest being the gaps between them (launches, the host, waits).
+    None each, with the reason, where no profile was read."""
+    kernel_us = profile.get("decode_step_kernel_us")
+    if kernel_us is None or not tpot_s:
+        reason = (
+            "the CPU runs a step itself: no device kernels to time"
+            if cell.device == "cpu"
+            else f"{cell.framework} {cell.mode}: its decode kernels are not profiled"
+        )
+        return {
+            "decode_step_kernel_share": None,
+            "decode_step_gap_us": None,
+            "decode_profile_reason": reason,
+        }
+    step_us = tpot_s * 1e6
+    return {
+        "decode_step_kernel_share": kernel_us / step_us,
+        "decode_step_gap_us": step_us - kernel_us,
+        "decode_profile_reason": None,
     }
 
 

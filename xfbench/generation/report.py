@@ -115,6 +115,8 @@ def tables(report: Report) -> list[Table]:
     return out
 
 
+# the fastest cell's decode step split by its profile: kernels, and their time's share
+SPLIT_HEADERS = ["kernels a step", "kernels' share of TPOT"]
 ROOFLINE_HEADERS = [
     "where",
     "batch",
@@ -155,7 +157,7 @@ def _roofline_table(report: Report, m: Machine, key: tuple, found: list[dict]) -
     spec, value_bytes = get_spec("gpt2", scale or "full"), VALUE_BYTES.get(precision, 4)
     roof = _roofs(m, found[0])
     bandwidth, peak = roof["bandwidth_gbps"], roof["peaks_tflops"].get(precision)
-    rows = []
+    rows, bests = [], []
     for b in sorted({r["batch_size"] for r in found}):
         s = step(spec, b, isl + osl, value_bytes)
         seconds, limit = s.seconds(bandwidth, peak)
@@ -164,12 +166,24 @@ def _roofline_table(report: Report, m: Machine, key: tuple, found: list[dict]) -
             key=lambda r: r.get("per_sequence_tokens_per_s") or 0,
         )
         rate = best.get("per_sequence_tokens_per_s") or 0
+        bests.append(best)
         rows.append(
             [Text(where), Text(str(b)), Text(f"{s.bytes / 1e6:.4g}")]
             + [Text(f"{s.flops / 1e9:.4g}"), Text(limit), Text(f"{1 / seconds:.4g}")]
             + [Text(f"{best['framework']} {best['mode']}"), Text(f"{rate:.4g}")]
             + [Text(f"{rate * seconds:.0%}")]
         )
+    # where a GPU's profile read the fastest cells' decode kernels: their split of a step
+    split = any(r.get("decode_step_kernel_us") is not None for r in bests)
+    if split:
+        for row, r in zip(rows, bests):
+            share = r.get("decode_step_kernel_share")
+            if share is None and r.get("decode_step_kernel_us") and r.get("tpot_s"):
+                share = r["decode_step_kernel_us"] / (r["tpot_s"] * 1e6)  # older records
+            row += [
+                Text(str(r.get("kernels_per_decode_step") or "n/a")),
+                Text(f"{share:.0%}" if share is not None else "n/a"),
+            ]
     ridges = ridge_batch(spec, isl + osl, (bandwidth, peak), value_bytes) if peak else None
     said = (
         f"compute-bound from batch {ridges:.3g}"
@@ -182,7 +196,7 @@ def _roofline_table(report: Report, m: Machine, key: tuple, found: list[dict]) -
     return Table(
         title=f"Decode roofline, GPT-2, {isl}/{osl} tokens{named}, {where}"
         + (f" on {m.label}" if len(report.machines) > 1 else ""),
-        headers=ROOFLINE_HEADERS,
+        headers=ROOFLINE_HEADERS + (SPLIT_HEADERS if split else []),
         rows=rows,
         anchor=f"decode-roofline-{isl}-{osl}{named.replace(', ', '-')}-"
         f"{where.replace(' ', '')}-{m.tag or 'A'}",

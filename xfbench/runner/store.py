@@ -258,6 +258,12 @@ class RunFolder:
         from xfbench.scaling.speedup import fill_speedup
 
         fill_speedup(b.get("extra_info") or {} for b in merged["benchmarks"])
+        # and each training cell's MFU, now that the run's roofs are beside its cells
+        from xfbench.roofline.mfu import fill_mfu
+
+        fill_mfu(
+            (b.get("extra_info") or {} for b in merged["benchmarks"]), machine.get("roofs") or {}
+        )
         write_json(self.merged, merged)
         return self.merged
 

@@ -25,7 +25,7 @@ class TorchAdapter(Adapter):
         return ["cpu"] + [f"cuda:{i}" for i in range(torch.cuda.device_count())]
 
     def mode_reason(self, mode, device):
-        if mode == "cudagraph" and not device.startswith("cuda"):
+        if mode in ("cudagraph", "loop") and not device.startswith("cuda"):
             return "CUDA graphs replay only on a CUDA device"
         return None
 

@@ -6,14 +6,19 @@ once. Prefill runs the prompt through scaled_dot_product_attention with is_causa
 fused CPU/CUDA kernels) and writes its keys and values to positions [0, ISL); each decode
 step writes one position with index_copy_ and attends to the whole cache under an
 explicit mask of the positions written so far (is_causal does not mean that for one query
-against a longer cache). The position is a tensor, so that the compiled step is traced
-once and never recompiles; greedy's argmax is inside the step, on the device.
+against a longer cache). The position and the output tokens are tensors on the device
+that the step reads and writes, so that the compiled step is traced once, never
+recompiles, and leaves nothing of the loop to run between steps; greedy's argmax is inside
+the step.
 
-Modes: eager; compile (torch.compile of prefill and of the decode step; on the CPU
-with freezing and the C++ wrapper, and in fp32 max-autotune: _compiler); cudagraph (CUDA: the same
-with mode="reduce-overhead", which replays the decode step as a CUDA graph: the cache
-tensors are marked static addresses, so that the graph may write them in place, and the
-cell proves its graphs replayed: cudagraphs.py).
+Modes: eager; compile (torch.compile of prefill and of the decode step, fullgraph; on the
+CPU with freezing and the C++ wrapper, and in fp32 max-autotune: _compiler; on a GPU with
+coordinate-descent tuning and the step written as PyTorch's own fast decoding writes it:
+CachedGPT); cudagraph (CUDA: the same with mode="reduce-overhead", which replays each
+decode step as a CUDA graph: the tensors the steps write are marked static addresses, so
+that the graph may write them in place, and the cell proves its graphs replayed:
+cudagraphs.py); loop (CUDA: the compiled step without graph trees, every decode step of
+a generation captured by hand into one CUDA graph, each step's end an event inside it).
 """
 
 from __future__ import annotations
@@ -33,7 +38,14 @@ from xfbench.adapters.torch.weights import load
 from xfbench.models import Spec
 from xfbench.models import layers as L
 
-COMPILE_MODES = {"eager": None, "compile": "default", "cudagraph": "reduce-overhead"}
+# loop: the compiled step without Inductor's graph trees, every decode step of a
+# generation captured by hand into one CUDA graph (below)
+COMPILE_MODES = {
+    "eager": None,
+    "compile": "default",
+    "cudagraph": "reduce-overhead",
+    "loop": "default",
+}
 
 
 def write(cache: torch.Tensor, position: torch.Tensor, new: torch.Tensor) -> None:
@@ -42,42 +54,87 @@ def write(cache: torch.Tensor, position: torch.Tensor, new: torch.Tensor) -> Non
 
 
 class CachedGPT(torch.nn.Module):
-    """prefill(prompt) and decode(tokens, position) over one static cache."""
+    """prefill(prompt) and step() over one static cache, the output tokens and the
+    position held on the device: a step reads its input token from `out`, writes the next
+    there and advances `position`, so that nothing of the decode loop runs outside it.
 
-    def __init__(self, spec: Spec, net: torch.nn.Module, batch: int, length: int):
+    products "linear" is F.linear (addmm with the bias); "mm+bias" a product and an add,
+    which Inductor, with coordinate-descent tuning, turns into one fused reduction at
+    batch 1 on CUDA (it decomposes addmm only on the CPU). attention "sdpa" is
+    scaled_dot_product_attention under the mask of the positions written; "math" the
+    same function written out (q k^T, mask, softmax in float32, times v), which Inductor
+    generates with the step around it instead of calling a separate kernel."""
+
+    def __init__(
+        self,
+        spec: Spec,
+        net: torch.nn.Module,
+        *,
+        batch: int,
+        prompt_tokens: int,
+        new_tokens: int,
+        products: str = "linear",
+        attention: str = "sdpa",
+    ):
         super().__init__()
         self.net = net
         block = spec.layer(L.TransformerBlock)[0]
         d = spec.layer(L.TokenEmbedding)[0].dim
         self.blocks = [getattr(net, b.name) for b in spec.layer(L.TransformerBlock)]
-        self.heads, self.dh, self.length = block.heads, d // block.heads, length
+        self.heads, self.dh = block.heads, d // block.heads
+        self.prompt_tokens, self.length = prompt_tokens, prompt_tokens + new_tokens
+        self.products, self.attention = products, attention
         # One tensor per layer: the compiled step writes each in place (a slice of one
         # tensor of every layer would be written back whole, each layer, each step)
         param = next(net.parameters())
-        shape = (batch, self.heads, length, self.dh)
+        shape = (batch, self.heads, self.length, self.dh)
         self.keys, self.values = [], []
         for i in range(len(self.blocks)):
             for name, kept in (("keys", self.keys), ("values", self.values)):
                 self.register_buffer(f"{name}{i}", param.new_zeros(shape))
                 kept.append(getattr(self, f"{name}{i}"))
-        self.register_buffer("slots", torch.arange(length, device=param.device))
+        self.register_buffer("slots", torch.arange(self.length, device=param.device))
+        int64 = {"dtype": torch.int64, "device": param.device}
+        # a spare column: a step after a generation's last (the host's) has one to write
+        self.register_buffer("out", torch.zeros((batch, new_tokens + 1), **int64))
+        self.register_buffer("position", torch.zeros(1, **int64))
+
+    def state(self) -> list[torch.Tensor]:
+        """The tensors the steps write in place (static addresses for CUDA graphs)."""
+        return [*self.keys, *self.values, self.out, self.position]
+
+    def _linear(self, layer: torch.nn.Linear, x: torch.Tensor) -> torch.Tensor:
+        if self.products == "linear":
+            return layer(x)
+        y = x.reshape(-1, x.shape[-1]) @ layer.weight.t()
+        return (y + layer.bias).view(*x.shape[:-1], -1)
 
     def _qkv(self, block, x: torch.Tensor):
         n, t, d = x.shape
-        qkv = block.attn.qkv(block.ln1(x)).view(n, t, 3, self.heads, self.dh)
+        qkv = self._linear(block.attn.qkv, block.ln1(x)).view(n, t, 3, self.heads, self.dh)
         return qkv.permute(2, 0, 3, 1, 4)  # (3, N, heads, T, dh)
 
     def _finish(self, block, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
         n, t, d = x.shape
-        x = x + block.attn.out(y.transpose(1, 2).reshape(n, t, d))
-        return x + block.mlp(block.ln2(x))
+        x = x + self._linear(block.attn.out, y.transpose(1, 2).reshape(n, t, d))
+        mlp = block.mlp
+        h = F.gelu(self._linear(mlp.fc, block.ln2(x)), approximate=mlp.approximate)
+        return x + self._linear(mlp.proj, h)
+
+    def _attend(self, q, k, v, seen):
+        if self.attention == "sdpa":
+            return F.scaled_dot_product_attention(q, k, v, attn_mask=seen)
+        scores = (q @ k.transpose(-2, -1)).float() * self.dh**-0.5
+        weights = torch.softmax(scores.masked_fill(~seen, float("-inf")), dim=-1)
+        return weights.to(v.dtype) @ v
 
     def _head(self, x: torch.Tensor):
         logits = self.net.lm(self.net.final_ln(x))
         return logits.argmax(-1), logits
 
-    def prefill(self, prompt: torch.Tensor):
-        """prompt (B, ISL) -> the next token (B,) and its logits (B, vocab)."""
+    def prefill(self, prompt: torch.Tensor) -> torch.Tensor:
+        """prompt (B, ISL): the cache's first ISL positions, the first new token into
+        out[:, 0], the position set to ISL; -> its logits (B, vocab)."""
         x = self.net.embed(prompt)
         start = torch.zeros(1, dtype=torch.int64, device=prompt.device)
         for i, block in enumerate(self.blocks):
@@ -85,25 +142,34 @@ class CachedGPT(torch.nn.Module):
             write(self.keys[i], start, k)
             write(self.values[i], start, v)
             x = self._finish(block, x, F.scaled_dot_product_attention(q, k, v, is_causal=True))
-        return self._head(x[:, -1])
+        token, logits = self._head(x[:, -1])
+        self.out.select(1, 0).copy_(token)
+        self.position.fill_(prompt.shape[1])
+        return logits
 
-    def decode(self, tokens: torch.Tensor, position: torch.Tensor):
-        """tokens (B,) at position (an int64 tensor of one) -> the next (B,), its logits."""
+    def step(self) -> torch.Tensor:
+        """One decode step: the token at out[:, j - 1] (j = position - ISL + 1) at the
+        cache position `position`; the next token into out[:, j], position + 1;
+        -> its logits (B, vocab)."""
+        column = self.position - self.prompt_tokens
+        tokens = self.out.index_select(1, column)[:, 0]
         embed = self.net.embed
-        x = (F.embedding(tokens, embed.word) + embed.position[position])[:, None]
-        seen = (self.slots <= position)[None, None, None]  # (1, 1, 1, L): written so far
+        x = (F.embedding(tokens, embed.word) + embed.position[self.position])[:, None]
+        seen = (self.slots <= self.position)[None, None, None]  # (1, 1, 1, L): written so far
         for i, block in enumerate(self.blocks):
             q, k, v = self._qkv(block, x)
-            write(self.keys[i], position, k)
-            write(self.values[i], position, v)
-            y = F.scaled_dot_product_attention(q, self.keys[i], self.values[i], attn_mask=seen)
-            x = self._finish(block, x, y)
-        return self._head(x[:, 0])
+            write(self.keys[i], self.position, k)
+            write(self.values[i], self.position, v)
+            x = self._finish(block, x, self._attend(q, self.keys[i], self.values[i], seen))
+        token, logits = self._head(x[:, 0])
+        self.out.index_copy_(1, column + 1, token[:, None])
+        self.position.add_(1)
+        return logits
 
 
 def _compiler(mode_name: str, device_type: str, precision: str = "fp32") -> str | None:
-    """torch.compile's mode for a cell's mode (None: eager), Inductor made ready. On the
-    CPU, compile is PyTorch's own CPU inference path: freezing (the weights constants;
+    """torch.compile's mode for a cell's mode (None: eager), Inductor made ready. On a
+    GPU, with coordinate-descent tuning. On the CPU, compile is PyTorch's own CPU inference path: freezing (the weights constants;
     the cache, a buffer the step writes, is not frozen), the C++ wrapper and prepacked
     weights; in fp32 max-autotune too, which sets Inductor's C++ GEMM templates against
     ATen's oneMKL calls and keeps the faster: at batch 1 the decode step ran 44 ms eager,
@@ -120,9 +186,13 @@ def _compiler(mode_name: str, device_type: str, precision: str = "fp32") -> str 
     torch._dynamo.utils.counters.clear()
     if mode_name == "cudagraph":
         cudagraphs.require_cudagraphs()
+    import torch._inductor.config as inductor
+
+    # PyTorch's own fast decoding (gpt-fast) sets it on a GPU: the Triton kernels' launch
+    # settings searched, and batch-1 products decomposed into fused reductions
+    inductor.coordinate_descent_tuning = device_type != "cpu"
     if device_type != "cpu":
         return mode
-    import torch._inductor.config as inductor
 
     inductor.freezing = inductor.cpp_wrapper = True
     # as the inference cells (workload.py): no prepacked linear layers with ATen's ISA
@@ -205,70 +275,104 @@ class TorchGenerator(CudaPeak, Generator):
         # weights arrive rounded to it: check.decoding_weights); LayerNorm, softmax and the
         # products' sums run in float32 inside PyTorch's bf16 kernels
         net = net.to(self.device, dtype=getattr(torch, MATH_DTYPES[cell.precision])).eval()
-        length = cell.prompt_tokens + cell.new_tokens
-        self.model = CachedGPT(spec, net, cell.batch_size, length)
+        # compiled on a GPU, the step as PyTorch's own fast decoding writes it (CachedGPT);
+        # eager and the CPU keep the fused kernels they run fastest (addmm, SDPA)
+        fused_by_inductor = self.device.type == "cuda" and cell.mode != "eager"
+        self.model = CachedGPT(
+            spec,
+            net,
+            batch=cell.batch_size,
+            prompt_tokens=cell.prompt_tokens,
+            new_tokens=cell.new_tokens,
+            products="mm+bias" if fused_by_inductor else "linear",
+            attention="math" if fused_by_inductor else "sdpa",
+        )
         self.cache_bytes = sum(
             t.numel() * t.element_size() for t in self.model.keys + self.model.values
         )
         mode = _compiler(cell.mode, self.device.type, cell.precision)
-        self.graphs = cell.mode == "cudagraph"
+        self.graphs = cell.mode == "cudagraph"  # Inductor's graph trees, a graph a step
+        self.loop = cell.mode == "loop"  # one graph of every decode step, captured here
         if self.graphs:  # written in place by the graph: never copied into it as inputs
-            for t in self.model.keys + self.model.values:
+            for t in self.model.state():
                 torch._dynamo.mark_static_address(t)
         self.decode_steps = cell.new_tokens - 1
-        wrap = (lambda f: torch.compile(f, mode=mode, dynamic=False)) if mode else (lambda f: f)
-        self._prefill, self._decode = wrap(self.model.prefill), wrap(self.model.decode)
+        wrap = (
+            (lambda f: torch.compile(f, mode=mode, dynamic=False, fullgraph=True))
+            if mode
+            else (lambda f: f)
+        )
+        self._prefill, self._step = wrap(self.model.prefill), wrap(self.model.step)
         self.compiled_functions = 2 if mode else 0
-        self.position = 0
+        self._captured: dict = {}  # the loop mode's graph, per rows of logits kept
         self._logits = None
         self.info = {
             "device_name": (
                 torch.cuda.get_device_name(self.device) if self.device.type == "cuda" else "cpu"
             ),
-            "attention_kernel": "scaled_dot_product_attention (prefill is_causal; decode "
-            "an explicit mask over the static cache)",
+            "attention_kernel": (
+                "scaled_dot_product_attention (prefill is_causal; decode "
+                + (
+                    "written out: q k^T, the mask, softmax in float32, times v, generated "
+                    "by Inductor with the step)"
+                    if self.model.attention == "math"
+                    else "an explicit mask over the static cache)"
+                )
+            ),
             "cache_write": "index_copy_ at a position tensor",
+            "decode_products": (
+                "mm + bias (Inductor's fused reduction at batch 1)"
+                if self.model.products == "mm+bias"
+                else "linear (addmm)"
+            ),
+            "decode_step_inputs": "none: the token, the position and the output write "
+            "on the device, inside the step",
             "weights_dtype": str(next(net.parameters()).dtype).removeprefix("torch."),
             "cache_dtype": str(self.model.keys[0].dtype).removeprefix("torch."),
             **(_inductor_facts(mode) if mode and self.device.type == "cpu" else {}),
-            **({"compile_mode": mode} if mode else {}),
+            **(
+                {
+                    "compile_mode": mode,
+                    "fullgraph": True,
+                    "coordinate_descent_tuning": _coordinate_descent(),
+                }
+                if mode
+                else {}
+            ),
+            **({"decode_steps_per_graph": self.decode_steps} if self.loop else {}),
         }
 
     def _own(self, t: torch.Tensor) -> torch.Tensor:
         """t, where it outlives the next call of a compiled step, as a tensor of ours: in
-        inference, CUDA graph trees overwrite a graphed call's outputs at the next call (a
-        graph's output fed back as the next step's input failed the H100's cells: "accessing
-        tensor output of CUDAGraphs that has been overwritten by a subsequent run"), so the
-        token and the last logits are copied out, as gpt-fast does; one small copy a step."""
-        return t.clone() if self.graphs else t
+        inference, CUDA graph trees overwrite a graphed call's outputs at the next call
+        ("accessing tensor output of CUDAGraphs that has been overwritten by a subsequent
+        run"), so the last logits are copied out, once a generation."""
+        return t.clone() if self.graphs or self.loop else t
 
-    def _sync(self, out) -> np.ndarray:
-        tokens, logits = out
-        self._logits = self._own(logits)
-        return tokens.cpu().numpy()  # a host copy: it waits for the device
+    def _tokens(self) -> np.ndarray:
+        """The generation's tokens on the host: a copy (on the CPU too), never the buffer
+        the next generation writes."""
+        return self.model.out[:, :-1].to("cpu", copy=True).numpy()
 
     def run(self, prompt: np.ndarray, new_tokens: int, keep: list[int] | None = None):
-        """The whole generation with the host out of the loop: each step's token, on the
-        device, is the next step's input, the position advances on the device, each step's
-        end is a device event (a timestamp on the CPU, whose steps the host runs anyway),
-        and the host reads the tokens (and the kept rows' logits) once, at the end.
+        """The whole generation with the host out of the loop: each step reads its token
+        and position on the device and writes the next there, each step's end is a device
+        event (a timestamp on the CPU, whose steps the host runs anyway), and the host
+        reads the tokens (and the kept rows' logits) once, at the end.
         -> (tokens (B, OSL), TTFT s, each decode step's s, kept logits or None)"""
         if not self.resident:
             return None
-        dev = self.device
-        clock = StepClock(dev, new_tokens)
         with torch.inference_mode():
-            x = torch.from_numpy(prompt).to(dev)
-            out = torch.empty((x.shape[0], new_tokens), dtype=torch.int64, device=dev)
-            position = torch.full((1,), x.shape[1], dtype=torch.int64, device=dev)
+            x = torch.from_numpy(prompt).to(self.device)
+            if self.loop:
+                return self._run_graph(x, new_tokens, tuple(keep or ()))
+            clock = StepClock(self.device, new_tokens)
             kept = None
             clock.start()
-            token, logits = self._prefill(x)
+            logits = self._prefill(x)
             for j in range(new_tokens):
                 if j:
-                    token, logits = self._decode(self._own(token), position)
-                    position += 1
-                out[:, j] = token
+                    logits = self._step()
                 if keep:
                     kept = (
                         kept
@@ -280,11 +384,68 @@ class TorchGenerator(CudaPeak, Generator):
                     kept[:, j] = logits[keep]
                 clock.mark()
             self._logits = self._own(logits)
-            tokens = out.cpu().numpy()  # the one read of the tokens: it waits for the device
+            tokens = self._tokens()  # the one read of the tokens: it waits for the device
             logits_kept = kept.cpu().numpy() if kept is not None else None
         ttft, *gaps = clock.seconds()
-        self.position = prompt.shape[1] + new_tokens - 1
         return tokens, ttft, gaps, logits_kept
+
+    def _capture(self, x: torch.Tensor, new_tokens: int, rows: tuple):
+        """Every decode step of a generation as one CUDA graph, captured by hand from the
+        compiled step (run first on a side stream, as capture requires), each step's end
+        an event of its own inside the graph, so that each step is still timed. The graph
+        reads the token and position that the prefill before it leaves in the buffers."""
+        steps = new_tokens - 1
+        side = torch.cuda.Stream(self.device)
+        side.wait_stream(torch.cuda.current_stream(self.device))
+        with torch.cuda.stream(side):
+            self._prefill(x)
+            for _ in range(min(2, steps)):
+                self._step()
+        torch.cuda.current_stream(self.device).wait_stream(side)
+        index = torch.tensor(rows, dtype=torch.int64, device=self.device) if rows else None
+        kept = None
+        if rows:
+            kept = torch.empty(
+                (len(rows), new_tokens, self.model.net.embed.word.shape[0]),
+                dtype=torch.float32,
+                device=self.device,
+            )
+        ends = [torch.cuda.Event(enable_timing=True, external=True) for _ in range(steps)]
+
+        def steps_of_a_generation():
+            logits = None
+            for j in range(steps):
+                logits = self._step()
+                if rows:
+                    kept[:, j + 1] = logits.index_select(0, index)
+                ends[j].record()
+            return logits
+
+        replay, last = capture_graph(steps_of_a_generation)
+        return replay, ends, last, kept, index
+
+    def _run_graph(self, x: torch.Tensor, new_tokens: int, rows: tuple):
+        if rows not in self._captured:
+            self._captured[rows] = self._capture(x, new_tokens, rows)
+        replay, ends, last, kept, index = self._captured[rows]
+        start, prefilled = (torch.cuda.Event(enable_timing=True) for _ in range(2))
+        start.record()
+        logits = self._prefill(x)
+        if rows:
+            kept[:, 0] = logits.index_select(0, index)
+        prefilled.record()
+        replay()
+        torch.cuda.synchronize(self.device)
+        marks = [prefilled, *ends]
+        gaps = [a.elapsed_time(b) / 1000 for a, b in zip(marks, marks[1:])]
+        self._logits = (last if new_tokens > 1 else logits).clone()
+        tokens = self._tokens()
+        return (
+            tokens,
+            start.elapsed_time(prefilled) / 1000,
+            gaps,
+            (kept.cpu().numpy() if rows else None),
+        )
 
     def decode_profile(self, tokens: np.ndarray) -> dict:
         """One decode step under the profiler (CUDA only; the base's Nones elsewhere)."""
@@ -293,28 +454,28 @@ class TorchGenerator(CudaPeak, Generator):
         from torch.profiler import ProfilerActivity, profile
 
         with torch.inference_mode():
-            token = torch.from_numpy(tokens).to(self.device)
-            position = torch.full((1,), self.position, dtype=torch.int64, device=self.device)
-            self._decode(token, position)  # any first-call work outside the count
+            self.model.out[:, 0] = torch.from_numpy(tokens).to(self.device)
+            self.model.position.fill_(self.model.prompt_tokens)
+            self._step()  # any first-call work outside the count
+            self.model.position.fill_(self.model.prompt_tokens)
             torch.cuda.synchronize()
             with profile(activities=[ProfilerActivity.CUDA]) as prof:
-                self._decode(token, position)
+                self._step()
                 torch.cuda.synchronize()
         return kernel_profile(prof.events())
 
     def prefill(self, prompt: np.ndarray) -> np.ndarray:
         with torch.inference_mode():
-            prompt = torch.from_numpy(prompt).to(self.device)
-            out = self._sync(self._prefill(prompt))
-        self.position = prompt.shape[1]
-        return out
+            self._logits = self._own(self._prefill(torch.from_numpy(prompt).to(self.device)))
+            return self._tokens()[:, 0]
 
     def decode(self, tokens: np.ndarray) -> np.ndarray:
+        """The host's step: tokens into the column the step reads, then the step."""
         with torch.inference_mode():
-            position = torch.tensor([self.position], device=self.device)
-            out = self._sync(self._decode(torch.from_numpy(tokens).to(self.device), position))
-        self.position += 1
-        return out
+            column = int(self.model.position) - self.model.prompt_tokens
+            self.model.out[:, column] = torch.from_numpy(tokens).to(self.device)
+            self._logits = self._own(self._step())
+            return self.model.out[:, column + 1].to("cpu", copy=True).numpy()
 
     def logits(self) -> np.ndarray:
         return self._logits.float().cpu().numpy()
@@ -332,11 +493,29 @@ class TorchGenerator(CudaPeak, Generator):
         return {"compiled_graphs": graphs, "graph_breaks": 0}
 
     def replay_facts(self, generation) -> dict:
-        if not self.graphs:
-            return {}
-        return cudagraphs.replay_facts(generation, least=self.decode_steps)
+        if self.graphs:
+            return cudagraphs.replay_facts(generation, least=self.decode_steps)
+        if self.loop:
+            return cudagraphs.replay_facts(generation, least=1)
+        return {}
 
     def close(self) -> None:
-        del self.model, self._prefill, self._decode
+        del self.model, self._prefill, self._step, self._captured
         if self.device.type == "cuda":
             torch.cuda.empty_cache()
+
+
+def capture_graph(body):
+    """body() captured as one CUDA graph: (replay, what body returned), a tensor of the
+    graph's own memory that every replay rewrites. Replay looks CUDAGraph.replay up at
+    each call, where cudagraphs.counting_replays counts it."""
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        out = body()
+    return (lambda: graph.replay()), out
+
+
+def _coordinate_descent() -> bool:
+    import torch._inductor.config as inductor
+
+    return bool(inductor.coordinate_descent_tuning)
