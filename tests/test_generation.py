@@ -726,3 +726,43 @@ def test_a_decode_steps_time_is_split_into_kernels_and_gaps_or_says_why_not():
     assert "CPU" in none["decode_profile_reason"]
     jax = SimpleNamespace(device="cuda:0", framework="jax", mode="loop")
     assert "not profiled" in kernel_split({}, 0.8e-3, jax)["decode_profile_reason"]
+
+
+def test_jaxs_decode_kernels_are_counted_from_its_compiled_step_on_a_gpu(smoke):
+    """JAX has no kernel profile here: on a GPU its decode step's kernels are counted from
+    the compiled program's entry (fusions, library calls, copies), the times null with the
+    reason. The count, played on the CPU's compiled step; the CPU itself gives nulls."""
+    from xfbench.adapters.jax.generation import JaxGenerator, entry_kernels
+
+    sample = """HloModule m
+
+%fused_computation (p: f32[2]) -> f32[2] {
+  %p = f32[2]{0} parameter(0)
+  ROOT %e = f32[2]{0} exponential(%p)
+}
+
+ENTRY %main (a: f32[2], b: f32[2,2]) -> (f32[2], f32[2]) {
+  %a = f32[2]{0} parameter(0)
+  %b = f32[2,2]{1,0} parameter(1)
+  %f = f32[2]{0} fusion(%a), kind=kLoop, calls=%fused_computation
+  %g = f32[2]{0} custom-call(%b, %f), custom_call_target="__cublas$gemm"
+  %c = f32[2]{0} copy(%g)
+  %bc = f32[2]{0} bitcast(%c)
+  ROOT %t = (f32[2]{0}, f32[2]{0}) tuple(%f, %bc)
+}
+"""
+    assert entry_kernels(sample) == 3
+    spec, weights, prompt = smoke
+    generator = _generator("jax", "jit", spec, weights)
+    try:
+        run = metrics.generate(generator, prompt, OSL)
+        assert generator.decode_profile(run.tokens[:, -1]) == dict.fromkeys(
+            ("kernels_per_decode_step", "decode_step_kernel_us", "decode_step_kernels")
+        )
+        generator.position = ISL  # a step the cache holds
+        on_gpu = SimpleNamespace(**{**vars(generator), "device": SimpleNamespace(platform="gpu")})
+        profile = JaxGenerator.decode_profile(on_gpu, run.tokens[:, -1])
+    finally:
+        generator.close()
+    assert profile["kernels_per_decode_step"] > 10 and profile["decode_step_kernel_us"] is None
+    assert "counted from its compiled program" in profile["decode_profile_reason"]

@@ -299,6 +299,19 @@ ADAPTER = (
         when="torch, jax, tensorflow",
     ),
     Field(
+        "vocab_padded_to",
+        "int",
+        "the word matrix's rows, padded as llm.c pads GPT-2's (the padded logits masked: "
+        "the same function)",
+        when="torch training GPT-2 on a GPU",
+    ),
+    Field(
+        "loss_kernel",
+        "str",
+        "how the loss ran where not as F.cross_entropy over the whole batch's logits",
+        when="torch training GPT-2 on a GPU",
+    ),
+    Field(
         "optimizer",
         "str",
         "the update that ran: SGD with momentum, or AdamW, and its implementation",

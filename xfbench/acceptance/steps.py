@@ -32,6 +32,7 @@ TESTS = Path(xfbench.__file__).resolve().parents[1] / "tests"
 PARTS = (
     "first",
     "generation",
+    "generation-loop",
     "generation-bf16",
     "transformers",
     "table7",
@@ -588,7 +589,33 @@ def _generation_sweeps(sweep: tuple[str, ...]) -> list[Step]:
     from the H100's third window, on its slower host: a PyTorch process's start 10-12 s;
     a cudagraph cell 45-50 s (build 8-11 s, compilation 21-25 s, the float64 check of at
     most two sequences 10.6-13 s), an eager cell about 17 s, a JAX loop cell about 40 s
-    (compilation 16.6 s at batch 1); bf16 planned as fp32 (not yet run on a GPU)."""
+    (compilation 16.6 s at batch 1); bf16 planned as fp32 (not yet run on a GPU). Between
+    them the `generation-loop` part: PyTorch's loop mode in both precisions."""
+    return [*_decoding_sweeps(sweep, "fp32"), _loop_step(sweep), *_decoding_sweeps(sweep, "bf16")]
+
+
+def _loop_step(sweep: tuple[str, ...]) -> Step:
+    return Step(
+        name="generation-torch-loop",
+        part="generation-loop",
+        # 6 cells, each a compilation with coordinate-descent tuning, a capture of 127 steps
+        # and the check: planned at 60 s a cell (not yet run on a GPU)
+        cap_s=400,
+        argv=_sweep(
+            "--suite=generation",
+            "--framework=torch",
+            "--mode=loop",
+            "--precision=fp32,bf16",
+            *sweep,
+        ),
+        what="GPT-2 token generation in PyTorch as its own fast decoding runs it (compiled "
+        "with coordinate-descent tuning, products as mm + bias), every decode step of a "
+        "generation replayed as one CUDA graph, 128/128 at batch 1, 8 and 64, fp32 and "
+        "bf16: TTFT, TPOT and tokens/s, the tokens checked",
+    )
+
+
+def _decoding_sweeps(sweep: tuple[str, ...], precision: str) -> list[Step]:
     return [
         Step(
             name=name + ("" if precision == "fp32" else f"-{precision}"),
@@ -604,7 +631,6 @@ def _generation_sweeps(sweep: tuple[str, ...]) -> list[Step]:
             what=f"GPT-2 token generation {how}, 128/128 at batch 1, 8 and 64 "
             f"(docs/generation.md), {precision}: TTFT, TPOT and tokens/s, the tokens checked",
         )
-        for precision in ("fp32", "bf16")
         for name, framework, modes, cap, how in (
             (
                 "generation-torch",

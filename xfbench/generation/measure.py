@@ -163,7 +163,7 @@ def kernel_split(profile: dict, tpot_s: float, cell: GenerationCell) -> dict:
     None each, with the reason, where no profile was read."""
     kernel_us = profile.get("decode_step_kernel_us")
     if kernel_us is None or not tpot_s:
-        reason = (
+        reason = profile.get("decode_profile_reason") or (
             "the CPU runs a step itself: no device kernels to time"
             if cell.device == "cpu"
             else f"{cell.framework} {cell.mode}: its decode kernels are not profiled"

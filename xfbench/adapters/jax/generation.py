@@ -20,7 +20,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from xfbench.adapters.base import Generator
+from xfbench.adapters.base import DECODE_PROFILE, Generator
 from xfbench.adapters.jax.transformer import gelu, layer_norm, logits
 from xfbench.adapters.jax.weights import to_jax
 from xfbench.adapters.jax.workload import (
@@ -197,6 +197,18 @@ def step_functions(spec: Spec, length: int):
     return prefill, decode
 
 
+# Instructions of an optimized module that launch nothing
+NOT_LAUNCHED = {"parameter", "constant", "tuple", "get-tuple-element", "bitcast"}
+
+
+def entry_kernels(text: str) -> int:
+    """The instructions of an optimized HLO module's entry computation that run (fusions,
+    library calls such as cuBLAS's, copies): on a GPU, a call's kernel launches."""
+    entry = text.split("\nENTRY ", 1)[1].split("\n}", 1)[0]
+    ops = (re.search(r"= .*? ([a-z][a-z0-9-]*)\(", line) for line in entry.splitlines()[1:])
+    return sum(1 for op in ops if op and op.group(1) not in NOT_LAUNCHED)
+
+
 class JaxGenerator(Generator):
     def __init__(self, spec: Spec, cell, weights: dict[str, np.ndarray]):
         self.device = resolve_device(cell.device)
@@ -288,6 +300,20 @@ class JaxGenerator(Generator):
 
     def logits(self) -> np.ndarray:
         return np.asarray(self._logits, np.float32)
+
+    def decode_profile(self, tokens: np.ndarray) -> dict:
+        """On a GPU, one decode step's kernels counted from its compiled program (the loop
+        mode's body is the same step); their device times are not read."""
+        if self.device.platform == "cpu":
+            return super().decode_profile(tokens)
+        shapes = shapes_of((tokens.astype(np.int32), np.int32(self.position), self.caches))
+        text = self._decode.lower(shapes_of(self.params), *shapes).compile().as_text()
+        return {
+            **dict.fromkeys(DECODE_PROFILE),
+            "kernels_per_decode_step": entry_kernels(text),
+            "decode_profile_reason": "JAX: the step's kernels counted from its compiled "
+            "program; their device times not profiled",
+        }
 
     def peak_device_memory(self) -> int | None:
         """The largest of its steps' peaks as XLA's buffer assignment gives them (the

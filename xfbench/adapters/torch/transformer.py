@@ -112,9 +112,12 @@ class TiedLMHead(nn.Module):
     def __init__(self, word: nn.Parameter):
         super().__init__()
         self.word = [word]
+        # padded vocabulary (training.pad_vocab): 0 for each real word, -inf for each
+        # padded one, added in the product's epilogue
+        self.register_buffer("mask", None, persistent=False)
 
     def forward(self, x):
-        return F.linear(x, self.word[0])
+        return F.linear(x, self.word[0], self.mask)
 
 
 class Transformer(nn.Module):
@@ -152,7 +155,11 @@ class Transformer(nn.Module):
         return out
 
     def forward(self, tokens):
+        return getattr(self, self.order[-1])(self.hidden(tokens))
+
+    def hidden(self, tokens):
+        """The states the head reads: every layer but the last."""
         x = tokens
-        for name in self.order:
+        for name in self.order[:-1]:
             x = getattr(self, name)(x)
         return x

@@ -119,6 +119,10 @@ def backend(device_type: str, compiled: bool = False) -> dict:
     return out
 
 
+# where training pads GPT-2's vocabulary and chunks its loss (a test adds the CPU)
+PADDED_ON = {"cuda"}
+
+
 class TorchWorkload(CudaPeak, Workload):
     def __init__(self, spec: Spec, cell: Cell, weights: dict[str, np.ndarray], seed: int = 0):
         self.spec, self.cell = spec, cell
@@ -151,6 +155,15 @@ class TorchWorkload(CudaPeak, Workload):
             "layer_dtypes": self.layer_dtypes,
             "lstm_kernel": (kernels.get("lstm") or "n/a") + lstm_note,
             "attention_kernel": kernels.get("attention", "n/a"),
+            **(
+                {
+                    "vocab_padded_to": self.vocab_padded_to,
+                    "loss_kernel": f"the head and its cross-entropy chunked by "
+                    f"{training.LOSS_CHUNK_ROWS} rows, gradients in the forward pass",
+                }
+                if self.vocab_padded_to
+                else {}
+            ),
             **(
                 {"optimizer": training.describe(spec, self.optimizer_impl)}
                 if cell.task == "train"
@@ -186,6 +199,12 @@ class TorchWorkload(CudaPeak, Workload):
         self.fp64 = self.cell.precision == "fp64"
         self.dtype = torch.float64 if self.fp64 else torch.float32
         self.net = net.to(self.device, self.dtype, memory_format=self.net_format)
+        # Training on a GPU as llm.c trains GPT-2: the vocabulary padded, the function kept
+        self.vocab_padded_to = (
+            training.pad_vocab(self.net)
+            if self.cell.task == "train" and self.device.type in PADDED_ON
+            else None
+        )
 
     def _place_batch(self, seed: int) -> None:
         """The synthetic batch, on the host (pinned for a GPU) and on the device."""
@@ -244,8 +263,13 @@ class TorchWorkload(CudaPeak, Workload):
             torch._dynamo.reset()
             torch._dynamo.utils.counters.clear()
         train = self.cell.task == "train"
-        self.compiled_functions = 0 if not mode else 2 if train and not self.scaler else 1
+        compiled_update = train and not self.scaler and not self._fused_update(mode)
+        self.compiled_functions = 0 if not mode else 2 if compiled_update else 1
         return mode
+
+    def _fused_update(self, mode: str | None) -> bool:
+        """AdamW's update runs its fused kernel: eager cells, and compiled ones on a GPU."""
+        return self.spec.optimizer == "adamw" and (not mode or self.device.type == "cuda")
 
     def _steps(self, weights: dict[str, np.ndarray], mode: str | None) -> dict:
         """The step the cell times (training: forward and loss, then the update; inference:
@@ -257,9 +281,11 @@ class TorchWorkload(CudaPeak, Workload):
         if cell.task == "train":
             self.net.train()
             self.params = [p for p in self.net.parameters()]
-            # Eager cells run the optimizer's fused kernel where it has one (AdamW); a
-            # compiled update is traced from the foreach implementation.
-            self.optimizer_impl = "foreach" if mode else "fused"
+            # Eager cells, and compiled ones on a GPU, run AdamW's fused kernel (PyTorch
+            # never traces into a fused optimizer: it runs beside the compiled forward and
+            # backward, as in llm.c's and PyTorch's own GPT-2 training); a compiled update
+            # on the CPU is traced from the foreach implementation.
+            self.optimizer_impl = "fused" if self._fused_update(mode) else "foreach"
             self.opt = training.optimizer(spec, self.net, self.optimizer_impl)
             if spec.optimizer == "adamw" and self.optimizer_impl == "foreach":
                 training.start_adamw(self.opt)
@@ -271,7 +297,8 @@ class TorchWorkload(CudaPeak, Workload):
                     self.opt.state[p]["momentum_buffer"] = torch.zeros_like(p)
             self.forward_loss = compile_(self._forward_loss)
             # The scaler's update must see the inf check, so fp16 keeps it eager.
-            self.update = self._update if self.scaler else compile_(self._update)
+            eager_update = self.scaler or self.optimizer_impl == "fused"
+            self.update = self._update if eager_update else compile_(self._update)
             self.step = self._train_step
             return {}
         self.step = self._infer_step
@@ -354,6 +381,11 @@ class TorchWorkload(CudaPeak, Workload):
     # -- steps --------------------------------------------------------------------
     def _forward_loss(self, x, y):
         with self.autocast():
+            if (
+                self.vocab_padded_to and self.positions is None
+            ):  # GPT-2 on a GPU: no float32 logits of the whole batch
+                head = getattr(self.net, self.net.order[-1])
+                return training.chunked_cross_entropy(self.net.hidden(x), head, y)
             return training.cross_entropy(self.net(x), y, self.positions, self.spec.time_major)
 
     def _update(self):
@@ -453,7 +485,8 @@ class TorchWorkload(CudaPeak, Workload):
         return out.transpose(1, 0, 2) if self.spec.time_major else out  # back to (N, T, C)
 
     def weights(self) -> dict[str, np.ndarray]:
-        return W.from_module(self.spec, self.net, np.float64 if self.fp64 else np.float32)
+        out = W.from_module(self.spec, self.net, np.float64 if self.fp64 else np.float32)
+        return training.unpadded(out, self.spec.vocab) if self.vocab_padded_to else out
 
     def export_onnx(self, path: str) -> None:
         """torch.onnx.export with the dynamo exporter (torch 2.13's default; it writes
