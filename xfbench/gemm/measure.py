@@ -184,16 +184,22 @@ def _timed_rounds(benchmark, impl, pairs, *, device: str, preset: Preset):
     return seconds, calls, rounds, kind, meter, energy
 
 
-def cpu_half_reason(dtype: str, device: str, preset: Preset) -> str | None:
+# The largest half-type product measured on a CPU without that arithmetic: a 512^3 square
+# (0.2 s a call at PyTorch's bf16 fallback of 1.2 GFLOP/s on an AVX2 Zen 3). The smoke
+# preset's layer shapes at batch 16 (1.2-1.4 GFLOP) took 18-25 s a cell there.
+HALF_FALLBACK_FLOPS = 2 * 512**3
+
+
+def cpu_half_reason(dtype: str, device: str, flops: int) -> str | None:
     """A half-type product on a CPU without that arithmetic (machine.half_arithmetic) is
-    not measured beyond the smoke preset's sizes: every implementation would time its slow
-    fallback (PyTorch's bf16: 1.2 GFLOP/s on an AVX2 Zen 3; 8192^3 would take 15 minutes)."""
+    measured only up to HALF_FALLBACK_FLOPS, at any preset: every implementation would time
+    its slow fallback (8192^3 would take 15 minutes)."""
     from xfbench.machine import half_arithmetic
 
-    if device != "cpu" or dtype not in ("bf16", "fp16") or preset.name == "smoke":
+    if device != "cpu" or dtype not in ("bf16", "fp16") or flops <= HALF_FALLBACK_FLOPS:
         return None
     why = half_arithmetic(dtype)
-    return f"not measured beyond smoke sizes: {why}" if why else None
+    return f"not measured above 2 x 512^3 FLOPs: {why}" if why else None
 
 
 def measure(
@@ -204,7 +210,7 @@ def measure(
     (after putting the failed record in `benchmark.extra_info`)."""
     impl = get_impl(cell.impl)
     reason = impl.import_error() or impl.reason(cell.dtype, cell.device)
-    reason = reason or cpu_half_reason(cell.dtype, cell.device, preset)
+    reason = reason or cpu_half_reason(cell.dtype, cell.device, cell.shape.flops)
     if reason:
         raise CannotRun(reason)
     shape, dtype, device = cell.shape, cell.dtype, cell.device

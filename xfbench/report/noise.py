@@ -19,6 +19,7 @@ package. docs/reports.md gives their rates on runs they were not fitted on.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 from dataclasses import asdict, dataclass
@@ -62,14 +63,22 @@ class Noise:
 
 def kind_of(task: str, network: str) -> tuple[str, str]:
     """(kind, family) of a cell: ("training", "cnn")."""
+    from xfbench import plugin
+
+    return _kinds(tuple(plugin.declared())).get(task, task), FAMILY.get(network, "")
+
+
+@functools.cache
+def _kinds(suite_names: tuple[str, ...]) -> dict[str, str]:
+    """The tasks' kinds, the declared suites' scored tasks among them: read once for each
+    set of suites (compare asks for every cell)."""
     from xfbench.report import suites
 
-    kinds = KINDS | {
+    return KINDS | {
         s.part("SCORED_TASK"): s.part("SCORED_WORKLOAD")
         for s in suites.declared()
         if s.part("SCORED_WORKLOAD")
     }
-    return kinds.get(task, task), FAMILY.get(network, "")
 
 
 def fit(log_ratios: list[float], of: str) -> Noise:
