@@ -80,7 +80,7 @@ class ChunkedLinearCrossEntropy(torch.autograd.Function):
     backward. h (N, d), word (V, d), mask (V,) or None, y (N,) int64."""
 
     @staticmethod
-    def forward(ctx, h, word, mask, y, rows=LOSS_CHUNK_ROWS):
+    def forward(ctx, h, word, mask, y, rows):
         n = h.shape[0]
         wide_type = torch.promote_types(word.dtype, torch.float32)  # float64 stays so
         dh = torch.empty_like(h)
@@ -110,9 +110,9 @@ def chunked_cross_entropy(h, head, y, rows: int = LOSS_CHUNK_ROWS) -> torch.Tens
     h (N, T, d) the states before the head, y (N, T)."""
     d = h.shape[-1]
     word = head.word[0]
-    return ChunkedLinearCrossEntropy.apply(
-        h.reshape(-1, d), word, head.mask, y.reshape(-1), rows=rows
-    )
+    # Function.apply takes its arguments by position only (torch 2.11 refuses keywords)
+    inputs = (h.reshape(-1, d), word, head.mask, y.reshape(-1), rows)
+    return ChunkedLinearCrossEntropy.apply(*inputs)
 
 
 def optimizer(spec: Spec, net: torch.nn.Module, impl: str) -> torch.optim.Optimizer:
