@@ -438,7 +438,7 @@ class TorchGenerator(CudaPeak, Generator):
         torch.cuda.synchronize(self.device)
         marks = [prefilled, *ends]
         gaps = [a.elapsed_time(b) / 1000 for a, b in zip(marks, marks[1:])]
-        self._logits = (last if new_tokens > 1 else logits).clone()
+        self._logits = self._own(last if new_tokens > 1 else logits)
         tokens = self._tokens()
         return (
             tokens,
