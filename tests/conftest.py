@@ -2,9 +2,20 @@
 TensorFlow reads its oneDNN switch once, when it starts, and the tests must see the
 runtime the suite's cells run (xfbench.adapters.tensorflow sets it)."""
 
+import os
+
 import pytest
 
 import xfbench.adapters.tensorflow  # noqa: F401
+
+
+def pytest_configure(config):
+    """Under pytest-xdist (.ci/run's `-n 2`), a worker's environment names it
+    (PYTEST_XDIST_WORKER...). The tests start pytest and xfbench in child processes, which
+    are sessions of their own: inheriting those names, pytest-benchmark in a child would
+    switch itself off as if it were an xdist worker, and every cell would fail."""
+    for name in ("PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT", "PYTEST_XDIST_TESTRUNUID"):
+        os.environ.pop(name, None)
 
 
 def pytest_collection_modifyitems(config, items):
