@@ -116,7 +116,7 @@ CHECKED = {
     "xfbench/gemm/impls/tf_matmul.py": "gemm.measure.cpu_half_reason",
     "xfbench/gemm/impls/torch_matmul.py": "gemm.measure.cpu_half_reason",
     "xfbench/generation/check.py": "the check's rounding, in NumPy: no product",
-    "xfbench/records.py": "a field's description",
+    "xfbench/generation/fields.py": "a field's description",
     "xfbench/roofline/roofs.py": "machine.half_arithmetic (cpu_half_peaks); the GPU's roofs",
 }
 

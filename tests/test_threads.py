@@ -178,8 +178,8 @@ def test_a_spinning_child_is_read_from_proc_as_our_own_work():
 
 
 def test_the_records_describe_the_thresholds_in_force():
-    from xfbench import records
+    from xfbench.harness import fields
 
-    text = {f.name: f.meaning for f in records.CONTENTION}
+    text = {f.name: f.meaning for f in fields.CONTENTION}
     assert f"{threads.CONTENDED_SHARE * 100:g} %" in text["contended"]
     assert f"{threads.SHORTFALL_RATIO:g} x" in text["thread_shortfall"]

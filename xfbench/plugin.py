@@ -27,6 +27,7 @@ from xfbench import machine, options, records
 from xfbench.adapters import Cell
 from xfbench.data.readers import DataError
 from xfbench.errors import CannotRun, UsageError
+from xfbench.harness import fields as record_fields
 from xfbench.harness import memory, processes, threads
 from xfbench.harness.estimate import network_seconds
 from xfbench.harness.measure import WEIGHT_SOURCES, RealData, measure
@@ -110,8 +111,8 @@ class Suite:
     # about how long one of its cells takes, (cell, preset) -> seconds (`xfbench run
     # --dry-run`; the rates in xfbench/harness/estimate.py); None: not known
     seconds: Callable[[Any, Any], float | None] | None = None
-    # the record kind its cells write; `fields` where the kind is its own (not one of
-    # xfbench/records.py's), declared to the records with it
+    # the record kind its cells write and `fields`, what a record of it holds (its package's
+    # fields.py), declared to the records with it (records.declare_kind)
     kind: str | None = None
     fields: tuple = ()
     # its part of `xfbench report`: the module (xfbench/<suite>/report.py) that gives its
@@ -208,6 +209,10 @@ NETWORKS = declare(
         seconds=network_seconds,
     )
 )
+# Its record kinds: one per task, and its equivalence checks' (suites/test_equivalence.py).
+for _task in NETWORKS.tasks:
+    records.declare_kind(_task, record_fields.NETWORK_CELL)
+records.declare_kind("equivalence", record_fields.EQUIVALENCE_RECORD)
 
 
 def pytest_addoption(parser):

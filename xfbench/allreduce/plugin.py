@@ -20,6 +20,7 @@ import pytest
 
 from xfbench import frameworks, records
 from xfbench.allreduce import FRAMEWORKS
+from xfbench.allreduce import fields as record_fields
 from xfbench.allreduce import sizes as sizes_mod
 from xfbench.allreduce.table import cells_table, sweep_tables
 from xfbench.allreduce.timing import TIMINGS
@@ -341,6 +342,7 @@ SUITE = declare(
         title="xfbench all-reduce: median time per operation, nccl-tests' algbw and busbw",
         table=summary,
         kind=KIND,
+        fields=record_fields.ALLREDUCE,
         report="xfbench.allreduce.report",
     )
 )

@@ -21,6 +21,7 @@ from pathlib import Path
 from xfbench import records
 from xfbench.bundle.pack import MACHINE, MODELS, PIP_FREEZE, BundleError
 from xfbench.bundle.read import Bundle
+from xfbench.plugin import declared
 
 SCHEMA_VERSION = 1
 OUTCOMES = ("new", "superseded", "known", "part")  # what add() made of a bundle
@@ -168,6 +169,7 @@ def cell_rows(files: dict[str, bytes]) -> list[tuple]:
 
 
 def _kind(record: dict) -> str | None:
+    declared()  # every suite's record kind, known once its plugin is imported
     try:
         return records.kind_of(record)
     except records.RecordError:
@@ -389,4 +391,5 @@ def schema_markdown() -> str:
 if __name__ == "__main__":
     import sys
 
+    declared()  # every suite's kind and fields
     sys.stdout.write(records.render_markdown() + schema_markdown())

@@ -20,6 +20,7 @@ import pytest
 
 from xfbench.errors import CannotRun, UsageError
 from xfbench.gemm import DTYPES, FRAMEWORK_IMPL, IMPLS, get_impl
+from xfbench.gemm import fields as record_fields
 from xfbench.gemm.best import fill_share_of_best
 from xfbench.gemm.measure import KIND, GemmCell, WrongProduct, measure
 from xfbench.gemm.shapes import Shape, parse_sizes, preset_shapes
@@ -138,6 +139,7 @@ SUITE = declare(
         "implementation",
         table=lambda records: summary(records),
         kind=KIND,
+        fields=record_fields.GEMM,
         tasks=(KIND,),
         report="xfbench.gemm.report",
     )

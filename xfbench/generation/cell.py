@@ -14,7 +14,7 @@ from xfbench.models import get_spec
 from xfbench.models import layers as L
 
 TASK = "generate"
-KIND = "generation"  # the kind of record its cells write (xfbench/records.py)
+KIND = "generation"  # the kind of record its cells write (its fields: fields.py)
 # Token generation needs a causal language model: of the suite's networks, GPT-2.
 NETWORKS = ("gpt2",)
 # (prompt tokens, new tokens) and batch sizes when --lengths and --batch-size are not

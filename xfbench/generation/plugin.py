@@ -13,6 +13,7 @@ import pytest
 from xfbench import options
 from xfbench.errors import UsageError
 from xfbench.generation import estimate
+from xfbench.generation import fields as record_fields
 from xfbench.generation.cell import KIND, NETWORKS, TASK, GenerationCell, batches, expand, lengths
 from xfbench.generation.check import TokensDiverged
 from xfbench.generation.measure import measure
@@ -104,6 +105,7 @@ SUITE = declare(
         own_options=("batch_size",),
         seconds=estimate.seconds,
         kind=KIND,
+        fields=record_fields.GENERATION,
         report="xfbench.generation.report",
     )
 )

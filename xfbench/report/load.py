@@ -23,6 +23,7 @@ from typing import Any
 
 from xfbench import records
 from xfbench.machine import model_label
+from xfbench.plugin import declared
 from xfbench.records import number
 from xfbench.report import suites
 from xfbench.report.equivalence import equivalence_records
@@ -40,6 +41,7 @@ class NewerRecordError(LoadError):
 
 
 def _kind(record: dict, where: str) -> str | None:
+    declared()  # every suite's record kind, known once its plugin is imported
     try:
         return records.kind_of(record)
     except records.RecordError as e:

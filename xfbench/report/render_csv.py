@@ -8,6 +8,7 @@ import csv
 from pathlib import Path
 
 from xfbench import records
+from xfbench.harness.fields import NETWORK_CELL
 from xfbench.report import paper
 from xfbench.report.files import replacing
 from xfbench.report.model import Report
@@ -79,9 +80,9 @@ COLUMNS = (
 )
 
 
-# Columns that are fields of a network record (records.FIELDS) are copied from it;
+# Columns that are fields of a network record (harness/fields.py) are copied from it;
 # rows() then sets the ones the report computes or reads from the loaded result.
-RECORD_COLUMNS = tuple(c for c in COLUMNS if c in records.keys(records.FIELDS["train"]))
+RECORD_COLUMNS = tuple(c for c in COLUMNS if c in records.keys(NETWORK_CELL))
 
 
 def _cell(r) -> dict:

@@ -23,6 +23,7 @@ import time
 from pathlib import Path
 
 from xfbench import records
+from xfbench.plugin import declared
 
 # A failure record's statuses; "skipped" cells are recorded the same way so no cell is blank.
 STATUSES = ("failed", "timeout", "killed", "oom", "skipped")
@@ -194,6 +195,7 @@ class RunFolder:
                 if isinstance(data, dict)
                 else []
             )
+            declared()  # every suite's record kind, known once its plugin is imported
             for record in entries:
                 try:
                     records.kind_of(record)

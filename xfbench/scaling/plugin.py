@@ -31,6 +31,7 @@ from xfbench.harness.selection import comma_list, parse
 from xfbench.plugin import SUITE_FAILURE as PENDING
 from xfbench.plugin import Suite, Sweep, cell_timeout, declare
 from xfbench.scaling import estimate
+from xfbench.scaling import fields as record_fields
 from xfbench.scaling import result as R
 from xfbench.scaling.cell import FRAMEWORKS, KIND, ScalingCell, expand
 from xfbench.scaling.speedup import fill_speedup, scaling_table
@@ -165,6 +166,7 @@ SUITE = declare(
         table=summary,
         seconds=estimate.seconds,
         kind=KIND,
+        fields=record_fields.SCALING,
         report="xfbench.scaling.report",
     )
 )

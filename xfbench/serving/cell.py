@@ -11,7 +11,7 @@ from xfbench.harness.selection import Selection, cells, option_list
 from xfbench.serving.scenarios import BY_ID, IDS, SCENARIOS
 
 TASK = "serve"
-KIND = "serving"  # the kind of record its cells write (xfbench/records.py)
+KIND = "serving"  # the kind of record its cells write (its fields: fields.py)
 # The networks a serving run measures when --model is not given: MLPerf Inference's image
 # classifier and Shi's CIFAR-10 ResNet, both quick enough for a Server search on a small CPU.
 DEFAULT_NETWORKS = ("resnet56", "resnet50")

@@ -19,6 +19,7 @@ from xfbench.harness.sweeps import at_thread_counts, described, thread_counts
 from xfbench.harness.threads import allowed_cpus
 from xfbench.plugin import Suite, Sweep, declare, measured, named, threads_configured
 from xfbench.serving import estimate, loadgen
+from xfbench.serving import fields as record_fields
 from xfbench.serving.cell import DEFAULT_NETWORKS, KIND, TASK, ServingCell, expand, scenarios
 from xfbench.serving.measure import measure
 from xfbench.serving.table import serving_table
@@ -105,6 +106,7 @@ SUITE = declare(
         tasks=(TASK,),
         seconds=estimate.seconds,
         kind=KIND,
+        fields=record_fields.SERVING,
         report="xfbench.serving.report",
     )
 )

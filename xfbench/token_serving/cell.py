@@ -13,7 +13,7 @@ from xfbench.generation.cell import lengths as generation_lengths
 from xfbench.harness.selection import Selection, option_list
 
 TASK = "serve-tokens"
-KIND = "token_serving"  # the kind of record its cells write (xfbench/records.py)
+KIND = "token_serving"  # the kind of record its cells write (its fields: fields.py)
 # LoadGen's scenarios for a language model, in the order a cell's scenarios run and every
 # table shows them. MultiStream (8 samples per query) is an image scenario: MLPerf runs no
 # LLM under it. MLPerf's "interactive" is Server with tighter bounds (--ttft-bound,

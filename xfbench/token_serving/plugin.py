@@ -20,6 +20,7 @@ from xfbench.plugin import Suite, Sweep, declare, measured, named, threads_confi
 from xfbench.serving import loadgen
 from xfbench.serving.plugin import logs_folder
 from xfbench.token_serving import estimate
+from xfbench.token_serving import fields as record_fields
 from xfbench.token_serving.cell import (
     KIND,
     TASK,
@@ -118,6 +119,7 @@ SUITE = declare(
         own_options=("batch_size",),
         seconds=estimate.seconds,
         kind=KIND,
+        fields=record_fields.TOKEN_SERVING,
         report="xfbench.token_serving.report",
     )
 )
