@@ -115,6 +115,10 @@ class Suite:
     # fields.py), declared to the records with it (records.declare_kind)
     kind: str | None = None
     fields: tuple = ()
+    # recognises a record of its kind written before records carried their kind; the
+    # older names of its kind, still read
+    older: Callable[[dict], bool] | None = None
+    kind_aliases: tuple[str, ...] = ()
     # its part of `xfbench report`: the module (xfbench/<suite>/report.py) that gives its
     # section, plots, CSV files and scored results (xfbench/report/suites.py)
     report: str | None = None
@@ -143,7 +147,7 @@ SUITES: list[Suite] = []
 
 def declare(suite: Suite) -> Suite:
     if suite.fields:
-        records.declare_kind(suite.kind, suite.fields)
+        records.declare_kind(suite.kind, suite.fields, suite.older, suite.kind_aliases)
     SUITES.append(suite)
     return suite
 
@@ -211,8 +215,10 @@ NETWORKS = declare(
 )
 # Its record kinds: one per task, and its equivalence checks' (suites/test_equivalence.py).
 for _task in NETWORKS.tasks:
-    records.declare_kind(_task, record_fields.NETWORK_CELL)
-records.declare_kind("equivalence", record_fields.EQUIVALENCE_RECORD)
+    records.declare_kind(_task, record_fields.NETWORK_CELL, record_fields.older_network(_task))
+records.declare_kind(
+    "equivalence", record_fields.EQUIVALENCE_RECORD, record_fields.older_equivalence
+)
 
 
 def pytest_addoption(parser):

@@ -17,11 +17,12 @@ test keeps them the same.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 SCHEMA_VERSION = 1
-# Older names of a kind, still read.
-ALIASES = {"allreduce_sweep": "allreduce"}
+# Older names of a kind, still read (declare_kind).
+ALIASES: dict[str, str] = {}
 FAILURE_STATUSES = ("failed", "timeout", "killed", "oom", "skipped")
 
 
@@ -84,16 +85,11 @@ def kind_of(record: dict) -> str | None:
 
 
 def _inferred(record: dict) -> str | None:
-    """The kind of a record written before records carried one."""
-    if "equivalence" in record:
-        return "equivalence"
+    """The kind of a record written before records carried one: a failure, else the first
+    declared kind that recognises it (declare_kind's `older`)."""
     if record.get("status") in FAILURE_STATUSES and isinstance(record.get("cell"), dict):
         return "failure"
-    if ("implementation" in record or record.get("suite") == "gemm") and "tflops" in record:
-        return "gemm"
-    if "network" in record and "framework" in record:
-        return "infer" if record.get("task") == "infer" else "train"
-    return None
+    return next((kind for kind, is_one in OLDER.items() if is_one(record)), None)
 
 
 # Set by the runner's pytest plugin (runner/plugin.py) on each entry it saw measured.
@@ -103,7 +99,7 @@ PID = Field("pid", "int", "id of the process that measured the entry", when="the
 # A failure record: a cell that gave no number, of any suite.
 FAILURE = (
     Field(
-        "cell", "object", "the cell's fields (for a scaling or all-reduce cell, with its own kind)"
+        "cell", "object", "the cell's fields (with its own kind, where its suite's cells carry one)"
     ),
     Field("status", "str", "failed, timeout, killed, oom or skipped"),
     Field("reason", "str", "one line"),
@@ -114,14 +110,26 @@ FAILURE = (
 # write it (plugin.Suite's `kind` and `fields`, the network suite's in xfbench/plugin.py),
 # known once its plugin is imported (plugin.declared()).
 FIELDS: dict[str, tuple[Field, ...]] = {"failure": FAILURE}
+# How to recognise a record of a kind in files written before records carried their kind.
+OLDER: dict[str, Callable[[dict], bool]] = {}
 
 
-def declare_kind(kind: str, fields: tuple[Field, ...]) -> None:
+def declare_kind(
+    kind: str,
+    fields: tuple[Field, ...],
+    older: Callable[[dict], bool] | None = None,
+    aliases: tuple[str, ...] = (),
+) -> None:
     """A suite's own record kind: written with header(kind), read by kind_of, its fields
-    FIELDS[kind]. A kind of its own name twice is refused (one line)."""
+    FIELDS[kind]; `older` recognises one written before records carried their kind (a
+    kind that existed then), `aliases` are its older names. A kind of its own name twice
+    is refused (one line)."""
     if FIELDS.get(kind, fields) != fields:
         raise ValueError(f"record kind {kind!r} is declared already")
     FIELDS[kind] = fields
+    if older:
+        OLDER[kind] = older
+    ALIASES.update(dict.fromkeys(aliases, kind))
 
 
 def known_kinds() -> tuple[str, ...]:
@@ -139,8 +147,8 @@ def render_markdown() -> str:
         "`python -m xfbench.bundle.database > docs/records.md`; a test fails when they differ.",
         "",
         f"Every record carries `kind` (one of {', '.join(f'`{k}`' for k in known_kinds())}) and",
-        f"`schema_version` (now {SCHEMA_VERSION}). A network, GEMM, scaling, all-reduce or",
-        "equivalence record is the `extra_info` of one pytest-benchmark entry; a failure",
+        f"`schema_version` (now {SCHEMA_VERSION}). A record of any kind but failure is the",
+        "`extra_info` of one pytest-benchmark entry; a failure",
         "record is a cell that gave no number, in a runner folder's `failed/` or under the",
         "top-level `xfbench` key of a JSON file. `xfbench report` reads records by their",
         "`kind`, reads files written before records carried one (version 0), and stops",

@@ -343,6 +343,7 @@ SUITE = declare(
         table=summary,
         kind=KIND,
         fields=record_fields.ALLREDUCE,
+        kind_aliases=("allreduce_sweep",),  # its name before records were typed
         report="xfbench.allreduce.report",
     )
 )

@@ -94,3 +94,8 @@ GEMM = (
     ),
     PID,
 )
+
+
+def older(record: dict) -> bool:
+    """A GEMM record written before records carried their kind."""
+    return ("implementation" in record or record.get("suite") == "gemm") and "tflops" in record

@@ -140,6 +140,7 @@ SUITE = declare(
         table=lambda records: summary(records),
         kind=KIND,
         fields=record_fields.GEMM,
+        older=record_fields.older,
         tasks=(KIND,),
         report="xfbench.gemm.report",
     )

@@ -494,3 +494,16 @@ EQUIVALENCE_RECORD = (
         of=EQUIVALENCE,
     ),
 )
+
+
+def older_network(task: str):
+    """Recognises a network record of `task` written before records carried their kind."""
+    infer = task == "infer"
+    return lambda record: (
+        "network" in record and "framework" in record and (record.get("task") == "infer") == infer
+    )
+
+
+def older_equivalence(record: dict) -> bool:
+    """An equivalence record written before records carried their kind."""
+    return "equivalence" in record
