@@ -86,14 +86,20 @@ def test_the_report_shows_its_display_name(throwaway, tmp_path):
 def test_every_framework_entry_names_real_modules():
     import importlib.util
 
-    for f in FRAMEWORKS.values():
-        for module in (f.adapter, f.scaling, f.allreduce):
-            if module:
-                assert importlib.util.find_spec(module) is not None, module
-        assert f.table7_mode is None or f.table7_mode in f.modes
-    from xfbench.gemm import IMPLS
+    from xfbench import allreduce
+    from xfbench.gemm import IMPLS, OWN_IMPL
+    from xfbench.generation.cell import BF16_TOO, MODES
+    from xfbench.scaling.cell import WORKERS
 
-    assert all(f.gemm in IMPLS for f in FRAMEWORKS.values() if f.gemm)
+    for f in FRAMEWORKS.values():
+        assert importlib.util.find_spec(f.adapter) is not None, f.adapter
+        assert f.table7_mode is None or f.table7_mode in f.modes
+    # the suites' own tables of frameworks: real frameworks, real modules
+    for table in (OWN_IMPL, WORKERS, allreduce.WORKERS, MODES, BF16_TOO):
+        assert set(table) <= set(FRAMEWORKS), table
+    for module in (*WORKERS.values(), *allreduce.WORKERS.values()):
+        assert importlib.util.find_spec(module) is not None, module
+    assert set(OWN_IMPL.values()) <= set(IMPLS)
 
 
 # Where a list of framework names is not a list of frameworks: the distributions whose
@@ -125,7 +131,6 @@ def test_no_other_module_spells_out_the_frameworks():
 
 
 def test_names_filters_the_table():
-    assert frameworks.names(allreduce=True) == ("torch", "jax")
     assert "null" not in frameworks.names(default=True)
     assert frameworks.training() == ("torch", "jax", "tensorflow")
 

@@ -31,7 +31,7 @@ from xfbench.harness import fields as record_fields
 from xfbench.harness import memory, processes, threads
 from xfbench.harness.estimate import network_seconds
 from xfbench.harness.measure import WEIGHT_SOURCES, RealData, measure
-from xfbench.harness.selection import Selection, cells, option_list, parse
+from xfbench.harness.selection import Selection, accept, cells, option_list, parse
 from xfbench.harness.sweeps import at_thread_counts, described, thread_counts
 from xfbench.harness.table import cell_table
 
@@ -108,6 +108,10 @@ class Suite:
     # options (dests) it reads by rules of its own, which the session's common selection
     # then leaves to it where its file is named (generation: --batch-size lists sizes)
     own_options: tuple[str, ...] = ()
+    # modes (framework -> modes) and precisions its cells run beyond the adapters', which
+    # --mode and --precision then accept (generation's loop mode, GEMM's fp8)
+    modes: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    precisions: tuple[str, ...] = ()
     # about how long one of its cells takes, (cell, preset) -> seconds (`xfbench run
     # --dry-run`; the rates in xfbench/harness/estimate.py); None: not known
     seconds: Callable[[Any, Any], float | None] | None = None
@@ -146,6 +150,7 @@ SUITES: list[Suite] = []
 
 
 def declare(suite: Suite) -> Suite:
+    accept(suite.modes, suite.precisions)
     if suite.fields:
         records.declare_kind(suite.kind, suite.fields, suite.older, suite.kind_aliases)
     SUITES.append(suite)

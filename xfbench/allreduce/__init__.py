@@ -10,9 +10,9 @@ except the workers themselves.
 
 from __future__ import annotations
 
-from xfbench.frameworks import names
-
-FRAMEWORKS = names(allreduce=True)  # those with an all-reduce worker
+# Each framework's all-reduce worker module, where it has one.
+WORKERS = {"torch": "xfbench.allreduce.torch_collectives", "jax": "xfbench.allreduce.jax_psum"}
+FRAMEWORKS = tuple(WORKERS)  # those with an all-reduce worker
 # Every pattern, in the order tables show them:
 #   allreduce         the library's all-reduce (ring or tree; Gloo, NCCL, XLA)
 #   reduce_broadcast  the library's reduce to rank 0, then its broadcast from rank 0

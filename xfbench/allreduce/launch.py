@@ -15,7 +15,7 @@ import tempfile
 from pathlib import Path
 
 from xfbench.adapters.jax import host_devices_env
-from xfbench.frameworks import FRAMEWORKS
+from xfbench.allreduce import WORKERS
 from xfbench.harness import launch
 from xfbench.harness.launch import LaunchError
 from xfbench.harness.processes import free_port
@@ -59,14 +59,14 @@ def command(
         ]
         if not any(o.startswith(("--rdzv", "--master", "--nnodes")) for o in torchrun_options):
             launcher += ["--master-addr", "127.0.0.1", "--master-port", str(free_port())]
-        return launcher + list(torchrun_options) + ["-m", FRAMEWORKS["torch"].allreduce] + args, env
+        return launcher + list(torchrun_options) + ["-m", WORKERS["torch"]] + args, env
     if framework == "jax":
         if device == "cpu":
             env = host_devices_env(world_size, env)
         return [
             sys.executable,
             "-m",
-            FRAMEWORKS["jax"].allreduce,
+            WORKERS["jax"],
             "--world-size",
             str(world_size),
         ] + args, env

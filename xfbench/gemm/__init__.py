@@ -23,10 +23,18 @@ IMPLS: dict[str, str] = {
     "numpy": "xfbench.gemm.impls.numpy_matmul",
 }
 
+# Each framework's GEMM implementation (a key of IMPLS), where it has one.
+OWN_IMPL = {
+    "torch": "torch",
+    "jax": "jax",
+    "tensorflow": "tensorflow",
+    "onnxruntime": "onnxruntime",
+}
+
 # --framework names (the network suites', and their aliases) -> the GEMM implementation of
 # that framework; CuPy and NumPy are GEMM implementations only, named as themselves.
 FRAMEWORK_IMPL = {
-    **{name: f.gemm for f in FRAMEWORKS.values() if f.gemm for name in (f.name, *f.aliases)},
+    **{name: impl for fw, impl in OWN_IMPL.items() for name in (fw, *FRAMEWORKS[fw].aliases)},
     "cupy": "cupy",
     "numpy": "numpy",
 }

@@ -138,6 +138,7 @@ SUITE = declare(
         title="xfbench GEMM: TFLOP/s (median), share of datasheet peak and of the best "
         "implementation",
         table=lambda records: summary(records),
+        precisions=("fp8",),  # through torch._scaled_mm only
         kind=KIND,
         fields=record_fields.GEMM,
         older=record_fields.older,

@@ -27,6 +27,23 @@ ACCELERATOR_BATCHES = {"full": (1, 8, 64), "smoke": (1, 2)}
 # Precisions when --precision is not given: fp32, and on an accelerator bf16 beside it,
 # in the frameworks that decode in it (half the bytes a decode step reads).
 ACCELERATOR_PRECISIONS = ("fp32", "bf16")
+# Each framework's modes of token generation, its usual fast path first. JAX's loop: the
+# decode steps in one compiled lax.fori_loop (jit's program underneath: a generation-only
+# mode). ONNX Runtime: the decoder's opset-24 graph, which its fused optimizer does not
+# take; TensorRT is not measured here.
+MODES = {
+    "torch": ("eager", "compile", "cudagraph", "loop"),
+    "jax": ("jit", "loop"),
+    "tensorflow": ("eager", "function", "xla"),
+    "onnxruntime": ("cpu", "cuda"),
+}
+# The precisions each framework decodes in: fp32, and bf16 where its weights and cache are
+# bf16.
+BF16_TOO = {"torch": ("fp32", "bf16"), "jax": ("fp32", "bf16")}
+
+
+def held_precisions(framework: str) -> tuple[str, ...]:
+    return BF16_TOO.get(framework, ("fp32",))
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -91,14 +108,14 @@ def precisions(sel: Selection, framework: str, device: str) -> tuple[str, ...]:
     framework decodes in it."""
     if sel.precisions_explicit or device == "cpu":
         return sel.precisions
-    held = FRAMEWORKS[framework].generation_precisions
+    held = held_precisions(framework)
     return tuple(p for p in ACCELERATOR_PRECISIONS if p in held)
 
 
 def modes(framework: str, device: str, asked: tuple[str, ...] | None) -> list[str]:
     """The generation modes of a framework on a device: those asked for that it has (each
     skipped with its reason if it cannot run there), else every one that runs there."""
-    own = FRAMEWORKS[framework].generation_modes
+    own = MODES.get(framework, ())
     if asked is not None:
         return [m for m in asked if m in own]
     adapter = get_adapter(framework)
@@ -117,7 +134,7 @@ def expand(
             )
     out = []
     for fw in sel.frameworks:
-        if not FRAMEWORKS[fw].generation_modes and not sel.frameworks_explicit:
+        if fw not in MODES and not sel.frameworks_explicit:
             continue
         for device in sel.devices:
             for mode in modes(fw, device, sel.modes):

@@ -23,8 +23,7 @@ from xfbench import machine, options, records
 from xfbench.adapters import get_adapter
 from xfbench.adapters.base import VALUE_BYTES, Generator
 from xfbench.errors import CannotRun
-from xfbench.frameworks import FRAMEWORKS
-from xfbench.generation.cell import KIND, GenerationCell
+from xfbench.generation.cell import KIND, GenerationCell, held_precisions
 from xfbench.generation.check import check_kept, checked_sequences, decoding_weights, verdict
 from xfbench.generation.metrics import generate, summary
 from xfbench.harness.energy import EnergyMeter
@@ -57,7 +56,7 @@ def runnable(cell: GenerationCell):
     """The cell's adapter, or CannotRun with the reason it cannot run here."""
     adapter = get_adapter(cell.framework)
     reason = adapter.import_error() or adapter.check(cell.as_infer())
-    held = FRAMEWORKS[cell.framework].generation_precisions
+    held = held_precisions(cell.framework)
     if not reason and cell.precision not in held:
         reason = f"{cell.framework} decodes in {' and '.join(held)} only (--precision)"
     if reason:

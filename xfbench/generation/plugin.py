@@ -14,7 +14,16 @@ from xfbench import options
 from xfbench.errors import UsageError
 from xfbench.generation import estimate
 from xfbench.generation import fields as record_fields
-from xfbench.generation.cell import KIND, NETWORKS, TASK, GenerationCell, batches, expand, lengths
+from xfbench.generation.cell import (
+    KIND,
+    MODES,
+    NETWORKS,
+    TASK,
+    GenerationCell,
+    batches,
+    expand,
+    lengths,
+)
 from xfbench.generation.check import TokensDiverged
 from xfbench.generation.measure import measure
 from xfbench.generation.table import generation_table
@@ -104,6 +113,7 @@ SUITE = declare(
         tasks=(TASK,),
         own_options=("batch_size",),
         seconds=estimate.seconds,
+        modes=MODES,
         kind=KIND,
         fields=record_fields.GENERATION,
         report="xfbench.generation.report",

@@ -18,9 +18,19 @@ from xfbench.harness.presets import PRESETS, Preset
 from xfbench.harness.threads import allowed_cpus
 from xfbench.models import NETWORKS, geometry
 
-# Precisions only the GEMM suite runs (fp8 through torch._scaled_mm). Network adapters
-# do not list them, so network cells asked for them skip with that reason.
-GEMM_ONLY_PRECISIONS = ("fp8",)
+# Modes and precisions a suite runs beyond the adapters' (plugin.Suite's `modes` and
+# `precisions`, accepted here once it is declared): --mode and --precision take them.
+# Network adapters do not list them, so network cells asked for them skip with that reason.
+SUITE_MODES: dict[str, tuple[str, ...]] = {}  # framework -> modes
+SUITE_PRECISIONS: tuple[str, ...] = ()
+
+
+def accept(modes: dict[str, tuple[str, ...]], precisions: tuple[str, ...]) -> None:
+    """A suite's own modes (framework -> modes) and precisions, valid in every selection."""
+    global SUITE_PRECISIONS
+    for framework, own in modes.items():
+        SUITE_MODES[framework] = tuple(dict.fromkeys((*SUITE_MODES.get(framework, ()), *own)))
+    SUITE_PRECISIONS = tuple(dict.fromkeys((*SUITE_PRECISIONS, *precisions)))
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -167,17 +177,15 @@ def parse(
     _check("model", networks, list(NETWORKS))
     modes = option_list("mode", mode) or None
     if modes:
-        known = {  # a framework's modes, and its token generation's own (JAX's loop)
-            m: f
-            for f in frameworks
-            for m in (*get_adapter(f).modes, *FRAMEWORKS[f].generation_modes)
+        known = {  # a framework's modes, and those a suite runs it in (JAX's loop)
+            m: f for f in frameworks for m in (*get_adapter(f).modes, *SUITE_MODES.get(f, ()))
         }
         valid = ", ".join(f"{m} ({f})" for m, f in known.items())
         for m in modes:
             if m not in known:
                 raise UsageError(f"unknown mode {m!r} for {', '.join(frameworks)}; valid: {valid}")
     precisions = option_list("precision", precision) or ["fp32"]
-    _check("precision", precisions, PRECISIONS + GEMM_ONLY_PRECISIONS)
+    _check("precision", precisions, PRECISIONS + SUITE_PRECISIONS)
     devices = [normalize_device(d) for d in option_list("device", device)]
     if len(set(devices)) < len(devices):  # gpu:0 and cuda:0 are one device
         raise UsageError(f"--device {device!r} names one device more than once")

@@ -15,13 +15,18 @@ from dataclasses import asdict, dataclass, fields
 from typing import Any
 
 from xfbench.errors import UsageError
-from xfbench.frameworks import names
 from xfbench.models import SCALES
 
 # the record kind its cells write, and their failures' cells carry
 KIND = "scaling"
 
-FRAMEWORKS = names(scaling=True)  # those with a data-parallel worker
+# Each framework's data-parallel worker module, where it has one.
+WORKERS = {
+    "torch": "xfbench.scaling.torch_ddp",
+    "jax": "xfbench.scaling.jax_sharding",
+    "tensorflow": "xfbench.scaling.tensorflow_mirrored",
+}
+FRAMEWORKS = tuple(WORKERS)  # those with a data-parallel worker
 DEVICES = ("cpu", "cuda")
 SCALINGS = ("strong", "weak")
 PRECISIONS = ("fp32", "tf32", "bf16", "fp16")  # as adapters.base; tf32 only on cuda

@@ -29,16 +29,15 @@ from pathlib import Path
 
 from xfbench.adapters.jax import host_devices_env
 from xfbench.errors import UsageError
-from xfbench.frameworks import FRAMEWORKS
 from xfbench.harness import launch
 from xfbench.harness.launch import LaunchError
 from xfbench.harness.processes import free_port
 from xfbench.harness.threads import THREAD_VARIABLES
 from xfbench.options import SCALING_CPUS, seconds
 from xfbench.scaling import result as R
-from xfbench.scaling.cell import ScalingCell, cell_from, parser, to_argv
+from xfbench.scaling.cell import WORKERS, ScalingCell, cell_from, parser, to_argv
 
-MODULES = {name: f.scaling for name, f in FRAMEWORKS.items() if f.scaling}
+MODULES = WORKERS
 
 
 def _option(options: list[str], name: str) -> str | None:

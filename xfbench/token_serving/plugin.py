@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 import pytest
 
+from xfbench.generation.cell import MODES
 from xfbench.generation.check import TokensDiverged
 from xfbench.generation.plugin import generation_options
 from xfbench.harness import memory
@@ -118,6 +119,7 @@ SUITE = declare(
         tasks=(TASK,),
         own_options=("batch_size",),
         seconds=estimate.seconds,
+        modes=MODES,  # generation's
         kind=KIND,
         fields=record_fields.TOKEN_SERVING,
         report="xfbench.token_serving.report",
