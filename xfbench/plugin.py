@@ -119,6 +119,9 @@ class Suite:
     # fields.py), declared to the records with it (records.declare_kind)
     kind: str | None = None
     fields: tuple = ()
+    # fills in a run's records what is known only once its cells, run in separate
+    # children, are merged (scaling's speedup over one worker)
+    merged: Callable[[list[dict]], None] | None = None
     # recognises a record of its kind written before records carried their kind; the
     # older names of its kind, still read
     older: Callable[[dict], bool] | None = None

@@ -132,7 +132,7 @@ CUDAGRAPH_PROOF = (
     Field(
         "cudagraph_replays",
         "int",
-        "CUDA graphs replayed by one more step (or generation), untimed, after the rounds",
+        "CUDA graphs replayed by one more step (or run of the generator), untimed, after the rounds",
         when="torch cudagraph",
     ),
 )
@@ -213,7 +213,7 @@ ADAPTER = (
         "the update that ran: SGD with momentum, or AdamW, and its implementation",
         when="torch, jax, tensorflow (training)",
     ),
-    Field("loss_scale", "str", "the fp16 loss scaling, or none", when="torch, jax, tensorflow"),
+    Field("loss_scale", "str", "the fp16 loss scale, or none", when="torch, jax, tensorflow"),
     Field(
         "backend",
         "str",
@@ -233,7 +233,7 @@ ADAPTER = (
     Field(
         "aten_cpu_capability", "str", "the ISA ATen's kernels dispatch for", when="torch on the CPU"
     ),
-    Field("blas", "str", "the GEMM library PyTorch calls", when="torch on the CPU"),
+    Field("blas", "str", "the BLAS library PyTorch calls", when="torch on the CPU"),
     Field(
         "inductor_vec_isa",
         "str",

@@ -255,11 +255,11 @@ class RunFolder:
                 "selections": self.selections(),
             },
         }
-        # Scaling cells ran in separate children, so their speedup over one worker is
-        # known only now that the one-worker cell is beside them.
-        from xfbench.scaling.speedup import fill_speedup
-
-        fill_speedup(b.get("extra_info") or {} for b in merged["benchmarks"])
+        # What a suite knows only once its cells, run in separate children, are beside
+        # each other (scaling's speedup over one worker)
+        for suite in declared().values():
+            if suite.merged:
+                suite.merged([b.get("extra_info") or {} for b in merged["benchmarks"]])
         # and each training cell's MFU, now that the run's roofs are beside its cells
         from xfbench.roofline.mfu import fill_mfu
 

@@ -166,6 +166,7 @@ SUITE = declare(
         table=summary,
         seconds=estimate.seconds,
         kind=KIND,
+        merged=fill_speedup,
         fields=record_fields.SCALING,
         report="xfbench.scaling.report",
     )
