@@ -181,3 +181,29 @@ def test_the_architecture_page_names_every_suite_plugin():
     assert names[0] == "runner" and "`runner/plugin.py`" in listed
     for name in names[1:]:
         assert f"`{name}`" in listed, name
+
+
+def test_a_suite_takes_what_it_needs_of_the_report_through_its_one_door():
+    """A suite's modules import from xfbench/report/ only xfbench.report.api, and nothing
+    outside report/ imports a private name (a leading _) of it."""
+    from xfbench.plugin import declared
+
+    suite_packages = {s.report.rsplit(".", 1)[0] for s in declared().values() if s.report}
+    paths = [p for p in PACKAGE.rglob("*.py") if "report" not in p.relative_to(PACKAGE).parts[:1]]
+    paths += list((ROOT / "tests" / "toy_suite").glob("*.py"))
+    wrong = []
+    for path in sorted(paths):
+        module = ".".join(path.relative_to(ROOT).with_suffix("").parts)
+        in_suite = any(module.startswith(f"{p}.") for p in suite_packages) or "toy_suite" in module
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if not (
+                isinstance(node, ast.ImportFrom)
+                and (node.module or "").startswith("xfbench.report")
+            ):
+                continue
+            private = [a.name for a in node.names if a.name.startswith("_")]
+            if private or (in_suite and node.module != "xfbench.report.api"):
+                wrong.append(
+                    f"{path.relative_to(ROOT)}:{node.lineno} from {node.module} import ..."
+                )
+    assert len(suite_packages) >= 6 and not wrong, "\n".join(wrong)

@@ -1075,7 +1075,7 @@ def test_side_by_side_plots_give_each_machine_its_own_colour(tmp_path, monkeypat
     b = runner_folder(tmp_path, "beta", standard(2.0))
     report = model.build([load.load(a), load.load(b)])
     figs = []
-    monkeypatch.setattr(plots, "_save", lambda fig, path: figs.append(fig) or path)
+    monkeypatch.setattr(plots, "save_figure", lambda fig, path: figs.append(fig) or path)
     block = next(bl for bl in report.blocks if bl.key[1] == "fcn5")
     assert plots.threads_plot(report, block, tmp_path / "x.png")
     by_machine: dict = {}

@@ -95,3 +95,17 @@ def test_the_report_the_estimate_and_the_summary_name_no_suite_that_declares_its
             named += [f"{path.name}:{n.lineno} {w}" for w in words if w in own]
     assert own >= {"generation", "serving", "token_serving", "scaling", "allreduce", "gemm", "GEMM"}
     assert named == []
+
+
+def test_a_misspelt_hook_fails_where_it_is_declared_or_read():
+    """A suite's part of the report is one typed declaration (REPORT = Hooks(...)): a hook
+    that does not exist is refused where a suite declares it, and where the report reads it."""
+    from xfbench.report.api import Hooks
+    from xfbench.report.suites import hooks_of
+
+    with pytest.raises(TypeError, match="sectoins"):
+        Hooks(sectoins=lambda report, plots: [])
+    with pytest.raises(AttributeError):
+        Hooks().sectoins  # noqa: B018
+    with pytest.raises(TypeError, match="declares no REPORT"):
+        hooks_of("xfbench.report.table")  # a module that declares none

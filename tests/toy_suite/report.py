@@ -6,10 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from toy_suite.plugin import KIND
-from xfbench.report.load import scored_result
-from xfbench.report.model import Report
-from xfbench.report.sections import Part
-from xfbench.report.table import Table, Text
+from xfbench.report.api import Hooks, Part, Report, Table, Text, scored_result
 
 SCORED_TASK = "toy-sum"
 COLUMNS = ["machine", "size", "status", "seconds"]
@@ -31,14 +28,14 @@ def sections(report: Report, plots: list[tuple[str, Path]]) -> list[Part]:
 
 
 def plots(report: Report, folder: Path) -> list[tuple[str, Path]]:
-    from xfbench.report.plots import SIZE, _save, plt
+    from xfbench.report.api import SIZE, plt, save_figure
 
     found = [r for _, r in _rows(report) if r.get("status", "ok") == "ok"]
     if not found:
         return []
     fig, ax = plt.subplots(figsize=SIZE)
     ax.bar([str(r["size"]) for r in found], [r["seconds"] for r in found])
-    return [("Toy sums: seconds by size", _save(fig, folder / "toy.png"))]
+    return [("Toy sums: seconds by size", save_figure(fig, folder / "toy.png"))]
 
 
 def csv_files(report: Report) -> list[tuple[str, list[str], list[dict]]]:
@@ -57,3 +54,14 @@ def scored(run) -> list:
         for r in scored_records(run)
         if r.get("status", "ok") == "ok"
     ]  # fmt: skip
+
+
+# Its part of the report (xfbench/report/suites.py says what each hook is).
+REPORT = Hooks(
+    sections=sections,
+    plots=plots,
+    csv_files=csv_files,
+    scored_task=SCORED_TASK,
+    scored_records=scored_records,
+    scored=scored,
+)

@@ -39,9 +39,9 @@ def summary(outcomes: list[Outcome], out: Path) -> str:
     sections = [
         _guarded("Machine", "probe.json", _machine, out),
         *(
-            _guarded(s.name, s.part("ACCEPTANCE_OUTPUT"), s.part("acceptance"), out, read_output)
+            _guarded(s.name, s.hooks.acceptance_output, s.hooks.acceptance, out, read_output)
             for s in suites.declared()
-            if s.part("acceptance")
+            if s.hooks.acceptance
         ),
         *(_sweeps_sections(out) or [_missing("Sweeps", "results", outcomes, out)]),
         _guarded("Equivalence", "equivalence.json", _equivalence, out),
@@ -58,7 +58,7 @@ def summary(outcomes: list[Outcome], out: Path) -> str:
 
 def _outputs(declared) -> list[tuple[str, str]]:
     """(section, the file it reads) of each section a step's output makes."""
-    own = [(s.name, s.part("ACCEPTANCE_OUTPUT")) for s in declared if s.part("acceptance")]
+    own = [(s.name, s.hooks.acceptance_output) for s in declared if s.hooks.acceptance]
     return [("Machine", "probe.json"), *own, ("Equivalence", "equivalence.json"),
             ("GPU tests", "gpu-tests.xml")]  # fmt: skip
 

@@ -11,11 +11,7 @@ from pathlib import Path
 from xfbench.allreduce import report_model
 from xfbench.allreduce.plugin import KIND
 from xfbench.allreduce.report_model import Sweep, pattern_title, patterns_of
-from xfbench.report.files import plain
-from xfbench.report.load import Entry
-from xfbench.report.model import Report
-from xfbench.report.sections import Part
-from xfbench.report.table import Table, Text, _num, plural
+from xfbench.report.api import Entry, Hooks, Part, Report, Table, Text, number_text, plain, plural
 
 # hooks the report calls by name (report/suites.py), beside the model that reads records
 owns = report_model.owns
@@ -142,8 +138,8 @@ def allreduce_table(report: Report, sweep: Sweep) -> Table | None:
                 correct = {True: "yes", False: "NO", None: ""}[r["correct"]]
                 cells += [
                     Text(duration_text(r["seconds"])),
-                    Text(_num(r["algbw_gbps"], ".3g")),
-                    Text(_num(r["busbw_gbps"], ".3g")),
+                    Text(number_text(r["algbw_gbps"], ".3g")),
+                    Text(number_text(r["busbw_gbps"], ".3g")),
                     Text(correct, note=note),
                 ]
         rows.append(cells)
@@ -159,7 +155,7 @@ def busbw_plots(report: Report, folder: Path) -> list[tuple[str, Path]]:
     """Per (machine, framework, backend, device): bus bandwidth against message size, log
     x; a colour per world size, a line style per pattern (solid: all-reduce, dashed:
     reduce + broadcast, dotted: parameter server, when the engine measured them)."""
-    from xfbench.report.plots import COLORS, SIZE, _legend, _save, plt
+    from xfbench.report.api import COLORS, SIZE, place_legend, plt, save_figure
 
     engines: dict[tuple, list] = {}
     for sweep in _model(report).sweeps:
@@ -214,9 +210,9 @@ def busbw_plots(report: Report, folder: Path) -> list[tuple[str, Path]]:
         )
         ax.set_title(f"All-reduce bus bandwidth: {title}", fontsize=10)
         ax.grid(True, which="both", alpha=0.3)
-        _legend(ax, lines)
+        place_legend(ax, lines)
         path = folder / f"busbw-{plain(framework)}-{plain(backend)}-{plain(device)}-{mi}.png"
-        out.append((f"Bus bandwidth against message size, {title}", _save(fig, path)))
+        out.append((f"Bus bandwidth against message size, {title}", save_figure(fig, path)))
     return out
 
 
@@ -253,3 +249,15 @@ def csv_rows(report: Report) -> list[dict]:
                     }
                 )
     return out
+
+
+# Its part of the report (xfbench/report/suites.py says what each hook is).
+REPORT = Hooks(
+    sections=sections,
+    plots=plots,
+    csv_files=csv_files,
+    read=read,
+    read_failure=read_failure,
+    owns=owns,
+    build=build,
+)

@@ -14,12 +14,20 @@ from xfbench.gemm.measure import KIND
 from xfbench.harness.threads import marks
 from xfbench.published import Anchor, gpu_for
 from xfbench.records import number
-from xfbench.report.files import plain
-from xfbench.report.load import Entry, integer
-from xfbench.report.model import Machine, Report, dtype_name
-from xfbench.report.sections import Part
-from xfbench.report.table import Table, _num, _t
-from xfbench.report.tables import _legend
+from xfbench.report.api import (
+    Entry,
+    Hooks,
+    Machine,
+    Part,
+    Report,
+    Table,
+    as_text,
+    dtype_name,
+    integer,
+    legend_caption,
+    number_text,
+    plain,
+)
 
 # the published figures it stands beside (xfbench/published.toml), and what a table calls them
 ANCHOR_KIND = "gemm"
@@ -73,7 +81,7 @@ def measured(records: list[dict]) -> list[dict]:
 def gpu_workloads(m: Machine) -> list:
     """Its GPU products as workloads bound by arithmetic (report/gpu_models.py); their
     records hold a median, no interval."""
-    from xfbench.report.gpu_models import Workload
+    from xfbench.report.api import Workload
 
     return [
         Workload(device_name=r["device_name"], precision=r["dtype"], bound="compute",
@@ -148,13 +156,13 @@ def peak_table(report: Report) -> Table | None:
         return None
     several = len(report.machines) > 1
     rows = [
-        ([_t(k[0])] if several else [])
+        ([as_text(k[0])] if several else [])
         + [
-            _t(k[1] + (f" {k[3]}t" if k[3] is not None else "")),
-            _t(k[2]),
-            _t(g["implementation"]),
-            _t(_num(g["size"], "g")),
-            _t(_num(g["tflops"], ".4g") + marks(g)),
+            as_text(k[1] + (f" {k[3]}t" if k[3] is not None else "")),
+            as_text(k[2]),
+            as_text(g["implementation"]),
+            as_text(number_text(g["size"], "g")),
+            as_text(number_text(g["tflops"], ".4g") + marks(g)),
         ]
         for k, g in sorted(best.items(), key=lambda kv: str(kv[0]))
     ]
@@ -165,7 +173,7 @@ def peak_table(report: Report) -> Table | None:
         rows,
         caption=(
             "The best GEMM TFLOP/s per device and dtype: the peak that achieved "
-            "TFLOP/s are compared with. " + _legend(best.values())
+            "TFLOP/s are compared with. " + legend_caption(best.values())
         ).strip(),
         anchor="gemm",
         text_cols=(4 if several else 3),
@@ -175,7 +183,7 @@ def peak_table(report: Report) -> Table | None:
 def plots(report: Report, folder: Path) -> list[tuple[str, Path]]:
     """TFLOP/s against matrix size, one plot per dtype, a line per device and
     implementation."""
-    from xfbench.report.plots import SIZE, _legend, _save, plt
+    from xfbench.report.api import SIZE, place_legend, plt, save_figure
 
     series: dict[str, dict[str, list[tuple[float, float]]]] = {}
     for machine in report.machines:
@@ -204,9 +212,9 @@ def plots(report: Report, folder: Path) -> list[tuple[str, Path]]:
         ax.set_ylabel("TFLOP/s")
         ax.set_title(f"GEMM {dtype}", fontsize=10)
         ax.grid(True, which="both", alpha=0.3)
-        _legend(ax, len(lines))
+        place_legend(ax, len(lines))
         path = folder / f"gemm-{plain(dtype)}.png"
-        out.append((f"GEMM TFLOP/s against size, {dtype}", _save(fig, path)))
+        out.append((f"GEMM TFLOP/s against size, {dtype}", save_figure(fig, path)))
     return out
 
 
@@ -233,3 +241,18 @@ def acceptance(out: Path, read) -> str:
     if not ratios:
         lines.append("- CuPy / torch.matmul: no size and type where both ran")
     return "\n".join(lines)
+
+
+# Its part of the report (xfbench/report/suites.py says what each hook is).
+REPORT = Hooks(
+    sections=sections,
+    plots=plots,
+    read=read,
+    peaks=peaks,
+    anchor_kind=ANCHOR_KIND,
+    anchor_title=ANCHOR_TITLE,
+    anchor_matches=anchor_matches,
+    gpu_workloads=gpu_workloads,
+    acceptance=acceptance,
+    acceptance_output=ACCEPTANCE_OUTPUT,
+)

@@ -11,10 +11,7 @@ from pathlib import Path
 
 from xfbench.generation.cell import KIND
 from xfbench.generation.table import HEADERS, ordered, row
-from xfbench.report.model import Machine, Report
-from xfbench.report.roofline import roofs
-from xfbench.report.sections import Part
-from xfbench.report.table import Table, Text
+from xfbench.report.api import Hooks, Machine, Part, Report, Table, Text, roofs
 
 CAPTION = (
     "GPT-2 decoding a static batch of prompts greedily with a key/value cache "
@@ -36,7 +33,7 @@ def gpu_workloads(m: Machine) -> list:
     """Its GPU cells as two workloads each (report/gpu_models.py): the decode step, bound
     by memory (it reads every weight and the cache), and the prefill, by arithmetic; each
     with the range over its timed generations."""
-    from xfbench.report.gpu_models import Workload
+    from xfbench.report.api import Workload
 
     out = []
     for r in measured(m.of(KIND)):
@@ -233,7 +230,7 @@ def plots(report: Report, folder: Path) -> list[tuple[str, Path]]:
     against tokens/s per sequence (interactivity, per user), a point per batch size (the
     static batch is the concurrency), a line per framework, mode and thread count, each
     point's error bars its medians' intervals over the timed generations."""
-    from xfbench.report.plots import SIZE, _legend, _save, plt
+    from xfbench.report.api import SIZE, place_legend, plt, save_figure
 
     out = []
     for mi, m in enumerate(report.machines):
@@ -271,8 +268,8 @@ def plots(report: Report, folder: Path) -> list[tuple[str, Path]]:
                 "bars: the medians' intervals",
                 fontsize=9,
             )
-            _legend(ax, len(found))
-            path = _save(fig, folder / f"generation-{mi}-{li}.png")
+            place_legend(ax, len(found))
+            path = save_figure(fig, folder / f"generation-{mi}-{li}.png")
             out.append(
                 (f"Generation {lengths} ({m.short}): throughput against interactivity", path)
             )
@@ -351,7 +348,7 @@ def scored(run) -> list:
     a sample is one sequence of new_tokens, its rounds every timed generation (whose
     median the scores take; e2e_s, the record's, is the same median). The lengths (ISL/OSL) go into the scale, so that only
     the same lengths are compared."""
-    from xfbench.report.load import scored_result
+    from xfbench.report.api import scored_result
 
     out = []
     for r in measured(run.of(KIND)):
@@ -366,3 +363,16 @@ def scored(run) -> list:
             )
         )
     return out
+
+
+# Its part of the report (xfbench/report/suites.py says what each hook is).
+REPORT = Hooks(
+    sections=sections,
+    plots=plots,
+    csv_files=csv_files,
+    gpu_workloads=gpu_workloads,
+    scored_task=SCORED_TASK,
+    scored_records=scored_records,
+    scored=scored,
+    scored_workload=SCORED_WORKLOAD,
+)

@@ -61,7 +61,7 @@ def _plots(rep, folder: Path) -> dict[str, list[tuple[str, Path]]]:
 
     drawn = plots.render(rep, folder)
     for suite in suites.declared():  # each suite's own plots, shown by its sections
-        draw = suite.part("plots")
+        draw = suite.hooks.plots
         found = draw and plots._safely(draw, rep, folder, problems=rep.problems, what=suite.name)
         drawn[suite.name] = found or []
     found = plots._safely(roofline.plots, rep, folder, problems=rep.problems, what="roofline")

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from xfbench.published import TRAINING, Anchor, anchors, gpu_for
 from xfbench.report import suites
 from xfbench.report.model import Report
-from xfbench.report.table import Table, _t
+from xfbench.report.table import Table, as_text
 
 
 @dataclass
@@ -66,10 +66,10 @@ def matches(report: Report) -> list[Match]:
                         )
             else:  # a suite's own measurement (its report's anchor_matches)
                 for suite in suites.declared():
-                    if suite.part("ANCHOR_KIND") == a.kind:
+                    if suite.hooks.anchor_kind == a.kind:
                         found += [
                             Match(anchor=a, machine=m.short, **ours)
-                            for ours in suite.part("anchor_matches")(m, a)
+                            for ours in suite.hooks.anchor_matches(m, a)
                         ]
     return found
 
@@ -78,7 +78,7 @@ def _measurement(kind: str) -> str:
     """What a table calls the measurement of an anchor's kind."""
     if kind in TRAINING:
         return TRAINING[kind][2]
-    titles = (s.part("ANCHOR_TITLE") for s in suites.declared() if s.part("ANCHOR_KIND") == kind)
+    titles = (s.hooks.anchor_title for s in suites.declared() if s.hooks.anchor_kind == kind)
     return next(titles, kind)
 
 
@@ -88,15 +88,15 @@ def anchors_table(report: Report) -> Table | None:
         return None
     several = len(report.machines) > 1
     rows = [
-        ([_t(f.machine)] if several else [])
+        ([as_text(f.machine)] if several else [])
         + [
-            _t(f.device_name),
-            _t(f"{_measurement(f.anchor.kind)}, {f.anchor.precision}"),
-            _t(f.what),
-            _t(f"{f.ours:.4g} {f.anchor.unit} ({f.ours_setting})"),
-            _t(f.anchor.published),
-            _t(f.ratio),
-            _t(f"{f.anchor.setting}. Source: {f.anchor.source}"),
+            as_text(f.device_name),
+            as_text(f"{_measurement(f.anchor.kind)}, {f.anchor.precision}"),
+            as_text(f.what),
+            as_text(f"{f.ours:.4g} {f.anchor.unit} ({f.ours_setting})"),
+            as_text(f.anchor.published),
+            as_text(f.ratio),
+            as_text(f"{f.anchor.setting}. Source: {f.anchor.source}"),
         ]
         for f in found
     ]

@@ -18,7 +18,7 @@ from dataclasses import dataclass, replace
 
 from xfbench.report import suites
 from xfbench.report.model import Report, interval
-from xfbench.report.table import Table, _t
+from xfbench.report.table import Table, as_text
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -53,8 +53,8 @@ def by_model(report: Report) -> dict[str, dict[str, list[Workload]]]:
     for m in report.machines:
         mine = _table7_workloads(m)
         for suite in suites.declared():
-            if suite.part("gpu_workloads"):
-                mine += suite.part("gpu_workloads")(m)
+            if suite.hooks.gpu_workloads:
+                mine += suite.hooks.gpu_workloads(m)
         for w in mine:
             found.setdefault(w.device_name, {}).setdefault(w.what, []).append(w)
     return found
@@ -122,10 +122,10 @@ def gpu_models_table(report: Report) -> Table | None:
             memory = predicted(a, b, replace(wa, bound="memory"))
             ci = f" ({ratio[1]:.3g}-{ratio[2]:.3g})" if ratio[1] else " (no interval)"
             rows.append([
-                _t(f"{b} / {a}"), _t(what), _t(f"{wa.seconds * 1e3:.4g}"),
-                _t(f"{wb.seconds * 1e3:.4g}"), _t(f"{ratio[0]:.3g}x{ci}"),
-                _t(f"{expect:.3g}x ({wa.bound})" if expect else ""),
-                _t(note(ratio, expect, wa.bound, memory)),
+                as_text(f"{b} / {a}"), as_text(what), as_text(f"{wa.seconds * 1e3:.4g}"),
+                as_text(f"{wb.seconds * 1e3:.4g}"), as_text(f"{ratio[0]:.3g}x{ci}"),
+                as_text(f"{expect:.3g}x ({wa.bound})" if expect else ""),
+                as_text(note(ratio, expect, wa.bound, memory)),
             ])  # fmt: skip
     if not rows:
         return None

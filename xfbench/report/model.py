@@ -370,7 +370,7 @@ def measured_peaks(m: Machine) -> dict[tuple[str, str, int | None], tuple[float,
     any), with the suite that measured it."""
     found: dict[tuple[str, str, int | None], tuple[float, str]] = {}
     for suite in suites.declared():
-        for key, tflops in (suite.part("peaks", lambda m: {})(m)).items():
+        for key, tflops in ((suite.hooks.peaks or (lambda m: {}))(m)).items():
             if key not in found or tflops > found[key][0]:
                 found[key] = (tflops, suite.name)
     return found
@@ -658,6 +658,6 @@ def build(
         with_paper=with_paper,
     )
     for suite in suites.declared():
-        if suite.part("build"):
-            report.suite_models[suite.kind] = suite.part("build")(report)
+        if suite.hooks.build:
+            report.suite_models[suite.kind] = suite.hooks.build(report)
     return report

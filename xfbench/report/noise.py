@@ -75,9 +75,9 @@ def _kinds(suite_names: tuple[str, ...]) -> dict[str, str]:
     from xfbench.report import suites
 
     return KINDS | {
-        s.part("SCORED_TASK"): s.part("SCORED_WORKLOAD")
+        s.hooks.scored_task: s.hooks.scored_workload
         for s in suites.declared()
-        if s.part("SCORED_WORKLOAD")
+        if s.hooks.scored_workload
     }
 
 

@@ -21,7 +21,7 @@ MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
 DPI = 110
 
 
-def _save(fig, path: Path) -> Path:
+def save_figure(fig, path: Path) -> Path:
     fig.tight_layout()
     try:
         with replacing(path) as tmp:
@@ -31,7 +31,7 @@ def _save(fig, path: Path) -> Path:
     return path
 
 
-def _legend(ax, n: int) -> None:
+def place_legend(ax, n: int) -> None:
     if n:  # beside the axes, so no line is hidden under it
         ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
 
@@ -89,8 +89,8 @@ def threads_plot(report: Report, block: Block, path: Path) -> Path | None:
     ax.yaxis.set_minor_formatter(matplotlib.ticker.FormatStrFormatter("%g"))
     ax.set_title(block.title, fontsize=10)
     ax.grid(True, which="both", alpha=0.3)
-    _legend(ax, lines)
-    return _save(fig, path)
+    place_legend(ax, lines)
+    return save_figure(fig, path)
 
 
 def accelerator_plot(report: Report, block: Block, path: Path) -> Path | None:
@@ -115,8 +115,8 @@ def accelerator_plot(report: Report, block: Block, path: Path) -> Path | None:
     ax.set_ylabel("seconds per mini-batch (median)")
     ax.set_title(block.title, fontsize=10)
     ax.grid(True, axis="y", alpha=0.3)
-    _legend(ax, len(rows))
-    return _save(fig, path)
+    place_legend(ax, len(rows))
+    return save_figure(fig, path)
 
 
 def _safely(draw, *args, problems: list[str], what: str):

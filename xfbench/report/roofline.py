@@ -337,7 +337,7 @@ def _roof_line(ax, xs, bandwidth_gbps, peak_tflops, **style):
 def plots(report: Report, folder: Path) -> dict[str, list[tuple[str, Path]]]:
     """Per machine: one plot of the CPU (the roofs of each thread count) and one per GPU
     (its measured roofs solid, its datasheet's dotted), every cell placed there, log-log."""
-    from xfbench.report.plots import SIZE, _legend, _save, plt
+    from xfbench.report.plots import SIZE, place_legend, plt, save_figure
 
     out = []
     for mi, m in enumerate(report.machines):
@@ -359,9 +359,9 @@ def plots(report: Report, folder: Path) -> dict[str, list[tuple[str, Path]]]:
             frameworks = _place_cells(ax, group, here, colors)
             what = "CPU" if measured[group[0]]["device"] == "cpu" else measured[group[0]]["where"]
             ax.set_title(f"Roofline: {m.short}, {what}")
-            _legend(ax, lines + frameworks)
+            place_legend(ax, lines + frameworks)
             slug = "cpu" if what == "CPU" else group[0].replace(":", "")
-            path = _save(fig, folder / f"roofline-{mi}-{slug}.png")
+            path = save_figure(fig, folder / f"roofline-{mi}-{slug}.png")
             out.append((f"Roofline of {m.short}, {what}: each cell under its roofs", path))
     return {"roofline": out}
 

@@ -222,7 +222,7 @@ def scored_results(run) -> list:
     from xfbench.report import suites
 
     return list(run.results) + [
-        r for suite in suites.declared() if suite.part("scored") for r in suite.part("scored")(run)
+        r for suite in suites.declared() if suite.hooks.scored for r in suite.hooks.scored(run)
     ]
 
 
@@ -232,10 +232,10 @@ def _scored_records(run) -> list[tuple[str, dict]]:
     from xfbench.report import suites
 
     return [
-        (suite.part("SCORED_TASK"), r)
+        (suite.hooks.scored_task, r)
         for suite in suites.declared()
-        if suite.part("scored_records")
-        for r in suite.part("scored_records")(run)
+        if suite.hooks.scored_records
+        for r in suite.hooks.scored_records(run)
     ]
 
 

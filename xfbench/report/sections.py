@@ -80,8 +80,8 @@ def _suites(report: Report, plots: dict) -> list[Part]:
     return [
         part
         for suite in suites.declared()
-        if suite.part("sections")
-        for part in suite.part("sections")(report, plots.get(suite.name, []))
+        if suite.hooks.sections
+        for part in suite.hooks.sections(report, plots.get(suite.name, []))
     ]
 
 

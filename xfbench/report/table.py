@@ -30,7 +30,7 @@ class Table:
     short_headers: list[str] = field(default_factory=list)  # HTML: headers under groups
 
 
-def _t(value) -> Text:
+def as_text(value) -> Text:
     return value if isinstance(value, Text) else Text(str(value))
 
 
@@ -38,7 +38,7 @@ def plural(n: int, word: str) -> str:
     return f"{n} {word}{'s' if n != 1 else ''}"
 
 
-def _num(value, fmt: str, none: str = "") -> str:
+def number_text(value, fmt: str, none: str = "") -> str:
     if (
         value is None
         or isinstance(value, bool)

@@ -8,18 +8,18 @@ from dataclasses import dataclass
 from xfbench.harness.threads import legend, marks
 from xfbench.report import paper
 from xfbench.report.model import Block, Report, col_label, network_title, row_key, row_label
-from xfbench.report.table import Table, Text, _num, _t
+from xfbench.report.table import Table, Text, as_text, number_text
 
 
 def _mb(value) -> str:
     return (
         f"{value / 2**20:.0f}"
         if isinstance(value, (int, float)) and not isinstance(value, bool)
-        else _num(value, "")
+        else number_text(value, "")
     )
 
 
-def _legend(infos) -> str:
+def legend_caption(infos) -> str:
     """The caption under a table: what its marks mean, one sentence each."""
     return " ".join(f"{line}." for line in legend(infos))
 
@@ -52,22 +52,22 @@ def machines_table(report: Report) -> Table:
         mem = first.get("memory_bytes")
         cores = f"{first.get('cores_physical') or '?'} / {first.get('cores_logical') or '?'}"
         rows.append(
-            ([_t(m.tag)] if several else [])
+            ([as_text(m.tag)] if several else [])
             + [
-                _t(m.label),
-                _t(cores),
-                _t(layout(first.get("topology") or {})),
-                _t(f"{mem / 2**30:.0f}" if mem else "?"),
-                _t(" ".join(first.get("isa") or []) or "?"),
-                _t(", ".join(first["gpus"]) or "none"),
-                _t(first.get("software") or "?"),
-                _t(first.get("commit") or "?"),
-                _t(
+                as_text(m.label),
+                as_text(cores),
+                as_text(layout(first.get("topology") or {})),
+                as_text(f"{mem / 2**30:.0f}" if mem else "?"),
+                as_text(" ".join(first.get("isa") or []) or "?"),
+                as_text(", ".join(first["gpus"]) or "none"),
+                as_text(first.get("software") or "?"),
+                as_text(first.get("commit") or "?"),
+                as_text(
                     ", ".join(
                         f"{r.name} ({r.files} file{'s' if r.files != 1 else ''})" for r in m.runs
                     )
                 ),
-                _t("base" if m is report.base else ""),
+                as_text("base" if m is report.base else ""),
             ]
         )
     return Table(
@@ -241,7 +241,7 @@ def copies_table(report: Report) -> Table | None:
         "Throughput past one process",
         (["tag"] if several else []) + COPIES_HEADERS,
         rows,
-        caption=COPIES_CAPTION + _legend(r.info for m in report.machines for r in m.copies),
+        caption=COPIES_CAPTION + legend_caption(r.info for m in report.machines for r in m.copies),
         anchor="copies",
         text_cols=4 if several else 3,
     )
@@ -256,15 +256,15 @@ def _copies_row(m, r) -> list[Text]:
     one = m.results.get(
         ((r.task, r.network, r.batch_size, r.scale), row_key(r), ("cpu", r.copies * r.threads))
     )
-    overlap = _num(info.get("copies_overlap"), ".0%") + (
+    overlap = number_text(info.get("copies_overlap"), ".0%") + (
         "" if info.get("copies_together", True) else " (not together)"
     )
     return head + [
         Text(" | ".join(",".join(map(str, c)) for c in info.get("copy_cpus") or [])),
         Text(", ".join(f"{x:.4g}" for x in info.get("copy_medians_s") or [])),
-        Text(_num(info.get("aggregate_samples_per_s"), ".4g") + marks(info)),
+        Text(number_text(info.get("aggregate_samples_per_s"), ".4g") + marks(info)),
         Text(f"{one.batch_size / one.median:.4g}" if one and one.ok else "-"),
-        Text(_num(info.get("copies_spread"), ".1%")),
+        Text(number_text(info.get("copies_spread"), ".1%")),
         Text(overlap),
     ]
 
@@ -317,7 +317,7 @@ def compact_table7(report: Report) -> Table | None:
         anchor="table7",
         text_cols=1,
         caption="Median ± half its confidence interval over this run's rounds; (Nx): how many times the fastest of "
-        "that column it takes; the fastest is bold. " + _legend(infos),
+        "that column it takes; the fastest is bold. " + legend_caption(infos),
     )
 
 
@@ -350,11 +350,11 @@ def _compact_row(block, columns: list[tuple]) -> list[Text]:
     for (_, ck, mi), cell in cells.items():
         if cell.value is not None:
             best[(ck, mi)] = min(best.get((ck, mi), cell.value), cell.value)
-    out = [_t(block.title)]
+    out = [as_text(block.title)]
     for key in columns:
         cell = cells.get(key)
         if cell is None:
-            out.append(_t(""))
+            out.append(as_text(""))
             continue
         text = cell.text
         runners = sum(1 for (_, ck, mi), c in cells.items() if (ck, mi) == key[1:] and c.value)
@@ -386,11 +386,11 @@ def fastest_table(report: Report) -> Table | None:
             first, second = timed[0], timed[1]
             rows.append(
                 [
-                    _t(block.title),
-                    _t(col.label),
-                    _t(row_label(row_key(first))),
-                    _t(row_label(row_key(second))),
-                    _t(verdict(first, second)),
+                    as_text(block.title),
+                    as_text(col.label),
+                    as_text(row_label(row_key(first))),
+                    as_text(row_label(row_key(second))),
+                    as_text(verdict(first, second)),
                 ]
             )
     if not rows:
@@ -435,11 +435,11 @@ def machines_compared_table(report: Report) -> Table | None:
                 fast, slow, who = (a, b, ref.tag) if a.median <= b.median else (b, a, other.tag)
                 rows.append(
                     [
-                        _t(block.title),
-                        _t(row.label),
-                        _t(col_label(col.key)),
-                        _t(f"{ref.tag} vs {other.tag}"),
-                        _t(f"{who}: " + verdict(fast, slow, floor(*block.key[:2]))),
+                        as_text(block.title),
+                        as_text(row.label),
+                        as_text(col_label(col.key)),
+                        as_text(f"{ref.tag} vs {other.tag}"),
+                        as_text(f"{who}: " + verdict(fast, slow, floor(*block.key[:2]))),
                     ]
                 )
     if not rows:
@@ -473,7 +473,7 @@ def backends_table(report: Report) -> Table | None:
             text = "; ".join(
                 f"{b} ({n} cell{'s' if n != 1 else ''})" for b, n in sorted(backends.items())
             )
-            rows.append(([_t(m.tag)] if several else []) + [_t(framework), _t(text)])
+            rows.append(([as_text(m.tag)] if several else []) + [as_text(framework), as_text(text)])
     if not rows:
         return None
     return Table(
@@ -494,10 +494,10 @@ def summary_table(report: Report) -> Table | None:
 
     rows = [
         [
-            _t(s.machine.label),
-            _t(g(s.geomean, s.cells)),
-            _t(g(s.cpu_geomean, s.cpu_cells)),
-            _t(g(s.acc_geomean, s.acc_cells)),
+            as_text(s.machine.label),
+            as_text(g(s.geomean, s.cells)),
+            as_text(g(s.cpu_geomean, s.cpu_cells)),
+            as_text(g(s.acc_geomean, s.acc_cells)),
         ]
         for s in report.summaries
     ]
@@ -525,7 +525,7 @@ def table7(
     rows = []
     for row in block.rows:
         cells = [Text(c.text, best=c.best, note=c.footnote) for c in row.cells]
-        rows.append([_t(row.label)] + ([_t(row.verified)] if verified else []) + cells)
+        rows.append([as_text(row.label)] + ([as_text(row.verified)] if verified else []) + cells)
     lead = 1 + verified
     if block.paper:
         rows += _paper_rows(block, verified)
@@ -535,7 +535,7 @@ def table7(
         rows,
         anchor=f"t7-{block.slug}",
         text_cols=lead,
-        caption=_legend(c.result.info for row in block.rows for c in row.cells if c.result),
+        caption=legend_caption(c.result.info for row in block.rows for c in row.cells if c.result),
     )
     machines = [c.machine for c in block.columns]
     if group_names and len(group_names) > 1:  # several machines: a header over each group
@@ -555,7 +555,10 @@ def table7(
             Table(
                 f"Shi et al. 2016, {p.row} (paper's machines)",
                 ["tool"] + list(p.labels),
-                [[_t(paper.tool_label(tool))] + [_t(x) for x in texts] for tool, texts in p.tools],
+                [
+                    [as_text(paper.tool_label(tool))] + [as_text(x) for x in texts]
+                    for tool, texts in p.tools
+                ],
                 caption=f"{paper.table().machines}{note}",
             )
         )
@@ -579,9 +582,9 @@ def _paper_rows(block: Block, verified: bool) -> list[list[Text]]:
             if any(v is not None for v in cells):
                 label = f"Shi et al.: {paper.tool_label(tool)}, {machine} ({name})"
                 rows.append(
-                    [_t(label)]
-                    + ([_t("")] if verified else [])
-                    + [_t("-" if v is None else f"{v:.3f}") for v in cells]
+                    [as_text(label)]
+                    + ([as_text("")] if verified else [])
+                    + [as_text("-" if v is None else f"{v:.3f}") for v in cells]
                 )
     return rows
 
@@ -590,12 +593,12 @@ def _real_data_cells(info: dict) -> list[Text]:
     """--data real: the median wait for a batch with its share of the step, the throughput
     with the batch resident (against samples/s, which is end to end), and the verdict."""
     if info.get("data") != "real":
-        return [_t("-"), _t("-"), _t("-")]
+        return [as_text("-"), as_text("-"), as_text("-")]
     wait, share = info.get("data_wait_s"), info.get("data_wait_share")
     return [
-        _t(f"{_num(wait, '.3g')} s ({_num(share and share * 100, '.0f')}%)"),
-        _t(_num(info.get("samples_per_s_resident"), ".4g")),
-        _t("yes" if info.get("input_bound") else "no"),
+        as_text(f"{number_text(wait, '.3g')} s ({number_text(share and share * 100, '.0f')}%)"),
+        as_text(number_text(info.get("samples_per_s_resident"), ".4g")),
+        as_text("yes" if info.get("input_bound") else "no"),
     ]
 
 
@@ -643,7 +646,7 @@ def details_table(report: Report, block: Block) -> Table | None:
         [_detail_row(d, show) for d in mine],
         anchor=f"detail-{block.slug}",
         text_cols=3 if show.several else 2,
-        caption=_legend(d.result.info for d in mine),
+        caption=legend_caption(d.result.info for d in mine),
     )
 
 
@@ -653,28 +656,38 @@ def _detail_row(d, show: _DetailColumns) -> list[Text]:
     host = _mb(info.get("peak_host_rss_bytes")) + (
         " (process)" if info.get("peak_host_rss_scope") == "process" else ""
     )
-    efficiency = _num(d.efficiency and d.efficiency * 100, ".0f") + ("%" if d.efficiency else "")
+    efficiency = number_text(d.efficiency and d.efficiency * 100, ".0f") + (
+        "%" if d.efficiency else ""
+    )
     return (
-        ([_t(d.machine.short)] if show.several else [])
-        + [_t(row_label(d.row)), _t(col_label(d.col))]
-        + [Text(_num(d.result.median, ".4g") + marks(info), best=d.best_in_column)]
-        + [_t(_num(d.samples_per_s, ".4g"))]
+        ([as_text(d.machine.short)] if show.several else [])
+        + [as_text(row_label(d.row)), as_text(col_label(d.col))]
+        + [Text(number_text(d.result.median, ".4g") + marks(info), best=d.best_in_column)]
+        + [as_text(number_text(d.samples_per_s, ".4g"))]
         + (
-            [_t(_num(d.samples_per_s * (d.result.tokens or 0) or None, ".4g"))]
+            [as_text(number_text(d.samples_per_s * (d.result.tokens or 0) or None, ".4g"))]
             if show.tokens
             else []
         )
-        + [_t(_num(d.tflops, ".3g"))]
+        + [as_text(number_text(d.tflops, ".3g"))]
         + (
             [
-                _t(_num(d.peak_tflops, ".3g")),
-                _t(_num(d.peak_share and d.peak_share * 100, ".2g")),
+                as_text(number_text(d.peak_tflops, ".3g")),
+                as_text(number_text(d.peak_share and d.peak_share * 100, ".2g")),
             ]
             if show.share
             else []
         )
-        + [_t(_num(d.speedup, ".2f")), _t(efficiency), _t(_num(info.get("threads_used"), ".2f"))]
-        + [_t(_num(info.get("compile_s"), ".3g")), _t(host), _t(_mb(info.get("peak_device_bytes")))]
+        + [
+            as_text(number_text(d.speedup, ".2f")),
+            as_text(efficiency),
+            as_text(number_text(info.get("threads_used"), ".2f")),
+        ]
+        + [
+            as_text(number_text(info.get("compile_s"), ".3g")),
+            as_text(host),
+            as_text(_mb(info.get("peak_device_bytes"))),
+        ]
         + (_real_data_cells(info) if show.real else [])
     )
 
@@ -741,19 +754,19 @@ def _buy_row(b, typed: bool) -> list[Text]:
     if price:
         price += f" ({p.get('price_date')}, {p.get('price_source')})"
     typed_cells = [
-        _t(_num(f["samples_per_s_per_watt_typed"], ".3g")),
-        _t(_num(f["kwh_per_million_samples_typed"], ".3g")),
+        as_text(number_text(f["samples_per_s_per_watt_typed"], ".3g")),
+        as_text(number_text(f["kwh_per_million_samples_typed"], ".3g")),
     ]
     return [
-        _t(f"{network_title(b.block[1])} {b.block[0]}, batch {b.block[2]}"),
-        _t(b.machine.label),
-        _t(f"{row_label(b.best.row)} on {col_label(b.best.col)}"),
-        _t(_num(b.best.samples_per_s, ".4g")),
-        _t(price or "-"),
-        _t(_num(f["samples_per_s_per_usd"], ".3g")),
-        _t(_num(f["usd_per_million_samples"], ".3g")),
-        _t(jps),
-        _t(spk),
+        as_text(f"{network_title(b.block[1])} {b.block[0]}, batch {b.block[2]}"),
+        as_text(b.machine.label),
+        as_text(f"{row_label(b.best.row)} on {col_label(b.best.col)}"),
+        as_text(number_text(b.best.samples_per_s, ".4g")),
+        as_text(price or "-"),
+        as_text(number_text(f["samples_per_s_per_usd"], ".3g")),
+        as_text(number_text(f["usd_per_million_samples"], ".3g")),
+        as_text(jps),
+        as_text(spk),
     ] + (typed_cells if typed else [])
 
 
@@ -776,15 +789,15 @@ def procurement_summary(report: Report) -> Table | None:
         frugal = max(measured, key=lambda b: b.best.result.info["samples_per_kj"], default=None)
         rows.append(
             [
-                _t(f"{network_title(block[1])} {block[0]}, batch {block[2]}"),
-                _t(f"{fastest.machine.label} ({fastest.best.samples_per_s:.4g} samples/s)"),
-                _t(
+                as_text(f"{network_title(block[1])} {block[0]}, batch {block[2]}"),
+                as_text(f"{fastest.machine.label} ({fastest.best.samples_per_s:.4g} samples/s)"),
+                as_text(
                     f"{cheapest.machine.label} "
                     f"({cheapest.figures['samples_per_s_per_usd']:.3g} samples/s per $)"
                     if cheapest
                     else "no purchase price given"
                 ),
-                _t(
+                as_text(
                     f"{frugal.machine.label} ({frugal.best.result.info['samples_per_kj']:.4g} "
                     f"samples per kJ, {frugal.best.result.info.get('energy_method')})"
                     if frugal

@@ -7,11 +7,19 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from xfbench.report.files import plain
-from xfbench.report.load import Entry
-from xfbench.report.model import Report, format_seconds, network_title
-from xfbench.report.sections import Part
-from xfbench.report.table import Table, Text, _num, plural
+from xfbench.report.api import (
+    Entry,
+    Hooks,
+    Part,
+    Report,
+    Table,
+    Text,
+    format_seconds,
+    network_title,
+    number_text,
+    plain,
+    plural,
+)
 from xfbench.scaling import report_model
 from xfbench.scaling.cell import KIND
 from xfbench.scaling.report_model import ScalingRow, ScalingTable
@@ -157,7 +165,7 @@ def scaling_table(report: Report, table: ScalingTable) -> Table:
                 r = p.record
                 cells += [
                     Text(format_seconds(r["seconds"])),
-                    Text(_num(r["samples_per_s"], ".4g")),
+                    Text(number_text(r["samples_per_s"], ".4g")),
                     Text(f"{p.speedup:.2f}x" if p.speedup is not None else "n/a"),
                     Text(f"{p.efficiency * 100:.0f}%" if p.efficiency is not None else "n/a"),
                 ]
@@ -188,7 +196,7 @@ def plots(report: Report, folder: Path) -> list[tuple[str, Path]]:
 def efficiency_plots(report: Report, folder: Path) -> list[tuple[str, Path]]:
     """Per scaling kind and network: efficiency against workers, a line per framework,
     device and batch (a line style per machine), and the ideal 100 % line."""
-    from xfbench.report.plots import COLORS, SIZE, STYLES, _legend, _save, plt
+    from xfbench.report.api import COLORS, SIZE, STYLES, place_legend, plt, save_figure
 
     out = []
     several = len(report.machines) > 1
@@ -247,9 +255,9 @@ def efficiency_plots(report: Report, folder: Path) -> list[tuple[str, Path]]:
             )
             ax.set_title(title, fontsize=10)
             ax.grid(True, which="both", alpha=0.3)
-            _legend(ax, lines + 1)
+            place_legend(ax, lines + 1)
             path = folder / f"efficiency-{table.kind}-{plain(network)}-{scale}.png"
-            out.append((f"Parallel efficiency, {title}", _save(fig, path)))
+            out.append((f"Parallel efficiency, {title}", save_figure(fig, path)))
     return out
 
 
@@ -282,3 +290,15 @@ def csv_rows(report: Report) -> list[dict]:
                     }
                 )
     return out
+
+
+# Its part of the report (xfbench/report/suites.py says what each hook is).
+REPORT = Hooks(
+    sections=sections,
+    plots=plots,
+    csv_files=csv_files,
+    read=read,
+    read_failure=read_failure,
+    owns=owns,
+    build=build,
+)

@@ -7,9 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from xfbench.report.model import Report
-from xfbench.report.sections import Part
-from xfbench.report.table import Table, Text
+from xfbench.report.api import Hooks, Part, Report, Table, Text
 from xfbench.serving.cell import KIND
 from xfbench.serving.scenarios import METRIC
 from xfbench.serving.table import headline, network_tables, validity
@@ -75,7 +73,7 @@ def failure_lines(report: Report) -> list[str]:
 def plots(report: Report, folder: Path) -> list[tuple[str, Path]]:
     """Per machine and network: p99 latency against completed samples/s, each Server search
     run a point (a line per framework, mode and precision), the bound dashed."""
-    from xfbench.report.plots import SIZE, _legend, _save, plt
+    from xfbench.report.api import SIZE, place_legend, plt, save_figure
 
     out = []
     for mi, m in enumerate(report.machines):
@@ -102,8 +100,8 @@ def plots(report: Report, folder: Path) -> list[tuple[str, Path]]:
             ax.set_ylabel("p99 latency, ms")
             ax.set_yscale("log")
             ax.set_title(f"Serving {network}: latency against throughput ({m.short})")
-            _legend(ax, len(found) + 1)
-            path = _save(fig, folder / f"serving-{network}-{mi}.png")
+            place_legend(ax, len(found) + 1)
+            path = save_figure(fig, folder / f"serving-{network}-{mi}.png")
             out.append((f"Serving {network} ({m.short}): p99 latency against throughput", path))
     return out
 
@@ -180,7 +178,7 @@ def scored(run) -> list:
     (records without them count as certain). int8
     records are not scored: int8 computes another function than fp32 (report/score.py).
     Its batch is the SUT's largest, and its median LoadGen's seconds per such batch."""
-    from xfbench.report.load import scored_result
+    from xfbench.report.api import scored_result
 
     out = []
     for r in scored_records(run):
@@ -206,3 +204,15 @@ def _scaled_rounds(times, median: float) -> list[float]:
         return []
     scale = median / statistics.median(times)
     return [t * scale for t in times]
+
+
+# Its part of the report (xfbench/report/suites.py says what each hook is).
+REPORT = Hooks(
+    sections=sections,
+    plots=plots,
+    csv_files=csv_files,
+    scored_task=SCORED_TASK,
+    scored_records=scored_records,
+    scored=scored,
+    scored_workload=SCORED_WORKLOAD,
+)

@@ -1,0 +1,50 @@
+"""What a suite's report module (xfbench/<suite>/report.py) uses of the report: its one
+door into xfbench/report/ (tests/test_layering.py holds the suites to it). The plotting
+names load matplotlib on first use (a module __getattr__), so a report module imports no
+plotting library until it draws."""
+
+from __future__ import annotations
+
+from xfbench.report import procurement
+from xfbench.report.files import plain
+from xfbench.report.gpu_models import Workload
+from xfbench.report.load import Entry, integer, scored_result
+from xfbench.report.model import Machine, Report, dtype_name, format_seconds, network_title
+from xfbench.report.roofline import roofs
+from xfbench.report.sections import Part
+from xfbench.report.suites import Hooks
+from xfbench.report.table import Table, Text, as_text, number_text, plural
+from xfbench.report.tables import legend_caption
+
+__all__ = [
+    "Entry",
+    "Hooks",
+    "Machine",
+    "Part",
+    "Report",
+    "Table",
+    "Text",
+    "Workload",
+    "as_text",
+    "dtype_name",
+    "format_seconds",
+    "integer",
+    "legend_caption",
+    "network_title",
+    "number_text",
+    "plain",
+    "plural",
+    "procurement",
+    "roofs",
+    "scored_result",
+]
+# report/plots.py's names a suite draws with
+PLOTTING = ("COLORS", "SIZE", "STYLES", "place_legend", "plt", "save_figure")
+
+
+def __getattr__(name: str):
+    if name in PLOTTING:
+        from xfbench.report import plots
+
+        return getattr(plots, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
