@@ -13,13 +13,13 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
+from xfbench.allreduce import ALLREDUCE_FAULT
 from xfbench.allreduce.bandwidth import algbw, allreduce_bus_factor, busbw
 from xfbench.allreduce.check import errors, expected_sum, verdict
 from xfbench.allreduce.launch import run
 from xfbench.allreduce.plugin import SUITE_FILE, default_world_sizes, select
 from xfbench.allreduce.sizes import cap, label, parse_sizes
 from xfbench.errors import UsageError
-from xfbench.options import ALLREDUCE_FAULT
 from xfbench.plugin import named
 
 FAULT_ENV = ALLREDUCE_FAULT.name

@@ -23,7 +23,8 @@ LAYERS = (
         "machine",
         "records",
         "options",
-    ),  # the machine and its CPUs' layout; what a record holds; every option
+        "environment",
+    ),  # the machine and its CPUs' layout; what a record holds; the options; the variables
     ("exchange",),  # ONNX files and graphs of the specs, and ONNX Runtime as reference
     ("data",),  # the real data sets: readers, sources, the shared sample order
     ("adapters",),  # how each framework runs a spec

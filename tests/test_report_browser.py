@@ -13,7 +13,7 @@ import subprocess
 import pytest
 from test_report import H100, entry, runner_folder, standard
 
-from xfbench import options
+from xfbench import environment
 from xfbench.report import render
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -62,7 +62,7 @@ def _chromium(*args: str) -> subprocess.CompletedProcess:
 @pytest.fixture
 def chromium():
     if CHROMIUM is None:
-        if options.ENV["XFBENCH_REQUIRE_BROWSER"].read() == "1":
+        if environment.REQUIRE_BROWSER.read() == "1":
             pytest.fail("XFBENCH_REQUIRE_BROWSER=1 but no chromium on PATH (apt install chromium)")
         pytest.skip("no chromium on PATH (Debian: apt install chromium)")
     return CHROMIUM

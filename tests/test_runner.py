@@ -15,11 +15,11 @@ from pathlib import Path
 
 import pytest
 
+from xfbench.environment import FAULT
 from xfbench.errors import UsageError
 from xfbench.harness.selection import cells, parse
 from xfbench.harness.sweeps import default_threads
 from xfbench.harness.threads import allowed_cpus
-from xfbench.options import FAULT
 from xfbench.plugin import declared
 from xfbench.runner import cli
 from xfbench.runner.plan import make_plan

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from xfbench.options import FAULT
+from xfbench.environment import FAULT
 from xfbench.plugin import SUITES_DIR, declared
 from xfbench.report import render_folder
 from xfbench.runner import cli

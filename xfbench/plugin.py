@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 
-from xfbench import machine, options, records
+from xfbench import environment, machine, options, records
 from xfbench.adapters import Cell
 from xfbench.data.readers import DataError
 from xfbench.errors import CannotRun, UsageError
@@ -296,7 +296,7 @@ def selection(config):
 def read_job(config) -> None:
     """In a runner's child (XFBENCH_JOB): its settings become this session's options, and
     its cells the only ones this session generates (pytest_generate_tests)."""
-    path = options.JOB.read()
+    path = environment.JOB.read()
     if not path:
         return
     job = json.loads(Path(path).read_text())
@@ -314,7 +314,7 @@ def pytest_configure(config):
     if not active(config):
         return
     try:
-        options.check_environment()
+        environment.check_environment()
         for suite in SUITES:
             if suite.before_pin:
                 suite.before_pin(config)

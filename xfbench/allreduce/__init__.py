@@ -10,6 +10,17 @@ except the workers themselves.
 
 from __future__ import annotations
 
+from xfbench import environment
+
+# Tests only: workers that reduce with max, a wrong sum their check must catch.
+ALLREDUCE_FAULT = environment.declare(
+    environment.Variable(
+        name="XFBENCH_ALLREDUCE_FAULT",
+        values=("max",),
+        meaning="tests only: `max` makes the all-reduce workers reduce with max, a wrong "
+        "sum their check must catch",
+    )
+)
 # Each framework's all-reduce worker module, where it has one.
 WORKERS = {"torch": "xfbench.allreduce.torch_collectives", "jax": "xfbench.allreduce.jax_psum"}
 FRAMEWORKS = tuple(WORKERS)  # those with an all-reduce worker

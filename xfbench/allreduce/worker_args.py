@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from xfbench import options
+from xfbench.allreduce import ALLREDUCE_FAULT
 from xfbench.allreduce.sizes import parse_sizes
 from xfbench.allreduce.timing import TIMINGS
 from xfbench.errors import UsageError
@@ -63,4 +64,4 @@ def parser(prog: str) -> argparse.ArgumentParser:
 
 
 def fault() -> str | None:
-    return options.ALLREDUCE_FAULT.read()
+    return ALLREDUCE_FAULT.read()

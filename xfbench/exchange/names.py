@@ -7,7 +7,7 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
-from xfbench import options
+from xfbench import environment
 from xfbench.models import Spec
 
 # onnx 1.23.2 writes IR version 14 and opset 28 by default, which onnxruntime 1.31.1
@@ -20,7 +20,7 @@ FORMAT = 1  # bump when the graph builder changes what a file holds
 
 
 def cache_dir() -> Path:
-    return Path(options.CACHE.read() or Path.home() / ".cache" / "xfbench" / "onnx")
+    return Path(environment.CACHE.read() or Path.home() / ".cache" / "xfbench" / "onnx")
 
 
 def digest(spec: Spec) -> str:

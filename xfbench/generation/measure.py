@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from xfbench import machine, options, records
+from xfbench import environment, machine, records
 from xfbench.adapters import get_adapter
 from xfbench.adapters.base import VALUE_BYTES, Generator
 from xfbench.errors import CannotRun
@@ -82,10 +82,12 @@ def measure(benchmark, cell: GenerationCell, *, preset: Preset, threads_config: 
         generator.reset_peak_memory()
         first = generate(generator, prompt, cell.new_tokens)  # compiles prefill and decode
         compiled = generator.compile_facts()
-        if options.SLOWDOWN.read():  # benchmarks/verdicts.py's planted slowdown: each
+        if environment.SLOWDOWN.read():  # benchmarks/verdicts.py's planted slowdown: each
             generator.resident = False  # step called, and slowed, from the host
             for name in ("prefill", "decode"):
-                setattr(generator, name, options.slowed(cell.framework, getattr(generator, name)))
+                setattr(
+                    generator, name, environment.slowed(cell.framework, getattr(generator, name))
+                )
         for _ in range(preset.warmup):
             generate(generator, prompt, cell.new_tokens)
         runs = []

@@ -11,7 +11,7 @@ import importlib
 import os
 import sys
 
-from xfbench import options
+from xfbench import environment
 from xfbench.errors import UsageError
 
 SUBCOMMANDS = {
@@ -74,7 +74,10 @@ def main(argv: list[str] | None = None) -> int:
         )
         return 2
     try:
-        options.check_environment()
+        from xfbench.plugin import declared
+
+        declared()  # the suites' own variables are checked with xfbench's
+        environment.check_environment()
     except UsageError as e:
         print(f"xfbench: {e}", file=sys.stderr)
         return 2

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from xfbench import options
+from xfbench import environment
 from xfbench.errors import UsageError
 
 WAIT_S = 300.0  # the longest a copy waits for the others (at most a third of --cell-timeout)
@@ -32,11 +32,11 @@ class Copy:
 
     @classmethod
     def from_env(cls) -> Copy | None:
-        text = options.COPY.read()
+        text = environment.COPY.read()
         if text is None:
             return None
         index, count, wait = (text.split("/") + [str(WAIT_S)])[:3]
-        folder = options.COPY_DIR.read()
+        folder = environment.COPY_DIR.read()
         try:
             wait_s = float(wait)
         except ValueError:

@@ -14,7 +14,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from xfbench import machine, options, records
+from xfbench import environment, machine, records
 from xfbench.adapters import Cell, get_adapter
 from xfbench.data.readers import DataError, one_line
 from xfbench.errors import CannotRun
@@ -187,7 +187,7 @@ def measure(
         compile_s = time.perf_counter() - t0
         compiled = work.compile_facts()  # raises when a compiled mode fell back
 
-        step = options.slowed(cell.framework, timer or work.step)  # real data: waits too
+        step = environment.slowed(cell.framework, timer or work.step)  # real data: waits too
         rounds, chosen_by = _warm_up(
             step, compile_s=compile_s, preset=preset, ci_target=ci_target, real_data=bool(timer)
         )

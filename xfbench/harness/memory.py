@@ -12,7 +12,7 @@ import ctypes
 import resource
 from pathlib import Path
 
-from xfbench import options
+from xfbench import environment
 
 
 def reset_peak_rss() -> bool:
@@ -57,7 +57,7 @@ def keep_freed_memory() -> str:
     Returns the setting in force, for the records.
     """
     global SETTING
-    if options.MALLOC.read() == "default":
+    if environment.MALLOC.read() == "default":
         SETTING = "glibc default (XFBENCH_MALLOC=default)"
         return SETTING
     try:

@@ -20,7 +20,7 @@ from typing import Any
 
 from pytest_benchmark.stats import Stats
 
-from xfbench import options
+from xfbench import environment
 from xfbench.adapters import Cell
 from xfbench.harness import stats as ci
 from xfbench.harness.copies import WAIT_S
@@ -90,7 +90,10 @@ def run_copies(job: Job, folder: RunFolder, timeout_s: float, on_poll=None) -> N
             [c.cell for c in job.cells],
             job.settings,
             cpus=cpus,
-            env={options.COPY.name: f"{i}/{n}/{wait_s:g}", options.COPY_DIR.name: str(meeting)},
+            env={
+                environment.COPY.name: f"{i}/{n}/{wait_s:g}",
+                environment.COPY_DIR.name: str(meeting),
+            },
         )
         try:
             run_group(inner, subs[i], timeout_s, poll)

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from xfbench import options
+from xfbench import environment
 from xfbench.harness import launch
 from xfbench.runner.store import RunFolder, cell_key, read_json, write_json
 
@@ -112,9 +112,9 @@ def _run_child(job: Job, cells, folder: RunFolder, timeout_s: float, on_poll) ->
     write_json(job_path, document)
     env = launch.child_env(
         {
-            options.CELL_DIR.name: str(folder.root),
-            options.MARKER.name: str(marker_path),
-            options.JOB.name: str(job_path),
+            environment.CELL_DIR.name: str(folder.root),
+            environment.MARKER.name: str(marker_path),
+            environment.JOB.name: str(job_path),
             **job.env,
         }
     )
@@ -132,7 +132,7 @@ def _run_child(job: Job, cells, folder: RunFolder, timeout_s: float, on_poll) ->
     with open(log, "ab") as out:
         log_start = out.tell()
         command = child_command(document)
-        out.write(f"$ {options.JOB.name}={job_path} {' '.join(command)}\n".encode())
+        out.write(f"$ {environment.JOB.name}={job_path} {' '.join(command)}\n".encode())
         out.write(f"# its cells: {', '.join(c.id for c in cells)}\n".encode())
         out.flush()
         # Ctrl-C in the terminal reaches only this process; the child is stopped by us.

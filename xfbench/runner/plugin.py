@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pytest
 
-from xfbench import options, records
+from xfbench import environment, records
 from xfbench.adapters import Cell
 from xfbench.errors import UsageError
 from xfbench.harness import launch
@@ -100,7 +100,7 @@ class Isolation:
 
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(session, config, items):
-    if options.CELL_DIR.read():
+    if environment.CELL_DIR.read():
         return  # a runner's child: one group already
     found = [
         (suite, cell)
@@ -188,7 +188,7 @@ def pytest_unconfigure(config):
 # -- every run: its outputs so far after each test, so a run killed at its cap keeps them
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_protocol(item, nextitem):
-    marker = options.MARKER.read()
+    marker = environment.MARKER.read()
     cell = _unit(item)
     if marker and cell is not None:
         write_json(
@@ -197,7 +197,7 @@ def pytest_runtest_protocol(item, nextitem):
     # XFBENCH_FAULT's test#N (tests only): the session's N-th test, skipped or not, is
     # killed or hangs as it starts, as a step cut at its time-out during that test is
     ordinal = item.config.stash[CALLS] = item.config.stash.get(CALLS, 0) + 1
-    action = options.faults().get(f"test#{ordinal}")
+    action = environment.faults().get(f"test#{ordinal}")
     if action == "kill":
         os.kill(os.getpid(), signal.SIGKILL)
     elif action == "sleep":
@@ -234,7 +234,7 @@ def write_so_far(config) -> None:
         write_json(benchmark_json_path(bench.json), output)
         held = bool(output.get("benchmarks") or output["xfbench"]["failures"])
     held = _junit_so_far(config) or held
-    if held and options.faults().get("written") == "kill":  # tests only: cut right here
+    if held and environment.faults().get("written") == "kill":  # tests only: cut right here
         os.kill(os.getpid(), signal.SIGKILL)
 
 
@@ -261,13 +261,13 @@ def pytest_runtest_call(item):
     cell = _unit(item)
     if item.config.stash.get(ISOLATION, None) is not None:
         return  # the cell runs in a child, where the fault belongs
-    action = options.faults().get(key(cell)) if cell is not None else None
+    action = environment.faults().get(key(cell)) if cell is not None else None
     if action == "kill":
         os.kill(os.getpid(), signal.SIGKILL)
     elif action == "sleep":
         time.sleep(3600)
     elif action == "raise":
-        raise RuntimeError(f"fault injected by {options.FAULT.name}")
+        raise RuntimeError(f"fault injected by {environment.FAULT.name}")
 
 
 @pytest.hookimpl(wrapper=True)
@@ -297,8 +297,8 @@ def pytest_runtest_makereport(item, call):
         )
     if record:
         item.config.stash[FAILURES].append(record)
-        if options.CELL_DIR.read():
-            RunFolder(options.CELL_DIR.read()).write_failure(
+        if environment.CELL_DIR.read():
+            RunFolder(environment.CELL_DIR.read()).write_failure(
                 key(cell), **{k: record[k] for k in ("cell", "status", "reason", "output_tail")}
             )
     return report
@@ -352,7 +352,7 @@ def _from_exception(cell, call, report) -> dict:
 def _write_result(config, cell, stats) -> None:
     """This cell's pytest-benchmark JSON, as --benchmark-json would write it for this
     one benchmark, into the results folder (runner's child only)."""
-    folder = options.CELL_DIR.read()
+    folder = environment.CELL_DIR.read()
     if not folder:
         return
     if CACHE not in config.stash:

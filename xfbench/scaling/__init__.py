@@ -10,3 +10,15 @@ plugin.py   the suite's cells, fixture and end-of-session speedup table.
 
 Importing this package imports no framework.
 """
+
+from xfbench import environment
+
+# The CPUs a scaling cell's workers share out, set for them by the suite.
+SCALING_CPUS = environment.declare(
+    environment.Variable(
+        name="XFBENCH_SCALING_CPUS",
+        meaning="the CPUs, comma-separated, that a scaling cell's workers share out",
+        who="xfbench",
+        check=environment.cpu_list,
+    )
+)

@@ -33,7 +33,8 @@ from xfbench.harness import launch
 from xfbench.harness.launch import LaunchError
 from xfbench.harness.processes import free_port
 from xfbench.harness.threads import THREAD_VARIABLES
-from xfbench.options import SCALING_CPUS, seconds
+from xfbench.options import seconds
+from xfbench.scaling import SCALING_CPUS
 from xfbench.scaling import result as R
 from xfbench.scaling.cell import WORKERS, ScalingCell, cell_from, parser, to_argv
 

@@ -24,13 +24,13 @@ import statistics
 
 import pytest
 
-from xfbench import options, records
+from xfbench import records
 from xfbench.errors import UsageError
 from xfbench.harness import launch, sweeps
 from xfbench.harness.selection import comma_list, parse
 from xfbench.plugin import SUITE_FAILURE as PENDING
 from xfbench.plugin import Suite, Sweep, cell_timeout, declare
-from xfbench.scaling import estimate
+from xfbench.scaling import SCALING_CPUS, estimate
 from xfbench.scaling import fields as record_fields
 from xfbench.scaling import result as R
 from xfbench.scaling.cell import FRAMEWORKS, KIND, ScalingCell, expand
@@ -60,7 +60,7 @@ def parse_scaling(value: str | None) -> tuple[str, ...]:
 
 def _before_pin(config) -> None:
     # The workers spread over the CPUs this session could use before --threads pins it.
-    os.environ.setdefault(options.SCALING_CPUS.name, ",".join(map(str, R.available_cpus())))
+    os.environ.setdefault(SCALING_CPUS.name, ",".join(map(str, R.available_cpus())))
 
 
 def _select(config):

@@ -12,8 +12,9 @@ import statistics
 from pathlib import Path
 from typing import Any
 
-from xfbench import options
+from xfbench import environment
 from xfbench.harness import threads
+from xfbench.scaling import SCALING_CPUS
 
 # The CPUs a scaling run may spread its workers over, as "0,1,2,3". The launcher sets
 # it from the CPUs its process could use before any pinning (a pytest session pins
@@ -32,7 +33,7 @@ COMM_PAIRS = 3
 
 def available_cpus() -> list[int]:
     """The CPUs the workers may use (XFBENCH_SCALING_CPUS if set, else this process's affinity)."""
-    return options.cpu_list(options.SCALING_CPUS) or threads.allowed_cpus()
+    return environment.cpu_list(SCALING_CPUS) or threads.allowed_cpus()
 
 
 def worker_cpus(index: int, per_worker: int, count: int = 1) -> list[int]:
@@ -42,7 +43,7 @@ def worker_cpus(index: int, per_worker: int, count: int = 1) -> list[int]:
     if hi > len(cpus):
         raise RuntimeError(
             f"{(index + count)} workers of {per_worker} threads need {hi} CPUs, "
-            f"but only {len(cpus)} are available ({options.SCALING_CPUS.name} or the affinity)"
+            f"but only {len(cpus)} are available ({SCALING_CPUS.name} or the affinity)"
         )
     return cpus[lo:hi]
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from xfbench import options
+from xfbench import environment, options
 from xfbench.errors import UsageError
 from xfbench.harness.measure import WEIGHT_SOURCES
 from xfbench.harness.selection import Selection, parse
@@ -115,7 +115,7 @@ SUITE = declare(
 def logs_folder(cell: ServingCell, tmp_path_factory) -> Path:
     """Where LoadGen writes this cell's logs: the results folder of a runner's child
     (loadgen/<task>-<cell id>/), else pytest's temporary folder of this session."""
-    root = options.CELL_DIR.read()
+    root = environment.CELL_DIR.read()
     if root:
         return Path(root) / "loadgen" / f"{cell.task}-{cell.id}"
     return tmp_path_factory.getbasetemp() / "loadgen" / f"{cell.task}-{cell.id}"
