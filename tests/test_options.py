@@ -60,15 +60,15 @@ def test_xfbench_run_help_is_the_declaration():
     shown = {s for a in cli.parser()._actions for s in a.option_strings if s.startswith("--")} - {
         "--help"
     }
-    assert shown == {f"--{o.name}" for o in options.RUN_OPTIONS}
+    assert shown == {f"--{o.name}" for o in options.run_options()}
 
 
 def test_no_option_is_declared_anywhere_else():
     """No pytest option is added outside options.py, and neither the runner nor a suite's
-    plugin declares one of the table's options again: adding or changing an option is one
-    entry. (Other commands, such as xfbench acceptance or the workers' own argv, have
-    options of their own.)"""
-    declared = {f"--{o.name}" for o in options.OPTIONS}
+    plugin declares one of the declared options again: adding or changing an option is one
+    entry, the common ones' in options.py, a suite's own in its Suite. (Other commands, such
+    as xfbench acceptance or the workers' own argv, have options of their own.)"""
+    declared = {f"--{o.name}" for o in options.every()}
     elsewhere = []
     for path in sorted((ROOT / "xfbench").rglob("*.py")):
         if path.name == "options.py":
@@ -86,13 +86,25 @@ def test_no_option_is_declared_anywhere_else():
 
 
 def test_children_are_given_only_options_they_know():
-    pytest_names = {o.name for o in options.PYTEST_OPTIONS}
-    assert set(options.CHILD_OPTIONS) <= pytest_names
-    assert set(options.SELECTION_OPTIONS) <= {o.dest for o in options.PYTEST_OPTIONS}
+    pytest_names = {o.name for o in options.pytest_options()}
+    assert set(options.child_options()) <= pytest_names
+    assert set(options.SELECTION_OPTIONS) <= {o.dest for o in options.pytest_options()}
+
+
+def test_what_a_suite_takes_is_an_option_and_its_notes_are_on_common_ones():
+    """A suite's `takes` and `notes` name declared options (a misspelt one would silently
+    take nothing), and every option a suite takes is one of `xfbench run`'s."""
+    from xfbench.plugin import declared
+
+    known = options.by_name()
+    for suite in declared().values():
+        assert set(suite.takes) <= set(known), (suite.name, set(suite.takes) - set(known))
+        assert set(suite.notes) <= {o.name for o in options.COMMON}, suite.name
+        assert all(known[name].run == options.TAKEN for name in suite.takes), suite.name
 
 
 def test_cell_timeout_default_says_the_presets():
-    default = options.BY_NAME["cell-timeout"].default
+    default = options.by_name()["cell-timeout"].default
     for name, preset in PRESETS.items():
         assert f"{name} {int(preset.cell_timeout_s)}" in default
 

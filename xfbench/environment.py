@@ -61,8 +61,8 @@ FAULT = Variable(
 SLOWDOWN = Variable(
     name="XFBENCH_SLOWDOWN",
     meaning="benchmarks of xfbench compare's detection only: `FRAMEWORK:SHARE`, e.g. "
-    "torch:0.2: each timed step or generation of that framework's cells is followed by a "
-    "sleep of SHARE times its own duration, a real slowdown of known size "
+    "torch:0.2: each timed step (or run of a generator) of that framework's cells is "
+    "followed by a sleep of SHARE times its own duration, a real slowdown of known size "
     "(benchmarks/verdicts.py)",
 )
 

@@ -1,11 +1,13 @@
-"""Every command-line option of the suites and of `xfbench run`, declared once.
+"""Every command-line option of the suites and of `xfbench run`, declared once: the common
+ones here, each suite's own with the suite (plugin.Suite's `options`, with `takes`, the
+common options its sweep takes, and `notes`, what a common option means in it).
 
-From this one table come pytest's options (plugin.pytest_addoption), `xfbench run`'s
-parser (runner.cli), which `--suite` of the runner each option applies to, the options a
-child pytest is given so that it expands the same cells (runner.group), and
-docs/running.md's options table (tests/test_options.py holds the page to this table).
-Adding an option is one entry here; reading and checking its value is the code that
-uses it.
+From these come pytest's options (plugin.pytest_addoption), `xfbench run`'s parser
+(runner.cli), which `--suite` of the runner each option applies to, the options a child
+pytest is given so that it expands the same cells (runner.group), and docs/running.md's
+options table (tests/test_options.py holds the page to them). Adding an option is one
+entry; reading and checking its value is the code that uses it. Read them once the suites
+are declared (plugin.declared()).
 
 Values stay strings (or booleans for flags) until the code that uses them checks them,
 so that pytest and `xfbench run` check every value in one place and answer a bad one in
@@ -17,21 +19,17 @@ from __future__ import annotations
 import argparse
 import math
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from xfbench.errors import UsageError
 
-# Where an option shows in `xfbench run --help`.
+# Where an option shows in `xfbench run --help`; a suite's own options, under its name.
 GROUPS = {
     "suite": "",
     "cells": "cells (as for pytest xfbench/suites/; an option naming several things takes "
     "them comma-separated)",
     "sweep": "the sweep",
-    "parallel": "--suite scaling and --suite allreduce",
-    "serving": "--suite serving",
-    "generation": "--suite generation",
-    "token-serving": "--suite token-serving",
     "output": "output",
 }
 
@@ -42,7 +40,9 @@ class Option:
     values: str  # what it takes: one line, also its help
     default: str  # what it means when not given
     pytest: bool = True  # an option of pytest xfbench/suites/...
-    run: tuple[str, ...] = ()  # the `xfbench run --suite`s it applies to; () none
+    # the `xfbench run --suite`s it applies to: ALL, TAKEN (its own suite's and those that
+    # take it, Suite.takes) or () none
+    run: tuple[str, ...] = ()
     # a setting each child process of a sweep measures its cells with, as the user gave it
     # (the cells themselves reach the child as records: runner.group)
     child: bool = False
@@ -58,28 +58,35 @@ class Option:
 
     def applies(self, suite: str) -> bool:
         """Whether `xfbench run --suite suite` takes it."""
-        return suite in self.run or self.run == ALL
+        return self.run == ALL or (self.run == TAKEN and suite in TAKERS.get(self.name, ()))
+
+    def takes(self, run: bool = False) -> str:
+        """What it takes, with what it takes in the suites that note it."""
+        text = self.run_values if run and self.run_values else self.values
+        return text + "".join(f"; {s}: {n.takes}" for s, n in NOTES.get(self.name, ()) if n.takes)
+
+    def means_by_default(self) -> str:
+        return self.default + "".join(
+            f"; {s}: {n.default}" for s, n in NOTES.get(self.name, ()) if n.default
+        )
 
     def help(self, run: bool = False) -> str:
         # argparse formats help with %: a literal % is %%
-        text = (self.run_values if run and self.run_values else self.values).replace("`", "")
-        return f"{text} (default: {self.default})".replace("%", "%%")
+        text = self.takes(run).replace("`", "")
+        return f"{text} (default: {self.means_by_default()})".replace("%", "%%")
+
+
+@dataclass(frozen=True)
+class Note:
+    """What a common option takes, and means when not given, in one suite (Suite.notes)."""
+
+    takes: str = ""
+    default: str = ""
 
 
 ALL = ("*",)  # every suite of `xfbench run`, those added later included
-OPTIONS: tuple[Option, ...] = (
-    Option(
-        name="suite",
-        values="`single` (the train/infer cells, each on one device), `scaling` "
-        "(data-parallel training over N workers), `allreduce` (collective bandwidth), "
-        "`serving` (inference driven by MLPerf's LoadGen through its four scenarios), "
-        "`generation` (GPT-2's token generation: TTFT, TPOT, tokens/s) or `token-serving` "
-        "(that generation driven by LoadGen's token mode)",
-        default="single",
-        pytest=False,
-        run=ALL,
-        group="suite",
-    ),
+TAKEN = ("taken",)  # the suites of `xfbench run` that take it
+COMMON: tuple[Option, ...] = (
     Option(
         name="framework",
         values="frameworks, comma-separated: `torch`, `tensorflow`, `jax`, `onnxruntime` "
@@ -93,27 +100,25 @@ OPTIONS: tuple[Option, ...] = (
         values="networks, comma-separated: `fcn5`, `fcn8`, `fcn_r`, `alexnet`, `alexnet_r`, "
         "`resnet50`, `resnet56`, `lstm32`, `lstm64`, `bert_base`, `gpt2`",
         default="the preset's: Shi's nine and the two transformers (`table7`, "
-        "`procurement`: the nine); serving: `resnet56`, `resnet50`; generation: `gpt2`",
-        run=("single", "scaling", "serving", "generation", "token-serving"),
+        "`procurement`: the nine)",
+        run=TAKEN,
         selection=True,
     ),
     Option(
         name="mode",
         values="execution modes, comma-separated: PyTorch `eager`, `compile`, `cudagraph`; "
         "TensorFlow `eager`, `function`, `xla`; JAX `jit`; ONNX Runtime `cpu`, `cuda`, "
-        "`tensorrt`, `fused` (the transformers); generation's `loop` too (JAX; PyTorch on CUDA)",
-        default="the preset's choice, else every mode that runs on the device (generation: "
-        "every mode that generates there)",
-        run=("single", "serving", "generation", "token-serving"),
+        "`tensorrt`, `fused` (the transformers)",
+        default="the preset's choice, else every mode that runs on the device",
+        run=TAKEN,
         selection=True,
     ),
     Option(
         name="precision",
         values="`fp32` (TF32 off), `tf32`, `bf16`, `fp16`, `fp64` (CPU only), `int8` "
-        "(inference, where a framework has a CPU path), and `fp8` (GEMM suite only), "
-        "comma-separated",
-        default="fp32 (GEMM suite: every GEMM type)",
-        run=("single", "scaling", "serving", "generation", "token-serving"),
+        "(inference, where a framework has a CPU path), comma-separated",
+        default="fp32",
+        run=TAKEN,
         selection=True,
     ),
     Option(
@@ -125,10 +130,10 @@ OPTIONS: tuple[Option, ...] = (
     ),
     Option(
         name="threads",
-        values="CPU threads of this pytest process, one count (scaling suite: per worker; "
-        "all-reduce suite: per rank)",
+        values="CPU threads of this pytest process, one count (a suite of several processes "
+        "a cell: per worker or rank)",
         run_values="thread counts, comma-separated, e.g. 1,2,4; each count a process of "
-        "its own (scaling, all-reduce: one count, per worker or rank)",
+        "its own (a suite of several processes a cell: one count, per worker or rank)",
         default="every CPU this process may use; xfbench run: 1, 2, 4, ... up to them",
         run=ALL,
         selection=True,
@@ -141,7 +146,7 @@ OPTIONS: tuple[Option, ...] = (
         "many physical cores, groups kept inside one NUMA node and L3 domain",
         default="one process a cell",
         pytest=False,
-        run=("single",),
+        run=TAKEN,
     ),
     Option(
         name="preset",
@@ -156,11 +161,9 @@ OPTIONS: tuple[Option, ...] = (
     ),
     Option(
         name="batch-size",
-        values="one mini-batch size, a whole number above 0 (serving, token-serving: the "
-        "largest batch the SUT runs; generation: sequences decoded together, one or more sizes)",
-        default="the preset's: Table 7's, or the smoke batch (generation: 1 and 8, smoke 1 "
-        "and 2; token-serving: 8, smoke 2)",
-        run=("single", "scaling", "serving", "generation", "token-serving"),
+        values="one mini-batch size, a whole number above 0",
+        default="the preset's: Table 7's, or the smoke batch",
+        run=TAKEN,
         selection=True,
     ),
     Option(
@@ -168,7 +171,7 @@ OPTIONS: tuple[Option, ...] = (
         values="`train`, `infer`, comma-separated",
         default="the preset's tasks",
         pytest=False,
-        run=("single",),
+        run=TAKEN,
     ),
     Option(
         name="rounds",
@@ -176,7 +179,7 @@ OPTIONS: tuple[Option, ...] = (
         "rounds: a wider interval, which the record says; xfbench run --minutes sets it "
         "for each process group)",
         default="the preset's",
-        run=("single",),
+        run=TAKEN,
         child=True,
         selection=True,
     ),
@@ -189,7 +192,7 @@ OPTIONS: tuple[Option, ...] = (
         "run, never fewer, and one round a cell over the budget is said",
         default="the preset's rounds, however long they take",
         pytest=False,
-        run=("single",),
+        run=TAKEN,
     ),
     Option(
         name="ci-target",
@@ -197,7 +200,7 @@ OPTIONS: tuple[Option, ...] = (
         "presets) time more rounds, within the preset's cap, until the median's 95% "
         "interval is within it",
         default="2",
-        run=("single",),
+        run=TAKEN,
         child=True,
     ),
     Option(
@@ -205,7 +208,7 @@ OPTIONS: tuple[Option, ...] = (
         values="one of `resident`, `copied` (the batch copied from host memory inside each "
         "step), `real` (the data set under --data-dir, through the framework's own pipeline)",
         default="resident",
-        run=("single",),
+        run=TAKEN,
         child=True,
         selection=True,
     ),
@@ -214,7 +217,7 @@ OPTIONS: tuple[Option, ...] = (
         values="with --data real: one folder holding `mnist/`, `cifar10/`, `ptb/`, "
         "`imagenet/` (xfbench data check tells what is there)",
         default="none",
-        run=("single",),
+        run=TAKEN,
         child=True,
         selection=True,
         metavar="DIR",
@@ -223,7 +226,7 @@ OPTIONS: tuple[Option, ...] = (
         name="data-workers",
         values="with --data real: the input pipeline's workers, a whole number, 0 or more",
         default="the cell's threads, at most 4",
-        run=("single",),
+        run=TAKEN,
         child=True,
         selection=True,
     ),
@@ -232,7 +235,7 @@ OPTIONS: tuple[Option, ...] = (
         values="one of `seed` (drawn in memory) or `onnx` (read back from the canonical ONNX "
         "files, written to $XFBENCH_CACHE first when missing); the same numbers",
         default="seed",
-        run=("single", "serving"),
+        run=TAKEN,
         child=True,
     ),
     Option(
@@ -241,106 +244,13 @@ OPTIONS: tuple[Option, ...] = (
         default="seed 0",
     ),
     Option(
-        name="gemm-impl",
-        values="GEMM suite: implementations, comma-separated: `cupy`, `torch`, `jax`, "
-        "`tensorflow`, `onnxruntime`, `numpy`",
-        default="those of --framework, else all",
-    ),
-    Option(
-        name="gemm-sizes",
-        values="GEMM suite: sizes, comma-separated: `N` (square), `MxNxK` (C is MxN), "
-        "`layers[:BATCH]`",
-        default="the preset's sizes",
-    ),
-    Option(
-        name="workers",
-        values="scaling suite: worker counts, comma-separated, e.g. 1,2,4 (xfbench run "
-        "--suite allreduce: the same as --world-sizes)",
-        default="1,2 on the CPU; 1, 2, 4, ... up to the GPUs present on cuda",
-        run=("scaling", "allreduce"),
-        group="parallel",
-    ),
-    Option(
-        name="scaling",
-        values="scaling suite: `strong` (the global batch split over the workers), `weak` "
-        "(the batch per worker fixed), or both, comma-separated",
-        default="strong",
-        run=("scaling",),
-        group="parallel",
-    ),
-    Option(
-        name="world-sizes",
-        values="all-reduce suite: ranks per sweep, comma-separated",
-        default="1,2 on the CPU; 1, 2, 4, ... up to the GPUs present, and their number, on cuda",
-        run=("allreduce",),
-        group="parallel",
-    ),
-    Option(
-        name="allreduce-sizes",
-        values="all-reduce suite: message sizes, `1KB,4MB,1GB` or a doubling range `1KB:1GB`",
-        default="1KB:1GB (smoke preset 1KB:1MB), capped at 1/8 of each rank's memory",
-        run=("allreduce",),
-        child=True,
-        group="parallel",
-    ),
-    Option(
-        name="scenario",
-        values="serving suite: LoadGen scenarios, comma-separated: `SingleStream`, "
-        "`MultiStream`, `Server`, `Offline` (any case); token-serving: all but MultiStream",
-        default="every scenario of the suite",
-        run=("serving", "token-serving"),
-        group="serving",
-    ),
-    Option(
-        name="latency-bound",
-        values="serving suite: the Server scenario's p99 latency bound in milliseconds, a "
-        "number above 0",
-        default="each network's (docs/serving.md): MLPerf's 15 ms for ResNet-50, 130 ms for "
-        "BERT, and the bound of MLPerf's network of the same kind for the others",
-        run=("serving",),
-        child=True,
-        group="serving",
-        metavar="MS",
-    ),
-    Option(
-        name="lengths",
-        values="generation suite: prompt/new token pairs (ISL/OSL), comma-separated, e.g. "
-        "`128/128,256/64`; prompt and new tokens together at most GPT-2's 1,024 positions "
-        "(smoke size: 64)",
-        default="128/128 (smoke preset: 16/16); token-serving, one pair: quick 32/32, smoke "
-        "8/8, the others 128/128",
-        run=("generation", "token-serving"),
-        group="generation",
-        metavar="ISL/OSL",
-    ),
-    Option(
-        name="ttft-bound",
-        values="token-serving suite: the Server scenario's p99 time-to-first-token bound in "
-        "milliseconds, a number above 0 (MLPerf's interactive setting: 500)",
-        default="2000, MLPerf Inference's llama3.1-8b Server bound",
-        run=("token-serving",),
-        child=True,
-        group="token-serving",
-        metavar="MS",
-    ),
-    Option(
-        name="tpot-bound",
-        values="token-serving suite: the Server scenario's p99 time-per-output-token bound in "
-        "milliseconds, a number above 0 (MLPerf's interactive setting: 30)",
-        default="100, MLPerf Inference's llama3.1-8b Server bound",
-        run=("token-serving",),
-        child=True,
-        group="token-serving",
-        metavar="MS",
-    ),
-    Option(
         name="profile-layers",
         values="after each cell's timed rounds, profile 3 more steps per layer (forward and "
         "backward time of every top-level layer, in the record's `layer_times` and the "
         "report's per-layer tables); PyTorch's eager mode, the others say why not",
         default="no per-layer profile",
         flag=True,
-        run=("single",),
+        run=TAKEN,
         child=True,
     ),
     Option(
@@ -358,14 +268,14 @@ OPTIONS: tuple[Option, ...] = (
         values="record the cells of a --device this machine lacks as skipped",
         default="such a device is an error listing those present",
         flag=True,
-        run=("single", "serving"),
+        run=TAKEN,
         child=True,
         selection=True,
     ),
     Option(
         name="cell-timeout",
         values="seconds one cell may take, a number above 0 (pytest: a group run in a child "
-        "process, and each scaling or all-reduce cell's workers)",
+        "process, and each multi-process cell's workers)",
         default="the preset's: smoke 120, quick 900, table7 900, procurement 1800, reference "
         "900, paper 3600",
         run=ALL,
@@ -443,16 +353,80 @@ OPTIONS: tuple[Option, ...] = (
     ),
 )
 
-BY_NAME = {o.name: o for o in OPTIONS}
-PYTEST_OPTIONS = tuple(o for o in OPTIONS if o.pytest)
-RUN_OPTIONS = tuple(o for o in OPTIONS if o.run)
-CHILD_OPTIONS = tuple(o.name for o in OPTIONS if o.child)
-SELECTION_OPTIONS = tuple(o.dest for o in OPTIONS if o.selection)
+SELECTION_OPTIONS = tuple(o.dest for o in COMMON if o.selection)
+
+# What the suites declare (declare): their own options, in the order the suites are
+# declared; the suites of `xfbench run` taking each option; their notes on common options;
+# and what each suite of `xfbench run` is, for --suite.
+OWN: list[Option] = []
+TAKERS: dict[str, list[str]] = {}
+NOTES: dict[str, list[tuple[str, Note]]] = {}
+SWEEPS: dict[str, str] = {}
+
+
+def declare(
+    suite: str,
+    own: tuple[Option, ...] = (),
+    takes: tuple[str, ...] = (),
+    notes: dict[str, Note] | None = None,
+    sweep: str = "",
+) -> None:
+    """A suite's options: its own (shown under its name), the options its `xfbench run`
+    sweep takes, its notes on common ones, and `sweep`, what it runs (one phrase; "": it is
+    no suite of `xfbench run`)."""
+    for o in own:
+        if o.name in by_name():
+            raise ValueError(f"option --{o.name} is declared already")
+        OWN.append(replace(o, group=suite))
+    for name in (*takes, *(o.name for o in own if o.run == TAKEN)):
+        if suite not in TAKERS.setdefault(name, []):
+            TAKERS[name].append(suite)
+    for name, note in (notes or {}).items():
+        NOTES.setdefault(name, []).append((suite, note))
+    if sweep:
+        SWEEPS[suite] = sweep
+
+
+def suite_option() -> Option:
+    """--suite: one of the suites `xfbench run` sweeps."""
+    named = [f"`{name}` ({what})" for name, what in SWEEPS.items()]
+    return Option(
+        name="suite",
+        values=", ".join(named[:-1]) + (" or " if len(named) > 1 else "") + named[-1],
+        default=next(iter(SWEEPS)),
+        pytest=False,
+        run=ALL,
+        group="suite",
+    )
+
+
+def every() -> tuple[Option, ...]:
+    """Every option: --suite, the common options of the cells, the suites' own, then the
+    common options of the sweep and its output."""
+    cells = tuple(o for o in COMMON if o.group == "cells")
+    rest = tuple(o for o in COMMON if o.group != "cells")
+    return (*((suite_option(),) if SWEEPS else ()), *cells, *OWN, *rest)
+
+
+def by_name() -> dict[str, Option]:
+    return {o.name: o for o in (*COMMON, *OWN)}
+
+
+def pytest_options() -> tuple[Option, ...]:
+    return tuple(o for o in every() if o.pytest)
+
+
+def run_options() -> tuple[Option, ...]:
+    return tuple(o for o in every() if o.run)
+
+
+def child_options() -> tuple[str, ...]:
+    return tuple(o.name for o in every() if o.child)
 
 
 def applies(suite: str) -> tuple[str, ...]:
     """The dests of the `xfbench run` options that apply to --suite suite."""
-    return tuple(o.dest for o in RUN_OPTIONS if o.applies(suite))
+    return tuple(o.dest for o in run_options() if o.applies(suite))
 
 
 class ArgumentParser(argparse.ArgumentParser):
@@ -477,7 +451,7 @@ def parse_command_line(parser: ArgumentParser, argv: list[str] | None):
 
 def add_pytest_options(parser) -> None:
     group = parser.getgroup("xfbench", "xfbench cell selection")
-    for o in PYTEST_OPTIONS:
+    for o in pytest_options():
         if o.flag:
             group.addoption(f"--{o.name}", action="store_true", default=False, help=o.help())
         else:
@@ -488,9 +462,9 @@ def add_pytest_options(parser) -> None:
 
 def add_run_arguments(parser) -> None:
     groups = {}
-    for o in RUN_OPTIONS:
+    for o in run_options():
         if o.group not in groups:
-            title = GROUPS[o.group]
+            title = GROUPS.get(o.group, f"--suite {o.group}")
             groups[o.group] = parser.add_argument_group(title) if title else parser
         if o.flag:
             groups[o.group].add_argument(f"--{o.name}", action="store_true", help=o.help(True))
@@ -501,7 +475,7 @@ def add_run_arguments(parser) -> None:
 def run_synopsis(width: int = 92) -> str:
     """docs/running.md's synopsis of `xfbench run`, every option of it."""
     lines, line = [], "xfbench run"
-    for o in RUN_OPTIONS:
+    for o in run_options():
         part = f"[--{o.name}]" if o.flag else f"[--{o.name} {o.metavar or o.dest.upper()}]"
         if len(line) + 1 + len(part) > width:
             lines.append(line)
@@ -518,15 +492,15 @@ def markdown_table() -> str:
         if o.run == ALL:
             out.append("run")
         elif o.run:
-            out.append("run " + ", ".join(o.run))
+            out.append("run " + ", ".join(TAKERS.get(o.name, ())))
         return "; ".join(out)
 
     lines = ["| option | takes | default | where |", "|---|---|---|---|"]
-    for o in OPTIONS:
-        takes = o.values if not o.run_values else f"{o.values}; xfbench run: {o.run_values}"
+    for o in every():
+        takes = o.takes() if not o.run_values else f"{o.takes()}; xfbench run: {o.run_values}"
         if o.flag:
             takes = f"(a flag) {takes}"
-        lines.append(f"| `--{o.name}` | {takes} | {o.default} | {where(o)} |")
+        lines.append(f"| `--{o.name}` | {takes} | {o.means_by_default()} | {where(o)} |")
     return "\n".join(lines)
 
 

@@ -105,6 +105,13 @@ class Suite:
     title: str = ""
     table: Callable[[list[dict]], str] | None = None
     tasks: tuple[str, ...] = ()  # the `task` of its cells' records (the runner's summary)
+    # its own options (xfbench.options.Option: shown under its name), the common options
+    # its `xfbench run` sweep takes (by name), what a common option takes and means in it
+    # (name -> options.Note), and what its sweep runs, one phrase (`xfbench run --suite`)
+    options: tuple = ()
+    takes: tuple[str, ...] = ()
+    notes: dict = field(default_factory=dict)
+    about: str = ""
     # options (dests) it reads by rules of its own, which the session's common selection
     # then leaves to it where its file is named (generation: --batch-size lists sizes)
     own_options: tuple[str, ...] = ()
@@ -154,6 +161,9 @@ SUITES: list[Suite] = []
 
 def declare(suite: Suite) -> Suite:
     accept(suite.modes, suite.precisions)
+    options.declare(
+        suite.name, suite.options, suite.takes, suite.notes, suite.about if suite.sweep else ""
+    )
     if suite.fields:
         records.declare_kind(suite.kind, suite.fields, suite.older, suite.kind_aliases)
     SUITES.append(suite)
@@ -219,6 +229,24 @@ NETWORKS = declare(
         table=cell_table,
         tasks=("train", "infer"),
         seconds=network_seconds,
+        about="the train/infer cells, each on one device",
+        takes=(
+            "model",
+            "mode",
+            "precision",
+            "copies",
+            "batch-size",
+            "task",
+            "rounds",
+            "minutes",
+            "ci-target",
+            "data",
+            "data-dir",
+            "data-workers",
+            "weights",
+            "profile-layers",
+            "skip-missing-devices",
+        ),
     )
 )
 # Its record kinds: one per task, and its equivalence checks' (suites/test_equivalence.py).
@@ -230,6 +258,7 @@ records.declare_kind(
 
 
 def pytest_addoption(parser):
+    declared()  # every suite's own options with the common ones
     options.add_pytest_options(parser)
 
 

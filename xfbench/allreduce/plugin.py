@@ -18,7 +18,7 @@ from dataclasses import asdict, dataclass, fields
 
 import pytest
 
-from xfbench import frameworks, records
+from xfbench import frameworks, options, records
 from xfbench.allreduce import FRAMEWORKS
 from xfbench.allreduce import fields as record_fields
 from xfbench.allreduce import sizes as sizes_mod
@@ -329,6 +329,24 @@ def sweep(opts: dict) -> Sweep:
     return Sweep(selection=selection, cells=list(chosen.cases), preset=sel.preset.name)
 
 
+# Its own options (xfbench/options.py says what each field is).
+OPTIONS = (
+    options.Option(
+        name="world-sizes",
+        values="all-reduce suite: ranks per sweep, comma-separated",
+        default="1,2 on the CPU; 1, 2, 4, ... up to the GPUs present, and their number, on cuda",
+        run=options.TAKEN,
+    ),
+    options.Option(
+        name="allreduce-sizes",
+        values="all-reduce suite: message sizes, `1KB,4MB,1GB` or a doubling range `1KB:1GB`",
+        default="1KB:1GB (smoke preset 1KB:1MB), capped at 1/8 of each rank's memory",
+        run=options.TAKEN,
+        child=True,
+    ),
+)
+
+
 SUITE = declare(
     Suite(
         name="allreduce",
@@ -341,6 +359,9 @@ SUITE = declare(
         select=_select,
         title="xfbench all-reduce: median time per operation, nccl-tests' algbw and busbw",
         table=summary,
+        about="collective bandwidth",
+        options=OPTIONS,
+        takes=("workers",),
         kind=KIND,
         fields=record_fields.ALLREDUCE,
         kind_aliases=("allreduce_sweep",),  # its name before records were typed

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 import pytest
 
+from xfbench import options
 from xfbench.errors import CannotRun, UsageError
 from xfbench.gemm import DTYPES, FRAMEWORK_IMPL, IMPLS, get_impl
 from xfbench.gemm import fields as record_fields
@@ -129,6 +130,23 @@ def _select(config) -> GemmSelection:
     )
 
 
+# Its own options (xfbench/options.py says what each field is).
+OPTIONS = (
+    options.Option(
+        name="gemm-impl",
+        values="GEMM suite: implementations, comma-separated: `cupy`, `torch`, `jax`, "
+        "`tensorflow`, `onnxruntime`, `numpy`",
+        default="those of --framework, else all",
+    ),
+    options.Option(
+        name="gemm-sizes",
+        values="GEMM suite: sizes, comma-separated: `N` (square), `MxNxK` (C is MxN), "
+        "`layers[:BATCH]`",
+        default="the preset's sizes",
+    ),
+)
+
+
 SUITE = declare(
     Suite(
         name="GEMM",
@@ -139,6 +157,8 @@ SUITE = declare(
         "implementation",
         table=lambda records: summary(records),
         precisions=("fp8",),  # through torch._scaled_mm only
+        options=OPTIONS,
+        notes={"precision": options.Note(takes="`fp8` too", default="every GEMM type")},
         kind=KIND,
         fields=record_fields.GEMM,
         older=record_fields.older,

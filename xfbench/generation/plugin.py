@@ -98,6 +98,21 @@ def sweep(opts: dict) -> Sweep:
     return Sweep(selection=selection, cells=cells, preset=sel.preset.name)
 
 
+# Its own options (xfbench/options.py says what each field is).
+OPTIONS = (
+    options.Option(
+        name="lengths",
+        values="generation suite: prompt/new token pairs (ISL/OSL), comma-separated, e.g. "
+        "`128/128,256/64`; prompt and new tokens together at most GPT-2's 1,024 positions "
+        "(smoke size: 64)",
+        default="128/128 (smoke preset: 16/16); token-serving, one pair: quick 32/32, smoke "
+        "8/8, the others 128/128",
+        run=options.TAKEN,
+        metavar="ISL/OSL",
+    ),
+)
+
+
 SUITE = declare(
     Suite(
         name="generation",
@@ -114,6 +129,19 @@ SUITE = declare(
         own_options=("batch_size",),
         seconds=estimate.seconds,
         modes=MODES,
+        about="GPT-2's token generation: TTFT, TPOT, tokens/s",
+        options=OPTIONS,
+        takes=("model", "mode", "precision", "batch-size"),
+        notes={
+            "model": options.Note(default="`gpt2`"),
+            "mode": options.Note(
+                takes="`loop` too (JAX; PyTorch on CUDA)", default="every mode that generates there"
+            ),
+            "batch-size": options.Note(
+                takes="sequences decoded together, one or more sizes",
+                default="1 and 8, smoke 1 and 2",
+            ),
+        },
         kind=KIND,
         fields=record_fields.GENERATION,
         report="xfbench.generation.report",

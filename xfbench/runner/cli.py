@@ -18,6 +18,7 @@ from pathlib import Path
 
 from xfbench import options
 from xfbench.errors import UsageError
+from xfbench.plugin import declared
 from xfbench.records import RecordError
 from xfbench.runner.budget import Budget, framework_of
 from xfbench.runner.copies import run_copies
@@ -30,6 +31,7 @@ HARD_FAILURES = ("failed", "timeout", "killed", "oom")
 
 
 def parser() -> options.ArgumentParser:
+    declared()  # every suite's options
     p = options.ArgumentParser(prog="xfbench run", description=__doc__.split("\n\n")[0])
     options.add_run_arguments(p)
     return p

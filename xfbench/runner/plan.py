@@ -52,7 +52,7 @@ def settings(suite: Suite, opts: dict) -> dict:
     """What every child of the sweep measures its cells with (options.Option.child): the
     options that are not the cells themselves, as given; and --threads, which a group with
     a thread count of its own replaces (a multi-worker suite's is per worker)."""
-    chosen = [o for o in options.RUN_OPTIONS if o.child and o.applies(suite.name)]
+    chosen = [o for o in options.run_options() if o.child and o.applies(suite.name)]
     return {**{o.dest: opts.get(o.dest) for o in chosen}, "threads": opts.get("threads")}
 
 
@@ -106,7 +106,7 @@ def make_suite_plan(args) -> Plan:
         raise UsageError(f"unknown suite {args.suite!r}; valid: {', '.join(runnable)}")
     # Options that belong to one suite only: giving them to another is a mistake, not a no-op.
     own = options.applies(args.suite)
-    for o in options.RUN_OPTIONS:
+    for o in options.run_options():
         if getattr(args, o.dest) not in (None, False) and o.dest not in own:
             raise UsageError(f"--{o.name} does not apply to --suite {args.suite}")
     return make_plan(runnable[args.suite], {dest: getattr(args, dest) for dest in own})
@@ -114,6 +114,7 @@ def make_suite_plan(args) -> Plan:
 
 def plan_of(argv: list[str]) -> Plan:
     """The plan `xfbench run ARGV` would run, measuring nothing (UsageError: one line)."""
+    declared()  # every suite's options
     p = options.ArgumentParser(prog="xfbench run")
     options.add_run_arguments(p)
     return make_suite_plan(p.parse_args(argv))

@@ -29,7 +29,7 @@ from xfbench import environment, records
 from xfbench.adapters import Cell
 from xfbench.errors import UsageError
 from xfbench.harness import launch
-from xfbench.options import CHILD_OPTIONS
+from xfbench.options import child_options
 from xfbench.plugin import SUITE_FAILURE, SUITES, cell_timeout
 from xfbench.runner.group import Group, Job, key, run_group
 from xfbench.runner.store import STATUSES, RunFolder, children_runtimes, read_json, write_json
@@ -76,7 +76,7 @@ class Isolation:
         self.timeout = cell_timeout(config) or preset.cell_timeout_s
         given = {
             name.replace("-", "_"): config.getoption(name.replace("-", "_"), None)
-            for name in CHILD_OPTIONS
+            for name in child_options()
         }
         self.jobs: dict[Group, Job] = {}
         for suite, cell in found:
@@ -419,7 +419,7 @@ def pytest_benchmark_update_json(config, benchmarks, output_json):
     # None for an option no loaded plugin declares (a suite run with -p no:xfbench.plugin)
     options = {
         name: config.getoption(name.replace("-", "_"), None)
-        for name in ("framework", "device", "threads") + CHILD_OPTIONS
+        for name in ("framework", "device", "threads") + child_options()
     }
     output_json["xfbench"] = {
         "failures": _once_per_cell(config.stash.get(FAILURES, [])),

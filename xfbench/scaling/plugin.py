@@ -24,7 +24,7 @@ import statistics
 
 import pytest
 
-from xfbench import records
+from xfbench import options, records
 from xfbench.errors import UsageError
 from xfbench.harness import launch, sweeps
 from xfbench.harness.selection import comma_list, parse
@@ -151,6 +151,25 @@ def summary(records: list[dict]) -> str:
     return scaling_table(records)
 
 
+# Its own options (xfbench/options.py says what each field is).
+OPTIONS = (
+    options.Option(
+        name="workers",
+        values="scaling suite: worker counts, comma-separated, e.g. 1,2,4 (xfbench run "
+        "--suite allreduce: the same as --world-sizes)",
+        default="1,2 on the CPU; 1, 2, 4, ... up to the GPUs present on cuda",
+        run=options.TAKEN,
+    ),
+    options.Option(
+        name="scaling",
+        values="scaling suite: `strong` (the global batch split over the workers), `weak` "
+        "(the batch per worker fixed), or both, comma-separated",
+        default="strong",
+        run=options.TAKEN,
+    ),
+)
+
+
 SUITE = declare(
     Suite(
         name="scaling",
@@ -165,6 +184,9 @@ SUITE = declare(
         "efficiency over one worker",
         table=summary,
         seconds=estimate.seconds,
+        about="data-parallel training over N workers",
+        options=OPTIONS,
+        takes=("model", "precision", "batch-size"),
         kind=KIND,
         merged=fill_speedup,
         fields=record_fields.SCALING,

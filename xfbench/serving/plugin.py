@@ -91,6 +91,28 @@ def sweep(opts: dict) -> Sweep:
     return Sweep(selection=selection, cells=cells, preset=sel.preset.name)
 
 
+# Its own options (xfbench/options.py says what each field is).
+OPTIONS = (
+    options.Option(
+        name="scenario",
+        values="serving suite: LoadGen scenarios, comma-separated: `SingleStream`, "
+        "`MultiStream`, `Server`, `Offline` (any case); token-serving: all but MultiStream",
+        default="every scenario of the suite",
+        run=options.TAKEN,
+    ),
+    options.Option(
+        name="latency-bound",
+        values="serving suite: the Server scenario's p99 latency bound in milliseconds, a "
+        "number above 0",
+        default="each network's (docs/serving.md): MLPerf's 15 ms for ResNet-50, 130 ms for "
+        "BERT, and the bound of MLPerf's network of the same kind for the others",
+        run=options.TAKEN,
+        child=True,
+        metavar="MS",
+    ),
+)
+
+
 SUITE = declare(
     Suite(
         name="serving",
@@ -105,6 +127,13 @@ SUITE = declare(
         table=lambda records: serving_table(records),
         tasks=(TASK,),
         seconds=estimate.seconds,
+        about="inference driven by MLPerf's LoadGen through its four scenarios",
+        options=OPTIONS,
+        takes=("model", "mode", "precision", "batch-size", "weights", "skip-missing-devices"),
+        notes={
+            "model": options.Note(default="`resnet56`, `resnet50`"),
+            "batch-size": options.Note(takes="the largest batch the SUT runs"),
+        },
         kind=KIND,
         fields=record_fields.SERVING,
         report="xfbench.serving.report",

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 import pytest
 
+from xfbench import options
 from xfbench.generation.cell import MODES
 from xfbench.generation.check import TokensDiverged
 from xfbench.generation.plugin import generation_options
@@ -104,6 +105,29 @@ def sweep(opts: dict) -> Sweep:
     return Sweep(selection=selection, cells=cells, preset=chosen.selection.preset.name)
 
 
+# Its own options (xfbench/options.py says what each field is).
+OPTIONS = (
+    options.Option(
+        name="ttft-bound",
+        values="token-serving suite: the Server scenario's p99 time-to-first-token bound in "
+        "milliseconds, a number above 0 (MLPerf's interactive setting: 500)",
+        default="2000, MLPerf Inference's llama3.1-8b Server bound",
+        run=options.TAKEN,
+        child=True,
+        metavar="MS",
+    ),
+    options.Option(
+        name="tpot-bound",
+        values="token-serving suite: the Server scenario's p99 time-per-output-token bound in "
+        "milliseconds, a number above 0 (MLPerf's interactive setting: 30)",
+        default="100, MLPerf Inference's llama3.1-8b Server bound",
+        run=options.TAKEN,
+        child=True,
+        metavar="MS",
+    ),
+)
+
+
 SUITE = declare(
     Suite(
         name="token-serving",
@@ -120,6 +144,12 @@ SUITE = declare(
         own_options=("batch_size",),
         seconds=estimate.seconds,
         modes=MODES,  # generation's
+        about="that generation driven by LoadGen's token mode",
+        options=OPTIONS,
+        takes=("model", "mode", "precision", "batch-size", "scenario", "lengths"),
+        notes={
+            "batch-size": options.Note(takes="the largest batch the SUT runs", default="8, smoke 2")
+        },
         kind=KIND,
         fields=record_fields.TOKEN_SERVING,
         report="xfbench.token_serving.report",
