@@ -62,39 +62,64 @@ def test_a_suite_in_its_own_package_reaches_every_command(tmp_path):
     assert named == []  # nothing of xfbench was changed for it
 
 
-def test_the_report_the_estimate_and_the_summary_name_no_suite_that_declares_its_report():
-    """What a suite's declaration carries is read from it: no code (docstrings aside) of
-    xfbench/report/, runner/estimate.py or acceptance/summary.py spells the name, record
-    kind or task of a suite with a report of its own."""
+# What still spells a suite outside its package, file by file: the GPU acceptance plan's
+# steps and parts (acceptance/steps.py; its probe times CuPy's product) and the Table 7
+# CSV's measured-peak column (report/render_csv.py, `gemm_peak_tflops`: renaming it would
+# change the file users read). Counts, so that each move out of them is seen here.
+NOT_YET = {"acceptance/steps.py": 49, "acceptance/probe.py": 1, "report/render_csv.py": 2}
+
+
+def _words(path: Path):
+    """The words of a module's code (docstrings and comments aside): its string constants,
+    names, attributes and imports, and each of those split on `_` (pytest's hook names
+    aside: pytest_benchmark_generate_json is pytest-benchmark's, not a suite's)."""
     import ast
 
+    tree = ast.parse(path.read_text())
+    docstrings = {
+        id(n.body[0].value)
+        for n in ast.walk(tree)
+        if isinstance(n, ast.Module | ast.FunctionDef | ast.ClassDef)
+        and n.body
+        and isinstance(n.body[0], ast.Expr)
+    }
+    for n in ast.walk(tree):
+        if isinstance(n, ast.Constant) and isinstance(n.value, str) and id(n) not in docstrings:
+            words = re.findall(r"[\w-]+", n.value)
+        elif isinstance(n, ast.Name | ast.Attribute):
+            words = [n.id if isinstance(n, ast.Name) else n.attr]
+        elif isinstance(n, ast.ImportFrom):
+            words = (n.module or "").split(".") + [a.name for a in n.names]
+        else:
+            continue
+        for word in words:
+            parts = [] if word.startswith("pytest_") else word.split("_")
+            yield n.lineno, word, parts
+
+
+def test_code_outside_a_suite_names_no_suite_that_declares_its_report():
+    """What a suite's declaration carries is read from it: no code (docstrings aside) of
+    records.py, options.py, environment.py, frameworks.py, harness/, runner/, acceptance/
+    or report/ spells the name, record kind or task of a suite with a report of its own,
+    whole or as a part of a name split on `_` (gemm_peak_tflops), but for NOT_YET."""
     from xfbench.plugin import declared
 
     own = {w for s in declared().values() if s.report for w in (s.name, s.kind, *s.tasks)}
     package = ROOT / "xfbench"
-    files = [*(package / "report").glob("*.py"), package / "runner" / "estimate.py"]
-    named = []
-    for path in [*files, package / "acceptance" / "summary.py"]:
-        tree = ast.parse(path.read_text())
-        docstrings = {
-            id(n.body[0].value)
-            for n in ast.walk(tree)
-            if isinstance(n, ast.Module | ast.FunctionDef | ast.ClassDef)
-            and n.body
-            and isinstance(n.body[0], ast.Expr)
-        }
-        for n in ast.walk(tree):
-            if isinstance(n, ast.Constant) and isinstance(n.value, str) and id(n) not in docstrings:
-                words = re.findall(r"[\w-]+", n.value)
-            elif isinstance(n, ast.Name | ast.Attribute):
-                words = [n.id if isinstance(n, ast.Name) else n.attr]
-            elif isinstance(n, ast.ImportFrom):
-                words = (n.module or "").split(".") + [a.name for a in n.names]
-            else:
-                continue
-            named += [f"{path.name}:{n.lineno} {w}" for w in words if w in own]
+    files = [package / f for f in ("records.py", "options.py", "environment.py", "frameworks.py")]
+    for folder in ("harness", "runner", "acceptance", "report"):
+        files += sorted((package / folder).rglob("*.py"))
+    named: dict[str, list[str]] = {}
+    for path in files:
+        rel = str(path.relative_to(package))
+        for line, word, parts in _words(path):
+            if word in own or any(p in own for p in parts):
+                named.setdefault(rel, []).append(f"{line} {word}")
     assert own >= {"generation", "serving", "token_serving", "scaling", "allreduce", "gemm", "GEMM"}
-    assert named == []
+    counts = {rel: len(found) for rel, found in named.items()}
+    assert counts == NOT_YET, {
+        rel: named[rel] for rel in set(counts) | set(NOT_YET) if counts.get(rel) != NOT_YET.get(rel)
+    }
 
 
 def test_a_misspelt_hook_fails_where_it_is_declared_or_read():
