@@ -133,6 +133,10 @@ class Suite:
     # older names of its kind, still read
     older: Callable[[dict], bool] | None = None
     kind_aliases: tuple[str, ...] = ()
+    # its steps of the GPU acceptance plan, from the run's harness.gpu_plan.Context, and the
+    # rank of each part of its own among the plan's (xfbench/acceptance/steps.py)
+    gpu_steps: Callable[[Any], list] | None = None
+    gpu_parts: dict[str, int] = field(default_factory=dict)
     # its part of `xfbench report`: the module (xfbench/<suite>/report.py) that gives its
     # section, plots, CSV files and scored results (xfbench/report/suites.py)
     report: str | None = None

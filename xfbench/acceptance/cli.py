@@ -27,7 +27,8 @@ from xfbench import options
 from xfbench.acceptance import plan as plan_next
 from xfbench.acceptance import returns
 from xfbench.acceptance.run import RESERVE_S, run_steps
-from xfbench.acceptance.steps import BUDGET_S, PARTS, SIZES, chosen, steps
+from xfbench.acceptance.steps import BUDGET_S, PRESETS, chosen, steps
+from xfbench.acceptance.steps import parts as plan_parts
 from xfbench.acceptance.summary import summary
 from xfbench.errors import UsageError
 from xfbench.harness.selection import (
@@ -41,7 +42,7 @@ def parser() -> argparse.ArgumentParser:
     p = options.ArgumentParser(prog="xfbench acceptance", description=__doc__.splitlines()[0])
     p.add_argument(
         "--part",
-        help=f"comma-separated parts of {', '.join(PARTS)}, or next: the first part the "
+        help=f"comma-separated parts of {', '.join(plan_parts())}, or next: the first part the "
         "checked-in references of this GPU model do not hold, then what fits the budget "
         "(default: first)",
     )
@@ -51,7 +52,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--device", default="cuda:0", help="the device every step measures (default cuda:0)"
     )
-    p.add_argument("--preset", default="quick", help=f"one of {', '.join(SIZES)} (default quick)")
+    p.add_argument("--preset", default="quick", help=f"one of {', '.join(PRESETS)} (default quick)")
     p.add_argument(
         "--budget",
         help=f"seconds for the whole run (default {BUDGET_S}: one call of a lent GPU)",
@@ -87,16 +88,16 @@ def _plan(args) -> Plan:
     """The checked command line (UsageError: one line), every output checked before the
     first step rather than after the last."""
     device = normalize_device(args.device)
-    if args.preset not in SIZES:
-        raise UsageError(f"unknown --preset {args.preset!r}; valid: {', '.join(SIZES)}")
+    if args.preset not in PRESETS:
+        raise UsageError(f"unknown --preset {args.preset!r}; valid: {', '.join(PRESETS)}")
     out = Path(args.out or f"results/acceptance-{datetime.date.today()}-{socket.gethostname()}")
     everything = steps(device, args.preset, out.resolve())
     parts = option_list("part", args.part) or ["first"]
     if "next" in parts and parts != ["next"]:
         raise UsageError("--part next chooses the parts itself: give it alone")
-    unknown = [p for p in parts if p not in PARTS and p != "next"]
+    unknown = [p for p in parts if p not in plan_parts() and p != "next"]
     if unknown:
-        raise UsageError(f"unknown --part {unknown[0]!r}; valid: {', '.join(PARTS)}")
+        raise UsageError(f"unknown --part {unknown[0]!r}; valid: {', '.join(plan_parts())}")
     names = option_list("steps", args.steps)
     budget = options.number("--budget", args.budget or BUDGET_S, what="a number of seconds")
     if device == "cpu" and not args.budget:  # the rehearsal: the CPU's own caps, all of them
@@ -166,7 +167,7 @@ def main(argv: list[str] | None = None) -> int:
     except OSError as e:
         print(f"xfbench acceptance: cannot write {out}: {e.strerror or e}", file=sys.stderr)
         return 2
-    caps = " (the CPU's rehearsal caps: steps.CPU_CAPS_S)" if device == "cpu" else ""
+    caps = " (the CPU's rehearsal caps: each step's cpu_cap_s)" if device == "cpu" else ""
     print(
         f"xfbench acceptance: {len(todo)} steps on {device}, budget {args.budget:.0f} s{caps}, "
         f"into {out}"

@@ -19,7 +19,7 @@ from dataclasses import asdict, dataclass, fields
 import pytest
 
 from xfbench import frameworks, options, records
-from xfbench.allreduce import FRAMEWORKS
+from xfbench.allreduce import FRAMEWORKS, gpu_steps
 from xfbench.allreduce import fields as record_fields
 from xfbench.allreduce import sizes as sizes_mod
 from xfbench.allreduce.table import cells_table, sweep_tables
@@ -362,6 +362,7 @@ SUITE = declare(
         about="collective bandwidth",
         options=OPTIONS,
         takes=("workers",),
+        gpu_steps=gpu_steps.steps,
         kind=KIND,
         fields=record_fields.ALLREDUCE,
         kind_aliases=("allreduce_sweep",),  # its name before records were typed

@@ -20,7 +20,7 @@ import pytest
 
 from xfbench import options
 from xfbench.errors import CannotRun, UsageError
-from xfbench.gemm import DTYPES, FRAMEWORK_IMPL, IMPLS, get_impl
+from xfbench.gemm import DTYPES, FRAMEWORK_IMPL, IMPLS, get_impl, gpu_steps
 from xfbench.gemm import fields as record_fields
 from xfbench.gemm.best import fill_share_of_best
 from xfbench.gemm.measure import KIND, GemmCell, WrongProduct, measure
@@ -159,6 +159,8 @@ SUITE = declare(
         precisions=("fp8",),  # through torch._scaled_mm only
         options=OPTIONS,
         notes={"precision": options.Note(takes="`fp8` too", default="every GEMM type")},
+        gpu_steps=gpu_steps.steps,
+        gpu_parts=gpu_steps.PARTS,
         kind=KIND,
         fields=record_fields.GEMM,
         older=record_fields.older,

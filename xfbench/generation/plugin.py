@@ -12,7 +12,7 @@ import pytest
 
 from xfbench import options
 from xfbench.errors import UsageError
-from xfbench.generation import estimate
+from xfbench.generation import estimate, gpu_steps
 from xfbench.generation import fields as record_fields
 from xfbench.generation.cell import (
     KIND,
@@ -142,6 +142,8 @@ SUITE = declare(
                 default="1 and 8, smoke 1 and 2",
             ),
         },
+        gpu_steps=gpu_steps.steps,
+        gpu_parts=gpu_steps.PARTS,
         kind=KIND,
         fields=record_fields.GENERATION,
         report="xfbench.generation.report",

@@ -30,7 +30,7 @@ from xfbench.harness import launch, sweeps
 from xfbench.harness.selection import comma_list, parse
 from xfbench.plugin import SUITE_FAILURE as PENDING
 from xfbench.plugin import Suite, Sweep, cell_timeout, declare
-from xfbench.scaling import SCALING_CPUS, estimate
+from xfbench.scaling import SCALING_CPUS, estimate, gpu_steps
 from xfbench.scaling import fields as record_fields
 from xfbench.scaling import result as R
 from xfbench.scaling.cell import FRAMEWORKS, KIND, ScalingCell, expand
@@ -187,6 +187,7 @@ SUITE = declare(
         about="data-parallel training over N workers",
         options=OPTIONS,
         takes=("model", "precision", "batch-size"),
+        gpu_steps=gpu_steps.steps,
         kind=KIND,
         merged=fill_speedup,
         fields=record_fields.SCALING,

@@ -18,7 +18,7 @@ from xfbench.harness.selection import Selection, parse
 from xfbench.harness.sweeps import at_thread_counts, described, thread_counts
 from xfbench.harness.threads import allowed_cpus
 from xfbench.plugin import Suite, Sweep, declare, measured, named, threads_configured
-from xfbench.serving import estimate, loadgen
+from xfbench.serving import estimate, gpu_steps, loadgen
 from xfbench.serving import fields as record_fields
 from xfbench.serving.cell import DEFAULT_NETWORKS, KIND, TASK, ServingCell, expand, scenarios
 from xfbench.serving.measure import measure
@@ -134,6 +134,8 @@ SUITE = declare(
             "model": options.Note(default="`resnet56`, `resnet50`"),
             "batch-size": options.Note(takes="the largest batch the SUT runs"),
         },
+        gpu_steps=gpu_steps.steps,
+        gpu_parts=gpu_steps.PARTS,
         kind=KIND,
         fields=record_fields.SERVING,
         report="xfbench.serving.report",

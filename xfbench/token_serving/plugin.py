@@ -21,7 +21,7 @@ from xfbench.harness.threads import allowed_cpus
 from xfbench.plugin import Suite, Sweep, declare, measured, named, threads_configured
 from xfbench.serving import loadgen
 from xfbench.serving.plugin import logs_folder
-from xfbench.token_serving import estimate
+from xfbench.token_serving import estimate, gpu_steps
 from xfbench.token_serving import fields as record_fields
 from xfbench.token_serving.cell import (
     KIND,
@@ -150,6 +150,7 @@ SUITE = declare(
         notes={
             "batch-size": options.Note(takes="the largest batch the SUT runs", default="8, smoke 2")
         },
+        gpu_steps=gpu_steps.steps,
         kind=KIND,
         fields=record_fields.TOKEN_SERVING,
         report="xfbench.token_serving.report",
