@@ -166,7 +166,11 @@ SUITES: list[Suite] = []
 def declare(suite: Suite) -> Suite:
     accept(suite.modes, suite.precisions)
     options.declare(
-        suite.name, suite.options, suite.takes, suite.notes, suite.about if suite.sweep else ""
+        suite.name,
+        own=suite.options,
+        takes=suite.takes,
+        notes=suite.notes,
+        sweep=suite.about if suite.sweep else "",
     )
     if suite.fields:
         records.declare_kind(suite.kind, suite.fields, suite.older, suite.kind_aliases)
