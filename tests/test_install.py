@@ -237,6 +237,25 @@ def test_another_projects_pytest_is_left_alone(installed):
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
 
 
+def test_another_projects_pytest_here_warns_of_nothing(tmp_path):
+    """In this environment (xfbench installed editable, as the README's commands install
+    it) another project's session warns of nothing: the plugin imports no plugin module
+    before pytest does (that left 7 modules' asserts unrewritten, with a warning each), and
+    takes a name in PYTEST_PLUGINS that is pytest's own (pytester) as pytest's."""
+    (tmp_path / "test_other.py").write_text("def test_one():\n    assert True\n")
+    env = {**os.environ, "PYTEST_PLUGINS": "pytester"}
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_other.py"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert "warning" not in (proc.stdout + proc.stderr).lower(), proc.stdout[-3000:]
+
+
 # -- the GPU extras ---------------------------------------------------------------------------
 GPU_DOC = ROOT / "docs" / "gpus.md"
 # GPU packages whose CUDA major their name does not say, from their wheels: TensorFlow

@@ -449,9 +449,10 @@ def parse_command_line(parser: ArgumentParser, argv: list[str] | None):
         return int(e.code or 0) if not isinstance(e.code, str) else 2
 
 
-def add_pytest_options(parser) -> None:
+def add_pytest_options(parser, chosen: tuple[Option, ...] | None = None) -> None:
+    """pytest's options: every declared one, or those chosen (a suite outside xfbench)."""
     group = parser.getgroup("xfbench", "xfbench cell selection")
-    for o in pytest_options():
+    for o in pytest_options() if chosen is None else tuple(o for o in chosen if o.pytest):
         if o.flag:
             group.addoption(f"--{o.name}", action="store_true", default=False, help=o.help())
         else:

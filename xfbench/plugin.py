@@ -182,10 +182,18 @@ def declared() -> dict[str, Suite]:
     """Every suite, by name: the root plugin's, those of the plugins it names
     (pytest_plugins) and those named in PYTEST_PLUGINS (pytest loads these into every
     session, a runner's children included: a suite outside xfbench is that one line),
-    imported here where pytest has not loaded them (`xfbench run`, `xfbench report`)."""
-    named_in_env = [m.strip() for m in os.environ.get("PYTEST_PLUGINS", "").split(",")]
-    for module in [*pytest_plugins, *filter(None, named_in_env)]:
+    imported here where pytest has not loaded them (`xfbench run`, `xfbench report`). A
+    name in PYTEST_PLUGINS that is no module here is pytest's to load or to report (its
+    own plugins go by short names, such as pytester)."""
+    for module in pytest_plugins:
         importlib.import_module(module)
+    names = [m.strip() for m in os.environ.get("PYTEST_PLUGINS", "").split(",")]
+    for module in filter(None, names):
+        try:
+            importlib.import_module(module)
+        except ModuleNotFoundError as e:
+            if not e.name or not (module == e.name or module.startswith(f"{e.name}.")):
+                raise  # the module is there, and something it imports is not
     return {s.name: s for s in SUITES}
 
 
@@ -266,8 +274,10 @@ records.declare_kind(
 
 
 def pytest_addoption(parser):
-    declared()  # every suite's own options with the common ones
-    options.add_pytest_options(parser)
+    # The common options; each suite's plugin adds its own in its pytest_addoption (pytest
+    # loads the suites' plugins after this hook: importing them here would leave their
+    # asserts unrewritten, with a warning in every session).
+    options.add_pytest_options(parser, options.COMMON)
 
 
 def _parse(config) -> Selection:

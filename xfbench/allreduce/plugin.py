@@ -369,3 +369,7 @@ SUITE = declare(
         report="xfbench.allreduce.report",
     )
 )
+
+
+def pytest_addoption(parser):
+    options.add_pytest_options(parser, OPTIONS)

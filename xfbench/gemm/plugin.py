@@ -170,6 +170,10 @@ SUITE = declare(
 )
 
 
+def pytest_addoption(parser):
+    options.add_pytest_options(parser, OPTIONS)
+
+
 @pytest.fixture
 def run_gemm(request, benchmark):
     """Measure one GEMM cell: skip with the reason when it cannot run here."""

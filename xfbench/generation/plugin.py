@@ -151,6 +151,10 @@ SUITE = declare(
 )
 
 
+def pytest_addoption(parser):
+    options.add_pytest_options(parser, OPTIONS)
+
+
 @pytest.fixture
 def run_generation(request, benchmark):
     """Decode one cell's sequences: skip with the reason when it cannot run here."""

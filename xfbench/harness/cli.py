@@ -81,6 +81,9 @@ def main(argv: list[str] | None = None) -> int:
     except UsageError as e:
         print(f"xfbench: {e}", file=sys.stderr)
         return 2
+    except ImportError as e:  # a suite named in PYTEST_PLUGINS that cannot be imported
+        print(f"xfbench: cannot import the suites: {e}", file=sys.stderr)
+        return 2
     module = SUBCOMMANDS[name][0]
     try:
         sub = importlib.import_module(module)

@@ -196,6 +196,10 @@ SUITE = declare(
 )
 
 
+def pytest_addoption(parser):
+    options.add_pytest_options(parser, OPTIONS)
+
+
 def _why_not(cell: ScalingCell) -> str | None:
     """Why this cell cannot run here, or None (imports no framework)."""
     from xfbench import machine

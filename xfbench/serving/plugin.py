@@ -143,6 +143,10 @@ SUITE = declare(
 )
 
 
+def pytest_addoption(parser):
+    options.add_pytest_options(parser, OPTIONS)
+
+
 def logs_folder(cell: ServingCell, tmp_path_factory) -> Path:
     """Where LoadGen writes this cell's logs: the results folder of a runner's child
     (loadgen/<task>-<cell id>/), else pytest's temporary folder of this session."""

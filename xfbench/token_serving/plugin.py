@@ -158,6 +158,10 @@ SUITE = declare(
 )
 
 
+def pytest_addoption(parser):
+    options.add_pytest_options(parser, OPTIONS)
+
+
 @pytest.fixture
 def run_token_serving(request, benchmark, tmp_path_factory):
     """Serve one cell's generations through LoadGen: skip with the reason when it cannot
