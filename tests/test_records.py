@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from xfbench import records
+from xfbench.gemm.fields import OK  # GEMM fields written only when the product was right
 from xfbench.report import cli
 from xfbench.report.load import load
 
@@ -254,9 +255,7 @@ def _holds_to(fields: tuple, record: dict, where: str) -> None:
     extra = set(record) - records.keys(fields) - {"kind", "schema_version"}
     assert not extra, f"{where}: fields not in records.FIELDS: {sorted(extra)}"
     wanted = {
-        f.name
-        for f in fields
-        if not f.when or (f.when == records.OK and record.get("status") == "ok")
+        f.name for f in fields if not f.when or (f.when == OK and record.get("status") == "ok")
     }
     missing = wanted - set(record)
     assert not missing, f"{where}: declared always, not written: {sorted(missing)}"
