@@ -38,8 +38,6 @@ from xfbench.scaling import SCALING_CPUS
 from xfbench.scaling import result as R
 from xfbench.scaling.cell import WORKERS, ScalingCell, cell_from, parser, to_argv
 
-MODULES = WORKERS
-
 
 def _option(options: list[str], name: str) -> str | None:
     for i, opt in enumerate(options):
@@ -88,12 +86,12 @@ def command(
         argv = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", str(per_node)]
         if not (_option(options, "--rdzv-endpoint") or _option(options, "--master-port")):
             argv += ["--master-port", str(free_port())]
-        return argv + options + ["-m", MODULES["torch"]] + args, env
+        return argv + options + ["-m", WORKERS["torch"]] + args, env
     if options:
         raise UsageError(f"torchrun options are for torch; {cell.framework} runs in one process")
     if cell.framework == "jax" and cell.device == "cpu":
         env = host_devices_env(cell.workers, env)
-    return [sys.executable, "-m", MODULES[cell.framework]] + args, env
+    return [sys.executable, "-m", WORKERS[cell.framework]] + args, env
 
 
 def run(

@@ -204,7 +204,7 @@ def _why_not(cell: ScalingCell) -> str | None:
     """Why this cell cannot run here, or None (imports no framework)."""
     from xfbench import machine
     from xfbench.adapters import get_adapter
-    from xfbench.scaling.launch import MODULES
+    from xfbench.scaling.cell import WORKERS
 
     try:
         cell.check()
@@ -213,9 +213,9 @@ def _why_not(cell: ScalingCell) -> str | None:
     reason = get_adapter(cell.framework).import_error()
     if reason:
         return reason
-    if importlib.util.find_spec(MODULES[cell.framework]) is None:
+    if importlib.util.find_spec(WORKERS[cell.framework]) is None:
         return (
-            f"the {cell.framework} scaling worker ({MODULES[cell.framework]}) is not part "
+            f"the {cell.framework} scaling worker ({WORKERS[cell.framework]}) is not part "
             "of this checkout"
         )
     if cell.device == "cuda" and machine.gpu_count() < cell.workers:
