@@ -136,3 +136,46 @@ def test_a_misspelt_hook_fails_where_it_is_declared_or_read():
         Hooks().sectoins  # noqa: B018
     with pytest.raises(TypeError, match="declares no REPORT"):
         hooks_of("xfbench.report.table")  # a module that declares none
+
+
+@pytest.mark.slow  # copies the package and runs four commands (7 s on a 2-core Zen 3)
+def test_a_real_suite_moves_out_by_deleting_its_package_and_its_line(tmp_path):
+    """The scaling suite leaves xfbench with its package (xfbench/scaling/), its test file
+    (suites/test_scaling.py) and the one line of plugin.py that declares it: what is left
+    imports, parses and reports as before (the all-reduce suite keeps --workers, a common
+    option), and the reference's report is the same file."""
+    import shutil
+
+    copy = tmp_path / "xfbench"
+    shutil.copytree(ROOT / "xfbench", copy, ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.rmtree(copy / "scaling")
+    (copy / "suites" / "test_scaling.py").unlink()
+    plugin = (copy / "plugin.py").read_text().splitlines(keepends=True)
+    line = [n for n, text in enumerate(plugin) if "xfbench.scaling" in text]
+    assert len(line) == 1, line
+    del plugin[line[0]]
+    (copy / "plugin.py").write_text("".join(plugin))
+    left = [p for p in copy.rglob("*.py") if re.search(r"xfbench[./]scaling\b", p.read_text())]
+    assert left == []
+
+    def xfbench(root: Path, *args: str) -> subprocess.CompletedProcess:
+        env = {**os.environ, "PYTHONPATH": str(root)}
+        command = [sys.executable, "-m", "xfbench.harness.cli", *args]
+        return subprocess.run(
+            command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300
+        )
+
+    helped = xfbench(tmp_path, "run", "--help")
+    assert helped.returncode == 0, helped.stderr
+    words = " ".join(helped.stdout.split())
+    assert "--scaling" not in words and "allreduce: the same as --world-sizes" in words
+    dry = xfbench(tmp_path, "run", "--suite", "allreduce", "--dry-run", "--results", "r")
+    assert dry.returncode == 0, dry.stdout + dry.stderr
+    reference = ROOT / "xfbench" / "report" / "references" / "2026-11-24-amd-epyc-zen5-2c"
+    reports = {}
+    for root, name in ((tmp_path, "without"), (ROOT, "with")):
+        done = xfbench(root, "report", str(reference), "--out", name)
+        assert done.returncode == 0, done.stdout + done.stderr
+        text = (tmp_path / name / "report.md").read_text()
+        reports[name] = re.sub(r"Generated [^\n]*", "", text)
+    assert reports["without"] == reports["with"]

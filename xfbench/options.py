@@ -167,6 +167,12 @@ COMMON: tuple[Option, ...] = (
         selection=True,
     ),
     Option(
+        name="workers",
+        values="worker counts, comma-separated, e.g. 1,2,4",
+        default="1,2 on the CPU; 1, 2, 4, ... up to the GPUs present on cuda",
+        run=TAKEN,
+    ),
+    Option(
         name="task",
         values="`train`, `infer`, comma-separated",
         default="the preset's tasks",

@@ -1,10 +1,9 @@
 """The scaling suite's pytest plumbing: options, cells, the fixture, and the
 end-of-session speedup and efficiency (in the JSON and a terminal table).
 
-Options (beside the common --framework, --model, --device, --batch-size, --preset,
---precision):
-  --workers  worker counts, comma-separated (default: 1,2 on the CPU; 1 and powers of two
-             up to the GPUs present on cuda)
+Options: the common --framework, --model, --device, --batch-size, --preset, --precision and
+--workers (worker counts, comma-separated; default: 1,2 on the CPU, 1 and powers of two up to
+the GPUs present on cuda: a common option, as the all-reduce suite takes it too), and its own
   --scaling  strong, weak, or strong,weak (default: strong)
 --threads means threads per worker here (default: the CPUs available // the most workers
 asked for, so the one-worker baseline has what each of the N workers has).
@@ -154,13 +153,6 @@ def summary(records: list[dict]) -> str:
 # Its own options (xfbench/options.py says what each field is).
 OPTIONS = (
     options.Option(
-        name="workers",
-        values="scaling suite: worker counts, comma-separated, e.g. 1,2,4 (xfbench run "
-        "--suite allreduce: the same as --world-sizes)",
-        default="1,2 on the CPU; 1, 2, 4, ... up to the GPUs present on cuda",
-        run=options.TAKEN,
-    ),
-    options.Option(
         name="scaling",
         values="scaling suite: `strong` (the global batch split over the workers), `weak` "
         "(the batch per worker fixed), or both, comma-separated",
@@ -186,7 +178,7 @@ SUITE = declare(
         seconds=estimate.seconds,
         about="data-parallel training over N workers",
         options=OPTIONS,
-        takes=("model", "precision", "batch-size"),
+        takes=("model", "precision", "batch-size", "workers"),
         gpu_steps=gpu_steps.steps,
         kind=KIND,
         merged=fill_speedup,
