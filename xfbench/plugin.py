@@ -34,6 +34,7 @@ from xfbench.harness.measure import WEIGHT_SOURCES, RealData, measure
 from xfbench.harness.selection import Selection, accept, cells, option_list, parse
 from xfbench.harness.sweeps import at_thread_counts, described, thread_counts
 from xfbench.harness.table import cell_table
+from xfbench.networks import gpu_steps as network_gpu_steps
 
 # Failures recorded, per-cell result files and one process per framework group (runner);
 # the GEMM suite's options, cells and summary (gemm); the scaling, all-reduce and serving
@@ -246,6 +247,8 @@ NETWORKS = declare(
         tasks=("train", "infer"),
         seconds=network_seconds,
         about="the train/infer cells, each on one device",
+        gpu_steps=network_gpu_steps.steps,
+        gpu_parts=network_gpu_steps.PARTS,
         takes=(
             "model",
             "mode",
