@@ -138,6 +138,9 @@ class Suite:
     # rank of each part of its own among the plan's (xfbench/acceptance/steps.py)
     gpu_steps: Callable[[Any], list] | None = None
     gpu_parts: dict[str, int] = field(default_factory=dict)
+    # what the acceptance run's probe asks, beside the frameworks, for its versions and
+    # devices: name -> a callable giving a thing with versions() and devices() (GEMM: CuPy)
+    probes: dict[str, Callable[[], Any]] = field(default_factory=dict)
     # its part of `xfbench report`: the module (xfbench/<suite>/report.py) that gives its
     # section, plots, CSV files and scored results (xfbench/report/suites.py)
     report: str | None = None

@@ -16,7 +16,7 @@ from pathlib import Path
 from xfbench import machine
 from xfbench.adapters import get_adapter
 from xfbench.frameworks import FRAMEWORKS
-from xfbench.gemm import get_impl
+from xfbench.plugin import declared
 
 SMI_FIELDS = "name,uuid,driver_version,memory.total,clocks.max.sm,power.limit,persistence_mode"
 
@@ -46,7 +46,9 @@ def probe() -> dict:
     for name, framework in FRAMEWORKS.items():
         if framework.default:
             found["frameworks"][name] = _sees(get_adapter(name))
-    found["frameworks"]["cupy"] = _sees(get_impl("cupy"))
+    for suite in declared().values():  # what a suite measures with beside the frameworks
+        for name, thing in suite.probes.items():
+            found["frameworks"][name] = _sees(thing())
     return found
 
 

@@ -161,6 +161,7 @@ SUITE = declare(
         notes={"precision": options.Note(takes="`fp8` too", default="every GEMM type")},
         gpu_steps=gpu_steps.steps,
         gpu_parts=gpu_steps.PARTS,
+        probes={"cupy": lambda: get_impl("cupy")},  # its own implementation: raw cuBLAS
         kind=KIND,
         fields=record_fields.GEMM,
         older=record_fields.older,
