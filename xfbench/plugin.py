@@ -27,13 +27,13 @@ from xfbench import environment, machine, options, records
 from xfbench.adapters import Cell
 from xfbench.data.readers import DataError
 from xfbench.errors import CannotRun, UsageError
-from xfbench.harness import fields as record_fields
 from xfbench.harness import memory, processes, threads
 from xfbench.harness.estimate import network_seconds
 from xfbench.harness.measure import WEIGHT_SOURCES, RealData, measure
 from xfbench.harness.selection import Selection, accept, cells, option_list, parse
 from xfbench.harness.sweeps import at_thread_counts, described, thread_counts
 from xfbench.harness.table import cell_table
+from xfbench.networks import fields as record_fields
 from xfbench.networks import gpu_steps as network_gpu_steps
 
 # Failures recorded, per-cell result files and one process per framework group (runner);

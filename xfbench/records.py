@@ -142,7 +142,7 @@ def render_markdown() -> str:
         "# Records",
         "",
         "Generated from the fields each suite declares (`fields.py` in its package; the network",
-        "suite's in `xfbench/harness/fields.py`, the failure record's in `xfbench/records.py`)",
+        "suite's in `xfbench/networks/fields.py`, the failure record's in `xfbench/records.py`)",
         "and `xfbench/bundle/database.py` by",
         "`python -m xfbench.bundle.database > docs/records.md`; a test fails when they differ.",
         "",

@@ -8,7 +8,7 @@ import csv
 from pathlib import Path
 
 from xfbench import records
-from xfbench.harness.fields import NETWORK_CELL
+from xfbench.networks.fields import NETWORK_CELL
 from xfbench.report import paper
 from xfbench.report.files import replacing
 from xfbench.report.model import Report
@@ -80,7 +80,7 @@ COLUMNS = (
 )
 
 
-# Columns that are fields of a network record (harness/fields.py) are copied from it;
+# Columns that are fields of a network record (networks/fields.py) are copied from it;
 # rows() then sets the ones the report computes or reads from the loaded result.
 RECORD_COLUMNS = tuple(c for c in COLUMNS if c in records.keys(NETWORK_CELL))
 
