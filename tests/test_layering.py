@@ -29,9 +29,18 @@ LAYERS = (
     ("data",),  # the real data sets: readers, sources, the shared sample order
     ("adapters",),  # how each framework runs a spec
     ("harness",),  # selection, threads, timing, the equivalence proof
-    ("networks",),  # Table 7's network suite's declarations, which the root plugin reads
     # the pytest suites; the roofline (roofs, per-layer profiles: it builds cells)
-    ("plugin", "suites", "gemm", "scaling", "allreduce", "serving", "generation", "roofline"),
+    (
+        "plugin",
+        "suites",
+        "networks",
+        "gemm",
+        "scaling",
+        "allreduce",
+        "serving",
+        "generation",
+        "roofline",
+    ),
     ("token_serving",),  # a suite built on two: generation's decoders under serving's LoadGen
     ("bundle",),  # a run's folder packed and checked; the results database
     ("runner",),  # xfbench run

@@ -88,7 +88,7 @@ def test_no_option_is_declared_anywhere_else():
 def test_children_are_given_only_options_they_know():
     pytest_names = {o.name for o in options.pytest_options()}
     assert set(options.child_options()) <= pytest_names
-    assert set(options.SELECTION_OPTIONS) <= {o.dest for o in options.pytest_options()}
+    assert set(options.selection_options()) <= {o.dest for o in options.pytest_options()}
 
 
 def test_what_a_suite_takes_is_an_option_and_its_notes_are_on_common_ones():

@@ -139,16 +139,6 @@ COMMON: tuple[Option, ...] = (
         selection=True,
     ),
     Option(
-        name="copies",
-        values="`N` or `auto`: run each CPU cell as N copies at once, each its own process "
-        "pinned to its own CPUs with --threads threads, and record their aggregate "
-        "samples/s (the whole machine's throughput); `auto`: one copy per group of that "
-        "many physical cores, groups kept inside one NUMA node and L3 domain",
-        default="one process a cell",
-        pytest=False,
-        run=TAKEN,
-    ),
-    Option(
         name="preset",
         values="one of `paper` (Table 7 sizes, 10 s of timed steps a cell), `quick` "
         "(Table 7 sizes, 1 s), `table7` (Table 7's CPU columns), `procurement` (table7 with 10 "
@@ -173,13 +163,6 @@ COMMON: tuple[Option, ...] = (
         run=TAKEN,
     ),
     Option(
-        name="task",
-        values="`train`, `infer`, comma-separated",
-        default="the preset's tasks",
-        pytest=False,
-        run=TAKEN,
-    ),
-    Option(
         name="rounds",
         values="timed rounds a cell, a whole number above 0, instead of the preset's (fewer "
         "rounds: a wider interval, which the record says; xfbench run --minutes sets it "
@@ -190,72 +173,10 @@ COMMON: tuple[Option, ...] = (
         selection=True,
     ),
     Option(
-        name="minutes",
-        values="plan the sweep's cells to about this many minutes: each process group "
-        "times as many rounds a cell (the preset's, down to 1) as its share of the time "
-        "left allows, from the cells' estimated time scaled by what their framework's "
-        "groups before took (all groups', for a framework not run yet); the cells are all "
-        "run, never fewer, and one round a cell over the budget is said",
-        default="the preset's rounds, however long they take",
-        pytest=False,
-        run=TAKEN,
-    ),
-    Option(
-        name="ci-target",
-        values="one percentage above 0 and below 100: adaptive rounds (paper and quick "
-        "presets) time more rounds, within the preset's cap, until the median's 95% "
-        "interval is within it",
-        default="2",
-        run=TAKEN,
-        child=True,
-    ),
-    Option(
-        name="data",
-        values="one of `resident`, `copied` (the batch copied from host memory inside each "
-        "step), `real` (the data set under --data-dir, through the framework's own pipeline)",
-        default="resident",
-        run=TAKEN,
-        child=True,
-        selection=True,
-    ),
-    Option(
-        name="data-dir",
-        values="with --data real: one folder holding `mnist/`, `cifar10/`, `ptb/`, "
-        "`imagenet/` (xfbench data check tells what is there)",
-        default="none",
-        run=TAKEN,
-        child=True,
-        selection=True,
-        metavar="DIR",
-    ),
-    Option(
-        name="data-workers",
-        values="with --data real: the input pipeline's workers, a whole number, 0 or more",
-        default="the cell's threads, at most 4",
-        run=TAKEN,
-        child=True,
-        selection=True,
-    ),
-    Option(
         name="weights",
         values="one of `seed` (drawn in memory) or `onnx` (read back from the canonical ONNX "
         "files, written to $XFBENCH_CACHE first when missing); the same numbers",
         default="seed",
-        run=TAKEN,
-        child=True,
-    ),
-    Option(
-        name="seeds",
-        values="equivalence suite: the canonical weights of these seeds, e.g. `0-9` or `0,3`",
-        default="seed 0",
-    ),
-    Option(
-        name="profile-layers",
-        values="after each cell's timed rounds, profile 3 more steps per layer (forward and "
-        "backward time of every top-level layer, in the record's `layer_times` and the "
-        "report's per-layer tables); PyTorch's eager mode, the others say why not",
-        default="no per-layer profile",
-        flag=True,
         run=TAKEN,
         child=True,
     ),
@@ -359,7 +280,6 @@ COMMON: tuple[Option, ...] = (
     ),
 )
 
-SELECTION_OPTIONS = tuple(o.dest for o in COMMON if o.selection)
 
 # What the suites declare (declare): their own options, in the order the suites are
 # declared; the suites of `xfbench run` taking each option; their notes on common options;
@@ -416,6 +336,11 @@ def every() -> tuple[Option, ...]:
 
 def by_name() -> dict[str, Option]:
     return {o.name: o for o in (*COMMON, *OWN)}
+
+
+def selection_options() -> tuple[str, ...]:
+    """The dests harness.selection.parse reads: the common ones, and those a suite declares."""
+    return tuple(o.dest for o in (*COMMON, *OWN) if o.selection)
 
 
 def pytest_options() -> tuple[Option, ...]:

@@ -25,22 +25,18 @@ import pytest
 
 from xfbench import environment, machine, options, records
 from xfbench.adapters import Cell
-from xfbench.data.readers import DataError
 from xfbench.errors import CannotRun, UsageError
 from xfbench.harness import memory, processes, threads
-from xfbench.harness.estimate import network_seconds
-from xfbench.harness.measure import WEIGHT_SOURCES, RealData, measure
-from xfbench.harness.selection import Selection, accept, cells, option_list, parse
-from xfbench.harness.sweeps import at_thread_counts, described, thread_counts
-from xfbench.harness.table import cell_table
-from xfbench.networks import fields as record_fields
-from xfbench.networks import gpu_steps as network_gpu_steps
+from xfbench.harness.measure import WEIGHT_SOURCES
+from xfbench.harness.selection import Selection, accept, parse
 
 # Failures recorded, per-cell result files and one process per framework group (runner);
-# the GEMM suite's options, cells and summary (gemm); the scaling, all-reduce and serving
-# suites' (scaling, allreduce, serving); the generation and token-serving suites'.
+# Table 7's network suite's options, cells and records (networks); the GEMM suite's (gemm);
+# the scaling, all-reduce and serving suites' (scaling, allreduce, serving); the generation
+# and token-serving suites'.
 pytest_plugins = (
     "xfbench.runner.plugin",
+    "xfbench.networks.plugin",
     "xfbench.gemm.plugin",
     "xfbench.scaling.plugin",
     "xfbench.allreduce.plugin",
@@ -201,84 +197,6 @@ def declared() -> dict[str, Suite]:
     return {s.name: s for s in SUITES}
 
 
-def network_sweep(opts: dict) -> Sweep:
-    """`xfbench run` (--suite single): the train and infer cells of the selection at each
-    thread count of --threads, each count a process of its own; a GPU or TPU cell once, with
-    the most host threads asked for (its time is the device's)."""
-    from xfbench.adapters import TASKS
-
-    counts = thread_counts(opts.get("threads"))
-    given = {dest: opts.get(dest) for dest in options.SELECTION_OPTIONS if dest != "threads"}
-    selections = {n: parse(**given, threads=str(n)) for n in counts}
-    sel = selections[counts[0]]
-    if opts.get("ci_target") is not None:
-        options.number("--ci-target", opts["ci_target"], high=100, what="a percentage")
-    weights = opts.get("weights")
-    if weights not in (None, *WEIGHT_SOURCES):
-        raise UsageError(f"unknown weights {weights!r}; valid: {', '.join(WEIGHT_SOURCES)}")
-    tasks = option_list("task", opts.get("task")) or list(sel.preset.tasks)
-    for t in tasks:
-        if t not in TASKS:
-            raise UsageError(f"unknown task {t!r}; valid: {', '.join(TASKS)}")
-    chosen = at_thread_counts(selections, lambda s: [c for t in tasks for c in cells(s, t)])
-    selection = {
-        **described(sel, counts),
-        "tasks": tasks,
-        "data": sel.data,
-        "data_dir": sel.data_dir,
-        "weights": weights or "seed",
-        **({"profile_layers": True} if opts.get("profile_layers") else {}),
-    }
-    return Sweep(selection=selection, cells=chosen, preset=sel.preset.name)
-
-
-def _network_cells(metafunc) -> list:
-    return cells(selection(metafunc.config), metafunc.module.TASK)
-
-
-# The train and infer suites (suites/test_train.py, test_infer.py): their module says TASK.
-NETWORKS = declare(
-    Suite(
-        name="single",
-        param="cell",
-        cells=_network_cells,
-        files=("test_train.py", "test_infer.py"),
-        cell_type=Cell,
-        sweep=network_sweep,
-        title="xfbench: seconds per mini-batch (median)",
-        table=cell_table,
-        tasks=("train", "infer"),
-        seconds=network_seconds,
-        about="the train/infer cells, each on one device",
-        gpu_steps=network_gpu_steps.steps,
-        gpu_parts=network_gpu_steps.PARTS,
-        takes=(
-            "model",
-            "mode",
-            "precision",
-            "copies",
-            "batch-size",
-            "task",
-            "rounds",
-            "minutes",
-            "ci-target",
-            "data",
-            "data-dir",
-            "data-workers",
-            "weights",
-            "profile-layers",
-            "skip-missing-devices",
-        ),
-    )
-)
-# Its record kinds: one per task, and its equivalence checks' (suites/test_equivalence.py).
-for _task in NETWORKS.tasks:
-    records.declare_kind(_task, record_fields.NETWORK_CELL, record_fields.older_network(_task))
-records.declare_kind(
-    "equivalence", record_fields.EQUIVALENCE_RECORD, record_fields.older_equivalence
-)
-
-
 def pytest_addoption(parser):
     # The common options; each suite's plugin adds its own in its pytest_addoption (pytest
     # loads the suites' plugins after this hook: importing them here would leave their
@@ -293,7 +211,7 @@ def _parse(config) -> Selection:
     return parse(
         **{
             dest: None if dest in own else config.getoption(dest)
-            for dest in options.SELECTION_OPTIONS
+            for dest in options.selection_options()
         }
     )
 
@@ -372,7 +290,6 @@ def pytest_configure(config):
             if suite.before_pin:
                 suite.before_pin(config)
         sel = _parse(config)
-        ci_target(config)
         cell_timeout(config)
         if config.getoption("weights") not in (None, *WEIGHT_SOURCES):
             raise UsageError(
@@ -397,15 +314,6 @@ def cell_timeout(config) -> float | None:
     """--cell-timeout in seconds, or None for the preset's; UsageError unless a positive,
     finite number (nan, inf, 0 and below would each switch the limit off)."""
     return options.seconds("--cell-timeout", config.getoption("cell_timeout", None))
-
-
-def ci_target(config) -> float | None:
-    """--ci-target as a share (0.02 for 2), or None for the default; UsageError
-    unless it is a percentage above 0 and below 100."""
-    value = config.getoption("ci_target")
-    if value is None:
-        return None
-    return options.number("--ci-target", value, high=100, what="a percentage") / 100
 
 
 def _job_cells(suite: Suite, metafunc, job: dict) -> tuple[list, str | None]:
@@ -474,34 +382,6 @@ def measured(records: list, cell, measure_cell, one_line: tuple = (memory.TooLar
     return record
 
 
-@pytest.fixture
-def run_cell(request, benchmark):
-    """Measure one cell: skip with the reason when it cannot run here."""
-    config = request.config
-    sel = selection(config)
-
-    def run(cell):
-        threads_config = threads_configured(config, cell)
-        benchmark.group = f"{cell.task} {cell.network}"
-        return measured(
-            NETWORKS.records(config),
-            cell,
-            lambda: measure(
-                benchmark,
-                cell,
-                preset=sel.preset,
-                threads_config=threads_config,
-                weights=config.getoption("weights") or "seed",
-                ci_target=ci_target(config),
-                profile_layers=bool(config.getoption("profile_layers", False)),
-                real=RealData(sel.data_dir, sel.data_workers) if sel.data == "real" else None,
-            ),
-            one_line=(memory.TooLarge, DataError),
-        )
-
-    return run
-
-
 def pytest_runtest_logreport(report):
     if report.when == "call" and report.passed and "[" in report.nodeid:
         MEASURED.add(report.nodeid)
@@ -509,7 +389,6 @@ def pytest_runtest_logreport(report):
 
 def _has_cell(item) -> bool:
     """Whether a test measures a train, infer or serving cell."""
-    from xfbench.adapters import Cell
 
     callspec = getattr(item, "callspec", None)
     return callspec is not None and any(isinstance(p, Cell) for p in callspec.params.values())

@@ -48,7 +48,7 @@ def generation_options(get) -> dict:
     """The common selection options, for a generation run (and a token-serving one): GPT-2
     unless --model names another (refused with the reason), --batch-size read by the
     suite (it may name several), --data refused (the prompt is token ids)."""
-    given = {dest: get(dest) for dest in options.SELECTION_OPTIONS}
+    given = {dest: get(dest) for dest in options.selection_options()}
     if given.get("data") not in (None, "resident"):
         raise UsageError(
             "--data does not apply to the generation suite: its prompt is token ids drawn "

@@ -47,7 +47,7 @@ def select(config) -> ServingSelection | None:
     another suite's options are not judged by this one's rules."""
     if not named(config, "test_serving.py"):
         return None
-    given = {dest: config.getoption(dest) for dest in options.SELECTION_OPTIONS}
+    given = {dest: config.getoption(dest) for dest in options.selection_options()}
     if given["data"] not in (None, "resident"):
         raise UsageError(
             "--data does not apply to the serving suite: its synthetic samples are copied "
@@ -71,7 +71,7 @@ def sweep(opts: dict) -> Sweep:
     process may use (a serving machine serves with all of them)."""
     threads = opts.get("threads")
     counts = thread_counts(threads) if threads is not None else [len(allowed_cpus())]
-    given = {dest: opts.get(dest) for dest in options.SELECTION_OPTIONS if dest != "threads"}
+    given = {dest: opts.get(dest) for dest in options.selection_options() if dest != "threads"}
     given.update(model=opts.get("model") or ",".join(DEFAULT_NETWORKS), data=None)
     selections = {n: parse(**given, threads=str(n)) for n in counts}
     sel = selections[counts[0]]
