@@ -112,41 +112,25 @@ def select(
 
     gpus = machine.gpu_count() if gpus is None else gpus
     cpus = len(START_CPUS) if cpus is None else cpus
-    named = comma_list(framework)
-    frameworks = [f for f in FRAMEWORKS if f in named] if named else list(FRAMEWORKS)
-    not_selected = None
-    if not frameworks:
-        not_selected = (
-            f"--framework {framework} names no all-reduce worker ({', '.join(FRAMEWORKS)})"
-        )
+    frameworks, not_selected = _frameworks(framework)
     devices = [device_kind(normalize_device(d)) for d in comma_list(device)] or ["cpu"] + (
         ["cuda"] if gpus else []
     )
     devices = list(dict.fromkeys(devices))
     explicit_ws = parse_world_sizes(world_sizes) if world_sizes not in (None, "") else None
-    try:
-        nbytes = (
-            sizes_mod.parse_sizes(allreduce_sizes)
-            if allreduce_sizes not in (None, "")
-            else sizes_mod.doubling(*(sizes_mod.SMOKE if preset == "smoke" else sizes_mod.DEFAULT))
-        )
-    except sizes_mod.UsageError as e:
-        raise UsageError(f"--allreduce-sizes: {e}") from None
+    nbytes = _message_sizes(allreduce_sizes, preset)
     try:
         threads_per_rank = int(threads) if threads not in (None, "") else None
     except ValueError:
         raise UsageError(f"bad --threads {threads!r}") from None  # the root plugin says why
-    cases = []
-    for fw in frameworks:
-        for dev in devices:
-            for n in explicit_ws or default_world_sizes(dev, gpus):
-                cases.append(Case(framework=fw, device=dev, world_size=n))
-    cpu_ws = [c.world_size for c in cases if c.device == "cpu"]
-    if check_cpus and threads_per_rank and cpu_ws and threads_per_rank * max(cpu_ws) > cpus:
-        raise UsageError(
-            f"--threads {threads_per_rank} per rank times {max(cpu_ws)} ranks needs "
-            f"{threads_per_rank * max(cpu_ws)} CPUs; this process may use {cpus}"
-        )
+    cases = [
+        Case(framework=fw, device=dev, world_size=n)
+        for fw in frameworks
+        for dev in devices
+        for n in explicit_ws or default_world_sizes(dev, gpus)
+    ]
+    if check_cpus:
+        _check_cpus(cases, threads_per_rank, cpus)
     return AllreduceSelection(
         cases=tuple(cases),
         sizes=tuple(nbytes),
@@ -154,6 +138,36 @@ def select(
         threads_per_rank=threads_per_rank,
         not_selected=not_selected,
     )
+
+
+def _frameworks(framework) -> tuple[list[str], str | None]:
+    """The frameworks --framework names that have an all-reduce worker, and why none is
+    selected where it names none of them."""
+    named = comma_list(framework)
+    frameworks = [f for f in FRAMEWORKS if f in named] if named else list(FRAMEWORKS)
+    if frameworks:
+        return frameworks, None
+    return [], f"--framework {framework} names no all-reduce worker ({', '.join(FRAMEWORKS)})"
+
+
+def _check_cpus(cases: list[Case], threads_per_rank: int | None, cpus: int) -> None:
+    """--threads per rank must fit the largest CPU world size in the CPUs this process has."""
+    cpu_ws = [c.world_size for c in cases if c.device == "cpu"]
+    if threads_per_rank and cpu_ws and threads_per_rank * max(cpu_ws) > cpus:
+        raise UsageError(
+            f"--threads {threads_per_rank} per rank times {max(cpu_ws)} ranks needs "
+            f"{threads_per_rank * max(cpu_ws)} CPUs; this process may use {cpus}"
+        )
+
+
+def _message_sizes(allreduce_sizes, preset) -> list[int]:
+    """--allreduce-sizes in bytes, else the preset's doubling range."""
+    if allreduce_sizes in (None, ""):
+        return sizes_mod.doubling(*(sizes_mod.SMOKE if preset == "smoke" else sizes_mod.DEFAULT))
+    try:
+        return sizes_mod.parse_sizes(allreduce_sizes)
+    except sizes_mod.UsageError as e:
+        raise UsageError(f"--allreduce-sizes: {e}") from None
 
 
 def _select(config) -> AllreduceSelection:
@@ -219,18 +233,15 @@ def run_allreduce(request, benchmark):
         if not chosen:
             pytest.skip(f"every message size is over the memory cap of {cap} bytes per rank")
         preset = PRESETS.get(sel.preset)
-        timeout = cell_timeout(config) or (preset.cell_timeout_s if preset else 3600.0)
-        timing = sel.preset if sel.preset in TIMINGS else "paper"
-        threads = _threads_per_rank(sel, case)
         try:
             result, output = run(
                 framework=case.framework,
                 device=case.device,
                 world_size=case.world_size,
                 sizes=chosen,
-                preset=timing,
-                timeout=timeout,
-                threads_per_rank=threads,
+                preset=sel.preset if sel.preset in TIMINGS else "paper",
+                timeout=cell_timeout(config) or (preset.cell_timeout_s if preset else 3600.0),
+                threads_per_rank=_threads_per_rank(sel, case),
                 cpus=START_CPUS,
             )
         except LaunchError as e:
@@ -241,33 +252,39 @@ def run_allreduce(request, benchmark):
         if result["status"] != "ok":
             SUITE.records(config).append({"case": case.id, **result})
             raise RuntimeError(f"{case.id}: {result.get('reason')}\n{output[-3000:]}")
-        rows = result["rows"]
-        largest = max((r for r in rows if r["pattern"] == "allreduce"), key=lambda r: r["bytes"])
-        backend = result["backend"]
-        benchmark.group = f"allreduce {case.framework} {backend} n{case.world_size}"
-        record = {
-            **records.header(KIND),
-            "framework": case.framework,
-            "backend": backend,
-            "device": case.device,
-            "device_name": result["device_name"],
-            "world_size": case.world_size,
-            "threads_per_rank": result.get("threads_per_rank"),
-            "preset": sel.preset,
-            "timing": result.get("timing"),
-            "status": "ok" if all(r["correct"] for r in rows) else "failed",
-            "stats_are": f"seconds per all-reduce of {largest['bytes']} bytes",
-            "memory_cap_bytes": cap,
-            "sizes_left_out": left_out,
-            "versions": result.get("versions", {}),
-            "rows": [{k: v for k, v in r.items() if k != "round_seconds"} for r in rows],
-        }
+        record, largest = _sweep_record(case, sel.preset, result, cap, left_out)
+        benchmark.group = f"allreduce {case.framework} {record['backend']} n{case.world_size}"
         benchmark.extra_info.update(record)
         record_durations(benchmark, largest["round_seconds"])
         SUITE.records(config).append(record)
         return record
 
     return go
+
+
+def _sweep_record(case: Case, preset, result: dict, cap: int, left_out: list[int]):
+    """The record of one finished sweep, and its largest all-reduce row (whose rounds are
+    the benchmark's)."""
+    rows = result["rows"]
+    largest = max((r for r in rows if r["pattern"] == "allreduce"), key=lambda r: r["bytes"])
+    record = {
+        **records.header(KIND),
+        "framework": case.framework,
+        "backend": result["backend"],
+        "device": case.device,
+        "device_name": result["device_name"],
+        "world_size": case.world_size,
+        "threads_per_rank": result.get("threads_per_rank"),
+        "preset": preset,
+        "timing": result.get("timing"),
+        "status": "ok" if all(r["correct"] for r in rows) else "failed",
+        "stats_are": f"seconds per all-reduce of {largest['bytes']} bytes",
+        "memory_cap_bytes": cap,
+        "sizes_left_out": left_out,
+        "versions": result.get("versions", {}),
+        "rows": [{k: v for k, v in r.items() if k != "round_seconds"} for r in rows],
+    }
+    return record, largest
 
 
 def summary(records: list[dict]) -> str:
