@@ -75,20 +75,8 @@ def select(
         preset=preset,
         skip_missing_devices=skip_missing_devices,
     )
-    impls = comma_list(gemm_impl)
-    asked = bool(impls or gemm_sizes or suite_named)  # the GEMM suite, not a network suite
-    for name in impls:
-        if name not in IMPLS:
-            raise UsageError(f"unknown GEMM implementation {name!r}; valid: {', '.join(IMPLS)}")
-    if not impls and comma_list(model) and not gemm_sizes:
-        pass  # --model names networks: the GEMM suite was not asked for
-    elif not impls:
-        named = comma_list(framework)
-        impls = (
-            list(dict.fromkeys(FRAMEWORK_IMPL[f] for f in named if f in FRAMEWORK_IMPL))
-            if named
-            else list(IMPLS)
-        )
+    asked = bool(comma_list(gemm_impl) or gemm_sizes or suite_named)  # not a network suite
+    impls = _impls(gemm_impl, framework, model, gemm_sizes)
     try:
         shapes = parse_sizes(gemm_sizes) if gemm_sizes else preset_shapes(sel.preset.name)
     except UsageError as e:
@@ -109,6 +97,21 @@ def select(
         threads=sel.threads,
         preset=sel.preset,
     )
+
+
+def _impls(gemm_impl, framework, model, gemm_sizes) -> list[str]:
+    """--gemm-impl's implementations, else those of --framework's frameworks, else all; none
+    where --model names networks and no GEMM option was given (a network suite's session)."""
+    impls = comma_list(gemm_impl)
+    for name in impls:
+        if name not in IMPLS:
+            raise UsageError(f"unknown GEMM implementation {name!r}; valid: {', '.join(IMPLS)}")
+    if impls or (comma_list(model) and not gemm_sizes):
+        return impls
+    named = comma_list(framework)
+    if not named:
+        return list(IMPLS)
+    return list(dict.fromkeys(FRAMEWORK_IMPL[f] for f in named if f in FRAMEWORK_IMPL))
 
 
 def _select(config) -> GemmSelection:
