@@ -122,14 +122,7 @@ def sweep(opts: dict) -> Sweep:
             gpus=machine.gpu_count(),
         )
     ]
-    for c in cells:
-        if c.scaling == "strong" and c.batch % c.workers:
-            ws = workers[c.device]
-            raise UsageError(
-                f"strong scaling splits the global batch {c.batch} of {c.network} over the "
-                f"workers: {c.workers} workers do not divide it; give --batch-size a multiple "
-                f"of {math.lcm(*ws)}"
-            )
+    _check_strong_batches(cells, workers)
     selection = {
         "suite": "scaling",
         "frameworks": frameworks,
@@ -143,6 +136,17 @@ def sweep(opts: dict) -> Sweep:
         "preset": sel.preset.name,
     }
     return Sweep(selection=selection, cells=cells, preset=sel.preset.name)
+
+
+def _check_strong_batches(cells: list[ScalingCell], workers: dict) -> None:
+    """Strong scaling splits the global batch over the workers: every count must divide it."""
+    for c in cells:
+        if c.scaling == "strong" and c.batch % c.workers:
+            raise UsageError(
+                f"strong scaling splits the global batch {c.batch} of {c.network} over the "
+                f"workers: {c.workers} workers do not divide it; give --batch-size a multiple "
+                f"of {math.lcm(*workers[c.device])}"
+            )
 
 
 def summary(records: list[dict]) -> str:
