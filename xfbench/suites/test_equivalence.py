@@ -73,30 +73,23 @@ def _selection(config):
     return selection(config)
 
 
+PARAMS = "network, framework, mode, device, precision, seed"
+# A plain `pytest xfbench/suites/` is a benchmark run: the equivalence checks (which build
+# every network in every framework) run only when asked for by name.
+NOT_NAMED = pytest.param(
+    *("-",) * 5,
+    0,
+    marks=pytest.mark.skip(
+        reason="the equivalence suite runs when named: pytest xfbench/suites/test_equivalence.py"
+    ),
+)
+
+
 def pytest_generate_tests(metafunc):
     if "framework" not in metafunc.fixturenames:
         return
     if not named(metafunc.config, "test_equivalence.py"):
-        # A plain `pytest xfbench/suites/` is a benchmark run: the equivalence checks (which
-        # build every network in every framework) run only when asked for by name.
-        metafunc.parametrize(
-            "network, framework, mode, device, precision, seed",
-            [
-                pytest.param(
-                    "-",
-                    "-",
-                    "-",
-                    "-",
-                    "-",
-                    0,
-                    marks=pytest.mark.skip(
-                        reason="the equivalence suite runs when named: "
-                        "pytest xfbench/suites/test_equivalence.py"
-                    ),
-                )
-            ],
-            ids=["not-selected"],
-        )
+        metafunc.parametrize(PARAMS, [NOT_NAMED], ids=["not-selected"])
         return
     sel = _selection(metafunc.config)
     asked = comma_list(metafunc.config.getoption("framework"))
@@ -128,7 +121,7 @@ def pytest_generate_tests(metafunc):
                                 + (f"-{p}" if p != "fp32" else "")
                                 + (f"-seed{seed}" if seeds_asked else "")
                             )
-    metafunc.parametrize("network, framework, mode, device, precision, seed", params, ids=ids)
+    metafunc.parametrize(PARAMS, params, ids=ids)
 
 
 def _setup(request, framework: str, network: str, seed: int):
