@@ -252,7 +252,7 @@ def run_allreduce(request, benchmark):
         if result["status"] != "ok":
             SUITE.records(config).append({"case": case.id, **result})
             raise RuntimeError(f"{case.id}: {result.get('reason')}\n{output[-3000:]}")
-        record, largest = _sweep_record(case, sel.preset, result, cap, left_out)
+        record, largest = _sweep_record(case, sel.preset, result, cap=cap, left_out=left_out)
         benchmark.group = f"allreduce {case.framework} {record['backend']} n{case.world_size}"
         benchmark.extra_info.update(record)
         record_durations(benchmark, largest["round_seconds"])
@@ -262,7 +262,7 @@ def run_allreduce(request, benchmark):
     return go
 
 
-def _sweep_record(case: Case, preset, result: dict, cap: int, left_out: list[int]):
+def _sweep_record(case: Case, preset, result: dict, *, cap: int, left_out: list[int]):
     """The record of one finished sweep, and its largest all-reduce row (whose rounds are
     the benchmark's)."""
     rows = result["rows"]

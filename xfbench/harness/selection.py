@@ -147,6 +147,78 @@ def _with_rounds(preset, rounds):
     return replace(preset, min_rounds=n, max_rounds=n, budget_s=0.0, time_cap_s=0.0)
 
 
+def _frameworks(framework) -> list[str]:
+    """--framework's frameworks, else every installed one run by default."""
+    frameworks = option_list("framework", framework) or [
+        f for f in FRAMEWORKS if FRAMEWORKS[f].default and get_adapter(f).import_error() is None
+    ]
+    _check("framework", frameworks, list(FRAMEWORKS))
+    if not frameworks:
+        raise UsageError("no framework is installed; see README.md for the install command")
+    return frameworks
+
+
+def _modes(mode, frameworks: list[str]) -> list[str] | None:
+    """--mode's modes, each one of the frameworks' (or one a suite runs it in: JAX's loop)."""
+    modes = option_list("mode", mode) or None
+    if modes:
+        known = {m: f for f in frameworks for m in (*get_adapter(f).modes, *SUITE_MODES.get(f, ()))}
+        valid = ", ".join(f"{m} ({f})" for m, f in known.items())
+        for m in modes:
+            if m not in known:
+                raise UsageError(f"unknown mode {m!r} for {', '.join(frameworks)}; valid: {valid}")
+    return modes
+
+
+def _devices(device, skip_missing_devices: bool) -> list[str]:
+    """--device's devices, each present (unless skip_missing_devices), else the CPU and
+    every GPU."""
+    devices = [normalize_device(d) for d in option_list("device", device)]
+    if len(set(devices)) < len(devices):  # gpu:0 and cuda:0 are one device
+        raise UsageError(f"--device {device!r} names one device more than once")
+    if devices and not skip_missing_devices:
+        present = present_devices()
+        for d in devices:
+            if d not in present:
+                raise UsageError(
+                    f"device {d} is not present on this machine (present: {', '.join(present)}); "
+                    "--skip-missing-devices records its cells as skipped instead"
+                )
+    return devices or ["cpu"] + [f"cuda:{i}" for i in range(machine.gpu_count())]
+
+
+def _threads(threads) -> int:
+    """--threads: one count, at most the CPUs this process may use (their number by
+    default)."""
+    cpus = len(allowed_cpus())
+    n_threads = threads if isinstance(threads, int) else None
+    if n_threads is None and threads is not None:
+        if "," in str(threads):
+            raise UsageError(
+                "--threads takes one count per pytest process; sweep thread "
+                "counts with one pytest invocation per count"
+            )
+        n_threads = _positive("--threads", threads)
+    n_threads = n_threads or cpus
+    if n_threads > cpus:
+        raise UsageError(f"--threads {n_threads} is more than the {cpus} CPUs this process may use")
+    return n_threads
+
+
+def _data(data, data_dir) -> tuple[str, str | None]:
+    """--data's mode and --data-dir's folder, which only --data real reads (and needs)."""
+    data_mode = _one("data", data) or "resident"
+    _check("data mode", [data_mode], DATA_MODES)
+    folder = _one("data-dir", data_dir)
+    if data_mode == "real" and not folder:
+        raise UsageError("--data real needs --data-dir PATH, the folder of the data sets")
+    if folder and data_mode != "real":
+        raise UsageError("--data-dir is read only with --data real")
+    if folder and not Path(folder).is_dir():
+        raise UsageError(f"--data-dir {folder}: not a folder (xfbench data check explains)")
+    return data_mode, folder
+
+
 def parse(
     framework=None,
     model=None,
@@ -165,61 +237,17 @@ def parse(
     """Validate raw option strings (None = default) into a Selection. A device named but
     not present is an error listing those present, unless skip_missing_devices: then its
     cells are skipped with that reason."""
-    frameworks = option_list("framework", framework) or [
-        f for f in FRAMEWORKS if FRAMEWORKS[f].default and get_adapter(f).import_error() is None
-    ]
-    _check("framework", frameworks, list(FRAMEWORKS))
-    if not frameworks:
-        raise UsageError("no framework is installed; see README.md for the install command")
+    frameworks = _frameworks(framework)
     preset_name = _one("preset", preset) or "paper"
     _check("preset", [preset_name], list(PRESETS))
     networks = option_list("model", model) or list(PRESETS[preset_name].networks or NETWORKS)
     _check("model", networks, list(NETWORKS))
-    modes = option_list("mode", mode) or None
-    if modes:
-        known = {  # a framework's modes, and those a suite runs it in (JAX's loop)
-            m: f for f in frameworks for m in (*get_adapter(f).modes, *SUITE_MODES.get(f, ()))
-        }
-        valid = ", ".join(f"{m} ({f})" for m, f in known.items())
-        for m in modes:
-            if m not in known:
-                raise UsageError(f"unknown mode {m!r} for {', '.join(frameworks)}; valid: {valid}")
+    modes = _modes(mode, frameworks)
     precisions = option_list("precision", precision) or ["fp32"]
     _check("precision", precisions, PRECISIONS + SUITE_PRECISIONS)
-    devices = [normalize_device(d) for d in option_list("device", device)]
-    if len(set(devices)) < len(devices):  # gpu:0 and cuda:0 are one device
-        raise UsageError(f"--device {device!r} names one device more than once")
-    explicit = bool(devices)
-    if explicit and not skip_missing_devices:
-        present = present_devices()
-        for d in devices:
-            if d not in present:
-                raise UsageError(
-                    f"device {d} is not present on this machine (present: {', '.join(present)}); "
-                    "--skip-missing-devices records its cells as skipped instead"
-                )
-    devices = devices or ["cpu"] + [f"cuda:{i}" for i in range(machine.gpu_count())]
-    cpus = len(allowed_cpus())
-    n_threads = threads if isinstance(threads, int) else None
-    if n_threads is None and threads is not None:
-        if "," in str(threads):
-            raise UsageError(
-                "--threads takes one count per pytest process; sweep thread "
-                "counts with one pytest invocation per count"
-            )
-        n_threads = _positive("--threads", threads)
-    n_threads = n_threads or cpus
-    if n_threads > cpus:
-        raise UsageError(f"--threads {n_threads} is more than the {cpus} CPUs this process may use")
-    data_mode = _one("data", data) or "resident"
-    _check("data mode", [data_mode], DATA_MODES)
-    folder = _one("data-dir", data_dir)
-    if data_mode == "real" and not folder:
-        raise UsageError("--data real needs --data-dir PATH, the folder of the data sets")
-    if folder and data_mode != "real":
-        raise UsageError("--data-dir is read only with --data real")
-    if folder and not Path(folder).is_dir():
-        raise UsageError(f"--data-dir {folder}: not a folder (xfbench data check explains)")
+    devices = _devices(device, skip_missing_devices)
+    n_threads = _threads(threads)
+    data_mode, folder = _data(data, data_dir)
     # the loader's workers share the cell's CPUs (its affinity): by default one per
     # thread, at most 4
     workers = min(4, n_threads) if data_workers is None else _count("--data-workers", data_workers)
