@@ -110,25 +110,7 @@ def group_machines(runs: list[Run]) -> tuple[list[Machine], list[str]]:
     machines: list[Machine] = []
     notes: list[str] = []
     for run in runs:
-        keys = {_cell_key(r) for r in run.results}
-        target = next(
-            (
-                m
-                for m in machines
-                if m.base_label == run.machine["label"]
-                and not keys
-                & (set(m.results) | set(_failure_keys(m)) | {_cell_key(r) for r in m.copies})
-            ),
-            None,
-        )
-        if target is None:
-            target = Machine(
-                label=run.machine["label"],
-                host=run.machine["host"],
-                base_label=run.machine["label"],
-                short=run.machine["host"],
-            )
-            machines.append(target)
+        target = _machine_of(run, machines)
         target.runs.append(run)
         _name_failed_devices(run)
         target.equivalence += run.equivalence
@@ -151,6 +133,30 @@ def group_machines(runs: list[Run]) -> tuple[list[Machine], list[str]]:
                 if r.median >= target.results[key].median:
                     continue
             target.results[key] = r
+    _label(machines)
+    return machines, notes
+
+
+def _machine_of(run: Run, machines: list[Machine]) -> Machine:
+    """The group a run joins: the first of its machine's label none of whose cells it
+    measured again, else a new one (added to machines)."""
+    keys = {_cell_key(r) for r in run.results}
+    for m in machines:
+        measured = set(m.results) | set(_failure_keys(m)) | {_cell_key(r) for r in m.copies}
+        if m.base_label == run.machine["label"] and not keys & measured:
+            return m
+    target = Machine(
+        label=run.machine["label"],
+        host=run.machine["host"],
+        base_label=run.machine["label"],
+        short=run.machine["host"],
+    )
+    machines.append(target)
+    return target
+
+
+def _label(machines: list[Machine]) -> None:
+    """Each group's label, short name and tag, told apart where they would be alike."""
     # Same machine measured by separate runs: tell the groups apart by run name.
     for m in machines:
         twins = [o for o in machines if o.base_label == m.base_label]
@@ -166,7 +172,6 @@ def group_machines(runs: list[Run]) -> tuple[list[Machine], list[str]]:
     for m in machines:
         if hosts.count(m.short) > 1:  # same host name, different hardware
             m.short = m.base_label
-    return machines, notes
 
 
 def _name_failed_devices(run: Run) -> None:

@@ -140,7 +140,7 @@ LAYERS_CAPTION = (
 def layer_tables(report: Report) -> list[Table]:
     """One table per cell whose record has per-layer times (--profile-layers)."""
     from xfbench.models import get_spec
-    from xfbench.roofline.layers import HEADERS, table_rows, text_rows
+    from xfbench.roofline.layers import table_rows, text_rows
 
     out = []
     several = len(report.machines) > 1
@@ -160,24 +160,7 @@ def layer_tables(report: Report) -> list[Table]:
             except (KeyError, ValueError, TypeError) as e:
                 report.problems.append(f"{r.source}: layer_times not read ({e})")
                 continue
-            where = f" ({m.label})" if several else ""
-            out.append(
-                Table(
-                    title=(
-                        f"Per-layer time: {r.network} {r.task}, {display(r.framework)} "
-                        f"{r.mode}, {r.precision}, {r.device}, {r.threads} thread(s), batch "
-                        f"{r.batch_size}{where}"
-                    ),
-                    headers=HEADERS,
-                    rows=[[Text(v) for v in row] for row in body],
-                    caption=LAYERS_CAPTION,
-                    anchor="-".join(
-                        ("layers", m.tag or "A", r.network, r.task, r.framework, r.mode)
-                        + (r.precision, str(r.threads))
-                    ),
-                    text_cols=2,
-                )
-            )
+            out.append(_layer_table(m, r, [[Text(v) for v in row] for row in body], several))
     if not_profiled:  # asked for (--profile-layers), and why some cells have no table
         out.append(
             Table(
@@ -192,6 +175,28 @@ def layer_tables(report: Report) -> list[Table]:
             )
         )
     return out
+
+
+def _layer_table(m, r, rows: list[list[Text]], several: bool) -> Table:
+    """One cell's per-layer times, its machine named where the report has several."""
+    from xfbench.roofline.layers import HEADERS
+
+    where = f" ({m.label})" if several else ""
+    return Table(
+        title=(
+            f"Per-layer time: {r.network} {r.task}, {display(r.framework)} "
+            f"{r.mode}, {r.precision}, {r.device}, {r.threads} thread(s), batch "
+            f"{r.batch_size}{where}"
+        ),
+        headers=HEADERS,
+        rows=rows,
+        caption=LAYERS_CAPTION,
+        anchor="-".join(
+            ("layers", m.tag or "A", r.network, r.task, r.framework, r.mode)
+            + (r.precision, str(r.threads))
+        ),
+        text_cols=2,
+    )
 
 
 def tables(report: Report) -> list[Table]:

@@ -535,19 +535,24 @@ def describe(s: Scores, price: dict | None = None) -> str:
                 for w in m.widest
             )
         )
+    return "\n".join(lines + _energy_and_price(s, price))
+
+
+def _energy_and_price(s: Scores, price: dict | None) -> list[str]:
+    """The energy score's line, and the machine score per $1,000 where a price is given."""
     if s.energy is not None:
-        lines.append(
+        lines = [
             f"energy score {s.energy:.3g} (above 1: more samples per kJ): the same mean of "
             f"samples per kJ over the reference's, {s.energy_cells} cells measured in both"
-        )
+        ]
     else:
-        lines.append("energy score: none (energy was not measured in both runs)")
+        lines = ["energy score: none (energy was not measured in both runs)"]
     if price and price.get("price_usd"):
         lines.append(
-            f"machine score per $1,000: {m.value / price['price_usd'] * 1000:.3g} (price "
+            f"machine score per $1,000: {s.machine.value / price['price_usd'] * 1000:.3g} (price "
             f"${price['price_usd']:,.0f}, {price.get('price_date')}, {price.get('price_source')})"
         )
-    return "\n".join(lines)
+    return lines
 
 
 def winners_table(s: Score) -> str:
