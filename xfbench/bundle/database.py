@@ -221,13 +221,10 @@ def add(db: sqlite3.Connection, bundle: Bundle) -> str:
     "known" (its run is in already), "superseded" (it holds all the cells of an earlier
     bundle of the same folder, which it replaces) or "part" (an earlier bundle of a run
     collected whole already; only the bundle is recorded)."""
-    from xfbench.bundle.pack import sha256
-
     files = bundle.run_files
     record = _json(bundle.members[MACHINE]) or {}
     merged = _json(files.get("merged.json", b"")) or {}
     info = merged.get("machine_info") if isinstance(merged.get("machine_info"), dict) else {}
-    commit = merged.get("commit_info") if isinstance(merged.get("commit_info"), dict) else {}
     host = str(info.get("node") or _first_host(files) or "unknown-host")
     cpu = str(record.get("cpu_model") or "unknown CPU")
     rows = cell_rows(files)
@@ -241,29 +238,7 @@ def add(db: sqlite3.Connection, bundle: Bundle) -> str:
                 db, bundle, host=host, cpu=cpu, cells={r[0] for r in rows}, merged=merged
             )
         if outcome in ("new", "superseded"):
-            db.execute(
-                "INSERT INTO runs VALUES (?,?,?,?,?,?,?,?,?,?,?)",
-                (
-                    bundle.run_id,
-                    bundle.run_name,
-                    host,
-                    cpu,
-                    json.dumps([g.get("name") for g in record.get("gpus") or []]),
-                    merged.get("datetime"),
-                    commit.get("id"),
-                    str(bundle.manifest.get("xfbench")),
-                    bundle.text(PIP_FREEZE),
-                    json.dumps(record, sort_keys=True),
-                    bundle.text(MODELS),
-                ),
-            )
-            db.executemany(
-                "INSERT INTO files VALUES (?,?,?,?,?)",
-                [
-                    (bundle.run_id, name, sha256(body), len(body), zlib.compress(body, 6))
-                    for name, body in sorted(files.items())
-                ],
-            )
+            _insert_run(db, bundle, record=record, merged=merged, host=host, cpu=cpu)
             db.executemany(
                 "INSERT OR IGNORE INTO cells VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 [(bundle.run_id, *row) for row in rows],
@@ -280,6 +255,36 @@ def add(db: sqlite3.Connection, bundle: Bundle) -> str:
             ),
         )
     return outcome
+
+
+def _insert_run(db, bundle: Bundle, *, record: dict, merged: dict, host: str, cpu: str) -> None:
+    """The run's row and its files (compressed), inside the caller's transaction."""
+    from xfbench.bundle.pack import sha256
+
+    commit = merged.get("commit_info") if isinstance(merged.get("commit_info"), dict) else {}
+    db.execute(
+        "INSERT INTO runs VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+        (
+            bundle.run_id,
+            bundle.run_name,
+            host,
+            cpu,
+            json.dumps([g.get("name") for g in record.get("gpus") or []]),
+            merged.get("datetime"),
+            commit.get("id"),
+            str(bundle.manifest.get("xfbench")),
+            bundle.text(PIP_FREEZE),
+            json.dumps(record, sort_keys=True),
+            bundle.text(MODELS),
+        ),
+    )
+    db.executemany(
+        "INSERT INTO files VALUES (?,?,?,?,?)",
+        [
+            (bundle.run_id, name, sha256(body), len(body), zlib.compress(body, 6))
+            for name, body in sorted(bundle.run_files.items())
+        ],
+    )
 
 
 def _place(db, bundle: Bundle, *, host: str, cpu: str, cells: set, merged: dict) -> tuple:
