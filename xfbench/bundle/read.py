@@ -87,7 +87,16 @@ def read(path: Path | str) -> Bundle:
     if sha256(manifest_bytes) != match.group(2):
         raise BundleError(f"{path}: refused: manifest.json does not match the bundle's hash")
     manifest = _manifest(path, manifest_bytes)
-    listed = manifest["members"]
+    _check_members(path, manifest["members"], contents)
+    bundle = Bundle(
+        path=path, sha256=sha256(data), size=len(data), manifest=manifest, members=contents
+    )
+    _check_run(bundle)
+    return bundle
+
+
+def _check_members(path: Path, listed: dict, contents: dict[str, bytes]) -> None:
+    """Every member the manifest lists is there, with its hash, and no other."""
     for name in sorted(set(listed) | set(contents)):
         if name not in contents:
             raise BundleError(f"{path}: refused: {name} is listed but missing")
@@ -95,10 +104,13 @@ def read(path: Path | str) -> Bundle:
             raise BundleError(f"{path}: refused: {name} was added after packing")
         if sha256(contents[name]) != listed[name].get("sha256"):
             raise BundleError(f"{path}: refused: {name} does not match its hash (altered)")
-    bundle = Bundle(
-        path=path, sha256=sha256(data), size=len(data), manifest=manifest, members=contents
-    )
-    if run_id(bundle.run_files) != manifest["run_id"]:
+
+
+def _check_run(bundle: Bundle) -> None:
+    """The run inside: its files give the manifest's run id, the required members are
+    there as UTF-8 text, and it holds a finished cell."""
+    path, contents = bundle.path, bundle.members
+    if run_id(bundle.run_files) != bundle.manifest["run_id"]:
         raise BundleError(f"{path}: refused: the run's files do not give the manifest's run id")
     missing = [name for name in REQUIRED if name not in contents]
     if missing:
@@ -110,7 +122,6 @@ def read(path: Path | str) -> Bundle:
         raise BundleError(f"{path}: refused: {name} is not UTF-8 text") from None
     if not has_records(bundle.run_files):
         raise BundleError(f"{path}: refused: its run holds no finished cell")
-    return bundle
 
 
 def _manifest(path: Path, body: bytes) -> dict:
