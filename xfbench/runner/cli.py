@@ -10,6 +10,7 @@ any cell failed (crash, kill, out of memory, time-out, exception), 130 when inte
 
 from __future__ import annotations
 
+import functools
 import os
 import signal
 import sys
@@ -152,48 +153,63 @@ def sweep(args, plan: Plan, folder: RunFolder) -> int:
             f"{len(todo)} to run",
             file=sys.stderr,
         )
-
-    def counts() -> tuple[int, int]:
-        done = failed = 0
-        for c in todo:
-            k = key(c)
-            result, failure = folder.stamps(k)
-            if result not in (None, stamps[k][0]):  # a record newer than the sweep's start
-                done += 1
-            elif failure not in (None, stamps[k][1]):
-                done += 1
-                # a cell skipped with its reason is done, not failed (as the last line says)
-                failed += (folder.failure(k) or {}).get("status") in HARD_FAILURES
-        return done, failed
+    counts = functools.partial(_done_and_failed, folder, todo, stamps)
 
     # A kill of this process (SIGTERM) stops the child and keeps what finished, as Ctrl-C does.
     previous = signal.signal(signal.SIGTERM, _interrupt)
     interrupted = False
     with SweepProgress(len(todo), quiet) as progress:
-
-        def on_poll(current):
-            progress.update(current, *counts())
-
         try:
-            todo_keys = set(stamps)
-            for i, job in enumerate(plan.jobs):
-                job_todo = [c for c in job.cells if key(c) in todo_keys]
-                if job_todo:
-                    later = [[c for c in j.cells if key(c) in todo_keys] for j in plan.jobs[i:]]
-                    settings, rounds = _budgeted(budget, job, later, quiet)
-                    part = Job(job.group, job_todo, settings, job.copies)
-                    t0 = time.monotonic()
-                    (run_copies if job.copies else run_group)(part, folder, timeout, on_poll)
-                    if budget:
-                        budget.done(job_todo, rounds, time.monotonic() - t0)
-                    progress.update(f"finished {job.group.name}", *counts())
-                    folder.merge(plan.selection, machine_description)
+            for job, job_todo, later in _jobs_to_run(plan, set(stamps)):
+                _run_job(job, job_todo, later, budget=budget, folder=folder, timeout=timeout,
+                         quiet=quiet, on_poll=lambda current: progress.update(current, *counts()))  # fmt: skip
+                progress.update(f"finished {job.group.name}", *counts())
+                folder.merge(plan.selection, machine_description)
         except KeyboardInterrupt:
             interrupted = True
         finally:
             signal.signal(signal.SIGTERM, previous)
     merged = folder.merge(plan.selection, machine_description)
     return _summary(args=args, plan=plan, folder=folder, merged=merged, interrupted=interrupted)
+
+
+def _jobs_to_run(plan: Plan, todo_keys: set):
+    """Each process group with cells still to run: the group, those cells, and the cells
+    still to run of it and every later group (which the budget shares its time among)."""
+    for i, job in enumerate(plan.jobs):
+        job_todo = [c for c in job.cells if key(c) in todo_keys]
+        if job_todo:
+            yield (
+                job,
+                job_todo,
+                [[c for c in j.cells if key(c) in todo_keys] for j in plan.jobs[i:]],
+            )
+
+
+def _run_job(job: Job, job_todo: list, later: list, *, budget, folder, timeout, quiet, on_poll):
+    """One process group's cells still to run, in one child (or one per copy), with the
+    rounds the budget gives them; the time they took counted against it."""
+    settings, rounds = _budgeted(budget, job, later, quiet)
+    part = Job(job.group, job_todo, settings, job.copies)
+    t0 = time.monotonic()
+    (run_copies if job.copies else run_group)(part, folder, timeout, on_poll)
+    if budget:
+        budget.done(job_todo, rounds, time.monotonic() - t0)
+
+
+def _done_and_failed(folder: RunFolder, todo: list, stamps: dict) -> tuple[int, int]:
+    """How many of the sweep's cells are done since it started, and how many failed."""
+    done = failed = 0
+    for c in todo:
+        k = key(c)
+        result, failure = folder.stamps(k)
+        if result not in (None, stamps[k][0]):  # a record newer than the sweep's start
+            done += 1
+        elif failure not in (None, stamps[k][1]):
+            done += 1
+            # a cell skipped with its reason is done, not failed (as the last line says)
+            failed += (folder.failure(k) or {}).get("status") in HARD_FAILURES
+    return done, failed
 
 
 def _budget(args, plan: Plan) -> Budget | None:
