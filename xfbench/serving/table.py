@@ -54,37 +54,20 @@ def serving_table(records: list[dict]) -> str:
     from tabulate import tabulate
 
     order = {s: i for i, s in enumerate(SCENARIOS)}
-    rows = []
-    for r in sorted(
-        records,
-        key=lambda r: (
-            str(r.get("network")),
-            str(r.get("framework")),
-            str(r.get("mode")),
-            str(r.get("precision")),
-            r.get("threads") or 0,
-            order.get(r.get("scenario"), 9),
-        ),
-    ):
-        what, value = headline(r) if r.get("status", "ok") == "ok" else ("", "")
-        rows.append(
-            [
-                r.get("network"),
-                r.get("framework"),
-                r.get("mode"),
-                r.get("precision"),
-                r.get("device"),
-                r.get("threads"),
-                r.get("scenario"),
-                f"{value} {what}".strip(),
-                _num(r.get("p50_ms")),
-                _num(r.get("p99_ms")),
-                _num(r.get("latency_bound_ms"), "g"),
-                validity(r),
-                int8_drift(r),
-                "†" if r.get("contended") else "",
-            ]
+    rows = [
+        _summary_row(r)
+        for r in sorted(
+            records,
+            key=lambda r: (
+                str(r.get("network")),
+                str(r.get("framework")),
+                str(r.get("mode")),
+                str(r.get("precision")),
+                r.get("threads") or 0,
+                order.get(r.get("scenario"), 9),
+            ),
         )
+    ]
     headers = (
         "network",
         "framework",
@@ -102,6 +85,21 @@ def serving_table(records: list[dict]) -> str:
         "",
     )
     return tabulate(rows, headers=headers, tablefmt="github", disable_numparse=True)
+
+
+def _summary_row(r: dict) -> list:
+    what, value = headline(r) if r.get("status", "ok") == "ok" else ("", "")
+    return [
+        *(r.get(k) for k in ("network", "framework", "mode", "precision", "device", "threads")),
+        r.get("scenario"),
+        f"{value} {what}".strip(),
+        _num(r.get("p50_ms")),
+        _num(r.get("p99_ms")),
+        _num(r.get("latency_bound_ms"), "g"),
+        validity(r),
+        int8_drift(r),
+        "†" if r.get("contended") else "",
+    ]
 
 
 def network_tables(records: list[dict]) -> dict[str, tuple[list[str], list[list[str]]]]:
