@@ -423,8 +423,9 @@ def test_a_pytest_step_cut_at_its_cap_keeps_its_finished_cells(tmp_path, monkeyp
     """The cap itself: NumPy's GEMM (fast everywhere) hangs at its second cell and is cut
     at a 6 s time-out; its JSON holds the first cell, and the summary counts it."""
     from xfbench.acceptance.run import run_steps
-    from xfbench.acceptance.steps import SUITES, Step
+    from xfbench.acceptance.steps import Step
     from xfbench.acceptance.summary import summary
+    from xfbench.harness.gpu_plan import SUITES
 
     monkeypatch.setenv("XFBENCH_FAULT", "test#2:sleep")
     out = tmp_path / "gemm.json"

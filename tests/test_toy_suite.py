@@ -146,7 +146,8 @@ def test_a_real_suite_moves_out_by_deleting_its_package_and_its_line(tmp_path):
     option), and the reference's report is the same file."""
     import shutil
 
-    copy = tmp_path / "xfbench"
+    without = tmp_path / "without"
+    copy = without / "xfbench"
     shutil.copytree(ROOT / "xfbench", copy, ignore=shutil.ignore_patterns("__pycache__"))
     shutil.rmtree(copy / "scaling")
     (copy / "suites" / "test_scaling.py").unlink()
@@ -158,24 +159,30 @@ def test_a_real_suite_moves_out_by_deleting_its_package_and_its_line(tmp_path):
     left = [p for p in copy.rglob("*.py") if re.search(r"xfbench[./]scaling\b", p.read_text())]
     assert left == []
 
+    runs = tmp_path / "runs"  # a folder of neither: `python -m` puts its own first on sys.path
+    runs.mkdir()
+
     def xfbench(root: Path, *args: str) -> subprocess.CompletedProcess:
         env = {**os.environ, "PYTHONPATH": str(root)}
         command = [sys.executable, "-m", "xfbench.harness.cli", *args]
         return subprocess.run(
-            command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300
+            command, cwd=runs, env=env, capture_output=True, text=True, timeout=300
         )
 
-    helped = xfbench(tmp_path, "run", "--help")
-    assert helped.returncode == 0, helped.stderr
-    words = " ".join(helped.stdout.split())
-    assert "--scaling" not in words and "allreduce: the same as --world-sizes" in words
-    dry = xfbench(tmp_path, "run", "--suite", "allreduce", "--dry-run", "--results", "r")
+    helped = {root: xfbench(root, "run", "--help") for root in (without, ROOT)}
+    words = {root: " ".join(done.stdout.split()) for root, done in helped.items()}
+    assert "--scaling" in words[ROOT]  # each side runs its own package
+    assert "--scaling" not in words[without], helped[without].stderr
+    assert "allreduce: in xfbench run, the same as --world-sizes" in words[without]
+    dry = xfbench(without, "run", "--suite", "allreduce", "--dry-run", "--results", "r")
     assert dry.returncode == 0, dry.stdout + dry.stderr
-    reference = ROOT / "xfbench" / "report" / "references" / "2026-11-24-amd-epyc-zen5-2c"
     reports = {}
-    for root, name in ((tmp_path, "without"), (ROOT, "with")):
+    for root, name in ((without, "without"), (ROOT, "with")):
+        # each side's own copy of the reference: a checked-in reference is scored against
+        # the others, not against itself
+        reference = root / "xfbench" / "report" / "references" / "2026-11-24-amd-epyc-zen5-2c"
         done = xfbench(root, "report", str(reference), "--out", name)
         assert done.returncode == 0, done.stdout + done.stderr
-        text = (tmp_path / name / "report.md").read_text()
+        text = (runs / name / "report.md").read_text()
         reports[name] = re.sub(r"Generated [^\n]*", "", text)
     assert reports["without"] == reports["with"]

@@ -288,6 +288,7 @@ OWN: list[Option] = []
 TAKERS: dict[str, list[str]] = {}
 NOTES: dict[str, list[tuple[str, Note]]] = {}
 SWEEPS: dict[str, str] = {}
+DEFAULT: list[str] = []  # the suite `xfbench run` sweeps when --suite is not given
 
 
 def declare(
@@ -296,6 +297,7 @@ def declare(
     takes: tuple[str, ...] = (),
     notes: dict[str, Note] | None = None,
     sweep: str = "",
+    default: bool = False,
 ) -> None:
     """A suite's options: its own (shown under its name), the options its `xfbench run`
     sweep takes, its notes on common ones, and `sweep`, what it runs (one phrase; "": it is
@@ -311,6 +313,8 @@ def declare(
         NOTES.setdefault(name, []).append((suite, note))
     if sweep:
         SWEEPS[suite] = sweep
+    if default:
+        DEFAULT[:] = [suite]
 
 
 def suite_option() -> Option:
@@ -319,11 +323,17 @@ def suite_option() -> Option:
     return Option(
         name="suite",
         values=", ".join(named[:-1]) + (" or " if len(named) > 1 else "") + named[-1],
-        default=next(iter(SWEEPS)),
+        default=default_sweep(),
         pytest=False,
         run=ALL,
         group="suite",
     )
+
+
+def default_sweep() -> str:
+    """The suite `xfbench run` sweeps when --suite is not given: the one declared so (the
+    order suites are imported in aside), else the first declared."""
+    return DEFAULT[0] if DEFAULT else next(iter(SWEEPS))
 
 
 def every() -> tuple[Option, ...]:

@@ -109,6 +109,8 @@ class Suite:
     takes: tuple[str, ...] = ()
     notes: dict = field(default_factory=dict)
     about: str = ""
+    # whether `xfbench run` sweeps it when --suite is not given (the network suite)
+    default: bool = False
     # options (dests) it reads by rules of its own, which the session's common selection
     # then leaves to it where its file is named (generation: --batch-size lists sizes)
     own_options: tuple[str, ...] = ()
@@ -171,6 +173,7 @@ def declare(suite: Suite) -> Suite:
         takes=suite.takes,
         notes=suite.notes,
         sweep=suite.about if suite.sweep else "",
+        default=suite.default,
     )
     if suite.fields:
         records.declare_kind(suite.kind, suite.fields, suite.older, suite.kind_aliases)

@@ -107,7 +107,7 @@ FAILURE = (
 )
 
 # Every kind's fields: failure's here; every other kind's declared by the suite whose cells
-# write it (plugin.Suite's `kind` and `fields`, the network suite's in xfbench/plugin.py),
+# write it (plugin.Suite's `kind` and `fields`, the network suite's in xfbench/networks/plugin.py),
 # known once its plugin is imported (plugin.declared()).
 FIELDS: dict[str, tuple[Field, ...]] = {"failure": FAILURE}
 # How to recognise a record of a kind in files written before records carried their kind.

@@ -379,7 +379,7 @@ SUITE = declare(
         about="collective bandwidth",
         options=OPTIONS,
         takes=("workers",),
-        notes={"workers": options.Note(takes="the same as --world-sizes")},
+        notes={"workers": options.Note(takes="in xfbench run, the same as --world-sizes")},
         gpu_steps=gpu_steps.steps,
         kind=KIND,
         fields=record_fields.ALLREDUCE,

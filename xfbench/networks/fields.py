@@ -1,7 +1,7 @@
 """What a record of one network cell holds (kinds train and infer: the cell, the adapter's
 facts, contention, energy, copies, real data) and an equivalence check's fields (kind
 equivalence): Table 7's network suite's records, which it declares to xfbench/records.py
-(xfbench/plugin.py)."""
+(xfbench/networks/plugin.py)."""
 
 from __future__ import annotations
 

@@ -165,6 +165,7 @@ NETWORKS = declare(
         tasks=("train", "infer"),
         seconds=network_seconds,
         about="the train/infer cells, each on one device",
+        default=True,
         gpu_steps=gpu_steps.steps,
         gpu_parts=gpu_steps.PARTS,
         options=OPTIONS,

@@ -99,9 +99,9 @@ def default_timeout(preset_name: str) -> float:
 
 def make_suite_plan(args) -> Plan:
     """The plan of the suite named by --suite, every option checked (UsageError: one line)."""
-    if args.suite is None:
-        args.suite = "single"
     runnable = {name: s for name, s in declared().items() if s.sweep}
+    if args.suite is None:
+        args.suite = options.default_sweep()
     if args.suite not in runnable:
         raise UsageError(f"unknown suite {args.suite!r}; valid: {', '.join(runnable)}")
     # Options that belong to one suite only: giving them to another is a mistake, not a no-op.

@@ -48,7 +48,7 @@ def select(config) -> ServingSelection | None:
     if not named(config, "test_serving.py"):
         return None
     given = {dest: config.getoption(dest) for dest in options.selection_options()}
-    if given["data"] not in (None, "resident"):
+    if given.get("data") not in (None, "resident"):
         raise UsageError(
             "--data does not apply to the serving suite: its synthetic samples are copied "
             "to the device with each batch it serves"
