@@ -142,8 +142,10 @@ def _machine_of(run: Run, machines: list[Machine]) -> Machine:
     measured again, else a new one (added to machines)."""
     keys = {_cell_key(r) for r in run.results}
     for m in machines:
+        if m.base_label != run.machine["label"]:
+            continue  # only its own machine's groups: their cells' keys are worth building
         measured = set(m.results) | set(_failure_keys(m)) | {_cell_key(r) for r in m.copies}
-        if m.base_label == run.machine["label"] and not keys & measured:
+        if not keys & measured:
             return m
     target = Machine(
         label=run.machine["label"],
