@@ -125,6 +125,9 @@ class Suite:
     # fields.py), declared to the records with it (records.declare_kind)
     kind: str | None = None
     fields: tuple = ()
+    # the record kinds its report reads where its cells write more than one (the network
+    # suite: one per task, which its plugin declares itself); else its `kind`
+    kinds: tuple[str, ...] = ()
     # fills in a run's records what is known only once its cells, run in separate
     # children, are merged (scaling's speedup over one worker)
     merged: Callable[[list[dict]], None] | None = None

@@ -187,6 +187,15 @@ def _rows(fields: tuple[Field, ...], prefix: str) -> list[str]:
 
 
 # -- reading a record's values: what a file holds may be anything ---------------------------
+def failed_cell(record: dict) -> tuple[dict, str, object]:
+    """A failure record's cell (under "cell", or the record itself, as the runner's plugin
+    keeps it), its status (a failure's: "failed" where it says "ok" or nothing) and its
+    reason as written."""
+    cell = record.get("cell") if isinstance(record.get("cell"), dict) else record
+    status = str(record.get("status") or "failed")
+    return cell, "failed" if status == "ok" else status, record.get("reason")
+
+
 def number(value) -> float | None:
     """A finite number, else None (a bool is not a number here)."""
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):

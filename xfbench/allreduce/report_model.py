@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from xfbench.records import count, number, one_line
+from xfbench.records import count, failed_cell, number, one_line
 
 # In the order tables and plots show them; a sweep shows those it has (JAX has no
 # reduce_broadcast), and patterns not named here after these.
@@ -84,7 +84,8 @@ def read_entry(extra: dict, source: str) -> tuple[dict | None, str | None]:
     return allreduce_sweep(extra, source), None
 
 
-def read_failure(cell: dict, status: str, reason, source: str) -> dict:
+def read_failure(record: dict, source: str) -> dict:
+    cell, status, reason = failed_cell(record)
     return allreduce_sweep({k: v for k, v in cell.items() if k != "rows"}, source, status, reason)
 
 

@@ -8,7 +8,14 @@ from __future__ import annotations
 from xfbench.report import procurement
 from xfbench.report.files import plain
 from xfbench.report.gpu_models import Workload
-from xfbench.report.load import Entry, integer, scored_result
+from xfbench.report.load import (
+    Entry,
+    cell_result,
+    failure_result,
+    integer,
+    round_times,
+    scored_result,
+)
 from xfbench.report.model import Machine, Report, dtype_name, format_seconds, network_title
 from xfbench.report.roofline import roofs
 from xfbench.report.sections import Part
@@ -26,7 +33,9 @@ __all__ = [
     "Text",
     "Workload",
     "as_text",
+    "cell_result",
     "dtype_name",
+    "failure_result",
     "format_seconds",
     "integer",
     "legend_caption",
@@ -35,6 +44,7 @@ __all__ = [
     "plain",
     "plural",
     "procurement",
+    "round_times",
     "roofs",
     "scored_result",
 ]

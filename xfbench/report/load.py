@@ -251,10 +251,12 @@ def integer(value, default=0) -> int:
     return found if abs(found) < 2**31 else default  # no real count is that large
 
 
-def _cell_result(cell: dict, status: str, source: str) -> Result:
+def cell_result(cell: dict, status: str, source: str, *, task: str = "") -> Result:
+    """A Result of a cell's fields (`task`: its task where the cell names none), with no
+    time: the reader of its kind adds what it measured."""
     device = str(cell.get("device", "cpu"))
     return Result(
-        task=str(cell.get("task", "train")),
+        task=str(cell.get("task", task)),
         network=str(cell.get("network", "?")),
         framework=str(cell.get("framework", "?")),
         mode=str(cell.get("mode", "?")),
@@ -276,20 +278,20 @@ def scored_result(record: dict, *, task: str, batch: int, median: float, rounds,
     """A suite's record as the Result the scores compare (its report module's `scored`,
     report/suites.py): its cell's fields, and what the caller makes its median, rounds
     and scale."""
-    result = _cell_result(record, "ok", str(record.get("source", "")))
+    result = cell_result(record, "ok", str(record.get("source", "")))
     result.task, result.batch_size, result.data = task, batch, "resident"
     result.median, result.rounds, result.info = median, list(rounds), record
     result.scale = scale or result.scale
     return result
 
 
-def failure_result(record: dict, source: str) -> Result:
+def failure_result(record: dict, source: str, *, task: str = "") -> Result:
     """A failure record ({"cell": {...}, "status", "reason", ...}, or the cell fields at
-    the top level as the runner's plugin keeps them) as a Result."""
-    cell = record.get("cell") if isinstance(record.get("cell"), dict) else record
-    status = str(record.get("status") or "failed")
-    result = _cell_result(cell, status if status != "ok" else "failed", source)
-    reason = str(record.get("reason") or "no reason recorded")
+    the top level as the runner's plugin keeps them) as a Result (`task`: its task where
+    the cell names none)."""
+    cell, status, reason = records.failed_cell(record)
+    result = cell_result(cell, status, source, task=task)
+    reason = str(reason or "no reason recorded")
     result.reason = " ".join(reason.split())  # one line, whatever was written
     result.info = {k: v for k, v in record.items() if k != "cell"}
     return result
@@ -310,7 +312,7 @@ def _median(entry: dict) -> float:
     return float(median)
 
 
-def _rounds(data) -> list[float]:
+def round_times(data) -> list[float]:
     """The positive, finite round times of a list (anything else: none)."""
     if not isinstance(data, list):
         return []
@@ -366,71 +368,34 @@ class Entry:
 
     def rounds(self) -> list[float]:
         """Its timed rounds (stats.data), each a positive, finite number of seconds."""
-        return _rounds((self.data.get("stats") or {}).get("data"))
+        return round_times((self.data.get("stats") or {}).get("data"))
 
 
 def _add_entry(run: Run, entry: Entry, own: dict[str, suites.SuiteReport]) -> int:
-    """Add one entry to the run by its kind (own: the suites' own kinds); how many
-    entries it used (0: not used, said in run.problems)."""
-    extra = entry.extra
-    kind = _kind(extra, entry.where)
+    """Add one entry to the run by its kind (own: the suites' kinds), read by its suite's
+    report (report/suites.py); how many entries it used (0: not used, said in
+    run.problems)."""
+    kind = _kind(entry.extra, entry.where)
     if kind == "equivalence":
         return 1  # already taken by equivalence_records
-    if kind in own:  # a suite's own part of the report (report/suites.py)
-        record, problem = own[kind].read(entry)
-        if problem:
-            run.problems.append(f"{entry.where}: {problem}")
-        if record is not None:
-            run.records.setdefault(kind, []).append(record)
-        return int(record is not None)
-    if kind not in ("train", "infer") or "network" not in extra or "framework" not in extra:
+    if kind not in own:
         run.problems.append(f"{entry.where}: not an xfbench cell (no network/framework)")
         return 0
-    return _add_cell(run, entry)
-
-
-def _add_cell(run: Run, entry: Entry) -> int:
-    """A train or infer cell: its Result (a failed one's, or the timed one's)."""
-    extra, source = entry.extra, entry.source
-    if str(extra.get("status", "ok")) != "ok":
-        run.results.append(failure_result(extra, source))
-        return 1
-    try:
-        median = _median(entry.data)
-    except ValueError as e:
-        run.problems.append(f"{entry.where}: {e}")
-        return 0
-    result = _cell_result(extra, "ok", source)
-    result.median = median
-    result.info = extra
-    result.rounds = _rounds(entry.data.get("stats", {}).get("data"))
-    copies = extra.get("copy_rounds")
-    if isinstance(copies, list) and len(copies) > 1:
-        result.copy_rounds = [_rounds(c) or [median] for c in copies]
-        result.copies = len(result.copy_rounds)
-    quoted = extra.get("seconds_per_batch")
-    if isinstance(quoted, (int, float)) and not math.isclose(quoted, median, rel_tol=1e-9):
-        run.problems.append(
-            f"{entry.where}: extra_info.seconds_per_batch {quoted!r} differs "
-            f"from stats.median {median!r}; the median is used"
-        )
-    run.results.append(result)
-    return 1
+    record, problem = own[kind].read(entry)
+    if problem:
+        run.problems.append(f"{entry.where}: {problem}")
+    if record is not None:
+        own[kind].keep(run, kind, record)
+    return int(record is not None)
 
 
 def _add_failure(run: Run, record: dict, source: str, own: dict[str, suites.SuiteReport]) -> None:
-    """A failure record, in the list its suite's results go to (own: the suites with a
-    report of their own, by kind)."""
-    cell = record.get("cell") if isinstance(record.get("cell"), dict) else record
-    suite = next((s for s in own.values() if s.owns(cell)), None)
+    """A failure record, read by the suite it is a cell of (own: the suites, by kind)."""
+    suite = suites.owner(records.failed_cell(record)[0], list(own.values()))
     if suite is None:
-        run.results.append(failure_result(record, source))
+        run.problems.append(f"{source}: a failed cell of no declared suite")
         return
-    status = str(record.get("status") or "failed")
-    status = "failed" if status == "ok" else status
-    run.records.setdefault(suite.kind, []).append(
-        suite.read_failure(cell, status, record.get("reason"), source)
-    )
+    suite.keep(run, suite.failure_kind(record), suite.read_failure(record, source))
 
 
 def _chosen_files(names: list[str], read: Callable[[str], dict], where: str):

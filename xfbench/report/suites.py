@@ -5,16 +5,19 @@ and declares its part as `REPORT = Hooks(...)`: every hook a field of `Hooks` (b
 misspelt one fails where it is declared, and one a suite does not give is None.
 
 The report reads a suite's records, and its failed cells (a failure record whose cell's
-task is one of the suite's `tasks`, or whose cell's kind is the suite's), into
-`records[kind]` of each run and machine, and names no suite itself (a test adds one from
-a package of its own).
+task is one of the suite's `tasks`, or whose cell's kind is one of the suite's), into
+`records[kind]` of each run and machine; a failed cell no suite claims is the default
+suite's (plugin.Suite's `default`). A suite whose records are the cells of Table 7
+(`cells`: report.load.Result) has them in each run's `results`, from which report/model.py
+builds Table 7's blocks. The report names no suite itself (a test adds one from a package
+of its own).
 """
 
 from __future__ import annotations
 
 import importlib
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from xfbench import records
 
@@ -34,9 +37,13 @@ class Hooks:
     # hooks read, and what was wrong with it in one line: entry -> (record | None, problem |
     # None); None: the entry's extra_info, its file as `source`, its rounds as `timed_rounds_s`
     read: Callable | None = None
-    # one of its failed cells: (cell, status, reason, source) -> record; None: the cell's
-    # fields, status, reason and source
+    # one of its failed cells: (failure record as written, source) -> record; its cell,
+    # status and reason: records.failed_cell(record); None: the cell's fields, status, reason
+    # and source
     read_failure: Callable | None = None
+    # its records are report.load.Result, the cells of Table 7 (report/model.py): read
+    # into each run's `results` rather than `records[kind]`
+    cells: bool = False
     # cell -> whether a failed cell that carries neither its task nor its kind (files
     # written before they did) is its
     owns: Callable | None = None
@@ -69,16 +76,25 @@ class Hooks:
     scored_records: Callable | None = None
     scored: Callable | None = None
     scored_workload: str | None = None
+    # the kind of workload of each task of its cells in that noise model, where its records
+    # are Table 7's cells (`cells`): task -> kind
+    workloads: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
 class SuiteReport:
     name: str  # the suite's
-    kind: str  # the record kind its cells write
+    kinds: tuple[str, ...]  # the record kinds its cells write (its `kind`, or `kinds`)
     tasks: tuple[str, ...]  # the `task` of its cells, which its failure records carry
     hooks: Hooks
     title: str  # its summary's title, and its table of records (plugin.Suite)
     table: Callable[[list[dict]], str] | None
+    default: bool = False  # the suite a failed cell no suite claims is read by
+
+    @property
+    def kind(self) -> str:
+        """The kind its records and its model are kept under (its first)."""
+        return self.kinds[0]
 
     def read(self, entry) -> tuple[dict | None, str | None]:
         """One entry of its kind as its record, and the problem with it (None: none)."""
@@ -86,11 +102,13 @@ class SuiteReport:
             return self.hooks.read(entry)
         return {**entry.extra, "source": entry.source, "timed_rounds_s": entry.rounds()}, None
 
-    def owns(self, cell: dict) -> bool:
-        """Whether a failed cell is one of this suite's."""
-        kind = records.ALIASES.get(cell.get("kind"), cell.get("kind"))
-        older = self.hooks.owns
-        return cell.get("task") in self.tasks or kind == self.kind or bool(older and older(cell))
+    def keep(self, run, kind: str, record) -> None:
+        """One record it read (or a failed cell's) in the run: Table 7's cells in its
+        `results`, any other in `records[kind]`."""
+        if self.hooks.cells:
+            run.results.append(record)
+        else:
+            run.records.setdefault(kind, []).append(record)
 
     def summary_table(self, records: list[dict]) -> str | None:
         """Its terminal summary's table of records the report read, where they are as its
@@ -99,10 +117,37 @@ class SuiteReport:
             return None
         return self.table(records)
 
-    def read_failure(self, cell: dict, status: str, reason, source: str) -> dict:
+    def read_failure(self, record: dict, source: str):
+        """One of its failure records as the record its other hooks read."""
         if self.hooks.read_failure:
-            return self.hooks.read_failure(cell, status, reason, source)
+            return self.hooks.read_failure(record, source)
+        cell, status, reason = records.failed_cell(record)
         return {**cell, "status": status, "reason": reason, "source": source}
+
+    def failure_kind(self, record: dict) -> str:
+        """The kind a failed cell of it is kept under: its cell's kind or task where that
+        is one of its kinds, else its first."""
+        cell = records.failed_cell(record)[0]
+        kind = records.ALIASES.get(cell.get("kind"), cell.get("kind"))
+        found = [k for k in (kind, cell.get("task")) if k in self.kinds]
+        return found[0] if found else self.kind
+
+
+def owner(cell: dict, reports: list[SuiteReport]) -> SuiteReport | None:
+    """The suite a failed cell is one of: the one of its kind, else of its task, else the
+    first whose `owns` recognises it (files written before cells carried either), else the
+    default suite."""
+    kind = records.ALIASES.get(cell.get("kind"), cell.get("kind"))
+    for claims in (
+        lambda s: kind in s.kinds,
+        lambda s: cell.get("task") in s.tasks,
+        lambda s: bool(s.hooks.owns and s.hooks.owns(cell)),
+        lambda s: s.default,
+    ):
+        found = next((s for s in reports if claims(s)), None)
+        if found:
+            return found
+    return None
 
 
 def declared() -> list[SuiteReport]:
@@ -112,14 +157,15 @@ def declared() -> list[SuiteReport]:
     return [
         SuiteReport(
             name=s.name,
-            kind=s.kind,
+            kinds=s.kinds or (s.kind,),
             tasks=s.tasks,
             hooks=hooks_of(s.report),
             title=s.title,
             table=s.table,
+            default=s.default,
         )
         for s in suites().values()
-        if s.report and s.kind
+        if s.report and (s.kind or s.kinds)
     ]
 
 
@@ -131,6 +177,13 @@ def hooks_of(module_name: str) -> Hooks:
     return found
 
 
+def cell_tasks() -> dict[str, int]:
+    """The tasks of Table 7's cells, each with its place among Table 7's blocks: the kinds
+    (one per task) of the suite whose records are its cells, in the order it declares them."""
+    kinds = next((s.kinds for s in declared() if s.hooks.cells), ())
+    return {task: i for i, task in enumerate(kinds)}
+
+
 def by_kind() -> dict[str, SuiteReport]:
-    """The suites whose records are read into `records`, by their kind."""
-    return {s.kind: s for s in declared()}
+    """The suites with a report of their own, by each record kind they read."""
+    return {kind: s for s in declared() for kind in s.kinds}

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from xfbench.records import count, number, one_line
+from xfbench.records import count, failed_cell, number, one_line
 
 SCALING_KINDS = ("strong", "weak")
 
@@ -98,7 +98,8 @@ def read_entry(
     return record, None
 
 
-def read_failure(cell: dict, status: str, reason, source: str) -> dict:
+def read_failure(record: dict, source: str) -> dict:
+    cell, status, reason = failed_cell(record)
     return scaling_record({**cell, "status": status, "reason": reason}, None, source)
 
 
