@@ -62,11 +62,24 @@ def test_a_suite_in_its_own_package_reaches_every_command(tmp_path):
     assert named == []  # nothing of xfbench was changed for it
 
 
-# What still spells a suite outside its package, file by file: the Table 7 CSV's
+# What still spells a suite outside its package, file by file. The Table 7 CSV's
 # measured-peak column (report/render_csv.py, `gemm_peak_tflops`: renaming it would change
-# the file users read; it leaves report/ with Table 7's own layout).
+# the file users read). And Table 7's layout, which report/ still builds from the network
+# suite's cells (its report module reads them; their blocks, tables and paper rows are
+# report/'s): the paper's rows are training (report/model.py, render_csv.py), GPT-2's
+# inference block says what it is (model.py), the published training anchors
+# (anchors.py), the acceptance summary's ResNet-50 training section (acceptance/summary.py).
 # Counts, so that each move out of them is seen here.
-NOT_YET = {"report/render_csv.py": 2}
+NOT_YET = {
+    "report/render_csv.py": 3,
+    "report/model.py": 3,
+    "report/anchors.py": 1,
+    "acceptance/summary.py": 2,
+}
+# The adapters' layer (harness/, frameworks.py) runs every suite's cells through the adapter
+# protocol, whose tasks are the network suite's (train, infer: every framework's `tasks`;
+# scaling trains, serving infers): the network suite's words are not counted there.
+ADAPTERS_LAYER = ("harness/", "frameworks.py")
 
 
 def _words(path: Path):
@@ -100,11 +113,17 @@ def _words(path: Path):
 def test_code_outside_a_suite_names_no_suite_that_declares_its_report():
     """What a suite's declaration carries is read from it: no code (docstrings aside) of
     records.py, options.py, environment.py, frameworks.py, harness/, runner/, acceptance/
-    or report/ spells the name, record kind or task of a suite with a report of its own,
-    whole or as a part of a name split on `_` (gemm_peak_tflops), but for NOT_YET."""
+    or report/ spells the name, record kinds or tasks of a suite with a report of its own
+    (all seven, Table 7's network suite among them, but in ADAPTERS_LAYER), whole or as a
+    part of a name split on `_` (gemm_peak_tflops), but for NOT_YET."""
     from xfbench.plugin import declared
+    from xfbench.report.suites import declared as reports
 
-    own = {w for s in declared().values() if s.report for w in (s.name, s.kind, *s.tasks)}
+    def words(suites) -> set[str]:
+        return {w for s in suites for w in (s.name, *s.kinds, *s.tasks)}
+
+    own = words(reports())
+    cells = words(r for r in reports() if r.hooks.cells)
     package = ROOT / "xfbench"
     files = [package / f for f in ("records.py", "options.py", "environment.py", "frameworks.py")]
     for folder in ("harness", "runner", "acceptance", "report"):
@@ -112,9 +131,12 @@ def test_code_outside_a_suite_names_no_suite_that_declares_its_report():
     named: dict[str, list[str]] = {}
     for path in files:
         rel = str(path.relative_to(package))
+        counted = own - cells if rel.startswith(ADAPTERS_LAYER) else own
         for line, word, parts in _words(path):
-            if word in own or any(p in own for p in parts):
+            if word in counted or any(p in counted for p in parts):
                 named.setdefault(rel, []).append(f"{line} {word}")
+    assert {s.name for s in reports()} == {n for n, s in declared().items() if s.report}
+    assert len(reports()) == 7 and cells == {"single", "train", "infer"}
     assert own >= {"generation", "serving", "token_serving", "scaling", "allreduce", "gemm", "GEMM"}
     counts = {rel: len(found) for rel, found in named.items()}
     assert counts == NOT_YET, {

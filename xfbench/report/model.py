@@ -500,7 +500,7 @@ def _base_machine(machines: list[Machine], base: str | None) -> Machine | None:
     found = find_machine(machines, base) if base else machines[0]
     if found is None:
         raise ValueError(
-            f"--base {base!r} names no single machine; machines: "
+            f"--base {base!r} names no machine, or several; machines: "
             + "; ".join(m.label for m in machines)
         )
     return found
@@ -518,15 +518,16 @@ def _priced(machines: list[Machine], prices: dict[str, dict[str, float]]) -> lis
 
 
 def _block_keys(everything) -> list[tuple]:
-    """Every (task, network, batch, scale) seen anywhere, ok or failed: training first; the
-    networks in docs/models.md's order (Shi's rows, then those beyond the paper), any other
-    after them."""
+    """Every (task, network, batch, scale) seen anywhere, ok or failed: the tasks in their
+    declared order (training first); the networks in docs/models.md's order (Shi's rows,
+    then those beyond the paper), any other after them."""
     from xfbench.models import NETWORKS
 
     order = {n: i for i, n in enumerate(NETWORKS)}
+    tasks = suites.cell_tasks()
     return sorted(
         {block_key(r) for _, r in everything},
-        key=lambda k: (k[0] != "train", order.get(k[1], len(order)), k[1], k[2], k[3]),
+        key=lambda k: (tasks.get(k[0], len(tasks)), order.get(k[1], len(order)), *k[1:]),
     )
 
 

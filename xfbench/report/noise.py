@@ -26,8 +26,6 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 NOISE = Path(__file__).resolve().parent / "data" / "noise.json"
-# the kinds of workload by task; a suite's scored workload (report/suites.py) adds its own
-KINDS = {"train": "training", "infer": "inference"}
 FAMILY = {
     "fcn5": "fcn",
     "fcn8": "fcn",
@@ -70,11 +68,13 @@ def kind_of(task: str, network: str) -> tuple[str, str]:
 
 @functools.cache
 def _kinds(suite_names: tuple[str, ...]) -> dict[str, str]:
-    """The tasks' kinds, the declared suites' scored tasks among them: read once for each
-    set of suites (compare asks for every cell)."""
+    """The kind of workload of each task (report/suites.py: Table 7's cells' `workloads`,
+    each suite's scored task): read once for each set of suites (compare asks for every
+    cell)."""
     from xfbench.report import suites
 
-    return KINDS | {
+    found = {task: kind for s in suites.declared() for task, kind in s.hooks.workloads.items()}
+    return found | {
         s.hooks.scored_task: s.hooks.scored_workload
         for s in suites.declared()
         if s.hooks.scored_workload

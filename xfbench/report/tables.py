@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from xfbench.harness.threads import legend, marks
-from xfbench.report import paper
+from xfbench.report import paper, suites
 from xfbench.report.model import Block, Report, col_label, network_title, row_key, row_label
 from xfbench.report.table import Table, Text, as_text, number_text
 
@@ -302,7 +302,10 @@ def compact_table7(report: Report) -> Table | None:
     from xfbench.models import NETWORKS
 
     order = {n: i for i, n in enumerate(NETWORKS)}
-    blocks = sorted(report.blocks, key=lambda b: (b.key[0] != "train", order.get(b.key[1], 99)))
+    tasks = suites.cell_tasks()
+    blocks = sorted(
+        report.blocks, key=lambda b: (tasks.get(b.key[0], len(tasks)), order.get(b.key[1], 99))
+    )
     columns = _compact_columns(blocks)
     several = len(report.machines) > 1
     headers = ["network"] + [
@@ -373,8 +376,9 @@ def fastest_table(report: Report) -> Table | None:
 
     order = {n: i for i, n in enumerate(NETWORKS)}
     rows = []
+    tasks = suites.cell_tasks()
     for block in sorted(
-        report.blocks, key=lambda b: (b.key[0] != "train", order.get(b.key[1], 99))
+        report.blocks, key=lambda b: (tasks.get(b.key[0], len(tasks)), order.get(b.key[1], 99))
     ):
         for ci, col in enumerate(block.columns):
             timed = sorted(

@@ -29,17 +29,32 @@ class Group:
     framework: str
     device: str
     threads: int  # --threads of the child; 0: the cells have none (the suite's own)
-    suite: str = "single"  # the declared suite (xfbench.plugin.Suite) its cells are of
+    # the declared suite (xfbench.plugin.Suite) its cells are of; "": the default one
+    suite: str = ""
     part: str = ""  # what else splits a suite's cells over children (--copies: x<N>)
+
+    def __post_init__(self):
+        if not self.suite:
+            object.__setattr__(self, "suite", _default_suite())
 
     @property
     def name(self) -> str:
         name = f"{self.framework}-{self.device.replace(':', '')}" + (
             f"-t{self.threads}" if self.threads else ""
         )
-        # the train/infer groups keep the names of earlier runs' logs
-        suite = "" if self.suite == "single" else self.suite
+        # the default suite's groups keep the names of earlier runs' logs
+        suite = "" if self.suite == _default_suite() else self.suite
         return "-".join(x for x in (suite, name, self.part) if x)
+
+
+def _default_suite() -> str:
+    """The suite `xfbench run` sweeps when --suite is not given, once the suites are
+    declared."""
+    from xfbench import options
+    from xfbench.plugin import declared
+
+    declared()
+    return options.default_sweep()
 
 
 @dataclass
