@@ -50,14 +50,17 @@ LAYERS = (
 LAYER = {name: i for i, names in enumerate(LAYERS) for name in names}
 # Entry points (`python -m ...`, the xfbench command) sit on top: nothing imports them.
 ENTRY_POINTS = ("cli.py", "__main__.py")
-# A suite's part of the report (xfbench/<suite>/report.py, report/suites.py) sits in the
-# report's layer: it builds the report's tables from the report's model.
+# A suite's part of the report (xfbench/<suite>/report.py, or its package
+# xfbench/<suite>/report/; report/suites.py) sits in the report's layer: it builds the
+# report's tables from the report's model.
 SUITE_REPORT = "report.py"
 
 
 def _own_layer(rel: Path) -> str:
     """The layer a module of the package is in (rel: its path inside the package)."""
     if len(rel.parts) == 2 and rel.name == SUITE_REPORT:
+        return "report"
+    if len(rel.parts) == 3 and f"{rel.parts[1]}.py" == SUITE_REPORT:
         return "report"
     return rel.parts[0] if len(rel.parts) > 1 else rel.stem
 

@@ -5,7 +5,7 @@ plotting library until it draws."""
 
 from __future__ import annotations
 
-from xfbench.report import procurement
+from xfbench.report import paper, procurement
 from xfbench.report.files import plain
 from xfbench.report.gpu_models import Workload
 from xfbench.report.load import (
@@ -16,7 +16,17 @@ from xfbench.report.load import (
     round_times,
     scored_result,
 )
-from xfbench.report.model import Machine, Report, dtype_name, format_seconds, network_title
+from xfbench.report.model import (
+    Block,
+    Machine,
+    Report,
+    col_label,
+    dtype_name,
+    format_seconds,
+    network_title,
+    row_key,
+    row_label,
+)
 from xfbench.report.roofline import roofs
 from xfbench.report.sections import Part
 from xfbench.report.suites import Hooks
@@ -24,6 +34,7 @@ from xfbench.report.table import Table, Text, as_text, number_text, plural
 from xfbench.report.tables import legend_caption
 
 __all__ = [
+    "Block",
     "Entry",
     "Hooks",
     "Machine",
@@ -34,6 +45,7 @@ __all__ = [
     "Workload",
     "as_text",
     "cell_result",
+    "col_label",
     "dtype_name",
     "failure_result",
     "format_seconds",
@@ -41,10 +53,13 @@ __all__ = [
     "legend_caption",
     "network_title",
     "number_text",
+    "paper",
     "plain",
     "plural",
     "procurement",
     "round_times",
+    "row_key",
+    "row_label",
     "roofs",
     "scored_result",
 ]

@@ -43,38 +43,6 @@ def _one(table: Table | None) -> list[Part]:
     return [Part(tables=[table], level=2)] if table else []
 
 
-def _table7(report: Report, plots: dict) -> list[Part]:
-    suites_only = any(any(m.records.values()) for m in report.machines)
-    if not report.blocks and suites_only:
-        return []
-    names, tags = [m.label for m in report.machines], [m.tag for m in report.machines]
-    return [
-        Part(
-            title="Table 7: seconds per mini-batch",
-            caption="Columns: CPU thread counts (`4t` = 4 threads), then each accelerator by name.",
-            tables=[tables.table7(b, names, tags) for b in report.blocks],
-            notes_title="Failed cells",
-            notes=tables.footnote_lines(report),
-        )
-    ]
-
-
-def _details(report: Report, plots: dict) -> list[Part]:
-    found = [t for t in (tables.details_table(report, b) for b in report.blocks) if t]
-    if not report.blocks:
-        return []
-    return [
-        Part(
-            title="Throughput, TFLOP/s, thread speedup, compile time, memory",
-            caption="samples/s = batch / median; TFLOP/s from the network's analytic FLOPs; "
-            "measured peak: the best TFLOP/s a suite measured at the cell's precision on its "
-            "device (and thread count); speedup and parallel efficiency over the same row's "
-            "1-thread CPU cell.",
-            tables=found,
-        )
-    ]
-
-
 def _suites(report: Report, plots: dict) -> list[Part]:
     """The sections of the suites with a report of their own, in their declared order."""
     return [
@@ -110,11 +78,7 @@ SECTIONS: tuple[Callable[[Report, dict], list[Part]], ...] = (
     lambda r, p: _one(gpu_models.gpu_models_table(r)),
     lambda r, p: _one(tables.backends_table(r)),
     lambda r, p: _one(tables.summary_table(r)),
-    lambda r, p: _one(tables.compact_table7(r)),
-    _table7,
-    _details,
-    lambda r, p: _one(tables.copies_table(r)),
-    _suites,
+    _suites,  # Table 7's own first: the network suite is declared first
     _roofline,
     lambda r, p: _one(tables.procurement_table(r)),
     lambda r, p: _one(anchors.anchors_table(r)),

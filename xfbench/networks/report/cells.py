@@ -1,5 +1,5 @@
-"""The network suite's part of the report (xfbench/report/suites.py): it reads its cells,
-timed or failed, as the Results Table 7 is built from (report/model.py lays them out).
+"""The network suite's cells, timed or failed, read as the Results Table 7 is built from
+(report/model.py derives its blocks, rows and columns).
 
 A cell's seconds per mini-batch is its entry's stats.median, pytest-benchmark's; the
 record's own `seconds_per_batch` is only checked against it.
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 
-from xfbench.report.api import Entry, Hooks, cell_result, failure_result, round_times
+from xfbench.report.api import Entry, cell_result, failure_result, round_times
 
 # A cell written before cells carried their task: a training cell, Table 7's first task.
 OLDEST_TASK = "train"
@@ -43,12 +43,3 @@ def read(entry: Entry):
 
 def read_failure(record: dict, source: str):
     return failure_result(record, source, task=OLDEST_TASK)
-
-
-# Its part of the report (xfbench/report/suites.py says what each hook is).
-REPORT = Hooks(
-    read=read,
-    read_failure=read_failure,
-    cells=True,
-    workloads={"train": "training", "infer": "inference"},
-)
