@@ -188,7 +188,9 @@ def test_the_report_gives_scores_and_the_fastest_over_runs(tmp_path):
     assert value == pytest.approx(
         math.exp(-sum(math.log(f) for f in (1.0, 1.1, 1.2)) / 3), rel=0.02
     )
-    fastest = runs.fastest_table(report)
+    from xfbench.networks.report.compared import fastest_over_runs_table
+
+    fastest = fastest_over_runs_table(report)
     assert fastest is not None and fastest.rows
     assert all(c.text for c in fastest.rows[0])
 

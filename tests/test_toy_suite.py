@@ -148,7 +148,8 @@ def test_code_outside_a_suite_names_no_suite_that_declares_its_report():
 
 def test_a_misspelt_hook_fails_where_it_is_declared_or_read():
     """A suite's part of the report is one typed declaration (REPORT = Hooks(...)): a hook
-    that does not exist is refused where a suite declares it, and where the report reads it."""
+    or a place for its sections that does not exist is refused where a suite declares it,
+    and a hook where the report reads it."""
     from xfbench.report.api import Hooks
     from xfbench.report.suites import hooks_of
 
@@ -158,6 +159,8 @@ def test_a_misspelt_hook_fails_where_it_is_declared_or_read():
         Hooks().sectoins  # noqa: B018
     with pytest.raises(TypeError, match="declares no REPORT"):
         hooks_of("xfbench.report.table")  # a module that declares none
+    with pytest.raises(TypeError, match="no place after_score; places: after_scores"):
+        Hooks(places={"after_score": lambda report, plots: []})  # a place that does not exist
 
 
 @pytest.mark.slow  # copies the package and runs four commands (7 s on a 2-core Zen 3)

@@ -23,12 +23,15 @@ from xfbench.report.model import (
     col_label,
     dtype_name,
     format_seconds,
+    interval,
     network_title,
     row_key,
     row_label,
 )
+from xfbench.report.noise import floor as noise_floor
 from xfbench.report.roofline import roofs
-from xfbench.report.sections import Part
+from xfbench.report.runs import machine_groups, ratio_over_runs
+from xfbench.report.sections import Part, table_section
 from xfbench.report.suites import Hooks
 from xfbench.report.table import Table, Text, as_text, number_text, plural
 from xfbench.report.tables import legend_caption
@@ -50,18 +53,23 @@ __all__ = [
     "failure_result",
     "format_seconds",
     "integer",
+    "interval",
     "legend_caption",
+    "machine_groups",
     "network_title",
+    "noise_floor",
     "number_text",
     "paper",
     "plain",
     "plural",
     "procurement",
+    "ratio_over_runs",
     "round_times",
     "row_key",
     "row_label",
     "roofs",
     "scored_result",
+    "table_section",
 ]
 # report/plots.py's names a suite draws with
 PLOTTING = ("COLORS", "SIZE", "STYLES", "place_legend", "plt", "save_figure")

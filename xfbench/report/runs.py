@@ -94,7 +94,7 @@ def ratio_over_runs(base: list[float], new: list[float]) -> tuple[float, float, 
 # -- the report's tables over runs --------------------------------------------------------
 
 
-def groups(report) -> list[list]:
+def machine_groups(report) -> list[list]:
     """The report's machines grouped by what they are (their label before runs were told
     apart), the groups of two runs or more."""
     by_label: dict[str, list] = {}
@@ -109,7 +109,7 @@ def scores_table(report):
 
     scored = {id(m): s for m, s in report.scores if s is not None}
     rows = []
-    for group in groups(report):
+    for group in machine_groups(report):
         found = [scored[id(m)] for m in group if id(m) in scored]
         if len(found) < 2:
             continue
@@ -142,56 +142,4 @@ def scores_table(report):
         f"of the runs' scores with its {METHOD} (report/runs.py says why); spread: the "
         "greatest run's score over the least's. The interval covers what changes between "
         "runs of the machine, which one run's interval does not.",
-    )
-
-
-def fastest_table(report):
-    """Per machine measured by several runs, network and column: the fastest framework
-    and mode over the runs (geometric mean of each run's median), and the next one's time
-    over it with its interval over runs, or within noise."""
-    from xfbench.report.model import col_label, row_label
-    from xfbench.report.table import Table, Text
-
-    rows = []
-    for group in groups(report):
-        cells: dict[tuple, dict[tuple, list[float]]] = {}
-        for m in group:
-            for (block, row, col), r in m.results.items():
-                cells.setdefault((block, col), {}).setdefault(row, []).append(r.median)
-        for (block, col), found in sorted(cells.items(), key=lambda kv: str(kv[0])):
-            timed = sorted(
-                ((row, t) for row, t in found.items() if len(t) >= 2),
-                key=lambda kv: math.exp(sum(math.log(x) for x in kv[1]) / len(kv[1])),
-            )
-            if len(timed) < 2:
-                continue
-            (first, a), (second, b) = timed[0], timed[1]
-            ratio, low, high = ratio_over_runs(a, b)
-            said = (
-                "within noise"
-                if low <= 1 <= high
-                else f"x{ratio:.3g} (95 % CI {low:.3g}-{high:.3g})"
-            )
-            rows.append(
-                [
-                    Text(group[0].base_label),
-                    Text(f"{block[1]} {block[0]}, batch {block[2]}"),
-                    Text(col_label(col)),
-                    Text(row_label(first)),
-                    Text(row_label(second)),
-                    Text(str(min(len(a), len(b)))),
-                    Text(said),
-                ]
-            )
-    if not rows:
-        return None
-    return Table(
-        "Fastest per network over runs",
-        ["machine", "network", "column", "fastest", "next", "runs", "next over fastest"],
-        rows,
-        anchor="fastest-over-runs",
-        text_cols=7,
-        caption="Each configuration's time is the geometric mean of its runs' medians; the "
-        "ratio's interval is Welch's t-interval on the runs' log medians (report/runs.py); "
-        "where it holds 1 the two are within noise, and no faster is said.",
     )

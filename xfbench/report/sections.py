@@ -38,7 +38,7 @@ class Part:
     plots: list[tuple[str, Path]] = field(default_factory=list)
 
 
-def _one(table: Table | None) -> list[Part]:
+def table_section(table: Table | None) -> list[Part]:
     """A table that is a section of its own (its heading at level 2), where there is one."""
     return [Part(tables=[table], level=2)] if table else []
 
@@ -67,21 +67,32 @@ def _left_out(report: Report, plots: dict) -> list[Part]:
     return [Part(title="Left out", items=list(report.problems))] if report.problems else []
 
 
+def _placed(place: str) -> Callable[[Report, dict], list[Part]]:
+    """The sections the suites put at one place of the report (report/suites.py PLACES), in
+    the order they are declared."""
+
+    def found(report: Report, plots: dict) -> list[Part]:
+        return [
+            part
+            for suite in suites.declared()
+            if place in suite.hooks.places
+            for part in suite.hooks.places[place](report, plots.get(suite.name, []))
+        ]
+
+    return found
+
+
 SECTIONS: tuple[Callable[[Report, dict], list[Part]], ...] = (
-    lambda r, p: _one(tables.answer_table(r)),  # the answer first: the scores
-    lambda r, p: _one(runs.scores_table(r)),  # and over several runs of one machine
-    lambda r, p: _one(tables.procurement_summary(r)),  # then what money buys
-    lambda r, p: _one(tables.fastest_table(r)),
-    lambda r, p: _one(runs.fastest_table(r)),
-    lambda r, p: _one(tables.machines_table(r)),
-    lambda r, p: _one(tables.machines_compared_table(r)),
-    lambda r, p: _one(gpu_models.gpu_models_table(r)),
-    lambda r, p: _one(tables.backends_table(r)),
-    lambda r, p: _one(tables.summary_table(r)),
-    _suites,  # Table 7's own first: the network suite is declared first
+    lambda r, p: table_section(tables.answer_table(r)),  # the answer first: the scores
+    lambda r, p: table_section(runs.scores_table(r)),  # and over several runs of one machine
+    _placed("after_scores"),  # then what money buys, what is fastest
+    lambda r, p: table_section(tables.machines_table(r)),
+    _placed("after_machines"),
+    lambda r, p: table_section(gpu_models.gpu_models_table(r)),
+    _suites,
     _roofline,
-    lambda r, p: _one(tables.procurement_table(r)),
-    lambda r, p: _one(anchors.anchors_table(r)),
+    _placed("after_roofline"),
+    lambda r, p: table_section(anchors.anchors_table(r)),
     _plots,
     _left_out,
 )

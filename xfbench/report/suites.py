@@ -21,14 +21,20 @@ from dataclasses import dataclass, field
 
 from xfbench import records
 
+# Where in the report a suite's sections may go beside the suites' own place (Hooks.places).
+PLACES = ("after_scores", "after_machines", "after_roofline")
+
 
 @dataclass(frozen=True, kw_only=True)
 class Hooks:
     """A suite's part of the report: what its report module declares (REPORT = Hooks(...))."""
 
-    # its section(s), after Table 7's (report.sections), given the plots it drew:
-    # (report, plots) -> [Part]
+    # its sections among the suites' (report.sections), in the order the suites are
+    # declared, given the plots it drew: (report, plots) -> [Part]
     sections: Callable | None = None
+    # its sections at other places of the report (PLACES: after the scores, after the
+    # machines table, after the roofline): place -> (report, plots) -> [Part]
+    places: dict[str, Callable] = field(default_factory=dict)
     # its plots: (report, folder) -> [(caption, path)]
     plots: Callable | None = None
     # its CSV files beside report.csv: report -> [(file name, columns, rows)]
@@ -79,6 +85,11 @@ class Hooks:
     # the kind of workload of each task of its cells in that noise model, where its records
     # are Table 7's cells (`cells`): task -> kind
     workloads: dict[str, str] = field(default_factory=dict)
+
+    def __post_init__(self):
+        unknown = sorted(set(self.places) - set(PLACES))
+        if unknown:
+            raise TypeError(f"Hooks: no place {', '.join(unknown)}; places: {', '.join(PLACES)}")
 
 
 @dataclass(frozen=True)

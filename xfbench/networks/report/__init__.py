@@ -1,10 +1,26 @@
 """The network suite's part of the report (xfbench/report/suites.py): it reads its cells
-(cells.py) and lays out Table 7's own sections (table7.py)."""
+(cells.py) and lays out Table 7's sections: its own among the suites' (table7.py), what
+is faster (compared.py) and what money buys (procurement.py) at the report's other places.
+The report derives what they lay out (report/model.py: blocks, details, footnotes,
+summaries against the base machine, buys)."""
 
 from __future__ import annotations
 
-from xfbench.networks.report import cells, table7
-from xfbench.report.api import Hooks
+from pathlib import Path
+
+from xfbench.networks.report import cells, compared, procurement, table7
+from xfbench.report.api import Hooks, Part, Report, table_section
+
+
+def after_scores(report: Report, plots: list[tuple[str, Path]]) -> list[Part]:
+    """The answers first: what money buys, then the fastest per network, in one run and
+    over runs."""
+    return [
+        *table_section(procurement.procurement_summary(report)),
+        *table_section(compared.fastest_table(report)),
+        *table_section(compared.fastest_over_runs_table(report)),
+    ]
+
 
 # Its part of the report (xfbench/report/suites.py says what each hook is).
 REPORT = Hooks(
@@ -13,4 +29,13 @@ REPORT = Hooks(
     cells=True,
     workloads={"train": "training", "infer": "inference"},
     sections=table7.sections,
+    places={
+        "after_scores": after_scores,
+        "after_machines": lambda report, plots: table_section(
+            compared.machines_compared_table(report)
+        ),
+        "after_roofline": lambda report, plots: table_section(
+            procurement.procurement_table(report)
+        ),
+    },
 )

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from xfbench.harness.threads import marks
+from xfbench.networks.report.compared import backends_table, summary_table
 from xfbench.report.api import (
     Block,
     Part,
@@ -23,22 +24,21 @@ from xfbench.report.api import (
     paper,
     row_key,
     row_label,
+    table_section,
 )
 
 
 def sections(report: Report, plots: list[tuple[str, Path]]) -> list[Part]:
-    """Its sections, in their order: the one table, Table 7, the details, the copies."""
+    """Its sections among the suites', in their order: the kernels that ran, the machines
+    against the base one, the one table, Table 7, the details, the copies."""
     return [
-        *_one(compact_table7(report)),
+        *table_section(backends_table(report)),
+        *table_section(summary_table(report)),
+        *table_section(compact_table7(report)),
         *_table7(report),
         *_details(report),
-        *_one(copies_table(report)),
+        *table_section(copies_table(report)),
     ]
-
-
-def _one(table: Table | None) -> list[Part]:
-    """A table that is a section of its own (its heading at level 2), where there is one."""
-    return [Part(tables=[table], level=2)] if table else []
 
 
 def _table7(report: Report) -> list[Part]:
