@@ -1069,6 +1069,7 @@ def test_the_report_opens_with_the_scores_energy_and_what_the_numbers_are(tmp_pa
 def test_side_by_side_plots_give_each_machine_its_own_colour(tmp_path, monkeypatch):
     """Two machines in one threads plot: a colour per machine (a marker per row), so the
     machines never share a colour; error bars span each median's interval."""
+    from xfbench.networks.report.plots import threads_plot
     from xfbench.report import load, model, plots
 
     a = runner_folder(tmp_path, "alpha", standard())
@@ -1077,7 +1078,7 @@ def test_side_by_side_plots_give_each_machine_its_own_colour(tmp_path, monkeypat
     figs = []
     monkeypatch.setattr(plots, "save_figure", lambda fig, path: figs.append(fig) or path)
     block = next(bl for bl in report.blocks if bl.key[1] == "fcn5")
-    assert plots.threads_plot(report, block, tmp_path / "x.png")
+    assert threads_plot(report, block, tmp_path / "x.png")
     by_machine: dict = {}
     for bars in figs[0].axes[0].containers:  # one errorbar container per line
         beta = bars.get_label().endswith("(beta)")

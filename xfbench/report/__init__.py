@@ -55,16 +55,17 @@ def render(
 
 
 def _plots(rep, folder: Path) -> dict[str, list[tuple[str, Path]]]:
-    """Every plot the report shows, by kind: Table 7's, each suite's own (its
-    name) and the roofline's; one that could not be drawn is said in rep.problems."""
+    """Every plot the report shows: each suite's own (by its name: Table 7's first) and the
+    roofline's; one that could not be drawn is said in rep.problems."""
     from xfbench.report import plots, roofline, suites
 
-    drawn = plots.render(rep, folder)
+    plots.clear(folder)
+    drawn: dict[str, list[tuple[str, Path]]] = {}
     for suite in suites.declared():  # each suite's own plots, shown by its sections
         draw = suite.hooks.plots
-        found = draw and plots._safely(draw, rep, folder, problems=rep.problems, what=suite.name)
+        found = draw and plots.safely(draw, rep, folder, problems=rep.problems, what=suite.name)
         drawn[suite.name] = found or []
-    found = plots._safely(roofline.plots, rep, folder, problems=rep.problems, what="roofline")
+    found = plots.safely(roofline.plots, rep, folder, problems=rep.problems, what="roofline")
     drawn.update(found or {"roofline": []})
     return drawn
 

@@ -72,7 +72,7 @@ __all__ = [
     "table_section",
 ]
 # report/plots.py's names a suite draws with
-PLOTTING = ("COLORS", "SIZE", "STYLES", "place_legend", "plt", "save_figure")
+PLOTTING = ("COLORS", "MARKERS", "SIZE", "STYLES", "place_legend", "plt", "safely", "save_figure")
 
 
 def __getattr__(name: str):

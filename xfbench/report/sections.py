@@ -58,11 +58,6 @@ def _roofline(report: Report, plots: dict) -> list[Part]:
     return [Part(title="Roofline", tables=found, plots=plots.get("roofline", []))] if found else []
 
 
-def _plots(report: Report, plots: dict) -> list[Part]:
-    drawn = [p for kind in ("threads", "accelerators") for p in plots.get(kind, [])]
-    return [Part(title="Plots", plots=drawn)] if drawn else []
-
-
 def _left_out(report: Report, plots: dict) -> list[Part]:
     return [Part(title="Left out", items=list(report.problems))] if report.problems else []
 
@@ -93,7 +88,7 @@ SECTIONS: tuple[Callable[[Report, dict], list[Part]], ...] = (
     _roofline,
     _placed("after_roofline"),
     lambda r, p: table_section(anchors.anchors_table(r)),
-    _plots,
+    _placed("after_anchors"),
     _left_out,
 )
 

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from xfbench import records
 
 # Where in the report a suite's sections may go beside the suites' own place (Hooks.places).
-PLACES = ("after_scores", "after_machines", "after_roofline")
+PLACES = ("after_scores", "after_machines", "after_roofline", "after_anchors")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -33,7 +33,8 @@ class Hooks:
     # declared, given the plots it drew: (report, plots) -> [Part]
     sections: Callable | None = None
     # its sections at other places of the report (PLACES: after the scores, after the
-    # machines table, after the roofline): place -> (report, plots) -> [Part]
+    # machines table, after the roofline, after the anchors): place -> (report, plots) ->
+    # [Part]
     places: dict[str, Callable] = field(default_factory=dict)
     # its plots: (report, folder) -> [(caption, path)]
     plots: Callable | None = None

@@ -1,6 +1,7 @@
 """The network suite's part of the report (xfbench/report/suites.py): it reads its cells
 (cells.py) and lays out Table 7's sections: its own among the suites' (table7.py), what
-is faster (compared.py) and what money buys (procurement.py) at the report's other places.
+is faster (compared.py), what money buys (procurement.py) and its plots (plots.py) at the
+report's other places.
 The report derives what they lay out (report/model.py: blocks, details, footnotes,
 summaries against the base machine, buys)."""
 
@@ -8,11 +9,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from xfbench.networks.report import cells, compared, procurement, table7
+from xfbench.networks.report import cells, compared, plots, procurement, table7
 from xfbench.report.api import Hooks, Part, Report, table_section
 
 
-def after_scores(report: Report, plots: list[tuple[str, Path]]) -> list[Part]:
+def after_scores(report: Report, drawn: list[tuple[str, Path]]) -> list[Part]:
     """The answers first: what money buys, then the fastest per network, in one run and
     over runs."""
     return [
@@ -31,11 +32,13 @@ REPORT = Hooks(
     sections=table7.sections,
     places={
         "after_scores": after_scores,
-        "after_machines": lambda report, plots: table_section(
+        "after_machines": lambda report, drawn: table_section(
             compared.machines_compared_table(report)
         ),
-        "after_roofline": lambda report, plots: table_section(
+        "after_roofline": lambda report, drawn: table_section(
             procurement.procurement_table(report)
         ),
+        "after_anchors": lambda report, drawn: [Part(title="Plots", plots=drawn)] if drawn else [],
     },
+    plots=plots.draw,
 )
