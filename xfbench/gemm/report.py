@@ -30,8 +30,7 @@ from xfbench.report.api import (
 )
 
 # the published figures it stands beside (xfbench/published.toml), and what a table calls them
-ANCHOR_KIND = "gemm"
-ANCHOR_TITLE = "GEMM"
+ANCHORS = {"gemm": "GEMM"}
 TITLE = "Measured GEMM peak"
 # CuPy's TFLOP/s over torch.matmul's at a size and type both ran: the acceptance run's
 # goal (the issue that set it: CuPy's bf16 GEMM within 5 % of torch.matmul in one run)
@@ -249,8 +248,7 @@ REPORT = Hooks(
     plots=plots,
     read=read,
     peaks=peaks,
-    anchor_kind=ANCHOR_KIND,
-    anchor_title=ANCHOR_TITLE,
+    anchors=ANCHORS,
     anchor_matches=anchor_matches,
     gpu_workloads=gpu_workloads,
     acceptance=acceptance,

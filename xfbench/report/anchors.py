@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from xfbench.published import TRAINING, Anchor, anchors, gpu_for
+from xfbench.published import Anchor, anchors
 from xfbench.report import suites
 from xfbench.report.model import Report
 from xfbench.report.table import Table, as_text
@@ -37,48 +37,23 @@ class Match:
 
 
 def matches(report: Report) -> list[Match]:
+    """Every measurement of ours beside an anchor of its kind, from the suite that declares
+    the kind (report/suites.py: Hooks.anchors, anchor_matches)."""
     found = []
     for a in anchors():
         for m in report.machines:
-            if a.kind in TRAINING:
-                network, unit, _ = TRAINING[a.kind]
-                for r in m.results.values():
-                    if (
-                        r.ok
-                        and r.accelerator
-                        and r.task == "train"
-                        and r.network == network
-                        and r.scale == "full"
-                        and r.precision == a.precision
-                        and gpu_for(r.device_name) == a.gpu
-                    ):
-                        per_sample = (r.tokens or 0) if unit == "tokens/s" else 1
-                        found.append(
-                            Match(
-                                anchor=a,
-                                machine=m.short,
-                                device_name=r.device_name,
-                                what=f"{r.framework} {r.mode}",
-                                ours=r.batch_size * per_sample / r.median,
-                                ours_setting=f"batch {r.batch_size}"
-                                + (f" x {r.tokens} tokens" if r.tokens else ""),
-                            )
-                        )
-            else:  # a suite's own measurement (its report's anchor_matches)
-                for suite in suites.declared():
-                    if suite.hooks.anchor_kind == a.kind:
-                        found += [
-                            Match(anchor=a, machine=m.short, **ours)
-                            for ours in suite.hooks.anchor_matches(m, a)
-                        ]
+            for suite in suites.declared():
+                if a.kind in suite.hooks.anchors:
+                    found += [
+                        Match(anchor=a, machine=m.short, **ours)
+                        for ours in suite.hooks.anchor_matches(m, a)
+                    ]
     return found
 
 
 def _measurement(kind: str) -> str:
     """What a table calls the measurement of an anchor's kind."""
-    if kind in TRAINING:
-        return TRAINING[kind][2]
-    titles = (s.hooks.anchor_title for s in suites.declared() if s.hooks.anchor_kind == kind)
+    titles = (s.hooks.anchors[kind] for s in suites.declared() if kind in s.hooks.anchors)
     return next(titles, kind)
 
 

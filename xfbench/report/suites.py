@@ -62,10 +62,11 @@ class Hooks:
     # None): TFLOP/s}, which Table 7's cells are set against (% of peak) and the roofline
     # takes where higher than its probe's (report.model.measured_peaks)
     peaks: Callable | None = None
-    # its measurements beside the published anchors of `anchor_kind` (report/anchors.py),
-    # under `anchor_title`: (machine, anchor) -> [{device_name, what, ours, ours_setting}]
-    anchor_kind: str | None = None
-    anchor_title: str | None = None
+    # the kinds of published anchor (xfbench/published.toml) its measurements stand beside,
+    # each with what a table calls its measurement (kind -> title), and its measurements
+    # beside one anchor (report/anchors.py): (machine, anchor) -> [{device_name, what, ours,
+    # ours_setting}]
+    anchors: dict[str, str] = field(default_factory=dict)
     anchor_matches: Callable | None = None
     # its GPU measurements as workloads bound by memory or by arithmetic, which two GPU
     # models are compared by: machine -> [report.gpu_models.Workload]

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from xfbench.networks.report import cells, compared, plots, procurement, table7
+from xfbench.networks.report import anchors, cells, compared, plots, procurement, table7
 from xfbench.report.api import Hooks, Part, Report, table_section
 
 
@@ -41,4 +41,6 @@ REPORT = Hooks(
         "after_anchors": lambda report, drawn: [Part(title="Plots", plots=drawn)] if drawn else [],
     },
     plots=plots.draw,
+    anchors=anchors.ANCHORS,
+    anchor_matches=anchors.anchor_matches,
 )
