@@ -60,7 +60,7 @@ def _own_layer(rel: Path) -> str:
     """The layer a module of the package is in (rel: its path inside the package)."""
     if len(rel.parts) == 2 and rel.name == SUITE_REPORT:
         return "report"
-    if len(rel.parts) == 3 and f"{rel.parts[1]}.py" == SUITE_REPORT:
+    if len(rel.parts) == 3 and rel.parts[1] == "report":  # a suite's report package
         return "report"
     return rel.parts[0] if len(rel.parts) > 1 else rel.stem
 

@@ -103,6 +103,19 @@ def test_what_a_suite_takes_is_an_option_and_its_notes_are_on_common_ones():
         assert all(known[name].run == options.TAKEN for name in suite.takes), suite.name
 
 
+def test_one_suite_is_the_default():
+    """`xfbench run` without --suite, the names of its groups' logs and the suite a failed
+    cell no suite claims all take the one default suite: a second is refused."""
+    from xfbench.plugin import declared
+
+    declared()
+    assert options.default_sweep() == "single"
+    options.declare("single", default=True)  # declaring it again is no second one
+    with pytest.raises(ValueError, match="the default suite is declared already: single"):
+        options.declare("another", default=True)
+    assert options.default_sweep() == "single"
+
+
 def test_cell_timeout_default_says_the_presets():
     default = options.by_name()["cell-timeout"].default
     for name, preset in PRESETS.items():

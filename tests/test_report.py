@@ -372,7 +372,7 @@ def test_two_machines_side_by_side_with_geometric_mean(tmp_path, capsys):
     assert cli(a, b, "--out", out, "--format", "md", "--base", "2026-01-02-beta") == 0
     assert f"{1 / expected:.3g}x (9 cells)" in (out / "report.md").read_text()
     assert cli(a, b, "--out", out, "--base", "nowhere") == 1
-    assert "names no machine, or several" in capsys.readouterr().err
+    assert "names no single machine" in capsys.readouterr().err
 
 
 def test_two_runs_of_one_machine_stay_apart_and_thread_files_merge(tmp_path):

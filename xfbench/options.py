@@ -314,6 +314,8 @@ def declare(
     if sweep:
         SWEEPS[suite] = sweep
     if default:
+        if DEFAULT and DEFAULT[0] != suite:
+            raise ValueError(f"suite {suite}: the default suite is declared already: {DEFAULT[0]}")
         DEFAULT[:] = [suite]
 
 

@@ -1,5 +1,5 @@
-"""What a suite's report module (xfbench/<suite>/report.py) uses of the report: its one
-door into xfbench/report/ (tests/test_layering.py holds the suites to it). The plotting
+"""What a suite's report module (xfbench/<suite>/report.py, or its package
+xfbench/<suite>/report/) uses of the report: its one door into xfbench/report/ (tests/test_layering.py holds the suites to it). The plotting
 names load matplotlib on first use (a module __getattr__), so a report module imports no
 plotting library until it draws."""
 

@@ -89,9 +89,10 @@ class Run:
     name: str  # the folder or file name, to tell runs apart
     path: str
     machine: dict[str, Any]  # see machine_of()
+    # Table 7's cells, timed or failed: the records of the suite whose Hooks say `cells`
     results: list[Result] = field(default_factory=list)
     equivalence: list[dict[str, Any]] = field(default_factory=list)
-    # the records of the suites with a report of their own (report/suites.py), and their
+    # every other suite's records (report/suites.py), and their
     # failed cells, by kind
     records: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)  # files or entries left out, and why

@@ -62,7 +62,8 @@ class Machine:
     prices: dict[str, float] = field(default_factory=dict)
     # cells run as several copies at once (--copies), ok or failed: not Table 7's cells
     copies: list[Result] = field(default_factory=list)
-    # the records of the suites with a report of their own, and their failed cells, by kind
+    # every suite's records but Table 7's cells (report/suites.py), and their failed
+    # cells, by kind
     records: dict[str, list[dict]] = field(default_factory=dict)
 
     @property
@@ -500,7 +501,7 @@ def _base_machine(machines: list[Machine], base: str | None) -> Machine | None:
     found = find_machine(machines, base) if base else machines[0]
     if found is None:
         raise ValueError(
-            f"--base {base!r} names no machine, or several; machines: "
+            f"--base {base!r} names no single machine; machines: "
             + "; ".join(m.label for m in machines)
         )
     return found

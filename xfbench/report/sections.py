@@ -65,8 +65,9 @@ def _left_out(report: Report, plots: dict) -> list[Part]:
 def _placed(place: str) -> Callable[[Report, dict], list[Part]]:
     """The sections the suites put at one place of the report (report/suites.py PLACES), in
     the order they are declared."""
+    PLACED.append(place)
 
-    def found(report: Report, plots: dict) -> list[Part]:
+    def placed_sections(report: Report, plots: dict) -> list[Part]:
         return [
             part
             for suite in suites.declared()
@@ -74,9 +75,10 @@ def _placed(place: str) -> Callable[[Report, dict], list[Part]]:
             for part in suite.hooks.places[place](report, plots.get(suite.name, []))
         ]
 
-    return found
+    return placed_sections
 
 
+PLACED: list[str] = []  # the places SECTIONS shows (each of suites.PLACES, once)
 SECTIONS: tuple[Callable[[Report, dict], list[Part]], ...] = (
     lambda r, p: table_section(tables.answer_table(r)),  # the answer first: the scores
     lambda r, p: table_section(runs.scores_table(r)),  # and over several runs of one machine
@@ -91,6 +93,10 @@ SECTIONS: tuple[Callable[[Report, dict], list[Part]], ...] = (
     _placed("after_anchors"),
     _left_out,
 )
+
+
+if PLACED != list(suites.PLACES):  # a place a suite may declare is one the report shows
+    raise RuntimeError(f"report sections: places {PLACED}, declared {list(suites.PLACES)}")
 
 
 def parts(report: Report, plots: dict) -> list[Part]:

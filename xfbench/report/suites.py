@@ -149,18 +149,15 @@ class SuiteReport:
 def owner(cell: dict, reports: list[SuiteReport]) -> SuiteReport | None:
     """The suite a failed cell is one of: the one of its kind, else of its task, else the
     first whose `owns` recognises it (files written before cells carried either), else the
-    default suite."""
+    default suite (plugin.Suite's `default`: there is one)."""
     kind = records.ALIASES.get(cell.get("kind"), cell.get("kind"))
-    for claims in (
-        lambda s: kind in s.kinds,
-        lambda s: cell.get("task") in s.tasks,
-        lambda s: bool(s.hooks.owns and s.hooks.owns(cell)),
-        lambda s: s.default,
-    ):
-        found = next((s for s in reports if claims(s)), None)
-        if found:
-            return found
-    return None
+    task = cell.get("task")
+    return (
+        next((s for s in reports if kind in s.kinds), None)
+        or next((s for s in reports if task in s.tasks), None)
+        or next((s for s in reports if s.hooks.owns and s.hooks.owns(cell)), None)
+        or next((s for s in reports if s.default), None)
+    )
 
 
 def declared() -> list[SuiteReport]:
@@ -191,10 +188,10 @@ def hooks_of(module_name: str) -> Hooks:
 
 
 def cell_tasks() -> dict[str, int]:
-    """The tasks of Table 7's cells, each with its place among Table 7's blocks: the kinds
-    (one per task) of the suite whose records are its cells, in the order it declares them."""
-    kinds = next((s.kinds for s in declared() if s.hooks.cells), ())
-    return {task: i for i, task in enumerate(kinds)}
+    """The tasks of Table 7's cells, each with its place among Table 7's blocks: the tasks
+    of the suite whose records are its cells, in the order it declares them."""
+    tasks = next((s.tasks for s in declared() if s.hooks.cells), ())
+    return {task: i for i, task in enumerate(tasks)}
 
 
 def by_kind() -> dict[str, SuiteReport]:

@@ -1,5 +1,6 @@
-"""The report's main tables (Table 7, the machines, the scores, ...) as plain rows of text
-(report/table.py), shared by the Markdown and HTML renderers."""
+"""The report's own tables (the scores, the machines) as plain rows of text
+(report/table.py), shared by the Markdown and HTML renderers; Table 7's are the network
+suite's (xfbench/networks/report/)."""
 
 from __future__ import annotations
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from xfbench import environment
+from xfbench import environment, options
 from xfbench.harness import launch
 from xfbench.runner.store import RunFolder, cell_key, read_json, write_json
 
@@ -42,15 +42,15 @@ class Group:
         name = f"{self.framework}-{self.device.replace(':', '')}" + (
             f"-t{self.threads}" if self.threads else ""
         )
-        # the default suite's groups keep the names of earlier runs' logs
-        suite = "" if self.suite == _default_suite() else self.suite
+        # the default suite's groups keep the names of earlier runs' logs (a group exists
+        # once the suites are declared: its suite is one of them)
+        suite = "" if self.suite == options.default_sweep() else self.suite
         return "-".join(x for x in (suite, name, self.part) if x)
 
 
 def _default_suite() -> str:
     """The suite `xfbench run` sweeps when --suite is not given, once the suites are
     declared."""
-    from xfbench import options
     from xfbench.plugin import declared
 
     declared()

@@ -23,6 +23,21 @@ def after_scores(report: Report, drawn: list[tuple[str, Path]]) -> list[Part]:
     ]
 
 
+def after_machines(report: Report, drawn: list[tuple[str, Path]]) -> list[Part]:
+    """The machines compared, cell by cell."""
+    return table_section(compared.machines_compared_table(report))
+
+
+def after_roofline(report: Report, drawn: list[tuple[str, Path]]) -> list[Part]:
+    """What money buys, network by network."""
+    return table_section(procurement.procurement_table(report))
+
+
+def after_anchors(report: Report, drawn: list[tuple[str, Path]]) -> list[Part]:
+    """Its plots (plots.py draws them)."""
+    return [Part(title="Plots", plots=drawn)] if drawn else []
+
+
 # Its part of the report (xfbench/report/suites.py says what each hook is).
 REPORT = Hooks(
     read=cells.read,
@@ -32,13 +47,9 @@ REPORT = Hooks(
     sections=table7.sections,
     places={
         "after_scores": after_scores,
-        "after_machines": lambda report, drawn: table_section(
-            compared.machines_compared_table(report)
-        ),
-        "after_roofline": lambda report, drawn: table_section(
-            procurement.procurement_table(report)
-        ),
-        "after_anchors": lambda report, drawn: [Part(title="Plots", plots=drawn)] if drawn else [],
+        "after_machines": after_machines,
+        "after_roofline": after_roofline,
+        "after_anchors": after_anchors,
     },
     plots=plots.draw,
     anchors=anchors.ANCHORS,

@@ -46,13 +46,8 @@ def fastest_table(report: Report) -> Table | None:
     """Per network and column (threads or device), which framework and mode is fastest,
     and by how much over the next, or that the two are within noise: the question a
     reader comes with, answered before the tables it is read from."""
-    from xfbench.models import NETWORKS
-
-    order = {n: i for i, n in enumerate(NETWORKS)}
     rows = []
-    for block in sorted(
-        report.blocks, key=lambda b: (b.key[0] != "train", order.get(b.key[1], 99))
-    ):
+    for block in report.blocks:  # in Table 7's order: the tasks', then docs/models.md's
         for ci, col in enumerate(block.columns):
             timed = sorted(
                 (row.cells[ci].result for row in block.rows if row.cells[ci].value is not None),

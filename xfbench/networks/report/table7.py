@@ -155,10 +155,7 @@ def compact_table7(report: Report) -> Table | None:
     the fastest is bold."""
     if not report.blocks:
         return None
-    from xfbench.models import NETWORKS
-
-    order = {n: i for i, n in enumerate(NETWORKS)}
-    blocks = sorted(report.blocks, key=lambda b: (b.key[0] != "train", order.get(b.key[1], 99)))
+    blocks = report.blocks  # in Table 7's order: the tasks', then docs/models.md's
     columns = _compact_columns(blocks)
     several = len(report.machines) > 1
     headers = ["network"] + [
