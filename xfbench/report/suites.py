@@ -1,13 +1,14 @@
 """The suites that bring their own part of the report: each declares (plugin.Suite) the
-record kind its cells write and its report module, `xfbench/<suite>/report.py`, which sits
-in the report's layer, takes what it needs of the report from `xfbench.report.api` alone,
-and declares its part as `REPORT = Hooks(...)`: every hook a field of `Hooks` (below), so a
-misspelt one fails where it is declared, and one a suite does not give is None.
+record kinds its cells write and its report module, `xfbench/<suite>/report.py` (or its
+package `report/`), which sits in the report's layer, takes what it needs of the report
+from `xfbench.report.api` alone, and declares its part as `REPORT = Hooks(...)`: every hook
+a field of `Hooks` (below), so a misspelt one fails where it is declared, and one a suite
+does not give is None.
 
-The report reads a suite's records, and its failed cells (a failure record whose cell's
-task is one of the suite's `tasks`, or whose cell's kind is one of the suite's), into
-`records[kind]` of each run and machine; a failed cell no suite claims is the default
-suite's (plugin.Suite's `default`). A suite whose records are the cells of Table 7
+The report reads a suite's records, and its failed cells (owner(): a failure record whose
+cell's kind is one of the suite's, else whose task is, else that its `owns` recognises;
+one no suite claims is the default suite's, plugin.Suite's `default`), into
+`records[kind]` of each run and machine. A suite whose records are the cells of Table 7
 (`cells`: report.load.Result) has them in each run's `results`, from which report/model.py
 builds Table 7's blocks. The report names no suite itself (a test adds one from a package
 of its own).
