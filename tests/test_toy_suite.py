@@ -62,19 +62,6 @@ def test_a_suite_in_its_own_package_reaches_every_command(tmp_path):
     assert named == []  # nothing of xfbench was changed for it
 
 
-# What still spells a suite outside its package, file by file. The Table 7 CSV's
-# measured-peak column (report/render_csv.py, `gemm_peak_tflops`: renaming it would change
-# the file users read). And Table 7's model, which report/ still derives from the network
-# suite's cells (its report package reads them and lays out their sections; the blocks,
-# the paper's rows and report.csv are report/'s): the paper's rows are training
-# (report/model.py, render_csv.py), GPT-2's inference block says what it is (model.py),
-# the acceptance summary's ResNet-50 training section (acceptance/summary.py).
-# Counts, so that each move out of them is seen here.
-NOT_YET = {
-    "report/render_csv.py": 3,
-    "report/model.py": 3,
-    "acceptance/summary.py": 2,
-}
 # harness/ and frameworks.py run every suite's cells through the adapter protocol, whose
 # tasks are the network suite's (train, infer: every framework's `tasks`; scaling trains,
 # serving infers): the network suite's tasks and kinds are not counted there (its name is).
@@ -118,7 +105,8 @@ def test_code_outside_a_suite_names_no_suite_that_declares_its_report():
     or report/ spells a record kind or task of a suite with a report of its own (all seven,
     Table 7's network suite among them, but in ADAPTER_PROTOCOL_FILES), whole or as a part
     of a name split on `_` (gemm_peak_tflops), or its name as a name or a string of its own
-    (`"single"`, not the word in a sentence), but for NOT_YET."""
+    (`"single"`, not the word in a sentence). Where one must (Table 7's CSV column
+    `gemm_peak_tflops`, the paper's rows being training), the suite's package says it."""
     from xfbench.plugin import declared
     from xfbench.report.suites import declared as reports
 
@@ -139,12 +127,7 @@ def test_code_outside_a_suite_names_no_suite_that_declares_its_report():
     assert {s.name for s in reports()} == {n for n, s in declared().items() if s.report}
     assert len(reports()) == 7 and protocol == {"train", "infer"} and "single" in names
     assert words >= {"generation", "serving", "token_serving", "scaling", "allreduce", "gemm"}
-    counts = {rel: len(found) for rel, found in named.items()}
-    assert counts == NOT_YET, {
-        rel: named.get(rel, [])
-        for rel in set(counts) | set(NOT_YET)
-        if counts.get(rel) != NOT_YET.get(rel)
-    }
+    assert named == {}
 
 
 def test_a_misspelt_hook_fails_where_it_is_declared_or_read():

@@ -3,8 +3,9 @@ run must reach beside the published ones, from what the steps wrote.
 
 - each suite's own section, where its report module gives one (`acceptance(out, read)`:
   the GEMM suite's table, and CuPy over torch.matmul against its goal);
-- ResNet-50 training: images/s of every cell beside the published range the report's
-  anchors match to it (report/anchors.py);
+- each suite's sections read from the sweeps' results (`sweep_sections`: the network
+  suite's ResNet-50 training, images/s of every cell beside the published figure the
+  report's anchors match to it);
 - the sweeps, read as `xfbench report` reads them (its model, built once): cells
   measured, failed and skipped, the failures' one-line reasons; each suite's own table
   of its records (token generation, serving: the suite's terminal summary);
@@ -25,7 +26,6 @@ from tabulate import tabulate
 
 from xfbench.acceptance.run import Outcome
 from xfbench.report import suites
-from xfbench.report.anchors import matches
 from xfbench.report.load import Run, load
 from xfbench.report.model import Report, build
 
@@ -150,45 +150,15 @@ def _sweeps_sections(out: Path) -> list[str]:
         return [f"## Sweeps\n\nunreadable: {folder.name}/: {(str(e).splitlines() or [''])[0]}"]
     where = f"{folder.name}/"
     return [
-        _guarded("ResNet-50 training", where, _resnet50, run, report),
+        *(
+            _guarded(title, where, section, run, report)
+            for s in suites.declared()
+            for title, section in s.hooks.sweep_sections.items()
+        ),
         _guarded("Sweeps", where, _sweeps, run),
         *(_guarded(s.title, where, _suite_table, s, report) for s in suites.declared()),
         _guarded("GPU roofs", f"{where}roofs.json", _roofs, run, report),
     ]
-
-
-def _resnet50(run: Run, report: Report) -> str:
-    """Every ResNet-50 training cell, with the published figure the report's anchors
-    match to it (on an H100; none elsewhere)."""
-    cells = [r for r in run.results if r.ok and r.task == "train" and r.network == "resnet50"]
-    if not cells:
-        return ""
-    published = {
-        (m.device_name, m.what, m.anchor.precision, m.ours_setting): m
-        for m in matches(report)
-        if m.anchor.kind == "resnet50_train"
-    }
-    rows = []
-    for r in cells:
-        what = f"{r.framework} {r.mode}"
-        m = published.get((r.device_name, what, r.precision, f"batch {r.batch_size}"))
-        rows.append(
-            [r.device_name, what, r.precision, r.batch_size, r.info.get("layout", ""),
-             f"{r.batch_size / r.median:.0f}", m.anchor.published if m else "", m.ratio if m else ""]
-        )  # fmt: skip
-    headers = [
-        "device",
-        "ours by",
-        "precision",
-        "batch",
-        "layout",
-        "images/s",
-        "published",
-        "ours / published",
-    ]
-    return "## ResNet-50 training\n\n" + tabulate(
-        sorted(rows, key=str), headers=headers, tablefmt="github", disable_numparse=True
-    )
 
 
 def _sweeps(run: Run) -> str:

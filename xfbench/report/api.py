@@ -6,10 +6,12 @@ plotting library until it draws."""
 from __future__ import annotations
 
 from xfbench.report import paper, procurement
+from xfbench.report.anchors import matches as published_matches
 from xfbench.report.files import plain
 from xfbench.report.gpu_models import Workload
 from xfbench.report.load import (
     Entry,
+    Run,
     cell_result,
     failure_result,
     integer,
@@ -43,6 +45,7 @@ __all__ = [
     "Machine",
     "Part",
     "Report",
+    "Run",
     "Table",
     "Text",
     "Workload",
@@ -63,6 +66,7 @@ __all__ = [
     "plain",
     "plural",
     "procurement",
+    "published_matches",
     "ratio_over_runs",
     "round_times",
     "row_key",

@@ -437,9 +437,12 @@ def _verified_text(check: dict | None) -> str:
 
 
 def _paper_block(key: BlockKey) -> PaperBlock | None:
+    """Shi et al.'s row beside a block of the task their Table 7 measured (the suite of
+    Table 7's cells says which, `paper_task`)."""
     task, network, _, _ = key
     row = paper.paper_row(network)
-    if task != "train" or not row:
+    cells = suites.cells_suite()
+    if not cells or task != cells.hooks.paper_task or not row:
         return None
     t = paper.table()
     values = t.rows.get(row, [])
@@ -591,8 +594,8 @@ def _block(bk, machines, inside, *, footnotes, by_cell, with_paper: bool) -> Blo
                 d.best_in_column = True
     task, network, batch, scale = bk
     lengths = sorted({r.tokens for _, r in inside if r.tokens})
-    if (task, network) == ("infer", "gpt2"):  # what GPT-2's inference cell is
-        task = "infer (prefill: one pass scoring every position, no cache)"
+    cells = suites.cells_suite()
+    task = cells.hooks.block_tasks.get((task, network), task) if cells else task
     title = (
         f"{network_title(network)}: {task}, batch {batch}"
         + (f" x {', '.join(map(str, lengths))} tokens" if lengths else "")

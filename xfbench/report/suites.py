@@ -52,6 +52,13 @@ class Hooks:
     # its records are report.load.Result, the cells of Table 7 (report/model.py): read
     # into each run's `results` rather than `records[kind]`
     cells: bool = False
+    # where its records are Table 7's cells: report.csv's columns and rows (report ->
+    # (columns, [row])); the task of its cells whose blocks Shi et al.'s own Table 7
+    # measured (report/paper.py: shown beside them with --paper); what a block of one
+    # (task, network) calls its task where the task's name alone would mislead
+    cells_csv: Callable | None = None
+    paper_task: str | None = None
+    block_tasks: dict[tuple[str, str], str] = field(default_factory=dict)
     # cell -> whether a failed cell that carries neither its task nor its kind (files
     # written before they did) is its
     owns: Callable | None = None
@@ -76,6 +83,9 @@ class Hooks:
     # acceptance step wrote under `out`: (out, read) -> str (acceptance/summary.py)
     acceptance: Callable | None = None
     acceptance_output: str | None = None
+    # its sections of the acceptance summary read from the sweeps' results, before the
+    # sweeps' own: title -> (run, report) -> str ("": none)
+    sweep_sections: dict[str, Callable] = field(default_factory=dict)
     # the records the machine score counts (run -> [record]; a failed one counts as failed)
     # and those measured as Results of task `scored_task` (run -> [Result]; report.score,
     # `xfbench compare`); `scored_workload`: its kind of workload in the noise model
@@ -188,11 +198,16 @@ def hooks_of(module_name: str) -> Hooks:
     return found
 
 
+def cells_suite() -> SuiteReport | None:
+    """The suite whose records are Table 7's cells (`cells`), if one is declared."""
+    return next((s for s in declared() if s.hooks.cells), None)
+
+
 def cell_tasks() -> dict[str, int]:
     """The tasks of Table 7's cells, each with its place among Table 7's blocks: the tasks
     of the suite whose records are its cells, in the order it declares them."""
-    tasks = next((s.tasks for s in declared() if s.hooks.cells), ())
-    return {task: i for i, task in enumerate(tasks)}
+    cells = cells_suite()
+    return {task: i for i, task in enumerate(cells.tasks if cells else ())}
 
 
 def by_kind() -> dict[str, SuiteReport]:

@@ -1,7 +1,8 @@
 """The network suite's part of the report (xfbench/report/suites.py): it reads its cells
 (cells.py) and lays out Table 7's sections: its own among the suites' (table7.py), what
 is faster (compared.py), what money buys (procurement.py) and its plots (plots.py) at the
-report's other places.
+report's other places; report.csv (table7_csv.py); its training cells beside the published
+anchors (anchors.py).
 The report derives what they lay out (report/model.py: blocks, details, footnotes,
 summaries against the base machine, buys)."""
 
@@ -9,7 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from xfbench.networks.report import anchors, cells, compared, plots, procurement, table7
+from xfbench.networks.report import anchors, cells, compared, plots, procurement, table7, table7_csv
 from xfbench.report.api import Hooks, Part, Report, table_section
 
 
@@ -43,6 +44,9 @@ REPORT = Hooks(
     read=cells.read,
     read_failure=cells.read_failure,
     cells=True,
+    cells_csv=table7_csv.table,
+    paper_task="train",  # Shi et al.'s Table 7 is of training
+    block_tasks={("infer", "gpt2"): "infer (prefill: one pass scoring every position, no cache)"},
     workloads={"train": "training", "infer": "inference"},
     sections=table7.sections,
     places={
@@ -54,4 +58,5 @@ REPORT = Hooks(
     plots=plots.draw,
     anchors=anchors.ANCHORS,
     anchor_matches=anchors.anchor_matches,
+    sweep_sections={"ResNet-50 training": anchors.resnet50_training},
 )

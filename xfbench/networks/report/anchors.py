@@ -1,11 +1,14 @@
 """Table 7's training cells beside the published training anchors of their network
 (xfbench/published.toml: ResNet-50 images/s, a transformer's tokens/s) on a GPU of the
-anchor's model, at its precision, full size (report/anchors.py lists them)."""
+anchor's model, at its precision, full size (report/anchors.py lists them); and the GPU
+window's summary of ResNet-50's training cells beside them."""
 
 from __future__ import annotations
 
+from tabulate import tabulate
+
 from xfbench.published import TRAINING, Anchor, gpu_for
-from xfbench.report.api import Machine
+from xfbench.report.api import Machine, Report, Run, published_matches
 
 # what a table calls each kind's measurement
 ANCHORS = {kind: title for kind, (_, _, title) in TRAINING.items()}
@@ -30,3 +33,38 @@ def anchor_matches(m: Machine, anchor: Anchor) -> list[dict]:
         and r.precision == anchor.precision
         and gpu_for(r.device_name) == anchor.gpu
     ]
+
+
+def resnet50_training(run: Run, report: Report) -> str:
+    """The acceptance summary's section (Hooks.sweep_sections): every ResNet-50 training
+    cell of the sweeps, with the published figure the report's anchors match to it (on an
+    H100; none elsewhere)."""
+    cells = [r for r in run.results if r.ok and r.task == "train" and r.network == "resnet50"]
+    if not cells:
+        return ""
+    published = {
+        (m.device_name, m.what, m.anchor.precision, m.ours_setting): m
+        for m in published_matches(report)
+        if m.anchor.kind == "resnet50_train"
+    }
+    rows = []
+    for r in cells:
+        what = f"{r.framework} {r.mode}"
+        m = published.get((r.device_name, what, r.precision, f"batch {r.batch_size}"))
+        rows.append(
+            [r.device_name, what, r.precision, r.batch_size, r.info.get("layout", ""),
+             f"{r.batch_size / r.median:.0f}", m.anchor.published if m else "", m.ratio if m else ""]
+        )  # fmt: skip
+    headers = [
+        "device",
+        "ours by",
+        "precision",
+        "batch",
+        "layout",
+        "images/s",
+        "published",
+        "ours / published",
+    ]
+    return "## ResNet-50 training\n\n" + tabulate(
+        sorted(rows, key=str), headers=headers, tablefmt="github", disable_numparse=True
+    )
