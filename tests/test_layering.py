@@ -23,8 +23,10 @@ LAYERS = (
         "machine",
         "records",
         "options",
+        "command_line",
         "environment",
-    ),  # the machine and its CPUs' layout; what a record holds; the options; the variables
+    ),  # the machine and its CPUs' layout; what a record holds; the options; reading a
+    # command line; the variables
     ("exchange",),  # ONNX files and graphs of the specs, and ONNX Runtime as reference
     ("data",),  # the real data sets: readers, sources, the shared sample order
     ("adapters",),  # how each framework runs a spec

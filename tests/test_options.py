@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from xfbench import environment, options
+from xfbench import command_line, environment, options
+from xfbench.errors import UsageError
 from xfbench.harness.cli import SUBCOMMANDS
 from xfbench.harness.presets import PRESETS
 from xfbench.runner import cli
@@ -124,10 +125,10 @@ def test_cell_timeout_default_says_the_presets():
 
 @pytest.mark.parametrize("value", ["nan", "inf", "-inf", "0", "-1", "1e999", "x"])
 def test_numbers_refuse_nan_inf_and_out_of_range(value):
-    with pytest.raises(options.UsageError, match="must be"):
-        options.number("--x", value)
-    with pytest.raises(options.UsageError, match="--x must be"):
-        options.seconds("--x", value)
+    with pytest.raises(UsageError, match="must be"):
+        command_line.number("--x", value)
+    with pytest.raises(UsageError, match="--x must be"):
+        command_line.seconds("--x", value)
 
 
 @pytest.mark.parametrize(
@@ -200,7 +201,7 @@ def test_unknown_environment_values_are_refused(variable, value, monkeypatch, ca
     from xfbench.harness.cli import main
 
     monkeypatch.setenv(variable, value)
-    with pytest.raises(options.UsageError, match=variable):
+    with pytest.raises(UsageError, match=variable):
         environment.check_environment()
     assert main(["run", "--help"]) == 2
     err = capsys.readouterr().err

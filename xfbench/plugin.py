@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 
-from xfbench import environment, machine, options, records
+from xfbench import command_line, environment, machine, options, records
 from xfbench.adapters import Cell
 from xfbench.errors import CannotRun, UsageError
 from xfbench.harness import memory, processes, threads
@@ -319,7 +319,7 @@ def pytest_configure(config):
 def cell_timeout(config) -> float | None:
     """--cell-timeout in seconds, or None for the preset's; UsageError unless a positive,
     finite number (nan, inf, 0 and below would each switch the limit off)."""
-    return options.seconds("--cell-timeout", config.getoption("cell_timeout", None))
+    return command_line.seconds("--cell-timeout", config.getoption("cell_timeout", None))
 
 
 def _job_cells(suite: Suite, metafunc, job: dict) -> tuple[list, str | None]:

@@ -23,7 +23,7 @@ import tarfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from xfbench import options
+from xfbench import command_line
 from xfbench.acceptance import plan as plan_next
 from xfbench.acceptance import returns
 from xfbench.acceptance.run import RESERVE_S, run_steps
@@ -39,7 +39,7 @@ from xfbench.harness.selection import (
 
 
 def parser() -> argparse.ArgumentParser:
-    p = options.ArgumentParser(prog="xfbench acceptance", description=__doc__.splitlines()[0])
+    p = command_line.ArgumentParser(prog="xfbench acceptance", description=__doc__.splitlines()[0])
     p.add_argument(
         "--part",
         help=f"comma-separated parts of {', '.join(plan_parts())}, or next: the first part the "
@@ -99,7 +99,7 @@ def _plan(args) -> Plan:
     if unknown:
         raise UsageError(f"unknown --part {unknown[0]!r}; valid: {', '.join(plan_parts())}")
     names = option_list("steps", args.steps)
-    budget = options.number("--budget", args.budget or BUDGET_S, what="a number of seconds")
+    budget = command_line.number("--budget", args.budget or BUDGET_S, what="a number of seconds")
     if device == "cpu" and not args.budget:  # the rehearsal: the CPU's own caps, all of them
         budget = max(budget, sum(s.cap_s for s in everything if s.part in ("probe", "first")))
         budget += RESERVE_S
@@ -111,9 +111,9 @@ def _plan(args) -> Plan:
     if pack and pack.is_relative_to(out.resolve()):
         raise UsageError(f"--pack {args.pack} is inside --out {out}: it would pack itself")
     if not args.list:
-        options.output_path("--out", str(out), folder=True)
-        options.output_path("--pack", args.pack, folder=True)
-        options.output_path("--archive", args.archive)
+        command_line.output_path("--out", str(out), folder=True)
+        command_line.output_path("--pack", args.pack, folder=True)
+        command_line.output_path("--archive", args.archive)
         if device not in present_devices():
             raise UsageError(
                 f"device {device} is not present; this machine has: {', '.join(present_devices())}"

@@ -30,7 +30,7 @@ from collections import Counter
 from dataclasses import replace
 from pathlib import Path, PurePosixPath
 
-from xfbench import options
+from xfbench import command_line
 from xfbench.acceptance.plan import sweep_plan
 from xfbench.acceptance.steps import Step, steps
 from xfbench.errors import UsageError
@@ -341,7 +341,7 @@ def write_readmes(folders) -> None:
 def main(argv: list[str] | None = None) -> int:
     from xfbench.report.score import REFERENCES
 
-    p = options.ArgumentParser(prog="xfbench reference", description=__doc__.splitlines()[0])
+    p = command_line.ArgumentParser(prog="xfbench reference", description=__doc__.splitlines()[0])
     p.add_argument("back", nargs="+", help="what a window brought back (its folder or archive)")
     p.add_argument("--into", default=str(REFERENCES), help="the references' folder")
     p.add_argument("--commit", help="the commit the window ran (default: its records')")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from xfbench import options
+from xfbench import command_line
 from xfbench.allreduce import ALLREDUCE_FAULT
 from xfbench.allreduce.sizes import parse_sizes
 from xfbench.allreduce.timing import TIMINGS
@@ -43,19 +43,19 @@ def parser(prog: str) -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--warmup",
-        type=options.whole_number(0),
+        type=command_line.whole_number(0),
         default=None,
         help="warm-up operations (default: the preset's)",
     )
     p.add_argument(
         "--rounds",
-        type=options.whole_number(1),
+        type=command_line.whole_number(1),
         default=None,
         help="timed operations per size (default: the preset's time budget)",
     )
     p.add_argument(
         "--threads-per-rank",
-        type=options.whole_number(1),
+        type=command_line.whole_number(1),
         default=None,
         help="CPU threads per rank (default: this host's CPUs / ranks on it)",
     )

@@ -8,7 +8,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from xfbench import options
+from xfbench import command_line
 from xfbench.bundle import database
 from xfbench.bundle.pack import SUFFIX, BundleError, pack
 from xfbench.bundle.read import read
@@ -18,7 +18,7 @@ DEFAULT_DB = Path("results") / "xfbench.sqlite"
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = options.ArgumentParser(
+    p = command_line.ArgumentParser(
         prog="xfbench bundle",
         description="Pack runner folders into bundles: one file each holding the run's "
         "records, every round, LoadGen's logs, the environment (pip freeze, the machine "
@@ -29,14 +29,14 @@ def main(argv: list[str] | None = None) -> int:
         "--out",
         help=f"the bundle's path, for one FOLDER (default: FOLDER{SUFFIX} beside it)",
     )
-    args = options.parse_command_line(p, argv)
+    args = command_line.parse_command_line(p, argv)
     if isinstance(args, int):
         return args
     if args.out and len(args.folders) > 1:
         print("xfbench bundle: --out takes one FOLDER", file=sys.stderr)
         return 2
     try:
-        options.output_path("--out", args.out)
+        command_line.output_path("--out", args.out)
     except UsageError as e:
         print(f"xfbench bundle: {e}", file=sys.stderr)
         return 2
@@ -53,7 +53,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def collect_main(argv: list[str] | None = None) -> int:
-    p = options.ArgumentParser(
+    p = command_line.ArgumentParser(
         prog="xfbench collect",
         description="Merge bundles into one SQLite database that xfbench report, score and "
         "compare read as they read folders (FILE, or FILE:PATTERN for some of its runs). "
@@ -61,11 +61,11 @@ def collect_main(argv: list[str] | None = None) -> int:
     )
     p.add_argument("bundles", nargs="+", metavar="BUNDLE", help="bundles (xfbench bundle)")
     p.add_argument("--db", default=str(DEFAULT_DB), help=f"the database (default: {DEFAULT_DB})")
-    args = options.parse_command_line(p, argv)
+    args = command_line.parse_command_line(p, argv)
     if isinstance(args, int):
         return args
     try:
-        options.output_path("--db", args.db)
+        command_line.output_path("--db", args.db)
         db = database.connect(args.db, write=True)
     except UsageError as e:
         print(f"xfbench collect: {e}", file=sys.stderr)

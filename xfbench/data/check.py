@@ -8,7 +8,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from xfbench import options
+from xfbench import command_line
 from xfbench.data.readers import DataError
 from xfbench.data.sources import DATASET, WHERE, source_for
 
@@ -36,10 +36,10 @@ def check(data_dir: Path) -> list[tuple[str, str, str]]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = options.ArgumentParser(prog="xfbench data", description=__doc__.split("\n\n")[0])
+    p = command_line.ArgumentParser(prog="xfbench data", description=__doc__.split("\n\n")[0])
     p.add_argument("action", choices=["check"])
     p.add_argument("--data-dir", required=True, help="the folder holding mnist/, cifar10/, ...")
-    args = options.parse_command_line(p, argv)
+    args = command_line.parse_command_line(p, argv)
     if isinstance(args, int):
         return args
     data_dir = Path(args.data_dir)

@@ -21,7 +21,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from xfbench import options
+from xfbench import command_line
 from xfbench.exchange.files import (
     ExchangeError,
     canonical_file,
@@ -126,8 +126,8 @@ def cmd_export(args) -> int:
     return 0
 
 
-def parser() -> options.ArgumentParser:
-    p = options.ArgumentParser(
+def parser() -> command_line.ArgumentParser:
+    p = command_line.ArgumentParser(
         prog="python -m xfbench.exchange", description="ONNX files of the suite's networks"
     )
     sub = p.add_subparsers(dest="command", required=True)
@@ -139,11 +139,11 @@ def parser() -> options.ArgumentParser:
             q.add_argument("--model", required=True, choices=list(NETWORKS))
         q.add_argument("--scale", default="full", choices=SCALES)
         q.add_argument(
-            "--seed", type=options.whole_number(0), default=0, help="a whole number, 0 or more"
+            "--seed", type=command_line.whole_number(0), default=0, help="a whole number, 0 or more"
         )
         q.add_argument(
             "--batch-size",
-            type=options.whole_number(1),
+            type=command_line.whole_number(1),
             default=None,
             help="a whole number above 0",
         )
@@ -163,7 +163,7 @@ def parser() -> options.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = options.parse_command_line(parser(), argv)
+    args = command_line.parse_command_line(parser(), argv)
     if isinstance(args, int):
         return args
     try:

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from tabulate import tabulate
 
-from xfbench import options
+from xfbench import command_line
 from xfbench.errors import UsageError
 from xfbench.gemm.best import fill_share_of_best
 from xfbench.published import published_gemm
@@ -102,7 +102,7 @@ def table(records: list[dict]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = options.ArgumentParser(
+    p = command_line.ArgumentParser(
         prog="python -m xfbench.gemm.compare", description=__doc__.splitlines()[0]
     )
     p.add_argument(
@@ -114,12 +114,12 @@ def main(argv: list[str] | None = None) -> int:
         default=None,
         help="exit 1 when CuPy's TFLOP/s is below this share of torch.matmul's",
     )
-    args = options.parse_command_line(p, argv)
+    args = command_line.parse_command_line(p, argv)
     if isinstance(args, int):
         return args
     try:
         if args.min_ratio is not None:
-            args.min_ratio = options.number("--min-ratio", args.min_ratio, what="a share")
+            args.min_ratio = command_line.number("--min-ratio", args.min_ratio, what="a share")
     except UsageError as e:
         print(f"{p.prog}: {e}", file=sys.stderr)
         return 2

@@ -131,13 +131,13 @@ def timed(net, prompt: np.ndarray, new_tokens: int, rounds: int = 3) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from xfbench.command_line import ArgumentParser, parse_command_line
     from xfbench.errors import UsageError
     from xfbench.generation.cell import batches, lengths
     from xfbench.generation.measure import WEIGHTS, prompt_ids
     from xfbench.harness import threads
     from xfbench.harness.equivalence import trained_range
     from xfbench.models import get_spec, initial_weights
-    from xfbench.options import ArgumentParser, parse_command_line
 
     parser = ArgumentParser(prog="python -m xfbench.generation.huggingface")
     parser.add_argument("--batch-size", default=None)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from xfbench import options, records
+from xfbench import command_line, options, records
 from xfbench.adapters import Cell
 from xfbench.data.readers import DataError
 from xfbench.errors import UsageError
@@ -117,7 +117,7 @@ def network_sweep(opts: dict) -> Sweep:
     selections = {n: parse(**given, threads=str(n)) for n in counts}
     sel = selections[counts[0]]
     if opts.get("ci_target") is not None:
-        options.number("--ci-target", opts["ci_target"], high=100, what="a percentage")
+        command_line.number("--ci-target", opts["ci_target"], high=100, what="a percentage")
     weights = opts.get("weights")
     if weights not in (None, *WEIGHT_SOURCES):
         raise UsageError(f"unknown weights {weights!r}; valid: {', '.join(WEIGHT_SOURCES)}")
@@ -147,7 +147,7 @@ def ci_target(config) -> float | None:
     value = config.getoption("ci_target")
     if value is None:
         return None
-    return options.number("--ci-target", value, high=100, what="a percentage") / 100
+    return command_line.number("--ci-target", value, high=100, what="a percentage") / 100
 
 
 # The train and infer suites (suites/test_train.py, test_infer.py): their module says TASK.

@@ -6,13 +6,13 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from xfbench import options
+from xfbench import command_line
 from xfbench.errors import UsageError
 from xfbench.report import FORMATS
 
 
-def parser() -> options.ArgumentParser:
-    p = options.ArgumentParser(
+def parser() -> command_line.ArgumentParser:
+    p = command_line.ArgumentParser(
         prog="xfbench report",
         description="Render Table 7 of Shi et al. 2016 and more from xfbench results: "
         "runner folders (results/<date>-<host>/) or pytest-benchmark JSON files.",
@@ -60,7 +60,7 @@ def main(argv: list[str] | None = None) -> int:
     from xfbench.report.load import LoadError
     from xfbench.report.procurement import PricesError
 
-    args = options.parse_command_line(parser(), argv)
+    args = command_line.parse_command_line(parser(), argv)
     if isinstance(args, int):
         return args
     try:
@@ -114,7 +114,7 @@ def _formats(given: str) -> list[str]:
 def _out(args) -> Path:
     """--out, checked; else a runner folder given alone; else xfbench-report."""
     if args.out:
-        return options.output_path("--out", args.out, folder=True)
+        return command_line.output_path("--out", args.out, folder=True)
     if len(args.results) == 1 and Path(args.results[0]).is_dir():
         return Path(args.results[0])
     return Path("xfbench-report")

@@ -36,7 +36,7 @@ import sys
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
-from xfbench import options
+from xfbench import command_line
 from xfbench.report import noise
 from xfbench.report import runs as over
 
@@ -623,12 +623,12 @@ def bmf(verdicts: list[Verdict]) -> dict:
 def _fraction(value: str) -> float:
     text = value.strip()
     share = text.endswith("%")
-    number = options.number("--fail-above", text.rstrip("%"), low_inclusive=True)
+    number = command_line.number("--fail-above", text.rstrip("%"), low_inclusive=True)
     return number / 100 if share else number
 
 
-def parser() -> options.ArgumentParser:
-    p = options.ArgumentParser(
+def parser() -> command_line.ArgumentParser:
+    p = command_line.ArgumentParser(
         prog="xfbench compare",
         description="Each cell of NEW against BASE (runs, or several joined by commas): "
         "its ratio of times, 95 % interval and verdict; exit 1 when a regression exceeds "
@@ -661,13 +661,13 @@ def main(argv: list[str] | None = None) -> int:
     from xfbench.errors import UsageError
     from xfbench.report.load import LoadError, load_many
 
-    args = options.parse_command_line(parser(), argv)
+    args = command_line.parse_command_line(parser(), argv)
     if isinstance(args, int):
         return args
     try:
         fail_above = _fraction(args.fail_above)
-        options.output_path("--json", args.json)
-        options.output_path("--bmf", args.bmf)
+        command_line.output_path("--json", args.json)
+        command_line.output_path("--bmf", args.bmf)
         sides = [[p for p in value.split(",") if p] for value in (args.base, args.new)]
         if not all(sides):
             raise UsageError("BASE and NEW each name at least one run")

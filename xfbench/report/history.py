@@ -9,7 +9,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from xfbench import options
+from xfbench import command_line
 from xfbench.errors import UsageError
 from xfbench.report import noise
 from xfbench.report.compare import _cells
@@ -22,18 +22,18 @@ def main(argv: list[str] | None = None) -> int:
     """`xfbench noise RUN RUN RUN... --into FILE`: one machine's between-run noise, fitted
     on its runs, for `xfbench compare --noise FILE`."""
 
-    p = options.ArgumentParser(
+    p = command_line.ArgumentParser(
         prog="xfbench noise",
         description="One machine's run-to-run noise, fitted on three or more of its runs "
         "(runner folders or JSON files), for xfbench compare --noise FILE.",
     )
     p.add_argument("runs", nargs="+", metavar="RUN")
     p.add_argument("--into", required=True, metavar="FILE", help="the noise file to write")
-    args = options.parse_command_line(p, argv)
+    args = command_line.parse_command_line(p, argv)
     if isinstance(args, int):
         return args
     try:
-        options.output_path("--into", args.into)
+        command_line.output_path("--into", args.into)
         runs = [r for path in args.runs for r in load_many(path)]
         if len(runs) < LEAST_RUNS:
             raise UsageError(f"{len(runs)} run(s): the noise needs {LEAST_RUNS} or more")

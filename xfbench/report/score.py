@@ -36,7 +36,7 @@ from pathlib import Path
 
 import numpy as np
 
-from xfbench import options
+from xfbench import command_line
 
 # Inside the package, so an installed wheel has them too (package data).
 REFERENCES = Path(__file__).resolve().parent / "references"
@@ -601,7 +601,7 @@ def _grouped(paths: list[str]) -> list[list]:
 
 
 def _parser():
-    p = options.ArgumentParser(
+    p = command_line.ArgumentParser(
         prog="xfbench score",
         description="RESULTS against a reference result set: the machine score (each "
         "workload at each machine's best) and the per-core score (equal columns), each "
@@ -632,7 +632,7 @@ def _parser():
 def main(argv: list[str] | None = None) -> int:
     from xfbench.report.load import LoadError
 
-    args = options.parse_command_line(_parser(), argv)
+    args = command_line.parse_command_line(_parser(), argv)
     if isinstance(args, int):
         return args
     try:

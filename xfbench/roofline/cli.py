@@ -9,14 +9,14 @@ from __future__ import annotations
 
 import sys
 
-from xfbench import options
+from xfbench import command_line
 from xfbench.errors import UsageError
 from xfbench.models import NETWORKS, SCALES, Spec, get_spec
 from xfbench.roofline.profile import VALUE_BYTES, plot, table
 
 
-def parser() -> options.ArgumentParser:
-    p = options.ArgumentParser(prog="xfbench profile", description=__doc__.split("\n\n")[0])
+def parser() -> command_line.ArgumentParser:
+    p = command_line.ArgumentParser(prog="xfbench profile", description=__doc__.split("\n\n")[0])
     p.add_argument("network", help=f"one of {', '.join(NETWORKS)}")
     p.add_argument(
         "--task",
@@ -25,7 +25,7 @@ def parser() -> options.ArgumentParser:
     )
     p.add_argument(
         "--batch-size",
-        type=options.whole_number(1),
+        type=command_line.whole_number(1),
         help="default: Table 7's batch (generate: 1, 2, 4, ... 512)",
     )
     p.add_argument("--precision", default="fp32", help=", ".join(VALUE_BYTES))
@@ -60,14 +60,14 @@ def parser() -> options.ArgumentParser:
     m.add_argument("--device", default="cpu", help="cpu or cuda:N (default: cpu)")
     m.add_argument(
         "--threads",
-        type=options.whole_number(1),
+        type=command_line.whole_number(1),
         help="CPU threads (default: every CPU this process may use)",
     )
     return p
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = options.parse_command_line(parser(), argv)
+    args = command_line.parse_command_line(parser(), argv)
     if isinstance(args, int):
         return args
     try:
@@ -81,7 +81,7 @@ def main(argv: list[str] | None = None) -> int:
         ):
             if value not in valid:
                 raise UsageError(f"unknown {name} {value!r}; valid: {', '.join(valid)}")
-        options.output_path("--plot", args.plot)
+        command_line.output_path("--plot", args.plot)
     except UsageError as e:
         print(f"xfbench profile: {e}", file=sys.stderr)
         return 2
@@ -166,7 +166,7 @@ def _decode(args, spec: Spec) -> int:
         if pair is None:
             raise UsageError("--lengths: one ISL/OSL pair")
         given = {
-            name: options.number(f"--{name}", value) if value is not None else None
+            name: command_line.number(f"--{name}", value) if value is not None else None
             for name, value in (("bandwidth", args.bandwidth), ("peak", args.peak))
         }
     except UsageError as e:

@@ -17,7 +17,7 @@ import sys
 import time
 from pathlib import Path
 
-from xfbench import options
+from xfbench import command_line, options
 from xfbench.errors import UsageError
 from xfbench.plugin import declared
 from xfbench.records import RecordError
@@ -31,9 +31,9 @@ from xfbench.runner.store import RunFolder, StoreError, default_folder, find_res
 HARD_FAILURES = ("failed", "timeout", "killed", "oom")
 
 
-def parser() -> options.ArgumentParser:
+def parser() -> command_line.ArgumentParser:
     declared()  # every suite's options
-    p = options.ArgumentParser(prog="xfbench run", description=__doc__.split("\n\n")[0])
+    p = command_line.ArgumentParser(prog="xfbench run", description=__doc__.split("\n\n")[0])
     options.add_run_arguments(p)
     return p
 
@@ -70,7 +70,7 @@ def main(argv: list[str] | None = None) -> int:
         except SystemExit as e:  # --help
             return int(e.code or 0)
         # nan, inf, 0 and below would each disable the limit silently
-        args.cell_timeout = options.seconds("--cell-timeout", args.cell_timeout)
+        args.cell_timeout = command_line.seconds("--cell-timeout", args.cell_timeout)
         if args.results is not None and not args.results.strip():
             raise UsageError("--results is empty: name a folder, or leave it out")
         plan = make_suite_plan(args)
@@ -216,7 +216,7 @@ def _budget(args, plan: Plan) -> Budget | None:
     """--minutes: the sweep's time budget, counted from now (the roofs' time included)."""
     if args.minutes is None:
         return None
-    minutes = options.number("--minutes", args.minutes, what="a number of minutes")
+    minutes = command_line.number("--minutes", args.minutes, what="a number of minutes")
     return Budget(seconds=minutes * 60, preset_name=plan.preset_name)
 
 

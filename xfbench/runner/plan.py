@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from xfbench import options, topology
+from xfbench import command_line, options, topology
 from xfbench.errors import UsageError
 from xfbench.harness.presets import PRESETS
 from xfbench.plugin import Suite, declared
@@ -115,6 +115,6 @@ def make_suite_plan(args) -> Plan:
 def plan_of(argv: list[str]) -> Plan:
     """The plan `xfbench run ARGV` would run, measuring nothing (UsageError: one line)."""
     declared()  # every suite's options
-    p = options.ArgumentParser(prog="xfbench run")
+    p = command_line.ArgumentParser(prog="xfbench run")
     options.add_run_arguments(p)
     return make_suite_plan(p.parse_args(argv))

@@ -28,12 +28,12 @@ import tempfile
 from pathlib import Path
 
 from xfbench.adapters.jax import host_devices_env
+from xfbench.command_line import seconds
 from xfbench.errors import UsageError
 from xfbench.harness import launch
 from xfbench.harness.launch import LaunchError
 from xfbench.harness.processes import free_port
 from xfbench.harness.threads import THREAD_VARIABLES
-from xfbench.options import seconds
 from xfbench.scaling import SCALING_CPUS
 from xfbench.scaling import result as R
 from xfbench.scaling.cell import WORKERS, ScalingCell, cell_from, parser, to_argv

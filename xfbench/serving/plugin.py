@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from xfbench import environment, options
+from xfbench import command_line, environment, options
 from xfbench.errors import UsageError
 from xfbench.harness.measure import WEIGHT_SOURCES
 from xfbench.harness.selection import Selection, parse
@@ -39,7 +39,7 @@ def latency_bound(value) -> float | None:
     """--latency-bound in ms, or None for each network's own (scenarios.py)."""
     if value is None:
         return None
-    return options.number("--latency-bound", value, what="a number of milliseconds")
+    return command_line.number("--latency-bound", value, what="a number of milliseconds")
 
 
 def select(config) -> ServingSelection | None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields, replace
 
-from xfbench import options
+from xfbench import command_line
 from xfbench.errors import UsageError
 from xfbench.generation.cell import GenerationCell
 from xfbench.generation.cell import lengths as generation_lengths
@@ -112,7 +112,9 @@ def batch(value: str | None, scale: str, device: str = "cpu") -> int:
 def bounds(ttft: str | None, tpot: str | None) -> tuple[float, float, str]:
     """--ttft-bound and --tpot-bound in ms (default: MLPerf's llama3.1-8b), and their source."""
     given = [
-        options.number(f"--{name}", v, what="a number of milliseconds") if v is not None else None
+        command_line.number(f"--{name}", v, what="a number of milliseconds")
+        if v is not None
+        else None
         for name, v in (("ttft-bound", ttft), ("tpot-bound", tpot))
     ]
     source = BOUNDS_SOURCE if given == [None, None] else "--ttft-bound, --tpot-bound"
