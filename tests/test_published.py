@@ -38,11 +38,21 @@ def test_the_h200_has_its_own_bandwidth_and_the_h100_sxm_compute():
 
 def test_every_anchor_names_a_listed_model_and_a_gemm_figure_is_found_by_exact_name():
     assert all(a.gpu in published.gpus() for a in published.anchors())
-    assert published.published_gemm("NVIDIA H100 80GB HBM3", "bf16", 8192).value == 798.0
-    assert published.published_gemm("NVIDIA H200", "bf16", 8192).value == 790.0
-    assert published.published_gemm("NVIDIA H100 PCIe", "bf16", 8192).value == 493.0
-    assert published.published_gemm("NVIDIA H100 NVL", "bf16", 8192) is None
-    assert published.published_gemm("NVIDIA H100 80GB HBM3", "bf16", 4096) is None
+    # each kind is the one suite's that declares it stands beside it (Hooks.anchors): a
+    # kind none declares would stand beside nothing
+    from xfbench.report.suites import declared
+
+    declaring = {kind: [s.name for s in declared() if kind in s.hooks.anchors] for kind in
+                 {a.kind for a in published.anchors()}}  # fmt: skip
+    assert all(len(names) == 1 for names in declaring.values()), declaring
+    assert set(declaring) == {"gemm", "resnet50_train", "gpt2_train"}
+    assert (
+        published.published_figure("gemm", "NVIDIA H100 80GB HBM3", "bf16", n=8192).value == 798.0
+    )
+    assert published.published_figure("gemm", "NVIDIA H200", "bf16", n=8192).value == 790.0
+    assert published.published_figure("gemm", "NVIDIA H100 PCIe", "bf16", n=8192).value == 493.0
+    assert published.published_figure("gemm", "NVIDIA H100 NVL", "bf16", n=8192) is None
+    assert published.published_figure("gemm", "NVIDIA H100 80GB HBM3", "bf16", n=4096) is None
 
 
 def test_the_gemm_table_shows_the_published_figure_of_the_same_model_only():

@@ -101,8 +101,8 @@ def _words(path: Path):
 
 def test_code_outside_a_suite_names_no_suite_that_declares_its_report():
     """What a suite's declaration carries is read from it: no code (docstrings aside) of
-    records.py, options.py, environment.py, frameworks.py, harness/, runner/, acceptance/
-    or report/ spells a record kind or task of a suite with a report of its own (all seven,
+    records.py, options.py, environment.py, frameworks.py, published.py, harness/, runner/,
+    acceptance/ or report/ spells a record kind or task of a suite with a report of its own (all seven,
     Table 7's network suite among them, but in ADAPTER_PROTOCOL_FILES), whole or as a part
     of a name split on `_` (gemm_peak_tflops), or its name as a name or a string of its own
     (`"single"`, not the word in a sentence). Where one must (Table 7's CSV column
@@ -114,7 +114,10 @@ def test_code_outside_a_suite_names_no_suite_that_declares_its_report():
     words = {w for s in reports() for w in (*s.kinds, *s.tasks)}
     protocol = {w for s in reports() if s.hooks.cells for w in (*s.kinds, *s.tasks)}
     package = ROOT / "xfbench"
-    files = [package / f for f in ("records.py", "options.py", "environment.py", "frameworks.py")]
+    files = [
+        package / f
+        for f in ("records.py", "options.py", "environment.py", "frameworks.py", "published.py")
+    ]
     for folder in ("harness", "runner", "acceptance", "report"):
         files += sorted((package / folder).rglob("*.py"))
     named: dict[str, list[str]] = {}

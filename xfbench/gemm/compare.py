@@ -19,7 +19,7 @@ from tabulate import tabulate
 from xfbench import command_line
 from xfbench.errors import UsageError
 from xfbench.gemm.best import fill_share_of_best
-from xfbench.published import published_gemm
+from xfbench.published import published_figure
 
 COLUMNS = (
     "device",
@@ -80,7 +80,9 @@ def table(records: list[dict]) -> str:
     ):
         key = (r["m"], r["n"], r["k"], r["dtype"], r["device"])
         square = r["m"] if r["m"] == r["n"] == r["k"] else None
-        anchor = published_gemm(r.get("device_name"), r["dtype"], square) if square else None
+        anchor = (
+            published_figure("gemm", r.get("device_name"), r["dtype"], n=square) if square else None
+        )
         published = anchor.value if anchor else None
         ok = r.get("status") == "ok"
         name = r.get("device_name") or ""

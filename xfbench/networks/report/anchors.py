@@ -7,10 +7,16 @@ from __future__ import annotations
 
 from tabulate import tabulate
 
-from xfbench.published import TRAINING, Anchor, gpu_for
+from xfbench.published import Anchor, gpu_for
 from xfbench.report.api import Machine, Report, Run, published_matches
 
-# what a table calls each kind's measurement
+# Its kinds of anchor (xfbench/published.toml): the network each is for, its unit, and
+# what a table calls its measurement.
+TRAINING = {
+    "resnet50_train": ("resnet50", "images/s", "ResNet-50 training"),
+    "gpt2_train": ("gpt2", "tokens/s", "GPT-2 124M training"),
+    "bert_base_train": ("bert_base", "tokens/s", "BERT-base training"),
+}
 ANCHORS = {kind: title for kind, (_, _, title) in TRAINING.items()}
 
 
