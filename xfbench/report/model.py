@@ -1,7 +1,8 @@
 """From runs to the report's content: machines, Table 7 blocks, per-cell figures,
 machine-against-base summaries and the procurement view.
 
-Everything here is plain data; the md, html and csv renderers only lay it out.
+Everything here is plain data; the md and html renderers and the suite of Table 7's cells
+(its sections and report.csv) only lay it out.
 """
 
 from __future__ import annotations

@@ -39,7 +39,8 @@ def write_suites(report: Report, folder: Path) -> list[Path]:
 
 
 def write(report: Report, path: Path) -> Path:
-    """report.csv, written whatever it holds (its header alone where no cell was read)."""
+    """report.csv, written whatever it holds: its header alone where no cell was read (an
+    empty file where no suite declares its layout)."""
     from xfbench.report import suites
 
     cells = suites.cells_suite()

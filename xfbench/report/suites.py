@@ -3,7 +3,7 @@ record kinds its cells write and its report module, `xfbench/<suite>/report.py` 
 package `report/`), which sits in the report's layer, takes what it needs of the report
 from `xfbench.report.api` alone, and declares its part as `REPORT = Hooks(...)`: every hook
 a field of `Hooks` (below), so a misspelt one fails where it is declared, and one a suite
-does not give is None.
+does not give is None (or empty).
 
 The report reads a suite's records, and its failed cells (owner(): a failure record whose
 cell's kind is one of the suite's, else whose task is, else that its `owns` recognises;
