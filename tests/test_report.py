@@ -514,6 +514,21 @@ def test_paper_rows_sit_under_our_columns_of_the_same_thread_count(tmp_path):
     assert "Torch7 (Lua), 2016, server (2x E5-2630 v3)" in block
 
 
+def test_a_block_whose_task_alone_would_mislead_says_what_it_is(tmp_path):
+    """GPT-2's inference cell is one prefill pass, not generation: its block's title says
+    so (the network suite's `block_tasks`), its training block's title does not."""
+    bench = [entry("gpt2", [0.2] * 3, task="infer"), entry("gpt2", [0.4] * 3)]
+    render([runner_folder(tmp_path, "run", bench)], tmp_path / "out", ["md"])
+    titles = [
+        t for t in (tmp_path / "out" / "report.md").read_text().splitlines() if t.startswith("### ")
+    ]
+    assert any(
+        ": infer (prefill: one pass scoring every position, no cache), batch 16" in t
+        for t in titles
+    ), titles
+    assert any(": train, batch 16" in t for t in titles), titles
+
+
 def test_gemm_peak_share_and_equivalence_mark(tmp_path):
     bench = standard()
     gemm = [

@@ -109,19 +109,16 @@ def peak_tflops(device_name: str | None, dtype: str) -> float | None:
 
 
 def published_figure(
-    kind: str, device_name: str | None, precision: str, **setting
+    kind: str, device_name: str | None, precision: str, n: int | None = None
 ) -> Anchor | None:
-    """The published figure of that kind, type and setting (GEMM's size `n`) on that device,
-    or None."""
+    """The published figure of that kind and type on that device (of GEMM's size n), or
+    None."""
     gpu = gpu_for(device_name)
     return next(
         (
             a
             for a in anchors()
-            if a.kind == kind
-            and a.gpu == gpu
-            and a.precision == precision
-            and all(getattr(a, k) == v for k, v in setting.items())
+            if a.kind == kind and a.gpu == gpu and a.precision == precision and a.n == n
         ),
         None,
     )

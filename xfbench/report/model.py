@@ -437,13 +437,12 @@ def _verified_text(check: dict | None) -> str:
     return ("yes" if check["verified"] else "NO") + (f" ({err})" if err else "")
 
 
-def _paper_block(key: BlockKey) -> PaperBlock | None:
+def _paper_block(key: BlockKey, paper_task: str | None) -> PaperBlock | None:
     """Shi et al.'s row beside a block of the task their Table 7 measured (the suite of
     Table 7's cells says which, `paper_task`)."""
     task, network, _, _ = key
     row = paper.paper_row(network)
-    cells = suites.cells_suite()
-    if not cells or task != cells.hooks.paper_task or not row:
+    if task != paper_task or not row:
         return None
     t = paper.table()
     values = t.rows.get(row, [])
@@ -569,9 +568,10 @@ def _table_cell(m: Machine, bk, rk, *, column: Column, footnotes: list[Footnote]
     return TableCell(failed.status, footnote=number, result=failed)
 
 
-def _block(bk, machines, inside, *, footnotes, by_cell, with_paper: bool) -> Block:
+def _block(bk, machines, inside, *, footnotes, by_cell, with_paper: bool, hooks) -> Block:
     """One (task, network, batch) table: a row per configuration, a column per machine's
-    thread count or device; the best of each column marked."""
+    thread count or device; the best of each column marked. `hooks`: those of the suite of
+    Table 7's cells (its paper task, its blocks' names)."""
     columns = _columns(machines, inside)
     rows = []
     for rk in sorted({row_key(r) for _, r in inside}):
@@ -595,8 +595,7 @@ def _block(bk, machines, inside, *, footnotes, by_cell, with_paper: bool) -> Blo
                 d.best_in_column = True
     task, network, batch, scale = bk
     lengths = sorted({r.tokens for _, r in inside if r.tokens})
-    cells = suites.cells_suite()
-    task = cells.hooks.block_tasks.get((task, network), task) if cells else task
+    task = hooks.block_tasks.get((task, network), task)
     title = (
         f"{network_title(network)}: {task}, batch {batch}"
         + (f" x {', '.join(map(str, lengths))} tokens" if lengths else "")
@@ -607,7 +606,7 @@ def _block(bk, machines, inside, *, footnotes, by_cell, with_paper: bool) -> Blo
         title=title,
         columns=columns,
         rows=rows,
-        paper=_paper_block(bk) if with_paper else None,
+        paper=_paper_block(bk, hooks.paper_task) if with_paper else None,
     )
 
 
@@ -648,6 +647,8 @@ def build(
     ]
     block_keys = _block_keys(everything)
     footnotes: list[Footnote] = []
+    cells = suites.cells_suite()  # read once: each block takes its hooks
+    hooks = cells.hooks if cells else suites.Hooks()
     blocks = [
         _block(
             bk,
@@ -656,6 +657,7 @@ def build(
             footnotes=footnotes,
             by_cell=by_cell,
             with_paper=with_paper,
+            hooks=hooks,
         )
         for bk in block_keys
     ]  # fmt: skip
