@@ -5,6 +5,7 @@ fake NVML one (tests/fake_gpu), so that its step list and device are the GPU's."
 
 from __future__ import annotations
 
+import math
 import os
 import re
 import subprocess
@@ -230,30 +231,138 @@ def _next_for(model: str, monkeypatch, tmp_path, references=None):
     return plan.choose(everything, "cuda:0", BUDGET_S, references or checked_in())
 
 
-def test_a_window_runs_the_next_part_its_gpu_models_references_do_not_hold(monkeypatch, tmp_path):
-    """With the checked-in H100 reference, an H100 gets the first part's steps that
-    reference does not hold (its GEMM's figures were lost, its GPU tests' and equivalence
-    checks' outputs not kept), then what fits the budget; an H200, of which no reference
-    is checked in, gets the whole first part. Matched by the exact name, as scores are."""
+def test_a_window_measures_todays_decode_first_then_the_next_part(monkeypatch, tmp_path):
+    """With the checked-in references, both GPU models' PyTorch decode cells were measured
+    before the decode step was rewritten (generation's TIMED): an H100 and an H200 run it
+    first; then the H100 the first part's steps its folders lack (its GEMM's figures were
+    lost, its GPU tests' and equivalence checks' outputs not kept), the H200, whose first
+    part is held, the later steps that fit. A model with no reference gets the whole first
+    part. Matched by the exact name, as scores are."""
     h100 = _next_for("NVIDIA H100 80GB HBM3", monkeypatch, tmp_path)
     names = [s.name for s in h100.steps]
-    assert names[:4] == ["probe", "first-gemm", "first-gpu-tests", "first-equivalence"]
-    assert "first-resnet50" not in names and "first-generation-torch" not in names
-    assert sum(s.cap_s for s in h100.steps) + RESERVE_S <= BUDGET_S
-    assert h100.line.startswith("part first, next in the plan for NVIDIA H100 80GB HBM3: ")
-    assert "2026-11-27-h100-sxm holds 7 of its 10 steps" in h100.line
-    without_h200 = [p for p in checked_in() if not p.name.endswith("h200-sxm")]
-    h200 = _next_for("NVIDIA H200", monkeypatch, tmp_path, without_h200)
-    assert [s.name for s in h200.steps] == ORDER
-    assert "no checked-in reference was measured on NVIDIA H200" in h200.line
-    # with its own reference (2026-11-28: the first part, and the generation part but for
-    # JAX's jit cell at batch 64, cut at its step's cap), the H200 goes on from there
+    assert names == [
+        "probe",
+        "first-generation-torch",
+        "decode-torch-b1",
+        "first-gemm",
+        "first-gpu-tests",
+        "first-equivalence",
+    ]
+    assert h100.line.startswith("today's code first: first-generation-torch, decode-torch-b1")
+    assert "2026-11-27-h100-sxm holds 6 of its 10 steps" in h100.line
     h200 = _next_for("NVIDIA H200", monkeypatch, tmp_path)
     names = [s.name for s in h200.steps]
-    assert names[:2] == ["probe", "generation-jax-jit"] and "first-gemm" not in names
-    assert h200.line.startswith("part generation, next in the plan for NVIDIA H200: ")
+    assert names[:3] == ["probe", "first-generation-torch", "decode-torch-b1"]
+    assert "first-gemm" not in names and "2026-11-28-h200-sxm holds 9 of its 10" in h200.line
+    # a step that does not fit (batch 8's) never stops the later ones that do
+    assert "decode-torch-b8" not in names and "decode-jax-bf16" in names
+    assert "left for later windows, past the budget: decode-torch-b8" in h200.line
+    without_h200 = [p for p in checked_in() if not p.name.endswith("h200-sxm")]
+    fresh = _next_for("NVIDIA H200", monkeypatch, tmp_path, without_h200)
+    assert [s.name for s in fresh.steps] == ORDER
+    assert "no checked-in reference was measured on NVIDIA H200" in fresh.line
     # a near name is another model: an H100 PCIe is not held by the SXM's reference
     assert [s.name for s in _next_for("NVIDIA H100 PCIe", monkeypatch, tmp_path).steps] == ORDER
+
+
+@pytest.mark.parametrize("model", ["NVIDIA H100 80GB HBM3", "NVIDIA H200"])
+def test_a_window_uses_at_least_four_fifths_of_its_budget(model, monkeypatch, tmp_path):
+    """The steps' caps fill the budget left after the probe and the reserve to 80 % or
+    more, or every step not held is planned; never past it."""
+    from xfbench.acceptance import plan
+
+    found = _next_for(model, monkeypatch, tmp_path)
+    probe, *todo = found.steps
+    room = BUDGET_S - RESERVE_S - probe.cap_s
+    caps = sum(s.cap_s for s in todo)
+    assert caps <= room
+    h = plan.held(model, checked_in())
+    every = [s for s in steps("cuda:0", "quick", tmp_path) if s.part != "probe"]
+    unheld = [s for s in every if not plan.step_held(s, "cuda:0", h)]
+    assert caps >= 0.8 * room or len(todo) == len(unheld), (caps, room)
+
+
+def _jit_step(tmp_path):
+    return next(s for s in steps("cuda:0", "quick", tmp_path) if s.name == "generation-jax-jit")
+
+
+def _cells(step, **fields):
+    from xfbench.acceptance import plan
+
+    return [c for c in plan.planned_cells(step) if all(c[k] == v for k, v in fields.items())]
+
+
+def test_a_cut_step_runs_only_its_unfinished_cells_and_never_again_as_it_was(tmp_path):
+    """JAX's jit step was cut at its 110 s cap on the H200 while at batch 64: its batch 1
+    and 8 cells finished. The next window runs batch 64 alone under the same cap; had the
+    cut run finished none, its cap doubles (the cells needed more than it)."""
+    from xfbench.acceptance import plan
+
+    step = _jit_step(tmp_path)
+    finished = [{**c, "status": "ok"} for c in _cells(step) if c["batch_size"] != 64]
+    unfinished = [{**c, "status": "timeout"} for c in _cells(step, batch_size=64)]
+    records = (*finished, *unfinished)
+    h = plan.Held(("ref",), records, frozenset(), frozenset(), (plan.Cut(step.name, 110, records),))
+    todo = plan.to_run(step, "cuda:0", h, [])
+    assert "--batch-size=64" in todo.step.argv and todo.step.cap_s == 110
+    assert [c["batch_size"] for c in todo.cells] == [64]
+    assert "only the cells it did not finish" in todo.note
+    nothing = tuple({**c, "status": "timeout"} for c in _cells(step))
+    h = plan.Held(("ref",), nothing, frozenset(), frozenset(), (plan.Cut(step.name, 110, nothing),))
+    todo = plan.to_run(step, "cuda:0", h, [])
+    assert todo.step.argv == step.argv and todo.step.cap_s == 220
+
+
+def test_a_partly_held_step_runs_the_missing_cells_under_their_share_of_the_cap(tmp_path):
+    """A sweep two of whose three batch sizes are held runs the third alone, its cap a
+    third of the step's and a process's start; cells planned by an earlier step of the
+    window are left out of that count."""
+    from xfbench.acceptance import plan
+
+    step = _jit_step(tmp_path)
+    held_cells = tuple({**c, "status": "ok"} for c in _cells(step) if c["batch_size"] != 8)
+    h = plan.Held(("ref",), held_cells, frozenset(), frozenset())
+    todo = plan.to_run(step, "cuda:0", h, [])
+    assert "--batch-size=8" in todo.step.argv
+    assert todo.step.cap_s == math.ceil(step.cap_s / 3) + 15
+    whole = plan.to_run(step, "cuda:0", plan.Held((), (), frozenset(), frozenset()), [])
+    assert whole.step.cap_s == step.cap_s and len(whole.cells) == 3
+    earlier = _cells(step, batch_size=1)
+    todo = plan.to_run(step, "cuda:0", plan.Held((), (), frozenset(), frozenset()), earlier)
+    assert len(todo.cells) == 2 and todo.step.cap_s == math.ceil(step.cap_s * 2 / 3) + 15
+
+
+def test_a_cell_measured_by_older_code_is_not_held(tmp_path):
+    """A PyTorch cudagraph cell recorded without timed_version (1) or with an older one is
+    stale (generation's TIMED gives 2); with today's version it is held; a JAX loop cell's
+    code has not changed, so its old record holds it."""
+    from xfbench.acceptance import plan
+    from xfbench.generation.cell import timed_version
+
+    every = steps("cuda:0", "quick", tmp_path)
+    first = next(s for s in every if s.name == "first-generation-torch")
+    (cell,) = plan.planned_cells(first)
+    assert timed_version(cell) == 2
+    for record, held in (({}, False), ({"timed_version": 1}, False), ({"timed_version": 2}, True)):
+        h = plan.Held(("ref",), ({**cell, **record, "status": "ok"},), frozenset(), frozenset())
+        todo = plan.to_run(first, "cuda:0", h, [])
+        assert (todo is None) is held and (held or todo.stale)
+    jax = next(s for s in every if s.name == "first-generation-jax")
+    (cell,) = plan.planned_cells(jax)
+    h = plan.Held(("ref",), ({**cell, "status": "ok"},), frozenset(), frozenset())
+    assert plan.to_run(jax, "cuda:0", h, []) is None
+
+
+def test_the_list_says_the_caps_planned_against_the_budget(monkeypatch, tmp_path, capsys):
+    from xfbench.acceptance import cli, plan
+
+    monkeypatch.setattr(plan, "gpu_name", lambda device: "NVIDIA H200")
+    assert cli.main(["--part", "next", "--list", "--device", "cuda:0", "--out", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert out.splitlines()[0].startswith("xfbench acceptance: today's code first: ")
+    assert re.search(
+        r"^caps: \d+ s planned against the budget's 540 s \(30 s of it kept", out, re.M
+    )
 
 
 def test_a_part_with_failed_cells_counts_only_the_cells_that_passed(monkeypatch, tmp_path):

@@ -135,6 +135,10 @@ class Suite:
     # older names of its kind, still read
     older: Callable[[dict], bool] | None = None
     kind_aliases: tuple[str, ...] = ()
+    # the version of the code that times a cell of these fields (absent: 1), raised in the
+    # commit that changes a timed path: a reference's cell of an older version is not held
+    # by today's code (xfbench/acceptance/plan.py; its records carry `timed_version`)
+    timed: Callable[[dict], int] | None = None
     # its steps of the GPU acceptance plan, from the run's harness.gpu_plan.Context, and the
     # rank of each part of its own among the plan's (xfbench/acceptance/steps.py)
     gpu_steps: Callable[[Any], list] | None = None

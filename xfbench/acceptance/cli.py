@@ -161,6 +161,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.list:
         for s in todo:
             print(f"{s.name} [{s.part}, time-out {s.cap_s} s]: {s.what}\n  {' '.join(s.argv)}")
+        caps = sum(s.cap_s for s in todo)
+        print(
+            f"caps: {caps} s planned against the budget's {args.budget:.0f} s "
+            f"({RESERVE_S} s of it kept for the summary and the archive)"
+        )
         return 0
     try:
         out.mkdir(parents=True, exist_ok=True)

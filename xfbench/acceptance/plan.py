@@ -1,27 +1,47 @@
-"""What a GPU window runs next (`xfbench acceptance --part next`, gpu/window.sh's default):
-the first part of the plan (steps.PARTS, docs/gpus.md's order) that the checked-in
-references of this GPU model do not yet hold, then the next parts' steps while their caps
-fit the budget. A reference is of this model when its cells ran on a device of exactly
-this name (NVIDIA H100 80GB HBM3), as scoring matches them (report/score.py).
+"""What a GPU window runs next (`xfbench acceptance --part next`, gpu/window.sh's default),
+from what the checked-in references of this GPU model hold. A reference is of this model
+when its cells ran on a device of exactly this name (NVIDIA H100 80GB HBM3), as scoring
+matches them (report/score.py).
 
-A reference holds a step when:
-- a sweep (`xfbench run`): every cell the runner plans for it has a record there,
-  measured or skipped with its reason; a cell that failed or was cut is not held, so a
-  part with failed cells counts as measured only for the cells that passed;
-- the roofs: its roofs.json has this device's roofs;
-- a pytest step (the GEMM, the all-reduce, DDP, the equivalence checks, the GPU tests):
-  the window's steps.json, kept beside the cells (acceptance/reference.py), says it passed.
+A reference holds a cell of a sweep (`xfbench run`) when it has a record of it, measured
+by today's code or skipped with its reason: a measured cell whose `timed_version` is older
+than its suite declares (Suite.timed) is held by older code, "stale"; a cell that failed or
+was cut is not held. It holds the roofs when its roofs.json has this device's, and a pytest
+step (the GEMM, the all-reduce, DDP, the equivalence checks, the GPU tests) when a window's
+steps.json, kept beside the cells (acceptance/reference.py), says it passed.
+
+The window's steps, within its budget (each step's cap counted against it):
+1. today's code first: the steps with stale cells, in the plan's order;
+2. then the first part of the plan (steps.PARTS) that is not held, in its order;
+3. then every later step not held, in the plan's order, each that fits what is left: a step
+   that does not fit never stops the ones after it.
+A step whose cells are partly held runs only the missing ones: its options narrowed to their
+values (framework, mode, precision, batch size, network, task), its cap to their share. A
+step a window cut at its cap is never planned again with the same cells and cap: its held
+cells leave it, so the cut cells get the whole cap, and where none was held its cap doubles
+(what the cut run measured: they need more than it).
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+import math
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from xfbench.acceptance.run import RESERVE_S
 from xfbench.acceptance.steps import PARTS, Step
 from xfbench.errors import UsageError
+
+
+@dataclass(frozen=True)
+class Cut:
+    """A step a window cut at its cap: the records that run's folder holds (what it
+    measured or gave up on before the cut)."""
+
+    step: str
+    cap_s: float
+    records: tuple[dict, ...]
 
 
 @dataclass(frozen=True)
@@ -32,6 +52,7 @@ class Held:
     records: tuple[dict, ...]  # each cell's fields and status
     roofs: frozenset[str]  # devices whose roofs were measured
     passed: frozenset[str]  # steps a window's steps.json says passed
+    cuts: tuple[Cut, ...] = ()  # steps a window cut at their cap
 
 
 @dataclass(frozen=True)
@@ -68,7 +89,7 @@ def held(model: str, references: list[Path]) -> Held:
     """What the references measured on this GPU model hold (report/score.py's matching)."""
     from xfbench.report import score
 
-    folders, records, roofs, passed = [], [], set(), set()
+    folders, records, roofs, passed, cuts = [], [], set(), set(), []
     for path in references:
         try:
             kind = score.device_kind(score.load_reference(path))
@@ -78,15 +99,22 @@ def held(model: str, references: list[Path]) -> Held:
             continue
         folders.append(path.name)
         for run in _documents(path):
+            found = []
             if (run / "merged.json").is_file():
-                records += _records(json.loads((run / "merged.json").read_text()))
+                found = _records(json.loads((run / "merged.json").read_text()))
+                records += found
             if (run / "roofs.json").is_file():
                 kept = json.loads((run / "roofs.json").read_text())
                 roofs |= {k for k, v in kept.items() if "memory_bandwidth_gbps" in v}
             if (run / "steps.json").is_file():
                 done = json.loads((run / "steps.json").read_text())
                 passed |= {o["step"] for o in done if o.get("status") == "passed"}
-    return Held(tuple(folders), tuple(records), frozenset(roofs), frozenset(passed))
+                cuts += [
+                    Cut(o["step"], float(o.get("timeout_s") or 0), tuple(found))
+                    for o in done
+                    if o.get("status") == "timeout"
+                ]
+    return Held(tuple(folders), tuple(records), frozenset(roofs), frozenset(passed), tuple(cuts))
 
 
 def sweep_plan(step: Step):
@@ -115,30 +143,130 @@ def planned_cells(step: Step) -> list[dict] | None:
     return None if plan is None else [c.as_dict() for c in plan.cells]
 
 
-def _has(cell: dict, records: tuple[dict, ...]) -> bool:
-    """A record of this cell, measured or skipped with its reason: the same fields but the
-    host's thread count (a GPU cell's host may have other cores)."""
+def _same(cell: dict, record: dict) -> bool:
+    """The record is of this cell: the same fields but the host's thread count (a GPU
+    cell's host may have other cores)."""
+    return all(record.get(k) == v for k, v in cell.items() if k != "threads")
+
+
+def _has(cell: dict, records: tuple[dict, ...], version: int = 1) -> bool:
+    """A record of this cell, measured by today's code (its timed_version at least the
+    suite's, absent 1) or skipped with its reason."""
     return any(
-        r.get("status") in ("ok", "skipped")
-        and all(r.get(k) == v for k, v in cell.items() if k != "threads")
+        _same(cell, r)
+        and (
+            r.get("status") == "skipped"
+            or (r.get("status") == "ok" and r.get("timed_version", 1) >= version)
+        )
         for r in records
     )
 
 
-def step_held(step: Step, device: str, h: Held) -> bool:
-    if step.name in h.passed:
-        return True
+def _stale(cell: dict, records: tuple[dict, ...], version: int) -> bool:
+    """Measured, but only by older code than today's."""
+    return not _has(cell, records, version) and _has(cell, records, 1)
+
+
+@dataclass(frozen=True)
+class Todo:
+    """A step as a window would run it: the step (narrowed to its missing cells), how many
+    cells it runs, whether any was measured by older code, what the cap was derived from."""
+
+    step: Step
+    cells: tuple[dict, ...] = ()  # a sweep's cells to measure; () for any other step
+    stale: bool = False
+    note: str = ""
+
+
+# A sweep's options that choose its cells, by the cell's field
+CHOOSING = (
+    ("framework", "--framework"),
+    ("mode", "--mode"),
+    ("precision", "--precision"),
+    ("batch_size", "--batch-size"),
+    ("network", "--model"),
+    ("task", "--task"),
+)
+
+
+def _with_option(argv: tuple[str, ...], option: str, value: str) -> tuple[str, ...]:
+    """argv with option (as --x=v or --x v) set to value, or added after `run`."""
+    out = list(argv)
+    for i, arg in enumerate(out):
+        if arg == option:
+            out[i + 1] = value
+            return tuple(out)
+        if arg.startswith(option + "="):
+            out[i] = f"{option}={value}"
+            return tuple(out)
+    return (*out[:4], f"{option}={value}", *out[4:])
+
+
+def narrowed(step: Step, cells: list[dict], missing: list[dict]) -> Step:
+    """The step with its cell-choosing options narrowed to the values of the missing cells
+    (each option's order kept): the product of those values, which holds every missing
+    cell and may hold held ones between them."""
+    argv = step.argv
+    for field_name, option in CHOOSING:
+        every = list(dict.fromkeys(c.get(field_name) for c in cells))
+        wanted = [v for v in every if any(m.get(field_name) == v for m in missing)]
+        if wanted != every and None not in wanted:
+            argv = _with_option(argv, option, ",".join(str(v) for v in wanted))
+    return replace(step, argv=argv)
+
+
+def _version(step: Step):
+    """The cell -> version of today's code, for the suite a sweep step runs."""
+    plan = sweep_plan(step)
+    timed = getattr(plan.suite, "timed", None) if plan is not None else None
+    return timed or (lambda cell: 1)
+
+
+def _cut(step: Step, h: Held) -> Cut | None:
+    return next((c for c in reversed(h.cuts) if c.step == step.name), None)
+
+
+def to_run(step: Step, device: str, h: Held, planned: list[dict]) -> Todo | None:
+    """What of the step a window runs (None: the references hold it all), its cells already
+    planned earlier in the window left out of its cap's count."""
     if step.name.endswith("roofs"):
-        return device in h.roofs
+        return None if device in h.roofs else Todo(step)
     try:
         cells = planned_cells(step)
     except UsageError:  # a sweep this machine cannot plan is not known to be held
-        return False
-    return bool(cells) and all(_has(c, h.records) for c in cells)
+        return Todo(step)
+    if cells is None:  # a pytest step: held where a window's steps.json says it passed
+        return None if step.name in h.passed else Todo(step)
+    version = _version(step)
+    missing = [c for c in cells if not _has(c, h.records, version(c))]
+    if not cells or not missing:
+        return None
+    stale = any(_stale(c, h.records, version(c)) for c in missing)
+    step, runs = narrowed(step, cells, missing), missing
+    if len(missing) < len(cells):
+        runs = planned_cells(step) or missing
+    fresh = [c for c in runs if not any(_same(c, p) for p in planned)]
+    cut, cap, note = _cut(step, h), step.cap_s, ""
+    if cut is not None:
+        # the cells the cut run began: those of its folder's records
+        tried = [c for c in cells if any(_same(c, r) for r in cut.records)]
+        if len(tried) == len(runs) and cut.cap_s >= cap:
+            cap, note = int(2 * cut.cap_s), f"its cells were cut at {cut.cap_s:.0f} s: cap doubled"
+        else:
+            note = f"cut at {cut.cap_s:.0f} s before: only the cells it did not finish"
+    elif len(fresh) < len(cells):
+        # the cells it runs, a share of the cap, and a process's start (10-15 s)
+        cap = min(cap, math.ceil(cap * len(fresh) / len(cells)) + 15)
+    return Todo(replace(step, cap_s=cap), tuple(fresh), stale, note)
+
+
+def step_held(step: Step, device: str, h: Held) -> bool:
+    return to_run(step, device, h, []) is None
 
 
 def choose(all_steps: list[Step], device: str, budget_s: float, references: list[Path]) -> Next:
-    """The next part's steps that are not held, then the later parts' while caps fit."""
+    """Today's code first, then the next part that is not held, then the later steps that
+    fit the budget (the module's docstring)."""
     probe = [s for s in all_steps if s.part == "probe"]
     model = gpu_name(device)
     if model is None:
@@ -146,34 +274,73 @@ def choose(all_steps: list[Step], device: str, budget_s: float, references: list
                     f"part first: the next part is chosen by a GPU's model, and {device} names none")  # fmt: skip
     h = held(model, references)
     room = budget_s - RESERVE_S - sum(s.cap_s for s in probe)
-    todo, first_part = [], None
-    for part in PARTS:
-        for step in (s for s in all_steps if s.part == part):
-            if step_held(step, device, h):
-                continue
-            if first_part is None:
-                first_part = part
-            elif step.part != first_part and step.cap_s > room:
-                break
-            todo.append(step)
-            room -= step.cap_s
-        else:
-            continue
-        break
-    if first_part is None:
+    pending = [s for s in all_steps if s.part != "probe"]
+    first = _first_part(pending, device, h)
+    if first is None:
         return Next(probe, f"nothing: the references of {model} ({', '.join(h.folders)}) "
                            "hold every part of the plan; name a --part to measure again")  # fmt: skip
-    ours = [s.name for s in todo if s.part == first_part]
-    total = sum(s.part == first_part for s in all_steps)
+    todo: list[Todo] = []
+    planned: list[dict] = []
+    left_out: list[str] = []
+
+    def take(step: Step, only_stale: bool = False) -> None:
+        nonlocal room
+        if any(t.step.name == step.name for t in todo):
+            return
+        t = to_run(step, device, h, planned)
+        if t is None or (only_stale and not t.stale):
+            return
+        if t.step.cap_s > room:
+            if not only_stale and step.name not in left_out:
+                left_out.append(step.name)
+            return
+        todo.append(t)
+        planned.extend(t.cells)
+        room -= t.step.cap_s
+
+    for step in pending:
+        take(step, only_stale=True)
+    for step in pending:
+        if step.part == first:
+            take(step)
+    for step in pending:
+        take(step)
+    held_first = sum(step_held(s, device, h) for s in pending if s.part == first)
+    line = _line(model, h, first, held_first, todo, pending, left_out)
+    return Next(probe + [t.step for t in todo], line)
+
+
+def _first_part(pending: list[Step], device: str, h: Held) -> str | None:
+    """The first part of the plan with a step the references do not hold."""
+    return next((s.part for s in pending if not step_held(s, device, h)), None)
+
+
+def _line(
+    model: str, h: Held, first: str, held_n: int, todo: list, pending: list, left_out: list
+) -> str:
+    """Which part is next and why, what else runs, and the caps against the budget."""
+    total = sum(s.part == first for s in pending)
+    ours = [t.step.name for t in todo if t.step.part == first]
     if not h.folders:
         why = f"no checked-in reference was measured on {model}; all its steps"
     else:
         by = ", ".join(h.folders)
-        why = f"{by} hold{'s' * (len(h.folders) == 1)} {total - len(ours)} of its {total} steps"
-        before = " and the parts before it" if first_part != PARTS[0] else ""
-        why += f"{before}; runs {', '.join(ours)}"
-    line = f"part {first_part}, next in the plan for {model}: {why}"
-    later = [s.name for s in todo if s.part != first_part]
+        why = f"{by} hold{'s' * (len(h.folders) == 1)} {held_n} of its {total} steps"
+        before = " and the parts before it" if first != PARTS[0] else ""
+        why += f"{before}; runs {', '.join(ours) or 'none of them first'}"
+    line = f"part {first}, next in the plan for {model}: {why}"
+    stale = [t.step.name for t in todo if t.stale]
+    if stale:
+        line = f"today's code first: {', '.join(stale)} (cells measured by older code); " + line
+    later = [t.step.name for t in todo if t.step.part != first and not t.stale]
     if later:
         line += f"; then, within the budget, {', '.join(later)}"
-    return Next(probe + todo, line)
+    notes = [f"{t.step.name}: {t.note}" for t in todo if t.note]
+    if notes:
+        line += f" ({'; '.join(notes)})"
+    if left_out:
+        shown = ", ".join(left_out[:3]) + (
+            f" and {len(left_out) - 3} more" if len(left_out) > 3 else ""
+        )
+        line += f"; left for later windows, past the budget: {shown}"
+    return line

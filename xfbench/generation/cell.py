@@ -42,6 +42,20 @@ MODES = {
 BF16_TOO = {"torch": ("fp32", "bf16"), "jax": ("fp32", "bf16")}
 
 
+# The version of the code a cell times, by (framework, mode) (1 where not listed), raised
+# in the commit that changes that timed path: a GPU reference's cell of an older version is
+# not held by today's code, and the window planner measures it again first
+# (xfbench/acceptance/plan.py). PyTorch's compiled decode, 2: the step as its own fast
+# decoding writes it on a GPU (mm + bias, attention written out for Inductor, coordinate-
+# descent tuning), the loop mode, and bf16 attention scores summed into float32.
+TIMED = {("torch", "compile"): 2, ("torch", "cudagraph"): 2, ("torch", "loop"): 2}
+
+
+def timed_version(cell: dict) -> int:
+    """The version of the code that times a cell of these fields (TIMED)."""
+    return TIMED.get((cell.get("framework"), cell.get("mode")), 1)
+
+
 def held_precisions(framework: str) -> tuple[str, ...]:
     return BF16_TOO.get(framework, ("fp32",))
 

@@ -1,6 +1,8 @@
 """The generation suite's steps of the GPU acceptance plan (xfbench/acceptance/steps.py runs
-them): GPT-2's decoding in the first part, at batch 1, 8 and 64 in parts of their own (one
-a precision, PyTorch's loop mode between them), and its compiled modes beside token serving.
+them): GPT-2's decoding in the first part; today's fast decoding (PyTorch's CUDA graphs and
+loop mode, JAX's loop; fp32 and bf16) in the decode part, right after it, a step a batch
+size; the other modes in parts of their own, one a precision; its compiled modes beside
+token serving.
 """
 
 from __future__ import annotations
@@ -8,7 +10,16 @@ from __future__ import annotations
 from xfbench.harness.gpu_plan import Context, Step, sweep_command
 
 # Its parts, and where they run among the plan's parts (acceptance/steps.py)
-PARTS = {"generation": 10, "generation-loop": 20, "generation-bf16": 30, "generation-serving": 140}
+# The decode parts first after the first part: batch 1 with JAX's bf16 cells, then batch 8,
+# then 64, each part one window's call.
+PARTS = {
+    "decode": 5,
+    "decode-b8": 6,
+    "decode-b64": 7,
+    "generation": 10,
+    "generation-bf16": 30,
+    "generation-serving": 140,
+}
 # The first part's decoding: one sequence (batch 64 took 50-57 s a cell more on the H100's
 # slower host, past the part's budget: the generation part measures it); the CPU's
 # rehearsal decodes 2, the batch's indexing, which batch 1 leaves untried.
@@ -18,8 +29,8 @@ FIRST_BATCH = {"quick": "1", "paper": "1", "smoke": "2"}
 def steps(c: Context) -> list[Step]:
     return [
         *_first(c),
+        *_decode(c),
         *_decoding(c, "fp32"),
-        _loop(c),
         *_decoding(c, "bf16"),
         _compiled(c),
     ]
@@ -66,13 +77,66 @@ def _first(c: Context) -> list[Step]:
     ]
 
 
+# Today's fast decoding, a step a batch size: PyTorch's CUDA graphs and loop mode in fp32
+# and bf16 (4 cells), each batch's in a part of its own (batch 1's with JAX's bf16 cells).
+# Its caps: a cudagraph cell took 45-50 s on the H100's slower host (build 8-11 s,
+# compilation 21-25 s, the check 10.6-13 s), the loop mode's compilation and capture planned
+# at 60 s a cell (not yet run on a GPU), a process's start 10-12 s; batch 64 a quarter
+# longer (its check and generations).
+DECODE = {"1": ("decode", 240), "8": ("decode-b8", 240), "64": ("decode-b64", 300)}
+SMOKE_DECODE = {"1": ("decode", 240), "2": ("decode-b8", 240)}
+
+
+def _decode(c: Context) -> list[Step]:
+    """The decode parts: the cells the buyer's question reads (docs/gpus.md), batch 1
+    first. A cell already measured in the same window (the first part's batch-1 fp32
+    cudagraph cell) is not measured again: the sweeps share one results folder."""
+    batches = SMOKE_DECODE if c.preset == "smoke" else DECODE
+    torch_steps = [
+        Step(
+            name=f"decode-torch-b{batch}",
+            part=part,
+            cap_s=cap,
+            argv=sweep_command(
+                "--suite=generation",
+                "--framework=torch",
+                "--mode=cudagraph,loop",
+                "--precision=fp32,bf16",
+                f"--batch-size={batch}",
+                *c.sweep,
+            ),
+            what=f"GPT-2 decoding at batch {batch}, 128/128, fp32 and bf16, in PyTorch's "
+            "CUDA graphs (a graph a step) and loop mode (a generation's steps one graph), "
+            "compiled as its own fast decoding compiles it: TPOT, its kernels and gaps, the "
+            "tokens checked",
+        )
+        for batch, (part, cap) in batches.items()
+    ]
+    jax_bf16 = Step(
+        name="decode-jax-bf16",
+        part="decode",
+        # a JAX loop cell took about 40 s on the H100's slower host (compilation 16.6 s);
+        # its fp32 cells are the generation part's
+        cap_s=150,
+        argv=sweep_command(
+            "--suite=generation",
+            "--framework=jax",
+            "--mode=loop",
+            "--precision=bf16",
+            *c.sweep,
+        ),
+        what="GPT-2 decoding at batch 1, 8 and 64, 128/128, bf16, in JAX's loop mode "
+        "(every decode step in one compiled loop), the tokens checked",
+    )
+    return [*torch_steps, jax_bf16]
+
+
 def _decoding(c: Context, precision: str) -> list[Step]:
-    """GPT-2's decoding at batch 1, 8 and 64: the cells a buyer reads first, one part (one
-    call of 540 s) a precision, fp32 in `generation` and bf16 in `generation-bf16`. Times
-    from the H100's third window, on its slower host: a PyTorch process's start 10-12 s;
-    a cudagraph cell 45-50 s (build 8-11 s, compilation 21-25 s, the float64 check of at
-    most two sequences 10.6-13 s), an eager cell about 17 s, a JAX loop cell about 40 s
-    (compilation 16.6 s at batch 1); bf16 planned as fp32 (not yet run on a GPU)."""
+    """GPT-2's decoding at batch 1, 8 and 64 in the modes the decode parts leave (PyTorch
+    eager, JAX's loop in fp32, JAX's jit: one call a step), one part a precision, fp32 in
+    `generation` and bf16 in `generation-bf16`. Times from the H100's third window, on its slower host: a
+    PyTorch process's start 10-12 s, an eager cell about 17 s; JAX's jit step was cut at
+    110 s on the H200 while at batch 64 (batch 1 and 8 measured); bf16 planned as fp32."""
     return [
         Step(
             name=name + ("" if precision == "fp32" else f"-{precision}"),
@@ -81,21 +145,15 @@ def _decoding(c: Context, precision: str) -> list[Step]:
             argv=sweep_command(
                 "--suite=generation",
                 f"--framework={framework}",
-                f"--mode={modes}",
+                f"--mode={mode}",
                 f"--precision={precision}",
                 *c.sweep,
             ),
             what=f"GPT-2 token generation {how}, 128/128 at batch 1, 8 and 64 "
             f"(docs/generation.md), {precision}: TTFT, TPOT and tokens/s, the tokens checked",
         )
-        for name, framework, modes, cap, how in (
-            (
-                "generation-torch",
-                "torch",
-                "eager,cudagraph",
-                222,
-                "in PyTorch, eager and CUDA graphs",
-            ),
+        for name, framework, mode, cap, how in (
+            ("generation-torch", "torch", "eager", 90, "in PyTorch eager"),
             (
                 "generation-jax",
                 "jax",
@@ -105,29 +163,8 @@ def _decoding(c: Context, precision: str) -> list[Step]:
             ),
             ("generation-jax-jit", "jax", "jit", 110, "in JAX, one jitted call a decode step"),
         )
+        if precision == "fp32" or mode != "loop"  # JAX's bf16 loop: the decode part's
     ]
-
-
-def _loop(c: Context) -> Step:
-    """PyTorch's loop mode in both precisions, between the fp32 and bf16 parts."""
-    return Step(
-        name="generation-torch-loop",
-        part="generation-loop",
-        # 6 cells, each a compilation with coordinate-descent tuning, a capture of 127 steps
-        # and the check: planned at 60 s a cell (not yet run on a GPU)
-        cap_s=400,
-        argv=sweep_command(
-            "--suite=generation",
-            "--framework=torch",
-            "--mode=loop",
-            "--precision=fp32,bf16",
-            *c.sweep,
-        ),
-        what="GPT-2 token generation in PyTorch as its own fast decoding runs it (compiled "
-        "with coordinate-descent tuning, products as mm + bias), every decode step of a "
-        "generation replayed as one CUDA graph, 128/128 at batch 1, 8 and 64, fp32 and "
-        "bf16: TTFT, TPOT and tokens/s, the tokens checked",
-    )
 
 
 def _compiled(c: Context) -> Step:

@@ -23,6 +23,7 @@ from xfbench.generation.cell import (
     batches,
     expand,
     lengths,
+    timed_version,
 )
 from xfbench.generation.check import TokensDiverged
 from xfbench.generation.measure import measure
@@ -144,6 +145,7 @@ SUITE = declare(
         },
         gpu_steps=gpu_steps.steps,
         gpu_parts=gpu_steps.PARTS,
+        timed=timed_version,
         kind=KIND,
         fields=record_fields.GENERATION,
         report="xfbench.generation.report",
