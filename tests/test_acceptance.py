@@ -444,3 +444,42 @@ def test_a_pytest_step_cut_at_its_cap_keeps_its_finished_cells(tmp_path, monkeyp
         "test_gemm[numpy-128-fp32-cpu-t1]"
     ]
     assert "numpy" in summary([outcome], tmp_path).split("## Steps")[1]
+
+
+RETURNS = Path(__file__).resolve().parents[1] / "gpu" / "returns"
+
+
+def test_a_sweep_cut_at_its_cap_keeps_its_cells_in_the_summary(tmp_path):
+    """The H200's second window as it came back: JAX's jit sweep was killed at its step's
+    cap after writing its batch 1 and 8 cells to cells/, before its runner merged them into
+    merged.json. The summary (and the report of that folder) reads them there, and names
+    batch 64, planned and without a record, not finished."""
+    from xfbench.report.load import load
+
+    with tarfile.open(RETURNS / "2026-11-28-h200-window-2" / "acceptance.tar.gz") as tar:
+        tar.extractall(tmp_path, filter="data")
+    out = tmp_path / "acceptance"
+    merged = json.loads((out / "results" / "merged.json").read_text())
+    modes = {
+        b["extra_info"].get("mode")
+        for b in merged["benchmarks"]
+        if b["extra_info"]["kind"] == "generation"
+    }
+    assert "jit" not in modes
+    # each step's command, as steps.json keeps it now (that window's predates it)
+    outcomes = json.loads((out / "steps.json").read_text())
+    [cut] = [o for o in outcomes if o["step"] == "generation-jax-jit"]
+    assert cut["status"] == "timeout"
+    cut["argv"] = [sys.executable, "-m", "xfbench.harness.cli", "run", "--quiet",
+                   "--suite=generation", "--framework=jax", "--mode=jit", "--precision=fp32",
+                   "--device", "cuda:0", "--preset", "quick", "--results", str(out / "results")]  # fmt: skip
+    (out / "steps.json").write_text(json.dumps(outcomes))
+    text = summary([Outcome(**{k: v for k, v in o.items() if k != "argv"}) for o in outcomes], out)
+    section = text.split("## xfbench generation")[1].split("\n## ")[0]
+    rows = [line.split() for line in section.splitlines()]
+    jit = {r[5]: " ".join(r) for r in rows if r[:2] == ["jax", "jit"]}
+    assert sorted(jit, key=int) == ["1", "8", "64"]
+    assert "not finished" not in jit["1"] + jit["8"]
+    assert "timeout: not finished: its step generation-jax-jit timeout" in jit["64"]
+    kept = [r for r in load(out / "results").of("generation") if r.get("mode") == "jit"]
+    assert sorted(r["batch_size"] for r in kept) == [1, 8]

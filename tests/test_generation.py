@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import time
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -352,6 +353,53 @@ def test_generate_times_the_prefill_and_every_decode_step():
     assert len(g.gaps_s) == 3 and g.e2e_s >= g.ttft_s + sum(g.gaps_s) * 0.999
 
 
+def test_compile_s_holds_first_call_work_outside_the_timed_region(monkeypatch):
+    """PyTorch's loop mode compiles its step and captures a CUDA graph of every decode
+    step on its first call, before the timed prefill and replay: compile_s (TTFT and the
+    first gap) left it out. compile_s is the first call's whole time less its later
+    decode steps; the measured generations are timed as before. Played on the CPU by a
+    torch eager generator whose first run() takes 0.3 s before its timed region."""
+    pytest.importorskip("torch")
+    from xfbench.adapters.torch.generation import TorchGenerator
+    from xfbench.generation.measure import measure
+    from xfbench.harness.presets import PRESETS
+
+    timed = TorchGenerator.run
+    calls = []
+
+    def capturing_first(self, *args, **kwargs):
+        if not calls:
+            time.sleep(0.3)  # the capture: outside TTFT and the gaps
+        calls.append(1)
+        return timed(self, *args, **kwargs)
+
+    monkeypatch.setattr(TorchGenerator, "run", capturing_first)
+    monkeypatch.setattr(
+        check,
+        "check_apart",
+        lambda spec, prompt, tokens, logits, precision: check.check_generation(
+            spec, check.decoding_weights(spec), prompt, tokens=tokens, logits=logits
+        ),
+    )
+    cell = GenerationCell(
+        network="gpt2", framework="torch", mode="eager", precision="fp32", device="cpu",
+        threads=2, batch_size=1, scale="smoke", prompt_tokens=ISL, new_tokens=OSL,
+    )  # fmt: skip
+    record = measure(_Benchmark(), cell, preset=PRESETS["smoke"], threads_config={})
+    assert record["compile_s"] >= 0.3 > record["ttft_s"] + record["tpot_s"], record
+    assert record["first_generation_s"] >= record["compile_s"]
+
+    # a generator whose calls the host times: compile_s is its prefill and first step
+    class Slow(_Counting):
+        def decode(self, tokens):
+            time.sleep(0.02)
+            return super().decode(tokens)
+
+    first, compile_s, whole_s = metrics.first_generation(Slow(), np.zeros((3, 5), np.int64), 4)
+    assert first.ttft_s + first.gaps_s[0] <= compile_s < first.ttft_s + first.gaps_s[0] + 0.02
+    assert whole_s >= first.e2e_s >= 0.06
+
+
 @pytest.mark.parametrize(
     ("value", "message"),
     [
@@ -639,6 +687,51 @@ def test_the_step_as_written_for_inductor_on_a_gpu_decodes_the_same(products, at
     assert rel_err(fused.logits, usual.logits) <= TOL
 
 
+def test_a_compiled_cells_inductor_settings_end_with_it(smoke):
+    """Inductor's config (freezing, the C++ wrapper, prepacked weights, coordinate-descent
+    tuning) is the process's: a compiled cell's settings held for every later cell. They
+    hold while its generators live and are set back when the last one closes (token
+    serving closes its buckets' in the order built). Built and closed only: the steps
+    compile at their first call."""
+    import torch._inductor.config as inductor
+
+    from xfbench.adapters.torch.generation import _inductor_settings
+
+    spec, weights, _ = smoke
+    wanted = _inductor_settings("cpu")
+    before = {key: not value for key, value in wanted.items()}  # each the other way
+    with inductor.patch(before):  # and back after the test, whatever it finds
+        first = _generator("torch", "compile", spec, weights)
+        second = _generator("torch", "compile", spec, weights)
+        held = {key: getattr(inductor, key) for key in wanted}
+        first.close()
+        still = {key: getattr(inductor, key) for key in wanted}
+        second.close()
+        after = {key: getattr(inductor, key) for key in wanted}
+    assert held == still == wanted and after == before, (held, still, after)
+
+
+def test_the_written_out_attention_sums_bf16_scores_in_float32():
+    """A bf16 product rounds its output to bf16: q k^T of 257 became 256 before the
+    float32 softmax (weights 0.20/0.80 where the function gives 0.33/0.67). The scores
+    are summed in float32 from the bf16 inputs, as JAX's (preferred_element_type):
+    within bf16's rounding of the probabilities of the float64 function of the same
+    inputs."""
+    import torch
+
+    from xfbench.adapters.torch.generation import CachedGPT
+
+    bf16 = torch.bfloat16
+    q = torch.tensor([[[[1.0, 1.0]]]], dtype=bf16)  # (B, heads, 1, dh = 2)
+    k = torch.tensor([[[[256.0, 1.0], [256.0, 2.0]]]], dtype=bf16)  # scores 257 and 258
+    v = torch.tensor([[[[1.0, 0.0], [0.0, 1.0]]]], dtype=bf16)  # out: the probabilities
+    seen = torch.ones((1, 1, 1, 2), dtype=torch.bool)
+    got = CachedGPT._attend(SimpleNamespace(attention="math", dh=2), q, k, v, seen)
+    q64, k64, v64 = (t.double() for t in (q, k, v))
+    want = torch.softmax(q64 @ k64.transpose(-2, -1) * 2**-0.5, dim=-1) @ v64
+    assert (got.double() - want).abs().max() <= 2**-8, (got, want)
+
+
 def test_the_loop_mode_replays_every_decode_step_as_one_graph_and_times_each(smoke, monkeypatch):
     """The loop mode (CUDA only) captures a generation's decode steps as one CUDA graph,
     each step's end an event inside it. Its logic on the CPU, CUDA's calls played by
@@ -726,6 +819,39 @@ def test_a_decode_steps_time_is_split_into_kernels_and_gaps_or_says_why_not():
     assert "CPU" in none["decode_profile_reason"]
     jax = SimpleNamespace(device="cuda:0", framework="jax", mode="loop")
     assert "not profiled" in kernel_split({}, 0.8e-3, jax)["decode_profile_reason"]
+
+
+def test_kernels_that_outlast_tpot_give_no_gap_and_a_flagged_share(tmp_path):
+    """The profiled step (another run, under the profiler) can take longer than the
+    timed TPOT: 900 us of kernels against a TPOT of 675 us is no gap of -225 us. The
+    record keeps the share (1.33) with no gap and a note; the report flags the share."""
+    import json
+    import shutil
+
+    from xfbench.generation.measure import kernel_split
+    from xfbench.generation.report import roofline_tables
+    from xfbench.report.load import load
+    from xfbench.report.model import build
+
+    gpu = SimpleNamespace(device="cuda:0", framework="torch", mode="loop")
+    split = kernel_split({"decode_step_kernel_us": 900.0}, 675e-6, gpu)
+    assert split["decode_step_kernel_share"] == pytest.approx(900 / 675)
+    assert split["decode_step_gap_us"] is None and split["decode_profile_reason"] is None
+    assert "outlast TPOT" in split["decode_step_split_note"]
+    assert kernel_split({"decode_step_kernel_us": 600.0}, 0.8e-3, gpu)[
+        "decode_step_split_note"
+    ] is None  # fmt: skip
+    h100 = ROOT / "xfbench" / "report" / "references" / "2026-11-27-h100-sxm" / "first-part-2"
+    folder = tmp_path / "run"
+    shutil.copytree(h100, folder)
+    doc = json.loads((folder / "merged.json").read_text())
+    [cell] = [b for b in doc["benchmarks"] if b["extra_info"].get("kind") == "generation"]
+    planted = {"decode_step_kernel_us": 900.0, "kernels_per_decode_step": 129}
+    info = cell["extra_info"]
+    info.update(planted, **kernel_split(planted, 675e-6, gpu), tpot_s=675e-6)
+    (folder / "merged.json").write_text(json.dumps(doc))
+    [table] = roofline_tables(build([load(folder)]))
+    assert [c.text for c in table.rows[0][-2:]] == ["129", "133% (kernels outlast TPOT: no split)"]
 
 
 def test_jaxs_decode_kernels_are_counted_from_its_compiled_step_on_a_gpu(smoke):

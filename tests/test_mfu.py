@@ -36,3 +36,31 @@ def test_only_training_cells_that_ran_are_given_one():
     infos = [_train(), _train(kind="infer"), _train(status="failed")]
     fill_mfu(infos, ROOFS)
     assert infos[0]["mfu"] == 0.25 and "mfu" not in infos[1] and "mfu" not in infos[2]
+
+
+def test_beside_it_the_mfu_over_the_datasheets_peak_as_palm_and_llmc_count_it():
+    """On a GPU of a listed model, the model's FLOPs over the datasheet's dense peak: a
+    transformer's counted a token as llm.c counts them (6N + 6LCT causal, 12LCT
+    bidirectional), which GPT-2 small's three forwards at 1024 tokens stand 6 % above;
+    another network's are its three forwards; the CPU has no datasheet."""
+    from xfbench.models import get_spec
+    from xfbench.roofline.mfu import datasheet_fields, model_flops
+
+    spec = get_spec("gpt2", "full")
+    n = spec.param_count
+    step = 8 * 1024 * (6 * n + 6 * 12 * 768 * 1024)
+    gpt2 = _train(device="cuda:0", device_name="NVIDIA H100 80GB HBM3", precision="bf16",
+                  network="gpt2", scale="full", tokens=1024, batch_size=8,
+                  flops_per_step=3 * 2 * 8 * 1024 * n * 1.064, seconds_per_batch=step / 989e12 / 0.5)  # fmt: skip
+    found = datasheet_fields(gpt2)
+    assert abs(found["mfu_datasheet"] - 0.5) < 1e-9 and found["mfu_datasheet_peak_tflops"] == 989.0
+    assert "6N + 6LCT" in found["mfu_datasheet_flops"] and "causal" in found["mfu_datasheet_flops"]
+    bert = model_flops({"network": "bert_base", "scale": "full", "tokens": 128, "batch_size": 1})
+    assert "6N + 12LCT" in bert[1] and "causal" not in bert[1]
+    resnet = _train(device="cuda:0", device_name="NVIDIA H200", precision="bf16",
+                    network="resnet50", scale="full", batch_size=256,
+                    flops_per_step=989e12 * 0.25, seconds_per_batch=1.0)  # fmt: skip
+    assert datasheet_fields(resnet)["mfu_datasheet"] == 0.25
+    assert datasheet_fields(_train())["mfu_datasheet"] is None  # the CPU
+    unknown = _train(device="cuda:0", device_name="NVIDIA H100 NVL", seconds_per_batch=1.0)
+    assert datasheet_fields(unknown)["mfu_datasheet"] is None

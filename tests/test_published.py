@@ -64,3 +64,17 @@ def test_the_gemm_table_shows_the_published_figure_of_the_same_model_only():
 
     assert "798" in table([rec("NVIDIA H100 80GB HBM3")])
     assert "798" not in table([rec("NVIDIA H100 NVL")])
+
+
+def test_published_ratios_of_two_models_are_found_by_exact_names_either_way_round():
+    """MLPerf's H200 over H100 for a decode step (Inference v4.1's Llama-2-70B, Offline and
+    Server) and for training (Training v4.0's ResNet-50 and Llama-2-70B LoRA); inverted for
+    the H100 over the H200; none for another part."""
+    decode = published.gpu_ratios("NVIDIA H100 80GB HBM3", "NVIDIA H200", "decode")
+    assert [round(r.value, 2) for r in decode] == [1.28, 1.35]
+    assert all("mlperf_log_summary.txt" in r.source for r in decode)
+    training = published.gpu_ratios("NVIDIA H100 80GB HBM3", "NVIDIA H200", "training")
+    assert [round(r.value, 2) for r in training] == [1.1, 1.14]
+    back = published.gpu_ratios("NVIDIA H200", "NVIDIA H100 80GB HBM3", "decode")
+    assert [round(r.value, 3) for r in back] == [round(1 / 1.276, 3), round(1 / 1.353, 3)]
+    assert published.gpu_ratios("NVIDIA H100 PCIe", "NVIDIA H200", "decode") == ()

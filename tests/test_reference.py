@@ -7,12 +7,16 @@ from __future__ import annotations
 
 import hashlib
 import io
+import itertools
 import json
 import shutil
 import tarfile
 from pathlib import Path
 
+import pytest
+
 from xfbench.acceptance.reference import main
+from xfbench.report.score import REFERENCES
 
 ROOT = Path(__file__).resolve().parents[1]
 WINDOW = ROOT / "gpu" / "returns" / "2026-11-28-h200-window-1"
@@ -26,8 +30,9 @@ def _tree(folder: Path) -> dict[str, str]:
     }
 
 
-def _planted(tmp_path: Path, name: str, cut: str, step: str) -> Path:
-    """The window again, as if its step had been cut at its cap before cell `cut` ended."""
+def _planted(tmp_path: Path, name: str, cut: str, step: str, unmerged=lambda info: False) -> Path:
+    """The window again, as if its step had been cut at its cap before cell `cut` ended
+    (and, where unmerged says so of a record, before its runner merged it)."""
     back = tmp_path / name
     back.mkdir()
     shutil.copy(WINDOW / "console.log", back / "console.log")
@@ -46,6 +51,11 @@ def _planted(tmp_path: Path, name: str, cut: str, step: str) -> Path:
                     if o["step"] == step:
                         o.update(status="timeout", reason="no result within 40 s")
                 data = json.dumps(outcomes).encode()
+                m.size = len(data)
+            if m.name.endswith("/results/merged.json"):
+                doc = json.loads(data)
+                doc["benchmarks"] = [b for b in doc["benchmarks"] if not unmerged(b["extra_info"])]
+                data = json.dumps(doc).encode()
                 m.size = len(data)
             dst.addfile(m, io.BytesIO(data) if data is not None else None)
     return back
@@ -104,3 +114,79 @@ def test_what_cannot_be_read_is_one_line(tmp_path, capsys):
     err = capsys.readouterr().err.strip()
     assert err.startswith("xfbench reference: ") and "not a window's archive" in err
     assert len(err.splitlines()) == 1 and not (tmp_path / "refs").exists()
+
+
+def test_a_sweep_cut_before_its_runner_merged_keeps_every_cell_it_wrote(tmp_path):
+    """A window whose JAX sweep was cut at its cap before its runner merged: merged.json
+    lacks both its cells, cells/ holds FCN-5's and not ResNet-56's (in flight when cut).
+    The reference holds FCN-5's record, ResNet-56 as a failure naming the step's outcome at
+    the thread count the window's cells recorded, and a selection of those two cells."""
+    cut = "cells/train-jax-resnet56-jit-fp32-cuda0-t16-b128.json"
+    back = _planted(tmp_path, "cut", cut, "first-jax",
+                    unmerged=lambda info: info.get("task") == "train" and info["framework"] == "jax")  # fmt: skip
+    into = tmp_path / "references"
+    assert main([str(back), "--into", str(into), "--commit", "d1cfac2"]) == 0
+    part = into / "2026-11-28-h200-sxm" / "first"
+    merged = json.loads((part / "merged.json").read_text())
+    jax = [b["extra_info"] for b in merged["benchmarks"] if b["extra_info"].get("task") == "train"
+           and b["extra_info"]["framework"] == "jax"]  # fmt: skip
+    assert [r["network"] for r in jax] == ["fcn5"]
+    [lost] = merged["xfbench"]["failures"]
+    assert lost["cell"]["network"] == "resnet56" and lost["cell"]["threads"] == 16
+    assert lost["reason"] == "not finished: its step first-jax timeout: no result within 40 s"
+    [selection] = [s for s in json.loads((part / "selection.json").read_text())
+                   if s["frameworks"] == ["jax"] and "tasks" in s]  # fmt: skip
+    assert selection["networks"] == ["fcn5", "resnet56"] and selection["threads"] == [16]
+    assert merged["xfbench"]["selections"] == json.loads((part / "selection.json").read_text())
+
+
+# A selection's lists, each by the cell field it lists; the tasks of the sweeps' cells
+LISTS = {"frameworks": "framework", "networks": "network", "modes": "mode",
+         "precisions": "precision", "devices": "device", "threads": "threads",
+         "tasks": "task", "batch_sizes": "batch_size"}  # fmt: skip
+SWEPT = ("train", "infer", "generate")
+
+
+def _in(selection: dict, cell: dict) -> bool:
+    """The cell is one the selection names (a generation selection's cells generate)."""
+    if (selection.get("suite") == "generation") != (cell.get("task") == "generate"):
+        return False
+    if (
+        selection.get("batch_size") is not None
+        and cell.get("batch_size") != selection["batch_size"]
+    ):
+        return False
+    return all(cell.get(field) in selection[k] for k, field in LISTS.items() if k in selection)
+
+
+@pytest.mark.parametrize(
+    "part",
+    sorted(
+        p.parent
+        for name in ("2026-11-27-h100-sxm", "2026-11-28-h200-sxm")
+        for p in (REFERENCES / name).glob("*/selection.json")
+    ),  # fmt: skip
+    ids=lambda p: f"{p.parent.name}/{p.name}",
+)
+def test_a_gpu_references_selections_name_its_folders_cells_and_no_other(part):
+    """Each selection of a checked-in GPU reference is its folder's cells (a record or a
+    failure there): its lists are lists of its cells' values (batch sizes numbers, threads
+    as they recorded them), every cell its lists name is in the folder, and every sweep's
+    cell of the folder is in one."""
+    merged = json.loads((part / "merged.json").read_text())
+    cells = [b["extra_info"] for b in merged["benchmarks"]]
+    cells += [f["cell"] for f in merged["xfbench"]["failures"]]
+    cells = [c for c in cells if c.get("task") in SWEPT]
+    selections = json.loads((part / "selection.json").read_text())
+    for s in selections:
+        lists = {k: s[k] for k in LISTS if k in s}
+        assert all(isinstance(v, list) and v for v in lists.values()), s
+        assert all(isinstance(b, int) for b in s.get("batch_sizes", [])), s
+        mine = [c for c in cells if _in(s, c)]
+        assert {c["threads"] for c in mine} == set(s["threads"]), s
+        for values in itertools.product(*lists.values()):
+            named = dict(zip([LISTS[k] for k in lists], values))
+            assert any(all(c.get(k) == v for k, v in named.items()) for c in mine), (s, named)
+    assert all(any(_in(s, c) for s in selections) for c in cells)
+    if (part / "window.json").is_file():  # made by xfbench reference: its merged.json says so
+        assert merged["xfbench"]["selections"] == selections

@@ -371,11 +371,10 @@ def test_compiled_decoding_on_the_cpu_autotunes_fp32_only():
     decode step streams them, where the bf16 templates it chose ran at about 60 % of
     oneDNN's prepacked products (docs/generation.md): bf16 compiles without it, and both
     freeze and prepack their weights."""
-    import torch._inductor.config as inductor
-
-    from xfbench.adapters.torch.generation import _compiler
+    from xfbench.adapters.torch.generation import _compiler, _inductor_settings
 
     assert _compiler("compile", "cpu", "fp32") == "max-autotune"
     assert _compiler("compile", "cpu", "bf16") == "default"
-    assert inductor.freezing and inductor.cpp_wrapper
+    settings = _inductor_settings("cpu")  # at any precision
+    assert settings["freezing"] and settings["cpp_wrapper"]
     assert _compiler("eager", "cpu", "bf16") is None

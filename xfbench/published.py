@@ -11,7 +11,7 @@ never also matches an H100 PCIe and an H200 is held to its own datasheet.
 from __future__ import annotations
 
 import tomllib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import Path
 
@@ -48,12 +48,25 @@ class Anchor:
         return f"{self.value:g}" + (f"-{self.high:g}" if self.high else "") + f" {self.unit}"
 
 
+@dataclass(frozen=True)
+class GpuRatio:
+    """A published speed of one GPU model over another for a kind of workload."""
+
+    kind: str  # "decode" or "training": the workloads of the buyer's table it stands beside
+    name: str  # what a table calls it
+    first: Gpu
+    second: Gpu
+    value: float  # second's speed over first's
+    setting: str
+    source: str
+
+
 def _normal(name: str) -> str:
     return " ".join(name.split()).casefold()
 
 
 @lru_cache(maxsize=1)
-def _read() -> tuple[tuple[Gpu, ...], tuple[Anchor, ...]]:
+def _read() -> tuple[tuple[Gpu, ...], tuple[Anchor, ...], tuple[GpuRatio, ...]]:
     doc = tomllib.loads(DATA.read_text(encoding="utf-8"))
     gpus = tuple(
         Gpu(
@@ -84,7 +97,19 @@ def _read() -> tuple[tuple[Gpu, ...], tuple[Anchor, ...]]:
                 n=a.get("n"),
             )
         )
-    return gpus, tuple(anchors)
+    ratios = tuple(
+        GpuRatio(
+            kind=r["kind"],
+            name=r["name"],
+            first=by_id[r["first"]],
+            second=by_id[r["second"]],
+            value=float(r["value"]),
+            setting=r["setting"],
+            source=r["source"],
+        )
+        for r in doc.get("gpu_ratio", [])
+    )
+    return gpus, tuple(anchors), ratios
 
 
 def gpus() -> tuple[Gpu, ...]:
@@ -93,6 +118,20 @@ def gpus() -> tuple[Gpu, ...]:
 
 def anchors() -> tuple[Anchor, ...]:
     return _read()[1]
+
+
+def gpu_ratios(first: str | None, second: str | None, kind: str) -> tuple[GpuRatio, ...]:
+    """The published ratios of the second device's model over the first's for that kind of
+    workload (by exact names; () where either is not a listed model), a ratio published the
+    other way round inverted."""
+    a, b = gpu_for(first), gpu_for(second)
+    found = []
+    for r in _read()[2]:
+        if r.kind == kind and a and b and (r.first, r.second) == (a, b):
+            found.append(r)
+        elif r.kind == kind and a and b and (r.first, r.second) == (b, a):
+            found.append(replace(r, first=a, second=b, value=1 / r.value))
+    return tuple(found)
 
 
 def gpu_for(device_name: str | None) -> Gpu | None:

@@ -10,8 +10,10 @@ xfbench/report/references) gets:
   its cap leaves in cells/ what its merged.json lacks); a cell the window planned and did
   not finish as a failure naming its step's outcome; the records of its pytest steps (the
   GEMM, the equivalence checks, the all-reduce, DDP);
-- selection.json: the runner's selection of each sweep the window ran, as planned, so it
-  is true to the cells;
+- selection.json: the selection of each sweep the window ran, made true to the cells the
+  folder holds of it (measured or failed): its lists are its cells' values (threads as they
+  recorded them, batch sizes as numbers), split where one list would name a cell the folder
+  has no record of (one kept in another part's folder);
 - roofs.json where the window measured the roofs; gpu-tests.xml where it ran the GPU tests;
 - steps.json (each step's outcome) and window.json (commit, date, GPU, its first line).
 A window of a part already there goes to <part>-2 (then -3, ...); the same window again
@@ -81,16 +83,73 @@ class Window:
         ]
 
 
-def _matches(planned: dict, record: dict) -> bool:
+def same_cell(planned: dict, record: dict) -> bool:
     """The same cell, but for the host's thread count (a GPU cell's host has its own)."""
     return all(record.get(k) == v for k, v in planned.items() if k != "threads")
 
 
-def _failure(cell: dict, status: str, reason: str) -> dict:
+def not_finished(cell: dict, step: str, outcome: dict) -> dict:
+    """The failure record of a planned cell its step ended before it had a record (cut at
+    its cap, or failed), naming the step's outcome."""
     from xfbench import records
 
-    return {**records.header("failure"), "cell": cell, "status": status, "reason": reason,
-            "output_tail": ""}  # fmt: skip
+    why = outcome["status"] + (f": {outcome['reason']}" if outcome.get("reason") else "")
+    return {**records.header("failure"), "cell": cell,
+            "status": "timeout" if outcome["status"] == "timeout" else "failed",
+            "reason": f"not finished: its step {step} {why}", "output_tail": ""}  # fmt: skip
+
+
+# A selection's lists, each by the cell field it lists
+LISTS = {"frameworks": "framework", "networks": "network", "modes": "mode",
+         "precisions": "precision", "devices": "device", "threads": "threads",
+         "tasks": "task", "batch_sizes": "batch_size"}  # fmt: skip
+
+
+def _listed(cell: dict) -> dict:
+    """A cell's values of a selection's lists (lengths as the generation suite writes them)."""
+    out = {key: cell.get(field) for key, field in LISTS.items()}
+    if cell.get("prompt_tokens") is not None:
+        out["lengths"] = f"{cell['prompt_tokens']}/{cell.get('new_tokens')}"
+    return out
+
+
+def true_selections(planned: dict, cells: list[dict]) -> list[dict]:
+    """The selection a sweep planned, made true to the cells a folder holds of it (their
+    fields, measured or failed): one a (framework, mode, precision, device, threads, task,
+    lengths) of its cells, each list the values its cells have, in the plan's order. Only
+    networks and batch sizes stay lists of several values, and a selection whose networks
+    and batch sizes are not all paired among its cells is split by network, so that none
+    names a cell the folder has no record of."""
+    keys = [k for k in (*LISTS, "lengths") if k in planned]
+    apart = [k for k in keys if k not in ("networks", "batch_sizes")]
+    groups: dict[tuple, list[dict]] = {}
+    for cell in map(_listed, cells):
+        groups.setdefault(tuple(cell.get(k) for k in apart), []).append(cell)
+    out = []
+    for group in groups.values():
+        pairs = {(c["networks"], c["batch_sizes"]) for c in group}
+        networks = {n for n, _ in pairs}
+        sizes = {b for _, b in pairs}
+        whole = "batch_sizes" not in planned or len(pairs) == len(networks) * len(sizes)
+        for network in [None] if whole else sorted(networks):
+            mine = [c for c in group if network is None or c["networks"] == network]
+            out.append({k: _values(planned[k], mine, k) if k in keys else v
+                        for k, v in planned.items()})  # fmt: skip
+    return out
+
+
+def _values(planned, cells: list[dict], key: str) -> list:
+    """The values cells have of one list, in the plan's order, then any the plan had not."""
+    found = []
+    for c in cells:
+        if c.get(key) not in found:
+            found.append(c.get(key))
+    known = planned if isinstance(planned, list) else []
+    new = [v for v in found if v not in known]
+    # numbers by value (batch sizes, thread counts), then the rest by name
+    return [v for v in known if v in found] + sorted(
+        new, key=lambda v: (not isinstance(v, int), v if isinstance(v, int) else str(v))
+    )
 
 
 class Made:
@@ -116,6 +175,10 @@ class Made:
         self.commit = commit or (recorded.get("id") or "unknown")[:7] + (
             " with uncommitted changes" if recorded.get("dirty") else ""
         )
+        # a GPU cell's host threads as the window's cells recorded them (a cell planned
+        # here is planned at this host's count)
+        counts = Counter(r.get("threads") for r in self._records(cells) if r.get("threads"))
+        self.threads = counts.most_common(1)[0][0] if counts else None
         self.merged = self._merged(merged, cells, ran)
         self.roofs: dict = {}  # set by keep(): those this reference does not hold yet
 
@@ -138,8 +201,12 @@ class Made:
         return (device[0][0] if device else "cuda:0"), (preset[0][0] if preset else "quick")
 
     def _merged(self, merged: dict, cells: list[dict], ran: list[Step]) -> dict:
+        """The window's records: each sweep's planned cells from the records in cells/ and
+        failed/ (a sweep cut at its cap left there what its merged.json lacks), a cell
+        with neither a failure naming its step's outcome; the pytest steps' own."""
         outcome = {o["step"]: o for o in self.outcomes}
-        benchmarks, failures, selections = [], [], []
+        benchmarks, failures = [], []
+        self.sweeps: list[tuple[dict, list[dict]]] = []  # each sweep's selection and cells
         done = [b for doc in cells for b in doc.get("benchmarks", [])]
         failed = self.window.docs("results/failed/")
         for step in ran:
@@ -149,24 +216,21 @@ class Made:
             if made is None:  # a pytest step: its own output, where it wrote one
                 benchmarks, failures = self._pytest_step(step, benchmarks, failures)
                 continue
-            selections.append(made.selection)
-            o = outcome[step.name]
-            for cell in (c.as_dict() for c in made.cells):
-                hit = [b for b in done if _matches(cell, b.get("extra_info", {}))]
-                lost = [f for f in failed if _matches(cell, f.get("cell") or {})]
+            planned = [c.as_dict() for c in made.cells]
+            self.sweeps.append((made.selection, planned))
+            for cell in planned:
+                hit = [b for b in done if same_cell(cell, b.get("extra_info", {}))]
+                lost = [f for f in failed if same_cell(cell, f.get("cell") or {})]
                 if hit:
                     benchmarks += hit
                 elif lost:
                     failures += lost
                 else:
-                    why = f"{o['status']}" + (f": {o['reason']}" if o.get("reason") else "")
-                    failures.append(_failure(cell, "timeout" if o["status"] == "timeout"
-                                             else "failed",
-                                             f"not finished: its step {step.name} {why}"))  # fmt: skip
-        self.selections = selections
+                    if self.threads and cell.get("device") != "cpu":
+                        cell = {**cell, "threads": self.threads}
+                    failures.append(not_finished(cell, step.name, outcome[step.name]))
         xf = dict(merged.get("xfbench") or {})
-        xf.update(failures=failures, selection=selections[0] if selections else {},
-                  selections=selections)  # fmt: skip
+        xf["failures"] = failures
         commit_info = dict(merged.get("commit_info") or {})
         if commit_info.get("id") and not self.commit.startswith(commit_info["id"][:7]):
             commit_info["recorded_id"] = commit_info["id"]  # the device copy's git said so
@@ -180,6 +244,17 @@ class Made:
                 benchmarks = benchmarks + doc.get("benchmarks", [])
                 failures = failures + (doc.get("xfbench") or {}).get("failures", [])
         return benchmarks, failures
+
+    def selections(self) -> list[dict]:
+        """Each sweep's selection, true to the cells this folder holds of it (a sweep none
+        of whose cells is here has none)."""
+        here = [b.get("extra_info", {}) for b in self.merged["benchmarks"]]
+        here += [f.get("cell") or {} for f in self.merged["xfbench"]["failures"]]
+        out = []
+        for selection, planned in self.sweeps:
+            mine = {id(r): r for cell in planned for r in here if same_cell(cell, r)}
+            out += true_selections(selection, list(mine.values()))
+        return out
 
     def files(self) -> dict[str, bytes]:
         """The part folder's files: a window that measured nothing has no merged.json (the
@@ -198,8 +273,11 @@ class Made:
             ),  # fmt: skip
         }
         if self.merged["benchmarks"] or self.merged["xfbench"]["failures"]:
-            out["merged.json"] = _dumps(self.merged)
-            out["selection.json"] = _dumps(self.selections)
+            selections = self.selections()
+            xf = {**self.merged["xfbench"], "selection": selections[0] if selections else {},
+                  "selections": selections}  # fmt: skip
+            out["merged.json"] = _dumps({**self.merged, "xfbench": xf})
+            out["selection.json"] = _dumps(selections)
         names = {o["step"] for o in self.outcomes}
         if self.roofs:
             out["roofs.json"] = _dumps(self.roofs)

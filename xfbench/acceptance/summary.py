@@ -8,7 +8,9 @@ run must reach beside the published ones, from what the steps wrote.
   report's anchors match to it);
 - the sweeps, read as `xfbench report` reads them (its model, built once): cells
   measured, failed and skipped, the failures' one-line reasons; each suite's own table
-  of its records (token generation, serving: the suite's terminal summary);
+  of its records (token generation, serving: the suite's terminal summary). A sweep cut
+  at its cap gives the cells it wrote (read from cells/: it never merged) and a failure
+  for each cell it planned and did not finish;
 - the GPU's roofs the sweeps measured (device-to-device bandwidth, each type's matmul
   peak) beside its datasheet's;
 - the equivalence checks on the device: each check's error, verified or (TF32) recorded;
@@ -26,7 +28,7 @@ from tabulate import tabulate
 
 from xfbench.acceptance.run import Outcome
 from xfbench.report import suites
-from xfbench.report.load import Run, load
+from xfbench.report.load import Run, add_document, load
 from xfbench.report.model import Report, build
 
 
@@ -145,6 +147,8 @@ def _sweeps_sections(out: Path) -> list[str]:
         return []
     try:
         run = load(folder)
+        for failure in _unfinished(out):
+            add_document(run, failure, f"{out.name}/steps.json")
         report = build([run])
     except Exception as e:  # LoadError, or a reader's own on a file cut short
         return [f"## Sweeps\n\nunreadable: {folder.name}/: {(str(e).splitlines() or [''])[0]}"]
@@ -159,6 +163,36 @@ def _sweeps_sections(out: Path) -> list[str]:
         *(_guarded(s.title, where, _suite_table, s, report) for s in suites.declared()),
         _guarded("GPU roofs", f"{where}roofs.json", _roofs, run, report),
     ]
+
+
+def _unfinished(out: Path) -> list[dict]:
+    """A failure record for each cell a sweep step ended before it had a record (cut at
+    its cap): its cells planned from its command in steps.json, as `xfbench reference`
+    plans them. A step that cannot be planned here gives none (its outcome says why)."""
+    from xfbench.acceptance.plan import sweep_plan
+    from xfbench.acceptance.reference import not_finished, same_cell
+    from xfbench.acceptance.steps import Step
+    from xfbench.runner.store import RunFolder
+
+    try:
+        outcomes = json.loads((out / "steps.json").read_text())
+    except (OSError, ValueError):
+        return []
+    folder = RunFolder(out / "results")
+    kept = [b.get("extra_info") or {} for r in folder.results() for b in r["benchmarks"]]
+    kept += [f.get("cell") or {} for f in folder.failures()]
+    lost = []
+    for o in outcomes if isinstance(outcomes, list) else []:
+        try:
+            if o["status"] in ("passed", "skipped") or not o.get("argv"):
+                continue
+            made = sweep_plan(Step(o["step"], "", 0, tuple(o["argv"]), ""))
+        except Exception:  # any planner's failure: the step's outcome is in the table
+            continue
+        for cell in (c.as_dict() for c in made.cells) if made else ():
+            if not any(same_cell(cell, k) for k in kept):
+                lost.append(not_finished(cell, o["step"], o))
+    return lost
 
 
 def _sweeps(run: Run) -> str:

@@ -161,6 +161,11 @@ GENERATION = replaced(
     Field("new_tokens", "int", "OSL: tokens each sequence decodes (greedy, no stop token)"),
     Field("preset", "str", "the preset that chose warm-up and timed generations"),
     Field("status", "str", "ok"),
+    Field(
+        "timed_version",
+        "int",
+        "the version of the code that timed it (generation/cell.py's TIMED; absent: 1)",
+    ),
     Field("ttft_s", "float", "time to first token: the prefill, median over generations"),
     Field("ttft_min_s", "float", "the least TTFT"),
     Field("ttft_max_s", "float", "the greatest TTFT"),
@@ -204,9 +209,15 @@ GENERATION = replaced(
     Field(
         "compile_s",
         "float",
-        "the first generation's prefill and first decode step: where each compiles",
+        "the first generation's prefill and first decode step, where each compiles, and its "
+        "first-call work outside them (the torch loop mode's compilation and graph capture): "
+        "its whole call less its later decode steps",
     ),
-    Field("first_generation_s", "float", "the whole first generation"),
+    Field(
+        "first_generation_s",
+        "float",
+        "the whole first generation's call, wall clock (compilation and capture included)",
+    ),
     Field(
         "decode_loop",
         "str",
@@ -238,7 +249,14 @@ GENERATION = replaced(
     Field(
         "decode_step_gap_us",
         "float | null",
-        "TPOT less the kernels' time, microseconds: launches, the host and waits between them",
+        "TPOT less the kernels' time, microseconds: launches, the host and waits between "
+        "them; null where the kernels outlast TPOT (decode_step_split_note)",
+    ),
+    Field(
+        "decode_step_split_note",
+        "str | null",
+        "why there is no gap though the kernels were profiled: their time exceeds TPOT (a "
+        "share above 1, flagged in the report); null otherwise",
     ),
     Field(
         "decode_profile_reason",

@@ -71,6 +71,18 @@ def generate(generator, prompt: np.ndarray, new_tokens: int, keep_logits=False) 
     )
 
 
+def first_generation(generator, prompt: np.ndarray, new_tokens: int):
+    """The first generation, where every framework compiles. -> (it, compile_s, its whole
+    call's seconds). compile_s is that whole call less its decode steps after the first, as
+    it timed them: the prefill and the first step, and any first-call work outside the
+    timed region, which PyTorch's loop mode has (it compiles its step and captures every
+    step's CUDA graph before its timed replay)."""
+    t0 = time.perf_counter()
+    first = generate(generator, prompt, new_tokens)
+    whole_s = time.perf_counter() - t0
+    return first, whole_s - sum(first.gaps_s[1:]), whole_s
+
+
 def summary(runs: list[Generation], batch: int, prompt_tokens: int) -> dict:
     """The record's timing fields from the timed generations."""
     new_tokens = runs[0].tokens.shape[1]

@@ -118,6 +118,26 @@ NETWORK_CELL = CELL + (
         "why mfu is null (no roofs, or no peak of that precision, there); null otherwise",
         when="train, in a run's merged results",
     ),
+    Field(
+        "mfu_datasheet",
+        "float | null",
+        "MFU as PaLM and llm.c report it: the model's FLOPs (mfu_datasheet_flops) over the "
+        "datasheet's dense peak for the precision (roofline/mfu.py); null on the CPU",
+        when="train on a GPU, in a run's merged results",
+    ),
+    Field(
+        "mfu_datasheet_peak_tflops",
+        "float | null",
+        "that datasheet peak (published.toml)",
+        when="train on a GPU, in a run's merged results",
+    ),
+    Field(
+        "mfu_datasheet_flops",
+        "str | null",
+        "how its FLOPs were counted: a transformer's 6N + 6LCT a token (llm.c; 12LCT "
+        "bidirectional), else 3x the forward",
+        when="train on a GPU, in a run's merged results",
+    ),
     Field("param_count", "int", "parameters of the network"),
     Field("build_s", "float", "seconds to build the network and its batch"),
     Field("compile_s", "float", "seconds of ahead-of-time compilation and the first step"),

@@ -26,6 +26,7 @@ class Match:
     what: str  # our framework / mode, or a suite's implementation
     ours: float  # in the anchor's unit
     ours_setting: str  # our batch or size, so a reader sees how the two differ
+    utilisation: str = ""  # what share of the GPU's peak ours is, where a suite says
 
     @property
     def ratio(self) -> str:
@@ -68,7 +69,10 @@ def anchors_table(report: Report) -> Table | None:
             as_text(f.device_name),
             as_text(f"{_measurement(f.anchor.kind)}, {f.anchor.precision}"),
             as_text(f.what),
-            as_text(f"{f.ours:.4g} {f.anchor.unit} ({f.ours_setting})"),
+            as_text(
+                f"{f.ours:.4g} {f.anchor.unit} ({f.ours_setting})"
+                + (f"; {f.utilisation}" if f.utilisation else "")
+            ),
             as_text(f.anchor.published),
             as_text(f.ratio),
             as_text(f"{f.anchor.setting}. Source: {f.anchor.source}"),

@@ -30,6 +30,12 @@ class Workload:
     seconds: float
     low: float | None = None  # its interval, where its record has one
     high: float | None = None
+    # what the cell's own profile shows holds it (its costliest kernel and that kernel's
+    # share), where it was profiled
+    profile: str = ""
+    # the kind of published GPU-over-GPU ratio it stands beside (published.toml's
+    # gpu_ratio: "decode", "training"), "" for none
+    published_as: str = ""
 
 
 def _table7_workloads(machine) -> list[Workload]:
@@ -42,7 +48,8 @@ def _table7_workloads(machine) -> list[Workload]:
         out.append(
             Workload(device_name=r.device_name, what=what, precision=r.precision,
                      bound="compute", seconds=r.median, low=ci[1] if ci else None,
-                     high=ci[2] if ci else None)
+                     high=ci[2] if ci else None,
+                     published_as="training" if r.task == "train" else "")
         )  # fmt: skip
     return out
 
@@ -69,6 +76,8 @@ def pooled(runs: list[Workload]) -> Workload:
         device_name=first.device_name, what=first.what, precision=first.precision,
         bound=first.bound, seconds=statistics.median(w.seconds for w in runs),
         low=min(lows) if known else None, high=max(highs) if known else None,
+        profile=next((w.profile for w in runs if w.profile), ""),
+        published_as=first.published_as,
     )  # fmt: skip
 
 
@@ -86,15 +95,26 @@ def predicted(a: str, b: str, w: Workload) -> float | None:
     return pb / pa if pa and pb else None
 
 
-def note(ratio: tuple, expect: float | None, bound: str, memory: float | None) -> str:
+def published_ratios(a: str, b: str, w: Workload) -> tuple:
+    """The published ratios of b's model over a's that this workload stands beside."""
+    from xfbench.published import gpu_ratios
+
+    return gpu_ratios(a, b, w.published_as) if w.published_as else ()
+
+
+def note(
+    ratio: tuple, expect: float | None, bound: str, memory: float | None, profiles: str = ""
+) -> str:
     """Why a ratio leaves out its prediction, where its interval does (memory: the two
-    models' bandwidth ratio)."""
+    models' bandwidth ratio), with what the cells' own profiles show where they have one."""
     _, low, high = ratio
     if expect is None or low is None or low <= expect <= high:
         return ""
     if bound == "memory":
         if high < expect:
-            return "below the prediction: not bound by memory bandwidth alone (launches, small kernels)"
+            return "below the prediction: not bound by memory bandwidth alone; " + (
+                profiles or "no profile of its step says what holds it"
+            )
         return "above the prediction: more differs than the datasheets say"
     if high < expect:
         return "below the prediction: not bound by arithmetic alone"
@@ -109,10 +129,11 @@ def gpu_models_table(report: Report) -> Table | None:
     if len(models) < 2:
         return None
     names = list(models)
-    a, rows = names[0], []
+    a, rows, shown = names[0], [], {}
     for b in names[1:]:
         for what in sorted(set(models[a]) & set(models[b])):
             wa, wb = pooled(models[a][what]), pooled(models[b][what])
+            shown.update({(r.name, r.value): r for r in published_ratios(a, b, wa)})
             ratio = (
                 wa.seconds / wb.seconds,
                 wa.low / wb.high if wa.low and wb.high else None,
@@ -121,17 +142,28 @@ def gpu_models_table(report: Report) -> Table | None:
             expect = predicted(a, b, wa)
             memory = predicted(a, b, replace(wa, bound="memory"))
             ci = f" ({ratio[1]:.3g}-{ratio[2]:.3g})" if ratio[1] else " (no interval)"
+            profiles = "; ".join(f"{m}: {w.profile}" for m, w in ((a, wa), (b, wb)) if w.profile)
             rows.append([
                 as_text(f"{b} / {a}"), as_text(what), as_text(f"{wa.seconds * 1e3:.4g}"),
                 as_text(f"{wb.seconds * 1e3:.4g}"), as_text(f"{ratio[0]:.3g}x{ci}"),
                 as_text(f"{expect:.3g}x ({wa.bound})" if expect else ""),
-                as_text(note(ratio, expect, wa.bound, memory)),
+                as_text(", ".join(f"{r.value:.3g}x" for r in published_ratios(a, b, wa))),
+                as_text(note(ratio, expect, wa.bound, memory, profiles)),
             ])  # fmt: skip
     if not rows:
         return None
     return Table(
         "GPU models side by side: what the hardware predicts",
-        ["models", "workload", "first, ms", "second, ms", "second's speed", "predicted", "note"],
+        [
+            "models",
+            "workload",
+            "first, ms",
+            "second, ms",
+            "second's speed",
+            "predicted",
+            "published",
+            "note",
+        ],  # fmt: skip
         rows,
         anchor="gpu-models",
         text_cols=2,
@@ -140,5 +172,11 @@ def gpu_models_table(report: Report) -> Table | None:
         "runs of a model pooled: the median of their times, the interval spanning theirs), "
         "beside the datasheets' ratio of what bounds it: memory bandwidth for a decode step, "
         "the peak at its type for training, a prefill or a matrix product. A ratio whose "
-        "interval leaves out its prediction is noted.",
+        "interval leaves out its prediction is noted, with what each model's profile of "
+        "the cell shows where it has one: its costliest kernel, and that kernel's share of "
+        "the step's kernel time. Published: the same two models' ratio in MLPerf's results "
+        "for the same kind of workload, 8 GPUs each, on larger models (published.toml names "
+        "the result files): "
+        + "; ".join(f"{r.value:.3g}x, {r.name}" for r in shown.values())
+        + ".",
     )

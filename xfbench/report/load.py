@@ -1,9 +1,10 @@
 """Reading results: runner folders and plain pytest-benchmark JSON files.
 
 A RESULTS argument is either
-  - a runner folder (results/<date>-<host>/): merged.json when it is readable,
-    otherwise cells/*.json plus failed/*.json; a folder of plain JSON files is read
-    file by file. Unreadable files in a folder are listed as problems and the
+  - a runner folder (results/<date>-<host>/): merged.json when it is readable (made
+    again in memory where it lacks records of cells/ or failed/: a sweep killed before
+    it merged), otherwise cells/*.json plus failed/*.json; a folder of plain JSON files
+    is read file by file. Unreadable files in a folder are listed as problems and the
     rest is reported;
   - a plain file written by `pytest --benchmark-json=...`: it must be readable,
     otherwise the whole report stops with an error naming the file.
@@ -27,6 +28,7 @@ from xfbench.plugin import declared
 from xfbench.records import number
 from xfbench.report import suites
 from xfbench.report.equivalence import equivalence_records
+from xfbench.runner.store import RunFolder
 
 FAILURE_STATUSES = ("failed", "timeout", "killed", "oom", "skipped")
 
@@ -483,7 +485,14 @@ def load(path: str | Path) -> Run:
     names += [p.name for p in path.glob("*.json") if p.is_file()]
     if (path / "cells").is_dir() and not any(n.startswith("cells/") for n in names):
         names.append("cells/")  # an empty cells/: the folder's cells, none finished
-    return _load_files(path.name or str(path), str(path), names, lambda n: read_json(path / n))
+    # a sweep killed before it merged (cut at its cap) left records merged.json lacks
+    records = any(n.startswith(("cells/", "failed/")) for n in names)
+    again = RunFolder(path).merged_again() if records and "merged.json" in names else None
+
+    def read(name: str) -> dict:
+        return again if again is not None and name == "merged.json" else read_json(path / name)
+
+    return _load_files(path.name or str(path), str(path), names, read)
 
 
 def load_many(argument: str | Path) -> list[Run]:

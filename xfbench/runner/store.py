@@ -203,21 +203,14 @@ class RunFolder:
                     raise records.RecordError(f"{path}: {e}") from None
 
     def results(self) -> list[dict]:
-        """Every finished cell's pytest-benchmark JSON, in file-name order."""
-        out = []
-        for path in sorted(self.cells.glob("*.json")):
-            data = read_json(path)
-            if data:
-                out.append(data)
-        return out
+        """Every finished cell's pytest-benchmark JSON, in file-name order (a truncated or
+        foreign file is no finished cell: has_result)."""
+        found = (read_json(path) for path in sorted(self.cells.glob("*.json")))
+        return [data for data in found if valid_result(data)]
 
     def failures(self) -> list[dict]:
-        out = []
-        for path in sorted(self.failed.glob("*.json")):
-            data = read_json(path)
-            if data:
-                out.append(data)
-        return out
+        found = (read_json(path) for path in sorted(self.failed.glob("*.json")))
+        return [data for data in found if valid_failure(data)]
 
     def selections(self) -> list[dict]:
         return read_json(self.root / "selection.json") or []
@@ -230,6 +223,11 @@ class RunFolder:
     def merge(self, selection: dict, machine: dict) -> Path:
         """merged.json: a valid pytest-benchmark JSON of every finished cell, plus the
         failures, the selection and the machine under the key "xfbench"."""
+        write_json(self.merged, self.merged_doc(selection, machine))
+        return self.merged
+
+    def merged_doc(self, selection: dict, machine: dict) -> dict:
+        """What merge() writes, made in memory."""
         import pytest_benchmark
 
         results = self.results()
@@ -266,8 +264,31 @@ class RunFolder:
         fill_mfu(
             (b.get("extra_info") or {} for b in merged["benchmarks"]), machine.get("roofs") or {}
         )
-        write_json(self.merged, merged)
-        return self.merged
+        return merged
+
+    def merged_again(self) -> dict | None:
+        """merged.json made again in memory where the file lacks a record that cells/ or
+        failed/ holds: a sweep killed before it merged (an acceptance step cut at its cap)
+        leaves them there. None where merged.json is whole, or not there to say what the
+        sweep's selection and machine were."""
+        old = read_json(self.merged)
+        if not valid_result(old):
+            return None
+        top = old.get("xfbench") if isinstance(old.get("xfbench"), dict) else {}
+        have = {_measurement(r) for r in [*old["benchmarks"], *(top.get("failures") or [])]}
+        found = [b for r in self.results() for b in r["benchmarks"]]
+        if all(_measurement(x) in have for x in found + self.failures()):
+            return None
+        machine = top.get("machine") or (old.get("machine_info") or {}).get("xfbench") or {}
+        return self.merged_doc(top.get("selection") or {}, machine)
+
+
+def _measurement(record) -> str:
+    """One cell's record as written: a benchmark by its test and timings (the merge adds
+    fields to its extra_info, never to these), a failure whole."""
+    if isinstance(record, dict) and "stats" in record:
+        return json.dumps([record.get("fullname"), record.get("stats")], sort_keys=True)
+    return json.dumps(record, sort_keys=True, default=str)
 
 
 def children_runtimes(results: list[dict]) -> dict[str, dict]:

@@ -175,7 +175,12 @@ TOKEN_SERVING = replaced(
     Field("weights", "str", "the weights decoded with"),
     Field("param_count", "int", "parameters of the network"),
     Field("build_s", "float", "seconds to build every bucket's generator"),
-    Field("compile_s", "float", "every bucket's first prefill and decode step, before load"),
+    Field(
+        "compile_s",
+        "float",
+        "every bucket's first prefill and decode step and first-call work (the torch loop "
+        "mode's graph capture), before load",
+    ),
     Field("warmup_generations", "int", "untimed generations of each bucket"),
     Field("peak_host_rss_bytes", "int", "peak resident memory"),
     Field("peak_host_rss_scope", "str", "cell or process"),

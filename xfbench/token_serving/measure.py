@@ -18,7 +18,7 @@ from pathlib import Path
 from xfbench import records
 from xfbench.generation.check import check_kept, checked_sequences, decoding_weights, verdict
 from xfbench.generation.measure import WEIGHTS, machine_fields, prompt_ids, runnable
-from xfbench.generation.metrics import generate
+from xfbench.generation.metrics import first_generation, generate
 from xfbench.harness.memory import peak_device_bytes, peak_rss_bytes, reset_peak_rss
 from xfbench.harness.presets import Preset
 from xfbench.harness.threads import CpuMeter
@@ -108,8 +108,8 @@ class Generators:
         osl = self.cell.new_tokens
         for b, generator in self.work.items():
             prompt = prompt_ids(self.spec, b, self.cell.prompt_tokens)
-            first = generate(generator, prompt, osl)
-            self.compile_s += first.ttft_s + first.gaps_s[0]
+            _, compile_s, _ = first_generation(generator, prompt, osl)
+            self.compile_s += compile_s
             self.compiled.update(generator.compile_facts())
             t0 = time.perf_counter()
             rows = checked_sequences(b)

@@ -62,8 +62,8 @@ class CachedGPT(torch.nn.Module):
     which Inductor, with coordinate-descent tuning, turns into one fused reduction at
     batch 1 on CUDA (it decomposes addmm only on the CPU). attention "sdpa" is
     scaled_dot_product_attention under the mask of the positions written; "math" the
-    same function written out (q k^T, mask, softmax in float32, times v), which Inductor
-    generates with the step around it instead of calling a separate kernel."""
+    same function written out (q k^T and softmax in float32, the mask, times v), which
+    Inductor generates with the step around it instead of calling a separate kernel."""
 
     def __init__(
         self,
@@ -124,7 +124,11 @@ class CachedGPT(torch.nn.Module):
     def _attend(self, q, k, v, seen):
         if self.attention == "sdpa":
             return F.scaled_dot_product_attention(q, k, v, attn_mask=seen)
-        scores = (q @ k.transpose(-2, -1)).float() * self.dh**-0.5
+        # the scores summed in float32 from bf16 inputs, as the JAX adapter's einsum with
+        # preferred_element_type=float32 (a bf16 product rounds them to bf16: 257 to 256);
+        # compiled on a GPU (coordinate-descent tuning), Inductor makes the one-query
+        # product a reduction that the upcast fuses into: no float32 copy of the cache
+        scores = (q.float() @ k.float().transpose(-2, -1)) * self.dh**-0.5
         weights = torch.softmax(scores.masked_fill(~seen, float("-inf")), dim=-1)
         return weights.to(v.dtype) @ v
 
@@ -168,10 +172,11 @@ class CachedGPT(torch.nn.Module):
 
 
 def _compiler(mode_name: str, device_type: str, precision: str = "fp32") -> str | None:
-    """torch.compile's mode for a cell's mode (None: eager), Inductor made ready. On a
-    GPU, with coordinate-descent tuning. On the CPU, compile is PyTorch's own CPU inference path: freezing (the weights constants;
-    the cache, a buffer the step writes, is not frozen), the C++ wrapper and prepacked
-    weights; in fp32 max-autotune too, which sets Inductor's C++ GEMM templates against
+    """torch.compile's mode for a cell's mode (None: eager), Dynamo reset; the Inductor
+    config it compiles under is _inductor_settings'. On a GPU, with coordinate-descent
+    tuning. On the CPU, compile is PyTorch's own CPU inference path: freezing (the weights
+    constants; the cache, a buffer the step writes, is not frozen), the C++ wrapper and
+    prepacked weights; in fp32 max-autotune too, which sets Inductor's C++ GEMM templates against
     ATen's oneMKL calls and keeps the faster: at batch 1 the decode step ran 44 ms eager,
     32 ms compiled with oneMKL's products and 16-18 ms so (GPT-2, 2 threads of a Zen 4
     EPYC; docs/generation.md). Not in bf16: autotuning times each product alone, its
@@ -186,19 +191,54 @@ def _compiler(mode_name: str, device_type: str, precision: str = "fp32") -> str 
     torch._dynamo.utils.counters.clear()
     if mode_name == "cudagraph":
         cudagraphs.require_cudagraphs()
-    import torch._inductor.config as inductor
+    return "max-autotune" if device_type == "cpu" and precision == "fp32" else mode
 
-    # PyTorch's own fast decoding (gpt-fast) sets it on a GPU: the Triton kernels' launch
-    # settings searched, and batch-1 products decomposed into fused reductions
-    inductor.coordinate_descent_tuning = device_type != "cpu"
+
+def _inductor_settings(device_type: str) -> dict:
+    """The Inductor config a compiled cell's steps compile under (_compiler says why)."""
     if device_type != "cpu":
-        return mode
+        # PyTorch's own fast decoding (gpt-fast) sets it on a GPU: the Triton kernels'
+        # launch settings searched, and batch-1 products decomposed into fused reductions
+        return {"coordinate_descent_tuning": True}
+    return {
+        "coordinate_descent_tuning": False,
+        "freezing": True,
+        "cpp_wrapper": True,
+        # as the inference cells (workload.py): no prepacked linear layers with ATen's ISA
+        # lowered, where they computed wrong numbers
+        "cpp.weight_prepack": not os.environ.get("ATEN_CPU_CAPABILITY"),
+    }
 
-    inductor.freezing = inductor.cpp_wrapper = True
-    # as the inference cells (workload.py): no prepacked linear layers with ATen's ISA
-    # lowered, where they computed wrong numbers
-    inductor.cpp.weight_prepack = not os.environ.get("ATEN_CPU_CAPABILITY")
-    return "max-autotune" if precision == "fp32" else mode
+
+class InductorSettings:
+    """Inductor's config is the process's: a compiled cell's settings hold while its
+    generators live, and the values they replaced come back when the last one closes, so
+    that a later cell inherits nothing (token serving holds a generator per bucket and
+    closes them in the order built, so each cannot simply restore what it found)."""
+
+    def __init__(self):
+        self.replaced: dict = {}
+        self.holders = 0
+
+    def hold(self, settings: dict) -> None:
+        import torch._inductor.config as inductor
+
+        for key, value in settings.items():
+            self.replaced.setdefault(key, getattr(inductor, key))
+            setattr(inductor, key, value)
+        self.holders += 1
+
+    def release(self) -> None:
+        import torch._inductor.config as inductor
+
+        self.holders -= 1
+        if self.holders == 0:
+            for key, value in self.replaced.items():
+                setattr(inductor, key, value)
+            self.replaced.clear()
+
+
+INDUCTOR = InductorSettings()
 
 
 def _inductor_facts(mode: str) -> dict:
@@ -291,6 +331,9 @@ class TorchGenerator(CudaPeak, Generator):
             t.numel() * t.element_size() for t in self.model.keys + self.model.values
         )
         mode = _compiler(cell.mode, self.device.type, cell.precision)
+        self.inductor_held = bool(mode)  # released at close
+        if mode:
+            INDUCTOR.hold(_inductor_settings(self.device.type))
         self.graphs = cell.mode == "cudagraph"  # Inductor's graph trees, a graph a step
         self.loop = cell.mode == "loop"  # one graph of every decode step, captured here
         if self.graphs:  # written in place by the graph: never copied into it as inputs
@@ -313,8 +356,8 @@ class TorchGenerator(CudaPeak, Generator):
             "attention_kernel": (
                 "scaled_dot_product_attention (prefill is_causal; decode "
                 + (
-                    "written out: q k^T, the mask, softmax in float32, times v, generated "
-                    "by Inductor with the step)"
+                    "written out: q k^T and softmax in float32, the mask, times v, "
+                    "generated by Inductor with the step)"
                     if self.model.attention == "math"
                     else "an explicit mask over the static cache)"
                 )
@@ -501,6 +544,8 @@ class TorchGenerator(CudaPeak, Generator):
 
     def close(self) -> None:
         del self.model, self._prefill, self._step, self._captured
+        if self.inductor_held:
+            INDUCTOR.release()
         if self.device.type == "cuda":
             torch.cuda.empty_cache()
 

@@ -9,6 +9,7 @@ from tabulate import tabulate
 
 from xfbench.published import Anchor, gpu_for
 from xfbench.report.api import Machine, Report, Run, published_matches
+from xfbench.roofline.mfu import datasheet_fields
 
 # Its kinds of anchor (xfbench/published.toml): the network each is for, its unit, and
 # what a table calls its measurement.
@@ -29,6 +30,7 @@ def anchor_matches(m: Machine, anchor: Anchor) -> list[dict]:
             "what": f"{r.framework} {r.mode}",
             "ours": r.batch_size * ((r.tokens or 0) if unit == "tokens/s" else 1) / r.median,
             "ours_setting": f"batch {r.batch_size}" + (f" x {r.tokens} tokens" if r.tokens else ""),
+            "utilisation": utilisation(r.info),
         }
         for r in m.results.values()
         if r.ok
@@ -39,6 +41,19 @@ def anchor_matches(m: Machine, anchor: Anchor) -> list[dict]:
         and r.precision == anchor.precision
         and gpu_for(r.device_name) == anchor.gpu
     ]
+
+
+def utilisation(info: dict) -> str:
+    """MFU both ways: over the datasheet's dense peak, as PaLM and llm.c report it (its
+    FLOPs counted as it says), and over the peak the run measured, where it has one."""
+    sheet = datasheet_fields(info)
+    if sheet["mfu_datasheet"] is None:
+        return ""
+    text = (f"MFU {sheet['mfu_datasheet']:.1%} of the datasheet's "
+            f"{sheet['mfu_datasheet_peak_tflops']:g} TFLOP/s at {sheet['mfu_datasheet_flops']}")  # fmt: skip
+    if isinstance(info.get("mfu"), float):
+        text += f", {info['mfu']:.1%} of the {info['mfu_peak_tflops']:.4g} the run measured"
+    return text
 
 
 def resnet50_training(run: Run, report: Report) -> str:
