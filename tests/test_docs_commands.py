@@ -182,12 +182,12 @@ def captured_parser(module_name: str) -> argparse.ArgumentParser:
 def known_values() -> dict[str, set[str]]:
     from xfbench.frameworks import FRAMEWORKS
     from xfbench.harness.presets import PRESETS
-    from xfbench.models import NETWORKS
+    from xfbench.models import DECODERS, NETWORKS
 
     frameworks = {n for f in FRAMEWORKS.values() for n in (f.name, *f.aliases)}
     return {
         "--preset": set(PRESETS),
-        "--model": set(NETWORKS),
+        "--model": {*NETWORKS, *DECODERS},  # a decoder: the generation suite's --model
         "--network": set(NETWORKS),
         "--framework": frameworks,
     }

@@ -452,8 +452,8 @@ def test_a_network_that_does_not_generate_is_refused_in_one_line():
     assert proc.returncode == 4, proc.stdout[-2000:]
     err = [line for line in proc.stderr.splitlines() if line.strip()]
     assert err == [
-        "ERROR: --model alexnet: token generation runs gpt2 (a decoder with a causal "
-        "language-model head)"
+        "ERROR: --model alexnet: token generation runs gpt2, gpt3_6_7b (a decoder with a "
+        "causal language-model head)"
     ]
 
 

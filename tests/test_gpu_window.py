@@ -199,7 +199,7 @@ def test_the_pages_first_part_table_gives_the_caps_the_code_sets(tmp_path):
 
     page = (ROOT / "docs" / "gpus.md").read_text()
     section = page.split("### The first part")[1].split("###")[0]
-    rows = re.findall(r"^\| `([a-z0-9-]+)` \|.*\| (\d+) s \|$", section, re.MULTILINE)
+    rows = re.findall(r"^\| `([a-z0-9.-]+)` \|.*\| (\d+) s \|$", section, re.MULTILINE)
     first = chosen(steps("cuda:0", "quick", tmp_path), ["first"], None)
     assert rows == [(s.name, str(s.cap_s)) for s in first]
     total = sum(s.cap_s for s in first)
@@ -213,13 +213,13 @@ def test_the_pages_later_parts_table_gives_the_steps_and_caps_the_code_sets(tmp_
 
     page = (ROOT / "docs" / "gpus.md").read_text()
     section = page.split("### Later windows")[1].split("\n### ")[0]
-    rows = re.findall(r"^\| `([a-z0-9-]+)` \| ((?:`[a-z0-9-]+` \d+ s(?:, )?)+) \|", section, re.M)
+    rows = re.findall(r"^\| `([a-z0-9.-]+)` \| ((?:`[a-z0-9.-]+` \d+ s(?:, )?)+) \|", section, re.M)
     every = steps("cuda:0", "quick", tmp_path)
     assert [part for part, _ in rows] == list(PARTS[1:])
     for part, listed in rows:
         planned = [f"`{s.name}` {s.cap_s} s" for s in every if s.part == part]
         assert listed.split(", ") == planned, part
-    commands = re.findall(r"^bash gpu/window.sh --part ([a-z0-9-]+)", section, re.M)
+    commands = re.findall(r"^bash gpu/window.sh --part ([a-z0-9.-]+)", section, re.M)
     assert commands == list(PARTS[1:])
 
 

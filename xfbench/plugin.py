@@ -112,7 +112,8 @@ class Suite:
     # whether `xfbench run` sweeps it when --suite is not given (the network suite)
     default: bool = False
     # options (dests) it reads by rules of its own, which the session's common selection
-    # then leaves to it where its file is named (generation: --batch-size lists sizes)
+    # then leaves to it where its file is named (generation: --batch-size lists sizes,
+    # --model may name a decoder of models.DECODERS)
     own_options: tuple[str, ...] = ()
     # modes (framework -> modes) and precisions its cells run beyond the adapters', which
     # --mode and --precision then accept (generation's loop mode, GEMM's fp8)

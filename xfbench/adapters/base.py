@@ -296,6 +296,9 @@ class Adapter:
 
     name: str = ""  # the --framework value
     precisions: tuple[str, ...] = PRECISIONS
+    # whether its generator makes a decoder's weights on its device (models/seeded.py:
+    # given seeded.Made), never through the host
+    makes_weights: bool = False
     # Why int8 cells skip, for a framework without "int8" in precisions.
     int8_reason: str = "has no int8 inference path in this suite"
 

@@ -15,8 +15,12 @@ from xfbench.models import layers as L
 
 TASK = "generate"
 KIND = "generation"  # the kind of record its cells write (its fields: fields.py)
-# Token generation needs a causal language model: of the suite's networks, GPT-2.
-NETWORKS = ("gpt2",)
+# Token generation needs a causal language model: GPT-2 small, and the decoder the size
+# buyers serve (GPT-2's layers at GPT-3 6.7B's shape: models.DECODERS), decoded only when
+# --model names it (DEFAULT_NETWORKS).
+NETWORKS = ("gpt2", "gpt3_6_7b")
+DEFAULT_NETWORKS = ("gpt2",)
+NAMES = {"gpt2": "GPT-2", "gpt3_6_7b": "GPT-3 6.7B"}  # what a line or a table calls each
 # (prompt tokens, new tokens) and batch sizes when --lengths and --batch-size are not
 # given: 128/128 at batch 1 and 8 (full size); the smoke network's 64 positions hold 16/16.
 LENGTHS = {"full": ((128, 128),), "smoke": ((16, 16),)}
@@ -80,7 +84,9 @@ class GenerationCell(Cell):
         return Cell(**{**own, "task": "infer", "mode": mode})
 
 
-def lengths(value: str | None, scale: str) -> list[tuple[int, int]]:
+def lengths(
+    value: str | None, scale: str, networks: tuple[str, ...] = DEFAULT_NETWORKS
+) -> list[tuple[int, int]]:
     """--lengths: prompt/new token pairs, e.g. 128/128,256/64 (default: the scale's)."""
     items = option_list("lengths", value)
     if not items:
@@ -94,13 +100,14 @@ def lengths(value: str | None, scale: str) -> list[tuple[int, int]]:
                 f"2: one from the prefill, one or more decoded), not {item!r}"
             )
         out.append((int(isl), int(osl)))
-    positions = get_spec("gpt2", scale).layer(L.TokenEmbedding)[0].positions
-    for isl, osl in out:
-        if isl + osl > positions:
-            raise UsageError(
-                f"--lengths {isl}/{osl}: {isl + osl} positions is more than GPT-2's "
-                f"{positions}{' at smoke size' if scale == 'smoke' else ''}"
-            )
+    for network in networks:
+        positions = get_spec(network, scale).layer(L.TokenEmbedding)[0].positions
+        for isl, osl in out:
+            if isl + osl > positions:
+                raise UsageError(
+                    f"--lengths {isl}/{osl}: {isl + osl} positions is more than {NAMES[network]}'s "
+                    f"{positions}{' at smoke size' if scale == 'smoke' else ''}"
+                )
     return out
 
 
@@ -147,26 +154,32 @@ def expand(
                 "decoder with a causal language-model head)"
             )
     out = []
-    for fw in sel.frameworks:
-        if fw not in MODES and not sel.frameworks_explicit:
-            continue
-        for device in sel.devices:
-            for mode in modes(fw, device, sel.modes):
-                for precision in precisions(sel, fw, device):
-                    for isl, osl in pairs:
-                        for b in sizes or batches(None, sel.preset.scale, device):
-                            out.append(
-                                GenerationCell(
-                                    network="gpt2",
-                                    framework=fw,
-                                    mode=mode,
-                                    precision=precision,
-                                    device=device,
-                                    threads=sel.threads,
-                                    batch_size=b,
-                                    scale=sel.preset.scale,
-                                    prompt_tokens=isl,
-                                    new_tokens=osl,
-                                )
-                            )
+    for network in sel.networks:
+        for fw in sel.frameworks:
+            if fw not in MODES and not sel.frameworks_explicit:
+                continue
+            for device in sel.devices:
+                out += _cells(sel, network, fw, device, pairs, sizes)
     return out
+
+
+def _cells(sel: Selection, network: str, fw: str, device: str, pairs, sizes) -> list:
+    """A network's cells in one framework on one device."""
+    return [
+        GenerationCell(
+            network=network,
+            framework=fw,
+            mode=mode,
+            precision=precision,
+            device=device,
+            threads=sel.threads,
+            batch_size=b,
+            scale=sel.preset.scale,
+            prompt_tokens=isl,
+            new_tokens=osl,
+        )
+        for mode in modes(fw, device, sel.modes)
+        for precision in precisions(sel, fw, device)
+        for isl, osl in pairs
+        for b in sizes or batches(None, sel.preset.scale, device)
+    ]

@@ -122,12 +122,17 @@ def check_generation(
 
 def decoding_weights(spec: Spec, precision: str = "fp32") -> dict:
     """The weights every generation cell decodes with: the canonical initial weights at a
-    trained network's activation ranges (harness/equivalence.trained_range); a bf16
-    cell's rounded to bfloat16, which its framework then holds exactly."""
+    trained network's activation ranges (harness/equivalence.trained_range), a decoder's
+    of models.DECODERS as models/seeded.py makes them (the frameworks that make them on
+    their device make the same); a bf16 cell's rounded to bfloat16, which its framework
+    then holds exactly."""
     from xfbench.harness.equivalence import trained_range
-    from xfbench.models import initial_weights
+    from xfbench.models import DECODERS, initial_weights, seeded
 
-    weights = trained_range(spec, initial_weights(spec))
+    if spec.id in DECODERS:
+        weights = seeded.numpy_weights(spec)
+    else:
+        weights = trained_range(spec, initial_weights(spec))
     if precision == "bf16":
         return {name: round_bf16(w) for name, w in weights.items()}
     return weights
@@ -166,6 +171,31 @@ def check_kept(
     keep_logits=rows): those sequences' tokens and logits, the rows recorded."""
     result = check_apart(spec, prompt[rows], run.tokens[rows], run.logits, precision=precision)
     return {**result, "sequences_checked": rows}
+
+
+# The check of a decoder made on its device (models/seeded.py), too large for the host's
+# float64 reference: against the same network with no cache in float32 on the same device
+# (Generator.reference_logits), its weights those of the cell rounded to the cell's type.
+DEVICE_REFERENCE = "the same network in float32 on the same device, teacher-forced, no cache"
+
+
+def check_on_device(spec: Spec, generator, prompt: np.ndarray, run, rows, precision: str) -> dict:
+    """check_generation's rules for the kept rows of run, against the generator's own
+    float32 reference: the tokens and logits a cache and its mask could get wrong."""
+    tol = TOLERANCES[precision]
+    sequence = np.concatenate([prompt[rows], run.tokens[rows, :-1]], axis=1)
+    reference = generator.reference_logits(sequence)[:, prompt.shape[1] - 1 :].astype(np.float64)
+    result = judge(reference, run.tokens[rows], tol)
+    err = rel_err(run.logits, reference)
+    result.update(
+        reference=DEVICE_REFERENCE,
+        logits_rel_err=err,
+        logits_tolerance=tol,
+        tokens_verified=result["verified"],
+        verified=result["verified"] and err <= tol,
+        sequences_checked=list(rows),
+    )
+    return result
 
 
 def verdict(result: dict) -> None:

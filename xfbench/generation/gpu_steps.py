@@ -16,7 +16,10 @@ PARTS = {
     "decode": 5,
     "decode-b8": 6,
     "decode-b64": 7,
-    "generation": 10,
+    "decode-6.7b": 8,
+    "decode-6.7b-b8": 9,
+    "decode-6.7b-b64": 10,
+    "generation": 11,
     "generation-bf16": 30,
     "generation-serving": 140,
 }
@@ -30,6 +33,7 @@ def steps(c: Context) -> list[Step]:
     return [
         *_first(c),
         *_decode(c),
+        *_decoder(c),
         *_decoding(c, "fp32"),
         *_decoding(c, "bf16"),
         _compiled(c),
@@ -129,6 +133,55 @@ def _decode(c: Context) -> list[Step]:
         "(every decode step in one compiled loop), the tokens checked",
     )
     return [*torch_steps, jax_bf16]
+
+
+# The decoder the size buyers serve (GPT-2's layers at GPT-3 6.7B's shape), bf16, a part a
+# batch size (batch 1's with JAX's cells), right after GPT-2's decode parts. Planned, not
+# yet run on a GPU: its weights made on the device (seconds), 32 layers to compile where
+# GPT-2 has 12 (a cudagraph cell's compilation took 21-25 s for GPT-2 on the H100's slower
+# host: about 60 s planned, with coordinate-descent tuning), the check's float32 copy made
+# on the device and run once; the smoke network in the CPU's rehearsal.
+DECODER = (("1", "decode-6.7b", 300), ("8", "decode-6.7b-b8", 300), ("64", "decode-6.7b-b64", 360))
+
+
+def _decoder(c: Context) -> list[Step]:
+    torch_steps = [
+        Step(
+            name=f"decode-6.7b-torch-b{batch}",
+            part=part,
+            cap_s=cap,
+            argv=sweep_command(
+                "--suite=generation",
+                "--model=gpt3_6_7b",
+                "--framework=torch",
+                "--mode=cudagraph,loop",
+                "--precision=bf16",
+                f"--batch-size={SMOKE_BATCH[batch] if c.preset == 'smoke' else batch}",
+                *c.sweep,
+            ),
+            what=f"GPT-3 6.7B's shape (GPT-2's layers; 13.3 GB of bf16 weights made on the "
+            f"device) decoding at batch {batch}, 128/128, bf16, in PyTorch's CUDA graphs and "
+            "loop mode: TPOT against the step's bound at the measured bandwidth, the tokens "
+            "checked against the same network in float32 on the device",
+        )
+        for batch, part, cap in DECODER
+    ]
+    jax_step = Step(
+        name="decode-6.7b-jax",
+        part="decode-6.7b",
+        cap_s=180,
+        argv=sweep_command(
+            "--suite=generation",
+            "--model=gpt3_6_7b",
+            "--framework=jax",
+            "--mode=loop",
+            "--precision=bf16",
+            *c.sweep,
+        ),
+        what="GPT-3 6.7B's shape decoding at batch 1, 8 and 64, 128/128, bf16, in JAX's "
+        "loop mode, the tokens checked against the same network in float32 on the device",
+    )
+    return [*torch_steps, jax_step]
 
 
 def _decoding(c: Context, precision: str) -> list[Step]:

@@ -24,14 +24,20 @@ from xfbench.adapters import get_adapter
 from xfbench.adapters.base import VALUE_BYTES, Generator
 from xfbench.errors import CannotRun
 from xfbench.generation.cell import KIND, GenerationCell, held_precisions, timed_version
-from xfbench.generation.check import check_kept, checked_sequences, decoding_weights, verdict
+from xfbench.generation.check import (
+    check_kept,
+    check_on_device,
+    checked_sequences,
+    decoding_weights,
+    verdict,
+)
 from xfbench.generation.metrics import first_generation, generate, summary
 from xfbench.harness.energy import EnergyMeter
 from xfbench.harness.equivalence import TRAINED_GELU_STD, TRAINED_SCORE_STD
-from xfbench.harness.memory import peak_rss_bytes, reset_peak_rss
+from xfbench.harness.memory import TooLarge, host_available_bytes, peak_rss_bytes, reset_peak_rss
 from xfbench.harness.presets import Preset
 from xfbench.harness.threads import CpuMeter, allowed_cpus, contention_fields
-from xfbench.models import Spec, get_spec
+from xfbench.models import DECODERS, Spec, get_spec, seeded
 from xfbench.models import layers as L
 
 WEIGHTS = (
@@ -52,10 +58,66 @@ def decode_bytes(spec: Spec, cell: GenerationCell, cache_bytes: int) -> int:
     return VALUE_BYTES[cell.precision] * spec.param_count + cache_bytes
 
 
+def cell_weights(spec: Spec, cell: GenerationCell, adapter):
+    """What the generator is given: a decoder's weights to make on its device where its
+    framework makes them (seeded.Made), else the host's (decoding_weights)."""
+    if spec.id in DECODERS and adapter.makes_weights:
+        return seeded.Made()
+    return decoding_weights(spec, cell.precision)
+
+
+def needed_bytes(spec: Spec, cell: GenerationCell, adapter) -> tuple[int, str]:
+    """A lower bound on the memory a cell takes on its device: the weights at the cell's
+    precision and the key/value cache; where the weights come from the host, their float32
+    copy there too (on the CPU the same memory); where they are made on the device, at
+    full size, the check's float32 copy of a half-precision network (check_on_device)."""
+    blocks = spec.layer(L.TransformerBlock)
+    d = spec.layer(L.TokenEmbedding)[0].dim
+    positions = cell.prompt_tokens + cell.new_tokens
+    value = VALUE_BYTES[cell.precision]
+    weights = value * spec.param_count
+    cache = 2 * len(blocks) * cell.batch_size * positions * d * value
+    gib = 2**30
+    what = f"weights {weights / gib:.2f} GiB, cache {cache / gib:.2f} GiB"
+    made = spec.id in DECODERS and adapter.makes_weights
+    extra = 0
+    if made and cell.scale == "full" and value < 4:
+        extra = 4 * spec.param_count
+        what += f", the check's float32 copy {extra / gib:.2f} GiB"
+    elif not made and cell.device == "cpu":
+        extra = 4 * spec.param_count
+        what += f", the host's float32 weights {extra / gib:.2f} GiB"
+    return weights + cache + extra, what
+
+
+def check_fits(spec: Spec, cell: GenerationCell, adapter) -> None:
+    """memory.TooLarge, one line, before anything is allocated, where the cell cannot fit
+    on its device (the host's available memory for the CPU, NVML's free memory for a GPU):
+    a full-size decoder on a small machine is refused, not killed for memory."""
+    need, parts = needed_bytes(spec, cell, adapter)
+    if cell.device == "cpu":
+        have, where = host_available_bytes(), "host memory available"
+    else:
+        have, where = machine.gpu_free_bytes(cell.device), f"free on {cell.device}"
+        if have is None:
+            return  # no NVML reading: the framework's own error will say
+    if need > have:
+        raise TooLarge(
+            f"{spec.id} at batch {cell.batch_size}, {cell.precision}, does not fit: it needs "
+            f"at least {need / 2**30:.2f} GiB ({parts}), {have / 2**30:.2f} GiB {where}"
+        )
+
+
 def runnable(cell: GenerationCell):
     """The cell's adapter, or CannotRun with the reason it cannot run here."""
     adapter = get_adapter(cell.framework)
-    reason = adapter.import_error() or adapter.check(cell.as_infer())
+    # a mode of generation only (PyTorch's loop) is asked about by its own name too: its
+    # inference stand-in (as_infer) may run where it does not (the CPU)
+    reason = (
+        adapter.import_error()
+        or adapter.mode_reason(cell.mode, cell.device)
+        or adapter.check(cell.as_infer())
+    )
     held = held_precisions(cell.framework)
     if not reason and cell.precision not in held:
         reason = f"{cell.framework} decodes in {' and '.join(held)} only (--precision)"
@@ -72,7 +134,8 @@ def measure(benchmark, cell: GenerationCell, *, preset: Preset, threads_config: 
     CannotRun (skip) with the reason, check.TokensDiverged (a failed cell) in one line."""
     adapter = runnable(cell)
     spec = get_spec(cell.network, cell.scale)
-    weights = decoding_weights(spec, cell.precision)
+    check_fits(spec, cell, adapter)
+    weights = cell_weights(spec, cell, adapter)
     prompt = prompt_ids(spec, cell.batch_size, cell.prompt_tokens)
     own_peak = reset_peak_rss()
     t0 = time.perf_counter()
@@ -110,7 +173,10 @@ def measure(benchmark, cell: GenerationCell, *, preset: Preset, threads_config: 
         t0 = time.perf_counter()
         rows = checked_sequences(cell.batch_size)
         checked = generate(generator, prompt, cell.new_tokens, keep_logits=rows)
-        tokens = check_kept(spec, prompt, checked, rows, precision=cell.precision)
+        if isinstance(weights, seeded.Made) and cell.scale == "full":
+            tokens = check_on_device(spec, generator, prompt, checked, rows, cell.precision)
+        else:
+            tokens = check_kept(spec, prompt, checked, rows, precision=cell.precision)
         check_s = time.perf_counter() - t0
         if not tokens["verified"]:
             benchmark.has_error = True  # no entry in the JSON: a failed cell, not a number
@@ -130,7 +196,14 @@ def measure(benchmark, cell: GenerationCell, *, preset: Preset, threads_config: 
             ),
             "token_check": tokens,
             "check_s": check_s,
-            "weights": WEIGHTS,
+            "weights": WEIGHTS
+            + (
+                ", hashed uniform values made on the device (models/seeded.py)"
+                if isinstance(weights, seeded.Made)
+                else ", models/seeded.py's"
+                if spec.id in DECODERS
+                else ""
+            ),
             "build_s": build_s,
             "compile_s": compile_s,
             "first_generation_s": first_s,

@@ -15,9 +15,9 @@ from xfbench.errors import UsageError
 from xfbench.generation import estimate, gpu_steps
 from xfbench.generation import fields as record_fields
 from xfbench.generation.cell import (
+    DEFAULT_NETWORKS,
     KIND,
     MODES,
-    NETWORKS,
     TASK,
     GenerationCell,
     batches,
@@ -55,7 +55,8 @@ def generation_options(get) -> dict:
             "--data does not apply to the generation suite: its prompt is token ids drawn "
             "from the seed, held on the device"
         )
-    given.update(model=given.get("model") or ",".join(NETWORKS), batch_size=None)
+    given.update(model=given.get("model") or ",".join(DEFAULT_NETWORKS), batch_size=None)
+    given.update(decoders=True)  # --model may name a decoder of models.DECODERS
     given.update(data=None, data_dir=None, data_workers=None)
     return given
 
@@ -65,6 +66,25 @@ def _given_batches(value: str | None, scale: str) -> tuple[int, ...] | None:
     return tuple(batches(value, scale)) if value is not None else None
 
 
+def fitting(cells: list[GenerationCell]) -> list[GenerationCell]:
+    """cells, or UsageError in one line where a CPU cell cannot fit in the host's memory
+    (a full-size decoder of models.DECODERS, named with --model): refused before any
+    process starts, never killed for memory midway. A GPU cell's memory is checked in
+    its own process, against NVML's free memory (measure.check_fits)."""
+    from xfbench.adapters import get_adapter
+    from xfbench.generation.measure import check_fits
+    from xfbench.harness.memory import TooLarge
+    from xfbench.models import DECODERS, get_spec
+
+    for cell in cells:
+        if cell.device == "cpu" and cell.scale == "full" and cell.network in DECODERS:
+            try:
+                check_fits(get_spec(cell.network, cell.scale), cell, get_adapter(cell.framework))
+            except TooLarge as e:
+                raise UsageError(f"--model {cell.network} on the CPU: {e}") from None
+    return cells
+
+
 def select(config) -> GenerationSelection | None:
     """The selection where this suite runs (its file named); None otherwise, so that
     another suite's options are not judged by this one's rules."""
@@ -72,11 +92,13 @@ def select(config) -> GenerationSelection | None:
         return None
     sel = parse(**generation_options(config.getoption))
     expand(sel, [], [])  # refuses a --model that does not generate, in one line
-    return GenerationSelection(
+    chosen = GenerationSelection(
         selection=sel,
-        lengths=tuple(lengths(config.getoption("lengths"), sel.preset.scale)),
+        lengths=tuple(lengths(config.getoption("lengths"), sel.preset.scale, sel.networks)),
         batches=_given_batches(config.getoption("batch_size"), sel.preset.scale),
     )
+    fitting(chosen.cells())
+    return chosen
 
 
 def sweep(opts: dict) -> Sweep:
@@ -87,9 +109,9 @@ def sweep(opts: dict) -> Sweep:
     given = generation_options(lambda dest: opts.get(dest) if dest != "threads" else None)
     selections = {n: parse(**{**given, "threads": str(n)}) for n in counts}
     sel = selections[counts[0]]
-    pairs = lengths(opts.get("lengths"), sel.preset.scale)
+    pairs = lengths(opts.get("lengths"), sel.preset.scale, sel.networks)
     sizes = _given_batches(opts.get("batch_size"), sel.preset.scale)
-    cells = at_thread_counts(selections, lambda s: expand(s, pairs, sizes))
+    cells = fitting(at_thread_counts(selections, lambda s: expand(s, pairs, sizes)))
     selection = {
         "suite": "generation",
         **described(sel, counts),
@@ -127,7 +149,7 @@ SUITE = declare(
         "(TTFT, TPOT, tokens/s)",
         table=lambda records: generation_table(records),
         tasks=(TASK,),
-        own_options=("batch_size",),
+        own_options=("batch_size", "model"),
         seconds=estimate.seconds,
         modes=MODES,
         about="GPT-2's token generation: TTFT, TPOT, tokens/s",

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from xfbench.generation.cell import KIND
+from xfbench.generation.cell import KIND, NAMES
 from xfbench.generation.table import HEADERS, ordered, row
 from xfbench.report.api import Hooks, Machine, Part, Report, Table, Text, roofs
 
@@ -158,7 +158,8 @@ def roofline_tables(report: Report) -> list[Table]:
         for r in measured(m.of(KIND)):
             if _roofs(m, r):
                 where = r["device"] if r["device"] != "cpu" else f"cpu t{r['threads']}"
-                lengths = (r.get("prompt_tokens"), r.get("new_tokens"), r.get("scale"))
+                lengths = (r.get("network", "gpt2"), r.get("prompt_tokens"), r.get("new_tokens"),
+                           r.get("scale"))  # fmt: skip
                 groups.setdefault((*lengths, r.get("precision", "fp32"), where), []).append(r)
         for key, found in sorted(groups.items(), key=str):
             out.append(_roofline_table(report, m, key, found))
@@ -170,8 +171,8 @@ def _roofline_table(report: Report, m: Machine, key: tuple, found: list[dict]) -
     from xfbench.models import get_spec
     from xfbench.roofline.decode import ridge_batch, step
 
-    isl, osl, scale, precision, where = key
-    spec, value_bytes = get_spec("gpt2", scale or "full"), VALUE_BYTES.get(precision, 4)
+    network, isl, osl, scale, precision, where = key
+    spec, value_bytes = get_spec(network, scale or "full"), VALUE_BYTES.get(precision, 4)
     roof = _roofs(m, found[0])
     bandwidth, peak = roof["bandwidth_gbps"], roof["peaks_tflops"].get(precision)
     rows, bests = [], []
@@ -211,11 +212,12 @@ def _roofline_table(report: Report, m: Machine, key: tuple, found: list[dict]) -
     )
     named = "" if precision == "fp32" else f", {precision}"
     return Table(
-        title=f"Decode roofline, GPT-2, {isl}/{osl} tokens{named}, {where}"
-        + (f" on {m.label}" if len(report.machines) > 1 else ""),
+        title=f"Decode roofline, {NAMES.get(network, network)}, {isl}/{osl} tokens{named}, "
+        f"{where}" + (f" on {m.label}" if len(report.machines) > 1 else ""),
         headers=ROOFLINE_HEADERS + (SPLIT_HEADERS if split else []),
         rows=rows,
-        anchor=f"decode-roofline-{isl}-{osl}{named.replace(', ', '-')}-"
+        anchor=f"decode-roofline-{'' if network == 'gpt2' else network + '-'}{isl}-{osl}"
+        f"{named.replace(', ', '-')}-"
         f"{where.replace(' ', '')}-{m.tag or 'A'}",
         caption=f"One decode step reads every weight and the whole cache of "
         f"{isl + osl} positions per sequence ({precision}): {bandwidth:.4g} GB/s"

@@ -16,7 +16,7 @@ from xfbench.errors import UsageError
 from xfbench.frameworks import FRAMEWORKS
 from xfbench.harness.presets import PRESETS, Preset
 from xfbench.harness.threads import allowed_cpus
-from xfbench.models import NETWORKS, geometry
+from xfbench.models import DECODERS, NETWORKS, geometry
 
 # Modes and precisions a suite runs beyond the adapters' (plugin.Suite's `modes` and
 # `precisions`, accepted here once it is declared): --mode and --precision take them.
@@ -233,15 +233,17 @@ def parse(
     data_dir=None,
     data_workers=None,
     rounds=None,
+    decoders=False,
 ) -> Selection:
     """Validate raw option strings (None = default) into a Selection. A device named but
     not present is an error listing those present, unless skip_missing_devices: then its
-    cells are skipped with that reason."""
+    cells are skipped with that reason. decoders: --model may name the decoders only the
+    generation suite runs (models.DECODERS) beside the networks."""
     frameworks = _frameworks(framework)
     preset_name = _one("preset", preset) or "paper"
     _check("preset", [preset_name], list(PRESETS))
     networks = option_list("model", model) or list(PRESETS[preset_name].networks or NETWORKS)
-    _check("model", networks, list(NETWORKS))
+    _check("model", networks, [*NETWORKS, *(DECODERS if decoders else ())])
     modes = _modes(mode, frameworks)
     precisions = option_list("precision", precision) or ["fp32"]
     _check("precision", precisions, PRECISIONS + SUITE_PRECISIONS)

@@ -1,6 +1,7 @@
 """What is measured: one framework-neutral spec per network (see docs/models.md)."""
 
 from xfbench.models.networks import (
+    DECODERS,
     NETWORKS,
     PAPER_NETWORKS,
     SCALES,
@@ -13,6 +14,7 @@ from xfbench.models.networks import (
 from xfbench.models.spec import Spec, describe, initial_weights, synthetic_batch
 
 __all__ = [
+    "DECODERS",
     "NETWORKS",
     "PAPER_NETWORKS",
     "TRANSFORMERS",

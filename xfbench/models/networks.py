@@ -1,5 +1,7 @@
 """The networks of docs/models.md, each as a function of a width multiplier: Shi et al.'s
-nine and two transformers beyond the paper (BERT-base, GPT-2 small).
+nine and two transformers beyond the paper (BERT-base, GPT-2 small); and a decoder the size
+buyers serve, GPT-2's architecture at GPT-3 6.7B's shape, which the generation suite
+decodes (DECODERS: no other suite trains or runs it).
 
 width=1 is the exact network of the paper; tests use the smoke sizes below,
 which keep every code path (same layer kinds, depth, strides, padding, flatten
@@ -313,6 +315,41 @@ def gpt2(width: float = 1.0, size: int | None = None) -> Spec:
     )
 
 
+def gpt3_6_7b(width: float = 1.0, size: int | None = None) -> Spec:
+    """GPT-2's layers at GPT-3 6.7B's shape (Brown et al. 2020, Table 2.1: 32 layers of
+    width 4,096, 32 heads of 128, 2,048 positions), the vocabulary padded to 50,304 (a
+    multiple of 64, as llm.c pads GPT-2's): 6.66 B parameters, 13.3 GB in bf16. Smoke: 2
+    layers of width 64 with 4 heads, as GPT-2's smoke network."""
+    if width == 1:
+        n, d, heads, ff = 32, 4096, 32, 4 * 4096
+    else:
+        n, d, heads, ff = 2, _w(4096, width), 4, 4 * _w(4096, width)
+    vocab, positions = _w(50304, width), 2048 if width == 1 else 64
+    layers: list = [TokenEmbedding("embed", vocab, d, positions)]
+    residual = INIT_STD / math.sqrt(2 * n)
+    layers += [
+        TransformerBlock(
+            f"layer{i}", heads, ff, eps=1e-5, causal=True, pre_norm=True, gelu="tanh",
+            residual_std=residual,
+        )
+        for i in range(n)
+    ]  # fmt: skip
+    layers += [LayerNorm("final_ln", 1e-5), TiedLMHead("lm", vocab, tied="embed.word")]
+    return Spec(
+        id="gpt3_6_7b",
+        paper_name="GPT-3 6.7B's shape, GPT-2's layers",
+        input_shape=(size or CPU_TOKENS,),
+        classes=vocab,
+        layers=tuple(layers),
+        batch_size=CPU_BATCH,
+        input_kind="tokens",
+        vocab=vocab,
+        objective="next_token",
+        **_GPT2_ADAMW,
+        clip_norm=1.0,
+    )
+
+
 # Pretraining's optimizer for the transformers (docs/models.md): BERT's (Devlin et al.),
 # and GPT-2's as llm.c and nanoGPT train it (lr 6e-4, beta2 0.95, weight decay 0.1, with a
 # global gradient-norm clip at 1.0 on the spec); both decay the matrices and embeddings only.
@@ -331,6 +368,10 @@ NETWORKS: dict[str, Callable[..., Spec]] = {
     )
 }  # fmt: skip
 
+# Decoders only the generation suite runs (cell.py's NETWORKS), outside NETWORKS: not a
+# network of Table 7's suite, whose sweeps and tests go over NETWORKS.
+DECODERS: dict[str, Callable[..., Spec]] = {"gpt3_6_7b": gpt3_6_7b}
+
 # Smoke sizes: (width multiplier, image size). Run in well under a second a step.
 SMOKE: dict[str, tuple[float, int | None]] = {
     "fcn5": (1 / 64, None),
@@ -344,6 +385,7 @@ SMOKE: dict[str, tuple[float, int | None]] = {
     "lstm64": (1 / 8, None),
     "bert_base": (1 / 12, 16),  # 2 layers of width 64, 4 heads, 16 tokens
     "gpt2": (1 / 12, 16),
+    "gpt3_6_7b": (1 / 64, 16),  # 2 layers of width 64, 4 heads, 16 tokens
 }
 SMOKE_BATCH = 8
 
@@ -355,15 +397,16 @@ SCALES = ("full", "smoke")
 def get_spec(network: str, scale: str = "full", tokens: int | None = None) -> Spec:
     """The spec of one network at "full" (the paper's) or "smoke" size; tokens sets a
     transformer's sequence length (its cell's; default: the CPU geometry, or smoke's)."""
-    if network not in NETWORKS:
-        raise KeyError(f"unknown network {network!r}; known: {', '.join(NETWORKS)}")
-    if tokens and network not in TRANSFORMERS:
+    known = {**NETWORKS, **DECODERS}
+    if network not in known:
+        raise KeyError(f"unknown network {network!r}; known: {', '.join(known)}")
+    if tokens and network not in (*TRANSFORMERS, *DECODERS):
         raise ValueError(f"{network} has no sequence length to set")
     if scale == "full":
-        return NETWORKS[network](1.0, tokens)
+        return known[network](1.0, tokens)
     if scale == "smoke":
         width, size = SMOKE[network]
-        spec = NETWORKS[network](width, tokens or size)
+        spec = known[network](width, tokens or size)
         return replace(spec, scale="smoke", batch_size=SMOKE_BATCH)
     raise ValueError(f"unknown scale {scale!r}; known: full, smoke")
 

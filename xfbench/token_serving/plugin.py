@@ -141,7 +141,7 @@ SUITE = declare(
         "(SingleStream p90 TTFT/TPOT, Server QPS under the p99 bounds, Offline tokens/s)",
         table=lambda records: token_serving_table(records),
         tasks=(TASK,),
-        own_options=("batch_size",),
+        own_options=("batch_size", "model"),
         seconds=estimate.seconds,
         modes=MODES,  # generation's
         about="that generation driven by LoadGen's token mode",

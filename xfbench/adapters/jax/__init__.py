@@ -91,6 +91,8 @@ class JaxAdapter(Adapter):
 
         return JaxWorkload(spec, cell, weights)
 
+    makes_weights = True
+
     def generator(self, spec, cell, weights):
         from xfbench.adapters.jax.generation import JaxGenerator
 

@@ -30,7 +30,7 @@ from xfbench.adapters.jax.workload import (
     resolve_device,
     step_peak_bytes,
 )
-from xfbench.models import Spec
+from xfbench.models import Spec, seeded
 from xfbench.models import layers as L
 
 
@@ -215,8 +215,14 @@ class JaxGenerator(Generator):
         # bf16: the weights (rounded to it already: check.decoding_weights), the cache and
         # the activations in bfloat16; layer norms and the softmax in float32
         dtype = COMPUTE_DTYPES[cell.precision]
-        held = jax.tree.map(lambda a: a.astype(dtype), kernels(to_jax(spec, weights)))
-        self.params = jax.device_put(held, self.device)
+        self.made = weights if isinstance(weights, seeded.Made) else None
+        if self.made:  # made on the device, never on the host
+            made = {d.name: seeded.jax_value(d, self.device, dtype, self.made.seed)
+                    for d in seeded.plan(spec)}  # fmt: skip
+            self.params = kernels(made)
+        else:
+            held = jax.tree.map(lambda a: a.astype(dtype), kernels(to_jax(spec, weights)))
+            self.params = jax.device_put(held, self.device)
         block = spec.layer(L.TransformerBlock)[0]
         d = spec.layer(L.TokenEmbedding)[0].dim
         length = cell.prompt_tokens + cell.new_tokens
@@ -300,6 +306,22 @@ class JaxGenerator(Generator):
 
     def logits(self) -> np.ndarray:
         return np.asarray(self._logits, np.float32)
+
+    def reference_logits(self, sequence: np.ndarray) -> np.ndarray:
+        """The float32 logits (B, T, vocab) of the same network with no cache, teacher-
+        forced over sequence (B, T), its weights made again on the device in the cell's
+        type and widened to float32 (the network suite's forward, transformer.apply)."""
+        from xfbench.adapters.jax.transformer import apply
+
+        if self.made is None:
+            raise ValueError("reference_logits: the weights were not made on the device")
+        dtype = COMPUTE_DTYPES[self.precision]
+        params = {d.name: seeded.jax_value(d, self.device, dtype, self.made.seed).astype(jnp.float32)
+                  for d in seeded.plan(self.spec)}  # fmt: skip
+        tokens = jax.device_put(sequence.astype(np.int32), self.device)
+        forward = jax.jit(lambda p, t: apply(self.spec, p, t, jnp.float32))
+        with jax.default_matmul_precision("highest"):
+            return np.asarray(forward(params, tokens), np.float32)
 
     def decode_profile(self, tokens: np.ndarray) -> dict:
         """On a GPU, one decode step's kernels counted from its compiled program (the loop

@@ -67,6 +67,8 @@ class TorchAdapter(Adapter):
 
         return TorchWorkload(spec, cell, weights)
 
+    makes_weights = True
+
     def generator(self, spec, cell, weights):
         from xfbench.adapters.torch.generation import TorchGenerator
 

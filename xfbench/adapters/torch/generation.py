@@ -35,7 +35,7 @@ from xfbench.adapters.torch import cudagraphs
 from xfbench.adapters.torch.device_memory import CudaPeak
 from xfbench.adapters.torch.networks import build_network
 from xfbench.adapters.torch.weights import load
-from xfbench.models import Spec
+from xfbench.models import Spec, seeded
 from xfbench.models import layers as L
 
 # loop: the compiled step without Inductor's graph trees, every decode step of a
@@ -309,12 +309,17 @@ class TorchGenerator(CudaPeak, Generator):
     def __init__(self, spec: Spec, cell, weights: dict[str, np.ndarray]):
         self.device = torch.device(cell.device)
         self.resident = True  # run(): the host out of the decode loop
-        net = build_network(spec)
-        load(spec, net, weights)
         # bf16: the weights, and with them the cache and every activation, in bfloat16 (the
         # weights arrive rounded to it: check.decoding_weights); LayerNorm, softmax and the
         # products' sums run in float32 inside PyTorch's bf16 kernels
-        net = net.to(self.device, dtype=getattr(torch, MATH_DTYPES[cell.precision])).eval()
+        dtype = getattr(torch, MATH_DTYPES[cell.precision])
+        self.spec, self.made = spec, weights if isinstance(weights, seeded.Made) else None
+        if self.made:
+            net = made_here(spec, self.device, dtype, self.made.seed)
+        else:
+            net = build_network(spec)
+            load(spec, net, weights)
+            net = net.to(self.device, dtype=dtype).eval()
         # compiled on a GPU, the step as PyTorch's own fast decoding writes it (CachedGPT);
         # eager and the CPU keep the fused kernels they run fastest (addmm, SDPA)
         fused_by_inductor = self.device.type == "cuda" and cell.mode != "eager"
@@ -507,6 +512,25 @@ class TorchGenerator(CudaPeak, Generator):
                 torch.cuda.synchronize()
         return kernel_profile(prof.events())
 
+    def reference_logits(self, sequence: np.ndarray) -> np.ndarray:
+        """The float32 logits (B, T, vocab) of the same network with no cache, every
+        position given every token before it (teacher-forced over sequence (B, T)), its
+        weights made again on the device in float32 (rounded to the cell's type first):
+        the check of a decoder too large for the host's float64 reference."""
+        if self.made is None:
+            raise ValueError("reference_logits: the weights were not made on the device")
+        cell_dtype = self.model.keys[0].dtype
+        with torch.inference_mode():
+            if cell_dtype == torch.float32:
+                net = self.model.net  # the cell's own weights, already float32
+            else:
+                net = made_here(self.spec, self.device, cell_dtype, self.made.seed)
+                net = net.to(torch.float32)
+            tokens = torch.from_numpy(sequence).to(self.device)
+            out = net(tokens).float().cpu().numpy()
+            del net
+        return out
+
     def prefill(self, prompt: np.ndarray) -> np.ndarray:
         with torch.inference_mode():
             self._logits = self._own(self._prefill(torch.from_numpy(prompt).to(self.device)))
@@ -548,6 +572,19 @@ class TorchGenerator(CudaPeak, Generator):
             INDUCTOR.release()
         if self.device.type == "cuda":
             torch.cuda.empty_cache()
+
+
+def made_here(spec: Spec, device: torch.device, dtype, seed: int) -> torch.nn.Module:
+    """The network with its weights made on device in dtype (models/seeded.py): built on
+    no device, then allocated there and filled parameter by parameter, so that a full-size
+    decoder never passes through the host nor holds a float32 copy beside its own."""
+    with torch.device("meta"):
+        net = build_network(spec)
+    net = net.to(dtype=dtype).to_empty(device=device).eval()
+    with torch.no_grad():
+        for draw in seeded.plan(spec):
+            net.get_parameter(draw.name).copy_(seeded.torch_value(draw, device, dtype, seed))
+    return net
 
 
 def capture_graph(body):
