@@ -154,6 +154,22 @@ def test_the_script_rehearsed_on_the_cpu_runs_every_step_and_returns_within_the_
 
 @pytest.mark.slow
 @pytest.mark.rehearsal
+def test_the_decoders_part_rehearsed_on_the_cpu_makes_decodes_and_checks_its_network(tmp_path):
+    """The 6.7B decoder's first part as a window runs it, at smoke size on the CPU: its
+    weights made by PyTorch and JAX themselves, its tokens checked, both steps passed."""
+    done = _window(tmp_path, "--device", "cpu", "--preset", "smoke", "--part", "decode-6.7b")
+    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
+    summary = (tmp_path / "back" / "summary.md").read_text()
+    assert _statuses(summary) == dict.fromkeys(
+        ["probe", "decode-6.7b-torch-b1", "decode-6.7b-jax"], "passed"
+    )
+    generation = summary.split("## xfbench generation:")[1]
+    assert re.search(r"torch +eager +bf16", generation) and "DIVERGED" not in generation
+    assert len(re.findall(r"jax +loop +bf16", generation)) == 2  # smoke's batch 1 and 2
+
+
+@pytest.mark.slow
+@pytest.mark.rehearsal
 def test_the_script_rehearsed_with_a_fake_gpu_takes_the_gpus_steps_and_device(tmp_path):
     done = _window(tmp_path, "--preset", "smoke", fake_gpu=True)
     back = tmp_path / "back"

@@ -145,6 +145,9 @@ DECODER = (("1", "decode-6.7b", 300), ("8", "decode-6.7b-b8", 300), ("64", "deco
 
 
 def _decoder(c: Context) -> list[Step]:
+    """The decoder's steps; the CPU's rehearsal decodes PyTorch's eagerly (CUDA graphs
+    replay only on a GPU, and a step whose every cell skipped would fail)."""
+    modes = "cudagraph,loop" if c.device != "cpu" else "eager"
     torch_steps = [
         Step(
             name=f"decode-6.7b-torch-b{batch}",
@@ -154,7 +157,7 @@ def _decoder(c: Context) -> list[Step]:
                 "--suite=generation",
                 "--model=gpt3_6_7b",
                 "--framework=torch",
-                "--mode=cudagraph,loop",
+                f"--mode={modes}",
                 "--precision=bf16",
                 f"--batch-size={SMOKE_BATCH[batch] if c.preset == 'smoke' else batch}",
                 *c.sweep,
