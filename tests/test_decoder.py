@@ -130,7 +130,7 @@ def test_the_check_on_the_device_holds_a_decoder_to_its_float32_self(framework, 
         run = metrics.generate(generator, prompt, OSL, keep_logits=rows)
         sequence = np.concatenate([prompt[rows], run.tokens[rows, :-1]], axis=1)
         ours = generator.reference_logits(sequence).astype(np.float64)
-        found = check.check_on_device(spec, generator, prompt, run, rows, precision)
+        found = check.check_on_device(spec, generator, prompt, run, rows=rows, precision=precision)
     finally:
         generator.close()
     wide = check.reference_logits(spec, check.decoding_weights(spec, precision), sequence)
@@ -148,7 +148,7 @@ def test_the_check_on_the_device_fails_a_cache_written_one_position_off(decoder,
     rows = check.checked_sequences(BATCH)
     try:
         run = metrics.generate(generator, prompt, OSL, keep_logits=rows)
-        found = check.check_on_device(spec, generator, prompt, run, rows, "fp32")
+        found = check.check_on_device(spec, generator, prompt, run, rows=rows, precision="fp32")
     finally:
         generator.close()
     assert not found["verified"]

@@ -726,7 +726,7 @@ def test_the_written_out_attention_sums_bf16_scores_in_float32():
     k = torch.tensor([[[[256.0, 1.0], [256.0, 2.0]]]], dtype=bf16)  # scores 257 and 258
     v = torch.tensor([[[[1.0, 0.0], [0.0, 1.0]]]], dtype=bf16)  # out: the probabilities
     seen = torch.ones((1, 1, 1, 2), dtype=torch.bool)
-    got = CachedGPT._attend(SimpleNamespace(attention="math", dh=2), q, k, v, seen)
+    got = CachedGPT._attend(SimpleNamespace(attention="math", dh=2), q, k, v, seen=seen)
     q64, k64, v64 = (t.double() for t in (q, k, v))
     want = torch.softmax(q64 @ k64.transpose(-2, -1) * 2**-0.5, dim=-1) @ v64
     assert (got.double() - want).abs().max() <= 2**-8, (got, want)

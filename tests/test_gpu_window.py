@@ -318,13 +318,15 @@ def test_a_cut_step_runs_only_its_unfinished_cells_and_never_again_as_it_was(tmp
     finished = [{**c, "status": "ok"} for c in _cells(step) if c["batch_size"] != 64]
     unfinished = [{**c, "status": "timeout"} for c in _cells(step, batch_size=64)]
     records = (*finished, *unfinished)
-    h = plan.Held(("ref",), records, frozenset(), frozenset(), (plan.Cut(step.name, 110, records),))
+    cut = (plan.Cut(step.name, 110, records),)
+    h = plan.Held(("ref",), records, frozenset(), frozenset(), cuts=cut)
     todo = plan.to_run(step, "cuda:0", h, [])
     assert "--batch-size=64" in todo.step.argv and todo.step.cap_s == 110
     assert [c["batch_size"] for c in todo.cells] == [64]
     assert "only the cells it did not finish" in todo.note
     nothing = tuple({**c, "status": "timeout"} for c in _cells(step))
-    h = plan.Held(("ref",), nothing, frozenset(), frozenset(), (plan.Cut(step.name, 110, nothing),))
+    cut = (plan.Cut(step.name, 110, nothing),)
+    h = plan.Held(("ref",), nothing, frozenset(), frozenset(), cuts=cut)
     todo = plan.to_run(step, "cuda:0", h, [])
     assert todo.step.argv == step.argv and todo.step.cap_s == 220
 

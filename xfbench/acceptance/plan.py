@@ -114,7 +114,13 @@ def held(model: str, references: list[Path]) -> Held:
                     for o in done
                     if o.get("status") == "timeout"
                 ]
-    return Held(tuple(folders), tuple(records), frozenset(roofs), frozenset(passed), tuple(cuts))
+    return Held(
+        folders=tuple(folders),
+        records=tuple(records),
+        roofs=frozenset(roofs),
+        passed=frozenset(passed),
+        cuts=tuple(cuts),
+    )
 
 
 def sweep_plan(step: Step):
@@ -306,7 +312,7 @@ def choose(all_steps: list[Step], device: str, budget_s: float, references: list
     for step in pending:
         take(step)
     held_first = sum(step_held(s, device, h) for s in pending if s.part == first)
-    line = _line(model, h, first, held_first, todo, pending, left_out)
+    line = _line(model, h, first, held_n=held_first, todo=todo, pending=pending, left_out=left_out)
     return Next(probe + [t.step for t in todo], line)
 
 
@@ -316,7 +322,7 @@ def _first_part(pending: list[Step], device: str, h: Held) -> str | None:
 
 
 def _line(
-    model: str, h: Held, first: str, held_n: int, todo: list, pending: list, left_out: list
+    model: str, h: Held, first: str, *, held_n: int, todo: list, pending: list, left_out: list
 ) -> str:
     """Which part is next and why, what else runs, and the caps against the budget."""
     total = sum(s.part == first for s in pending)

@@ -186,7 +186,9 @@ def _unfinished(out: Path) -> list[dict]:
         try:
             if o["status"] in ("passed", "skipped") or not o.get("argv"):
                 continue
-            made = sweep_plan(Step(o["step"], "", 0, tuple(o["argv"]), ""))
+            made = sweep_plan(
+                Step(name=o["step"], part="", cap_s=0, argv=tuple(o["argv"]), what="")
+            )
         except Exception:  # any planner's failure: the step's outcome is in the table
             continue
         for cell in (c.as_dict() for c in made.cells) if made else ():

@@ -159,11 +159,11 @@ def expand(
             if fw not in MODES and not sel.frameworks_explicit:
                 continue
             for device in sel.devices:
-                out += _cells(sel, network, fw, device, pairs, sizes)
+                out += _cells(sel, network, fw, device=device, pairs=pairs, sizes=sizes)
     return out
 
 
-def _cells(sel: Selection, network: str, fw: str, device: str, pairs, sizes) -> list:
+def _cells(sel: Selection, network: str, fw: str, *, device: str, pairs, sizes) -> list:
     """A network's cells in one framework on one device."""
     return [
         GenerationCell(

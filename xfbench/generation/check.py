@@ -179,7 +179,9 @@ def check_kept(
 DEVICE_REFERENCE = "the same network in float32 on the same device, teacher-forced, no cache"
 
 
-def check_on_device(spec: Spec, generator, prompt: np.ndarray, run, rows, precision: str) -> dict:
+def check_on_device(
+    spec: Spec, generator, prompt: np.ndarray, run, *, rows, precision: str
+) -> dict:
     """check_generation's rules for the kept rows of run, against the generator's own
     float32 reference: the tokens and logits a cache and its mask could get wrong."""
     tol = TOLERANCES[precision]

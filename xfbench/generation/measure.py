@@ -174,7 +174,9 @@ def measure(benchmark, cell: GenerationCell, *, preset: Preset, threads_config: 
         rows = checked_sequences(cell.batch_size)
         checked = generate(generator, prompt, cell.new_tokens, keep_logits=rows)
         if isinstance(weights, seeded.Made) and cell.scale == "full":
-            tokens = check_on_device(spec, generator, prompt, checked, rows, cell.precision)
+            tokens = check_on_device(
+                spec, generator, prompt, checked, rows=rows, precision=cell.precision
+            )
         else:
             tokens = check_kept(spec, prompt, checked, rows, precision=cell.precision)
         check_s = time.perf_counter() - t0

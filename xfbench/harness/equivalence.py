@@ -73,14 +73,11 @@ from xfbench.exchange.reference import (
 )
 from xfbench.models import Spec, synthetic_batch
 from xfbench.models import layers as L
+from xfbench.models.spec import TRAINED_GELU_STD, TRAINED_SCORE_STD
 
 FLOOR_FACTOR = 4
-# Trained-range weights (trained_range): the standard deviations a trained transformer's
-# GELU inputs and attention scores reach, where the initial weights (std 0.02) keep both
-# near zero and a swapped GELU or a wrong softmax scale changes the logits by less than
-# fp32's round-off.
-TRAINED_GELU_STD = 1.5
-TRAINED_SCORE_STD = 3.0
+# Trained-range weights (trained_range): models.spec's TRAINED_GELU_STD and
+# TRAINED_SCORE_STD, which the decoders' weights are made at too (models/seeded.py).
 
 
 def first_mode(framework: str, device: str = "cpu") -> str:

@@ -18,13 +18,14 @@ framework's reduction enters a weight.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
 import numpy as np
 
 from xfbench.models import layers as L
-from xfbench.models.spec import Spec
+from xfbench.models.spec import TRAINED_GELU_STD, TRAINED_SCORE_STD, Spec
 
 MASK = 0xFFFFFFFF
 # a row block of at most this many values at a time (PyTorch's int64 temporaries)
@@ -83,8 +84,6 @@ def hashed(x, u=int):
 
 def plan(spec: Spec) -> list[Draw]:
     """Every parameter of spec, in its canonical order, as a Draw."""
-    from xfbench.harness.equivalence import TRAINED_GELU_STD, TRAINED_SCORE_STD
-
     d = spec.layer(L.TokenEmbedding)[0].dim if spec.layer(L.TokenEmbedding) else 0
     out = []
     for i, p in enumerate(spec.params):
@@ -149,20 +148,28 @@ def torch_value(draw: Draw, device, dtype, seed: int = 0):
 
 def jax_value(draw: Draw, device, dtype, seed: int = 0):
     """The parameter made on device by JAX (uint32 arithmetic, which wraps as the hash
-    means; float32, then dtype), in one compiled program."""
+    means; float32, then dtype), one compiled program a shape: a full-size decoder's 388
+    parameters take about ten compilations."""
     import jax
     import jax.numpy as jnp
 
     if draw.constant is not None:
         return jax.device_put(jnp.full(draw.shape, draw.constant, dtype), device)
-    rows_amp = jax.device_put(draw.row_amplitudes(), device)
-    n, key = math.prod(draw.shape), _key(seed, draw.index)
+    amplitudes = jax.device_put(draw.row_amplitudes(), device)
+    key = jax.device_put(np.uint32(_key(seed, draw.index)), device)
+    return _jax_made()(amplitudes, key, shape=draw.shape, dtype=jnp.dtype(dtype).name)
 
-    def make(amplitudes):
-        counter = jnp.arange(n, dtype=jnp.uint32)
-        h = hashed(counter + jnp.uint32(key), jnp.uint32)
+
+@functools.cache
+def _jax_made():
+    import jax
+    import jax.numpy as jnp
+
+    def make(amplitudes, key, *, shape: tuple[int, ...], dtype: str):
+        counter = jnp.arange(math.prod(shape), dtype=jnp.uint32)
+        h = hashed(counter + key, jnp.uint32)
         m = (h >> jnp.uint32(8)).astype(jnp.int32) - (1 << 23)
         values = m.astype(jnp.float32).reshape(amplitudes.shape[0], -1) * amplitudes[:, None]
-        return values.astype(dtype).reshape(draw.shape)
+        return values.astype(dtype).reshape(shape)
 
-    return jax.jit(make)(rows_amp)
+    return jax.jit(make, static_argnames=("shape", "dtype"))

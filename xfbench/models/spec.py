@@ -164,6 +164,15 @@ def synthetic_batch(spec: Spec, batch: int, seed: int = 0) -> tuple[np.ndarray, 
     return x, y
 
 
+# A trained transformer's ranges, which the checks' weights stand at (harness/
+# equivalence.trained_range; the decoders' weights, models/seeded.py): the standard
+# deviations its GELU inputs and attention scores reach, where the initial weights (std
+# 0.02) keep both near zero and a swapped GELU or a wrong softmax scale changes the logits
+# by less than fp32's round-off.
+TRAINED_GELU_STD = 1.5
+TRAINED_SCORE_STD = 3.0
+
+
 def init_param(p: Param, seed: int, index: int) -> np.ndarray:
     """The canonical initial value of one parameter; each has its own stream, so
     any one can be drawn without drawing the others."""

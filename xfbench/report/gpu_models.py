@@ -39,6 +39,10 @@ class Workload:
 
 
 def _table7_workloads(machine) -> list[Workload]:
+    # its training cells stand beside published training ratios: the task Shi et al.'s
+    # Table 7 measured, as the suite of its cells declares it (Hooks.paper_task)
+    cells = suites.cells_suite()
+    trained = cells.hooks.paper_task if cells else None
     out = []
     for r in machine.results.values():
         if not (r.ok and r.accelerator):
@@ -49,7 +53,7 @@ def _table7_workloads(machine) -> list[Workload]:
             Workload(device_name=r.device_name, what=what, precision=r.precision,
                      bound="compute", seconds=r.median, low=ci[1] if ci else None,
                      high=ci[2] if ci else None,
-                     published_as="training" if r.task == "train" else "")
+                     published_as="training" if r.task == trained else "")
         )  # fmt: skip
     return out
 
@@ -103,7 +107,7 @@ def published_ratios(a: str, b: str, w: Workload) -> tuple:
 
 
 def note(
-    ratio: tuple, expect: float | None, bound: str, memory: float | None, profiles: str = ""
+    ratio: tuple, expect: float | None, bound: str, *, memory: float | None, profiles: str = ""
 ) -> str:
     """Why a ratio leaves out its prediction, where its interval does (memory: the two
     models' bandwidth ratio), with what the cells' own profiles show where they have one."""
@@ -148,7 +152,7 @@ def gpu_models_table(report: Report) -> Table | None:
                 as_text(f"{wb.seconds * 1e3:.4g}"), as_text(f"{ratio[0]:.3g}x{ci}"),
                 as_text(f"{expect:.3g}x ({wa.bound})" if expect else ""),
                 as_text(", ".join(f"{r.value:.3g}x" for r in published_ratios(a, b, wa))),
-                as_text(note(ratio, expect, wa.bound, memory, profiles)),
+                as_text(note(ratio, expect, wa.bound, memory=memory, profiles=profiles)),
             ])  # fmt: skip
     if not rows:
         return None
