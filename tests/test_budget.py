@@ -55,3 +55,56 @@ def test_a_group_of_two_frameworks_shares_its_time_by_cells(clock):
     b = Budget(seconds=100, preset_name="table7")
     b.done([Cell("torch"), Cell("torch"), Cell("jax"), Cell("jax")], rounds=1, seconds=160)
     assert b.scale_of("torch") == b.scale_of("jax") == b.scale == 2.0
+
+
+def test_the_line_before_a_group_reaches_its_log_and_stderr(clock, tmp_path, capsys):
+    """What the budget chose for a group, and its overrun, is said on stderr and kept in
+    the group's log in the results folder; under --quiet only in the log."""
+    from xfbench.plugin import declared
+    from xfbench.runner import cli
+    from xfbench.runner.group import Group, Job
+    from xfbench.runner.store import RunFolder
+
+    declared()
+    folder = RunFolder(tmp_path / "run")
+    job = Job(Group(framework="torch", device="cpu", threads=1), [Cell("torch")] * 2, {}, [])
+    b = Budget(seconds=30, preset_name="table7")  # 40 s at one round a cell: 10 s over
+    settings, rounds = cli._budgeted(b, job, [job.cells], quiet=False, folder=folder)
+    assert settings["rounds"] == "1" and rounds == 1
+    said = capsys.readouterr().err.strip()
+    assert said.startswith("--minutes: torch-cpu-t1 at 1 timed round a cell")
+    assert said.endswith("over the budget by about 0.2 min at one round a cell, the fewest: "
+                         "every cell still runs")  # fmt: skip
+    log = folder.logs / "torch-cpu-t1.log"
+    assert log.read_text() == f"# {said}\n"
+    cli._budgeted(b, job, [job.cells], quiet=True, folder=folder)  # --quiet
+    assert capsys.readouterr().err == "" and log.read_text() == f"# {said}\n" * 2
+
+
+def test_the_minutes_taken_against_those_planned():
+    from xfbench.runner.cli import _spent
+
+    b = Budget(seconds=480, preset_name="table7")
+    assert _spent(b, 690) == "--minutes 8: the sweep took 11.5 min against the 8 planned, 3.5 over"
+    assert _spent(b, 431) == "--minutes 8: the sweep took 7.2 min against the 8 planned"
+
+
+def test_a_budgeted_sweep_ends_with_its_minutes_also_under_quiet(tmp_path, capsys):
+    """`xfbench run --minutes M --quiet`: the last line on stderr gives the minutes taken
+    against M, and the group's log keeps what the budget chose (no group line is printed)."""
+    import re
+
+    from xfbench.runner import cli
+
+    results = tmp_path / "r"
+    argv = ["--framework", "null", "--preset", "smoke", "--task", "train", "--device", "cpu",
+            "--model", "fcn5", "--threads", "1", "--skip-roofs", "--minutes", "0.001",
+            "--results", str(results), "--quiet"]  # fmt: skip
+    assert cli.main(argv) == 0
+    err = capsys.readouterr().err.strip().splitlines()
+    assert re.fullmatch(r"--minutes 0\.001: the sweep took \d+\.\d min against the 0\.001 "
+                        r"planned(, \d+\.\d over)?", err[-1]), err  # fmt: skip
+    assert not any(line.startswith("--minutes: ") for line in err)  # quiet: no group line
+    log = (results / "logs" / "null-cpu-t1.log").read_text()
+    assert "# --minutes: null-cpu-t1 at 1 timed round a cell" in log
+    assert "over the budget by about" in log

@@ -288,7 +288,9 @@ def test_bundle_and_collect_say_what_is_wrong_in_one_line(tmp_path, capsys):
     assert "no finished cell" in capsys.readouterr().err
     not_db = tmp_path / "notes.sqlite"
     not_db.write_text("not a database")
-    assert collect_main(["x.xfbench.zip", "--db", str(not_db)]) == 1
+    bundle = tmp_path / "x.xfbench.zip"  # a bundle that exists: the database is refused first
+    bundle.write_text("")
+    assert collect_main([str(bundle), "--db", str(not_db)]) == 1
     assert "not an SQLite database" in capsys.readouterr().err
     with pytest.raises(BundleError, match="no such database"):
         database.connect(tmp_path / "absent.sqlite")

@@ -3,6 +3,8 @@ handed another CPU's flags (as cpuinfo reports them) and must skip with the reas
 PyTorch picks its bf16 and fp16 kernels from the CPU's own flags, which no environment
 switch limits (ONEDNN_MAX_CPU_ISA and ATEN_CPU_CAPABILITY did not): on an AVX2-only Zen 3
 its bf16 matmul ran 1.2 GFLOP/s, and the roofs step waited out two 300 s time-outs.
+ARM's flags are read by PyTorch's and oneDNN's rules (machine.HALF_ARITHMETIC), and a CPU
+whose flags cannot be read is measured, never skipped as if it lacked them.
 The roofs themselves: tests/test_roofline.py (OTHER_CPUS)."""
 
 from __future__ import annotations
@@ -25,13 +27,22 @@ FLAGS = {
     "skylake-x": ["avx2", "avx512f", "avx512bw", "avx512vl"],
     "zen4": ["avx2", "avx512f", "avx512bw", "avx512vl", "avx512_bf16"],
     "sapphire-rapids": ["avx512f", "avx512bw", "avx512vl", "avx512_fp16", "amx_bf16"],
+    # /proc/cpuinfo's Features of an AWS Graviton 3 (Neoverse V1), as py-cpuinfo lists them
+    "graviton3": "fp asimd evtstrm aes pmull sha1 sha2 crc32 atomics fphp asimdhp cpuid "
+    "asimdrdm jscvt fcma lrcpc dcpop sha3 sm3 sm4 asimddp sha512 sve asimdfhm dit uscat "
+    "ilrcpc flagm ssbs paca pacg dcpodp svei8mm svebf16 i8mm bf16 dgh rng".split(),
+    # and of a Graviton 2 (Neoverse N1): half-precision arithmetic, no BF16
+    "graviton2": "fp asimd evtstrm aes pmull sha1 sha2 crc32 atomics fphp asimdhp cpuid "
+    "asimdrdm lrcpc dcpop asimddp ssbs".split(),
 }
+ARCH = {"graviton3": "aarch64", "graviton2": "aarch64"}  # the others: x86_64
 
 
 @pytest.fixture
 def cpu_of(monkeypatch):
     def play(kind: str) -> None:
-        monkeypatch.setattr(machine, "cpu", lambda: {"isa": machine.isa(FLAGS[kind])})
+        arch = ARCH.get(kind, "x86_64")
+        monkeypatch.setattr(machine, "cpu", lambda: {"isa": machine.isa(FLAGS[kind]), "arch": arch})
 
     return play
 
@@ -39,11 +50,49 @@ def cpu_of(monkeypatch):
 @pytest.mark.parametrize(
     "kind, bf16, fp16",
     [("zen3", False, False), ("skylake-x", True, False), ("zen4", True, False),
-     ("sapphire-rapids", True, True)],
+     ("sapphire-rapids", True, True), ("graviton3", True, True), ("graviton2", False, True)],
 )  # fmt: skip
 def test_which_cpus_compute_the_half_types(kind, bf16, fp16):
-    assert (machine.half_arithmetic("bf16", FLAGS[kind]) is None) == bf16
-    assert (machine.half_arithmetic("fp16", FLAGS[kind]) is None) == fp16
+    arch = ARCH.get(kind, "x86_64")
+    assert (machine.half_arithmetic("bf16", FLAGS[kind], arch) is None) == bf16
+    assert (machine.half_arithmetic("fp16", FLAGS[kind], arch) is None) == fp16
+
+
+def test_a_graviton_is_read_by_arms_flags(cpu_of):
+    """A Graviton 3's bf16 (FEAT_BF16) and fp16 (fphp and asimdhp) are read, so its
+    full-size half-type cells run; a Graviton 2 lacks bf16, and the reason names ARM's
+    flag, not x86's."""
+    assert {"bf16", "fphp", "asimdhp", "sve"} <= set(machine.isa(FLAGS["graviton3"]))
+    cpu_of("graviton3")
+    assert machine.half_arithmetic("bf16") is None and machine.half_arithmetic("fp16") is None
+    cpu_of("graviton2")
+    why = machine.half_arithmetic("bf16")
+    assert why == "no bf16 arithmetic in this CPU's ISA (needs bf16)", why
+    pytest.importorskip("torch")
+    torch = get_adapter("torch")
+    cpu_of("graviton3")
+    assert torch.check(_cell("bf16")) is None and torch.check(_cell("fp16")) is None
+    cpu_of("graviton2")
+    assert "needs bf16)" in torch.check(_cell("bf16"))
+
+
+@pytest.mark.parametrize("cpuinfo", [{}, {"flags": []}], ids=["py-cpuinfo failed", "no flags"])
+def test_a_cpu_whose_flags_cannot_be_read_is_measured_and_says_so(monkeypatch, cpuinfo):
+    """No flags read is not "no extensions": an AMX machine or a Graviton whose flags
+    py-cpuinfo missed is measured in bf16 and fp16, not skipped, and the machine record
+    (and each cell's cpu_isa, which is its "isa") says the flags were unknown."""
+    monkeypatch.setattr(machine, "_cpuinfo", lambda: cpuinfo)
+    assert machine.cpu()["isa"] == [machine.UNKNOWN] == machine.describe()["cpu"]["isa"]
+    assert machine.half_arithmetic("bf16") is None and machine.half_arithmetic("fp16") is None
+    pytest.importorskip("torch")
+    assert get_adapter("torch").check(_cell("bf16")) is None
+    from xfbench.roofline import roofs
+
+    asked = []
+    monkeypatch.setattr(roofs, "cpu_torch_peak", lambda p, stop=None: asked.append(p) or 1.0)
+    out = roofs.cpu_half_peaks(1)
+    assert asked == ["bf16", "fp16"] and out["bf16_peak_tflops"] == out["fp16_peak_tflops"] == 1.0
+    assert "flags could not be read" in out["half_peaks_note"]
 
 
 def _cell(precision: str, scale: str = "full", **kw) -> Cell:

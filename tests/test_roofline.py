@@ -276,7 +276,7 @@ def test_the_cpus_half_types_are_measured_where_it_has_their_arithmetic(
 
     asked = []
     monkeypatch.setattr(machine, "cpu", lambda: {"isa": machine.isa(OTHER_CPUS[cpu])})
-    monkeypatch.setattr(roofs, "cpu_torch_peak", lambda p: asked.append(p) or 1.0)
+    monkeypatch.setattr(roofs, "cpu_torch_peak", lambda p, stop=None: asked.append(p) or 1.0)
     before = torch.get_num_threads()
     out = roofs.cpu_half_peaks(1)
     assert asked == measured and {f"{t}_peak_tflops" for t in measured} <= set(out)
@@ -305,6 +305,39 @@ def test_a_peak_stays_within_its_time_budget_on_a_slow_cpu(monkeypatch):
     fast = []
     roofs.budgeted_peak(lambda n: fast.append(n) or 2 * n**3 / 1e13)
     assert max(fast) == roofs.PEAK_N  # a fast CPU's square reaches the cap
+
+
+def test_a_roof_is_capped_by_the_clock(monkeypatch):
+    """Each peak and the bandwidth have a hard wall-clock limit, within 30 s together. With
+    every product and the first STREAM pass slowed far past their limits (a sleep), the
+    roofs still end within the limits plus a margin, and each one stopped is null with its
+    reason. Only the cap is timed here, never a real speed."""
+    import time
+
+    torch = pytest.importorskip("torch")
+    from xfbench import machine
+
+    assert roofs.STREAM_LIMIT_S + 3 * roofs.PEAK_LIMIT_S <= 30  # fp32, bf16, fp16
+    monkeypatch.setattr(roofs, "STREAM_LIMIT_S", 0.5)
+    monkeypatch.setattr(roofs, "PEAK_LIMIT_S", 0.5)
+
+    def slowed(*args, **kwargs):
+        time.sleep(3)
+
+    monkeypatch.setattr(roofs.np, "copyto", slowed)  # STREAM's copy, its first kernel
+    monkeypatch.setattr(roofs.np, "matmul", slowed)  # the fp32 peak's product
+    monkeypatch.setattr(torch, "matmul", slowed)  # the half types'
+    flags = ["avx512f", "avx512bw", "avx512vl", "avx512_fp16", "amx_bf16"]  # both measured
+    monkeypatch.setattr(machine, "cpu", lambda: {"isa": machine.isa(flags)})
+    t0 = time.monotonic()
+    r = roofs.measure(1)
+    took = time.monotonic() - t0
+    # uncapped, the four sleeps alone would take 12 s
+    assert took < 4 * 0.5 + 4, f"the roofs took {took:.1f} s past their 2 s of limits"
+    capped = ("memory_bandwidth_gbps", "fp32_peak_tflops", "bf16_peak_tflops", "fp16_peak_tflops")
+    assert all(r[k] is None for k in capped), r
+    assert set(r["stopped"]) == set(capped)
+    assert all("stopped at its 0.5 s limit" in why for why in r["stopped"].values())
 
 
 def test_a_profiled_cell_runs_with_a_cells_allocator_setting():

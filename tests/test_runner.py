@@ -69,7 +69,7 @@ def test_default_threads_are_powers_of_two_and_the_maximum():
         (["--model", "fcn5,fcn5"], "--model names 'fcn5' more than once"),
         (["--threads", "1,1"], "--threads names '1' more than once"),
         (["--device", "cpu,cpu"], "--device names 'cpu' more than once"),
-        (["--weights", ""], "unknown weights ''"),
+        (["--weights", ""], "--weights is empty"),
     ],
 )
 def test_bad_input_is_one_line_before_anything_runs(tmp_path, capsys, args, words):

@@ -85,8 +85,9 @@ def gpus() -> list[dict]:
 
 
 # The instruction-set extensions that decide which kernels oneDNN, XLA, ATen and MLAS
-# pick, under the names the CPU reports (Linux's /proc/cpuinfo spelling; cpuinfo reads
-# the same bits elsewhere). Listed in this order when present.
+# pick, under the names the CPU reports (Linux's /proc/cpuinfo spelling, its "flags" on
+# x86 and "Features" on aarch64; cpuinfo reads the same bits elsewhere). Listed in this
+# order when present.
 ISA_FLAGS = (
     "sse4_2",
     "avx",
@@ -105,33 +106,67 @@ ISA_FLAGS = (
     "amx_int8",
     "amx_fp16",
     "asimd",
+    "fphp",
+    "asimdhp",
+    "asimddp",
+    "i8mm",
+    "bf16",
     "sve",
     "sve2",
 )
+# What a record's ISA list holds where the CPU's flags could not be read (py-cpuinfo
+# failed, or found none): nothing is gated on them then, and the record says so.
+UNKNOWN = "unknown"
 # cpuinfo's CPUID reader spells a few without the underscore.
 _FLAG_ALIASES = {"avx512vnni": "avx512_vnni", "avx512bf16": "avx512_bf16", "avxvnni": "avx_vnni"}
 
 
-# Where a CPU computes each half type at speed, by its ISA flags (any one group suffices).
-# bf16: natively (AVX-512 BF16, AMX-BF16), or in oneDNN's AVX-512 kernels, which widen it
-# to fp32 in registers (PyTorch's own check, mkldnn_bf16_device_check, asks for AVX-512
-# BW and VL). On an AVX2-only CPU PyTorch's bf16 matmul ran 1.1-1.3 GFLOP/s against
-# fp32's 32 (a Zen 3 EPYC, 2 threads). fp16: AVX-512 FP16 or AMX-FP16; elsewhere PyTorch
-# computes it in a scalar loop, hundreds of times slower.
+# Where a CPU computes each half type at speed, by its architecture and ISA flags (any one
+# group suffices), by PyTorch's and oneDNN's own rules.
+# x86: bf16 natively (AVX-512 BF16, AMX-BF16), or in oneDNN's AVX-512 kernels, which widen
+# it to fp32 in registers (PyTorch's mkldnn_bf16_device_check asks for AVX-512 BW and VL).
+# On an AVX2-only CPU PyTorch's bf16 matmul ran 1.1-1.3 GFLOP/s against fp32's 32 (a Zen 3
+# EPYC, 2 threads). fp16: AVX-512 FP16 or AMX-FP16; elsewhere PyTorch computes it in a
+# scalar loop, hundreds of times slower.
+# aarch64: bf16 is FEAT_BF16, Linux's `bf16` (Graviton 3 and 4, Neoverse V1 and V2; not
+# Graviton 2's N1): PyTorch's mkldnn_bf16_device_check_arm asks cpuinfo_has_arm_bf16, which
+# reads that bit, and oneDNN's ACL kernels take bf16 only there. fp16 is FEAT_FP16, scalar
+# `fphp` and vector `asimdhp` both (cpuinfo's fp16arith, which PyTorch's
+# mkldnn_fp16_device_check_arm asks for).
 HALF_ARITHMETIC = {
-    "bf16": (("avx512_bf16",), ("amx_bf16",), ("avx512bw", "avx512vl")),
-    "fp16": (("avx512_fp16",), ("amx_fp16",)),
+    "x86_64": {
+        "bf16": (("avx512_bf16",), ("amx_bf16",), ("avx512bw", "avx512vl")),
+        "fp16": (("avx512_fp16",), ("amx_fp16",)),
+    },
+    "aarch64": {
+        "bf16": (("bf16",),),
+        "fp16": (("fphp", "asimdhp"),),
+    },
 }
+ARCH_NAMES = {"amd64": "x86_64", "x86-64": "x86_64", "arm64": "aarch64", "armv8": "aarch64"}
 
 
-def half_arithmetic(precision: str, flags=None) -> str | None:
-    """None where this CPU (or one of these ISA flags) computes a half type at speed, else
-    the one line that says why not. Every CPU path that picks bf16 or fp16 asks here."""
-    have = set(cpu()["isa"] if flags is None else isa(flags))
-    groups = HALF_ARITHMETIC[precision]
-    if any(have.issuperset(g) for g in groups):
+def arch_of(name: str | None) -> str:
+    """x86_64 or aarch64 (or the name as given) from cpuinfo's or platform's spelling."""
+    name = (name or platform.machine()).lower()
+    return ARCH_NAMES.get(name, "aarch64" if name.startswith("armv8") else name)
+
+
+def half_arithmetic(precision: str, flags=None, arch: str | None = None) -> str | None:
+    """None where this CPU (or one of these ISA flags, of that architecture) computes a
+    half type at speed, or where its flags could not be read (it is then measured, and its
+    records say "unknown"), else the one line that says why not. Every CPU path that picks
+    bf16 or fp16 asks here."""
+    own = cpu() if flags is None else {"isa": isa(flags), "arch": arch}
+    have = set(own["isa"])
+    if UNKNOWN in have:
         return None
-    wanted = " or ".join("+".join(g) for g in groups)
+    # no flag name is shared between the architectures, so every rule can be asked
+    every = [g for rules in HALF_ARITHMETIC.values() for g in rules[precision]]
+    if any(have.issuperset(g) for g in every):
+        return None
+    rules = HALF_ARITHMETIC.get(arch_of(own.get("arch")))
+    wanted = " or ".join("+".join(g) for g in (rules[precision] if rules else every))
     return f"no {precision} arithmetic in this CPU's ISA (needs {wanted})"
 
 
@@ -146,14 +181,16 @@ def _cpuinfo() -> dict:
 
 
 def isa(flags) -> list[str]:
-    """The ISA_FLAGS among flags, in ISA_FLAGS order."""
+    """The ISA_FLAGS among flags, in ISA_FLAGS order ([UNKNOWN] when flags is UNKNOWN's)."""
     have = {_FLAG_ALIASES.get(f, f) for f in flags}
-    return [f for f in ISA_FLAGS if f in have]
+    return [UNKNOWN] if UNKNOWN in have else [f for f in ISA_FLAGS if f in have]
 
 
 def cpu() -> dict:
-    """Vendor, model and the instruction-set extensions the kernels choose by."""
+    """Vendor, model and the instruction-set extensions the kernels choose by ([UNKNOWN]
+    where py-cpuinfo could not read the CPU's flags)."""
     info = _cpuinfo()
+    flags = info.get("flags") or ()
     return {
         "vendor": info.get("vendor_id_raw") or platform.machine(),
         "model": cpu_model(),
@@ -161,7 +198,9 @@ def cpu() -> dict:
         "model_number": info.get("model"),
         "stepping": info.get("stepping"),
         "arch": info.get("arch_string_raw") or platform.machine(),
-        "isa": isa(info.get("flags") or ()),
+        # no flags read is not "no extensions": a Graviton or an AMX machine whose flags
+        # py-cpuinfo missed must be measured, not skipped as if it lacked them
+        "isa": isa(flags) if flags else [UNKNOWN],
     }
 
 

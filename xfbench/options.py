@@ -11,7 +11,9 @@ are declared (plugin.declared()).
 
 Values stay strings (or booleans for flags) until the code that uses them checks them
 (with xfbench/command_line.py's checks), so that pytest and `xfbench run` check every value
-in one place and answer a bad one in one line (xfbench.errors.UsageError).
+in one place and answer a bad one in one line (xfbench.errors.UsageError). Each option also
+declares the kind of value it takes (`kind`, a name in command_line.KINDS), which `xfbench
+run` checks where it parses its command line: a number, a count, a folder, a word.
 """
 
 from __future__ import annotations
@@ -45,6 +47,9 @@ class Option:
     run_values: str = ""  # where `xfbench run` reads it otherwise (a list, not one count)
     group: str = "cells"
     metavar: str | None = None
+    # the kind of value it takes, a name in command_line.KINDS, checked where `xfbench run`
+    # parses it (a "word": a name the code checks against what it knows, never empty)
+    kind: str = "word"
 
     @property
     def dest(self) -> str:
@@ -131,6 +136,7 @@ COMMON: tuple[Option, ...] = (
         default="every CPU this process may use; xfbench run: 1, 2, 4, ... up to them",
         run=ALL,
         selection=True,
+        kind="whole numbers",
     ),
     Option(
         name="preset",
@@ -149,12 +155,14 @@ COMMON: tuple[Option, ...] = (
         default="the preset's: Table 7's, or the smoke batch",
         run=TAKEN,
         selection=True,
+        kind="whole numbers",
     ),
     Option(
         name="workers",
         values="worker counts, comma-separated, e.g. 1,2,4",
         default="1,2 on the CPU; 1, 2, 4, ... up to the GPUs present on cuda",
         run=TAKEN,
+        kind="whole numbers",
     ),
     Option(
         name="rounds",
@@ -165,6 +173,7 @@ COMMON: tuple[Option, ...] = (
         run=TAKEN,
         child=True,
         selection=True,
+        kind="count",
     ),
     Option(
         name="weights",
@@ -202,6 +211,7 @@ COMMON: tuple[Option, ...] = (
         run=ALL,
         group="sweep",
         metavar="SECONDS",
+        kind="seconds",
     ),
     Option(
         name="results",
@@ -212,6 +222,7 @@ COMMON: tuple[Option, ...] = (
         run=ALL,
         group="sweep",
         metavar="DIR",
+        kind="output folder",
     ),
     Option(
         name="retry-failed",
@@ -378,7 +389,8 @@ def add_pytest_options(parser, chosen: tuple[Option, ...] | None = None) -> None
             )
 
 
-def add_run_arguments(parser) -> None:
+def add_run_arguments(parser, kinds: dict) -> None:
+    """`xfbench run`'s options, each checked by its kind (kinds: command_line.KINDS)."""
     groups = {}
     for o in run_options():
         if o.group not in groups:
@@ -387,7 +399,9 @@ def add_run_arguments(parser) -> None:
         if o.flag:
             groups[o.group].add_argument(f"--{o.name}", action="store_true", help=o.help(True))
         else:
-            groups[o.group].add_argument(f"--{o.name}", metavar=o.metavar, help=o.help(True))
+            groups[o.group].add_argument(
+                f"--{o.name}", metavar=o.metavar, type=kinds[o.kind], help=o.help(True)
+            )
 
 
 def run_synopsis(width: int = 92) -> str:

@@ -42,27 +42,42 @@ def parser() -> argparse.ArgumentParser:
     p = command_line.ArgumentParser(prog="xfbench acceptance", description=__doc__.splitlines()[0])
     p.add_argument(
         "--part",
+        type=command_line.WORD,
         help=f"comma-separated parts of {', '.join(plan_parts())}, or next: the first part the "
         "checked-in references of this GPU model do not hold, then what fits the budget "
         "(default: first)",
     )
+    word = command_line.WORD
     p.add_argument(
-        "--steps", help="comma-separated step names instead of parts (--list names them)"
+        "--steps", type=word, help="comma-separated step names instead of parts (--list names them)"
     )
     p.add_argument(
-        "--device", default="cuda:0", help="the device every step measures (default cuda:0)"
+        "--device",
+        default="cuda:0",
+        type=word,
+        help="the device every step measures (default cuda:0)",
     )
-    p.add_argument("--preset", default="quick", help=f"one of {', '.join(PRESETS)} (default quick)")
+    p.add_argument(
+        "--preset", default="quick", type=word, help=f"one of {', '.join(PRESETS)} (default quick)"
+    )
     p.add_argument(
         "--budget",
+        type=command_line.number_kind("a number of seconds"),
         help=f"seconds for the whole run (default {BUDGET_S}: one call of a lent GPU)",
     )
     p.add_argument(
-        "--out", help="folder for everything it writes (default results/acceptance-DATE-HOST)"
+        "--out",
+        type=command_line.OUTPUT_FOLDER,
+        help="folder for everything it writes (default results/acceptance-DATE-HOST)",
     )
-    p.add_argument("--archive", help="pack the --out folder into this .tar.gz at the end")
+    p.add_argument(
+        "--archive",
+        type=command_line.OUTPUT_FILE,
+        help="pack the --out folder into this .tar.gz at the end",
+    )
     p.add_argument(
         "--pack",
+        type=command_line.OUTPUT_FOLDER,
         help="after every step, write the summary so far and an archive of --out into this "
         "folder, within the limits of what a lent GPU machine brings back (docs/gpus.md)",
     )

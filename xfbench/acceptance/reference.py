@@ -420,9 +420,12 @@ def main(argv: list[str] | None = None) -> int:
     from xfbench.report.score import REFERENCES
 
     p = command_line.ArgumentParser(prog="xfbench reference", description=__doc__.splitlines()[0])
-    p.add_argument("back", nargs="+", help="what a window brought back (its folder or archive)")
-    p.add_argument("--into", default=str(REFERENCES), help="the references' folder")
-    p.add_argument("--commit", help="the commit the window ran (default: its records')")
+    p.add_argument("back", nargs="+", type=command_line.PATH,
+                   help="what a window brought back (its folder or archive)")  # fmt: skip
+    p.add_argument("--into", default=str(REFERENCES), type=command_line.OUTPUT_FOLDER,
+                   help="the references' folder")  # fmt: skip
+    p.add_argument("--commit", type=command_line.TEXT,
+                   help="the commit the window ran (default: its records')")  # fmt: skip
     try:
         args = p.parse_args(argv)
     except SystemExit as e:

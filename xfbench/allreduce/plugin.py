@@ -353,6 +353,7 @@ OPTIONS = (
         values="all-reduce suite: ranks per sweep, comma-separated",
         default="1,2 on the CPU; 1, 2, 4, ... up to the GPUs present, and their number, on cuda",
         run=options.TAKEN,
+        kind="whole numbers",
     ),
     options.Option(
         name="allreduce-sizes",

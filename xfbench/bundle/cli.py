@@ -24,9 +24,12 @@ def main(argv: list[str] | None = None) -> int:
         "records, every round, LoadGen's logs, the environment (pip freeze, the machine "
         "record) and its model files' hashes, checked on reading (docs/records.md).",
     )
-    p.add_argument("folders", nargs="+", metavar="FOLDER", help="runner folders")
+    p.add_argument(
+        "folders", nargs="+", metavar="FOLDER", type=command_line.FOLDER, help="runner folders"
+    )
     p.add_argument(
         "--out",
+        type=command_line.OUTPUT_FILE,
         help=f"the bundle's path, for one FOLDER (default: FOLDER{SUFFIX} beside it)",
     )
     args = command_line.parse_command_line(p, argv)
@@ -59,8 +62,19 @@ def collect_main(argv: list[str] | None = None) -> int:
         "compare read as they read folders (FILE, or FILE:PATTERN for some of its runs). "
         "Collecting a bundle again changes nothing.",
     )
-    p.add_argument("bundles", nargs="+", metavar="BUNDLE", help="bundles (xfbench bundle)")
-    p.add_argument("--db", default=str(DEFAULT_DB), help=f"the database (default: {DEFAULT_DB})")
+    p.add_argument(
+        "bundles",
+        nargs="+",
+        metavar="BUNDLE",
+        type=command_line.FILE,
+        help="bundles (xfbench bundle)",
+    )
+    p.add_argument(
+        "--db",
+        default=str(DEFAULT_DB),
+        type=command_line.OUTPUT_FILE,
+        help=f"the database (default: {DEFAULT_DB})",
+    )
     args = command_line.parse_command_line(p, argv)
     if isinstance(args, int):
         return args

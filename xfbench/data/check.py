@@ -38,7 +38,12 @@ def check(data_dir: Path) -> list[tuple[str, str, str]]:
 def main(argv: list[str] | None = None) -> int:
     p = command_line.ArgumentParser(prog="xfbench data", description=__doc__.split("\n\n")[0])
     p.add_argument("action", choices=["check"])
-    p.add_argument("--data-dir", required=True, help="the folder holding mnist/, cifar10/, ...")
+    p.add_argument(
+        "--data-dir",
+        required=True,
+        type=command_line.FOLDER,
+        help="the folder holding mnist/, cifar10/, ...",
+    )
     args = command_line.parse_command_line(p, argv)
     if isinstance(args, int):
         return args

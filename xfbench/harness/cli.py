@@ -98,6 +98,11 @@ def main(argv: list[str] | None = None) -> int:
         rc = sub.main(rest)
         sys.stdout.flush()  # here, where a closed pipe can still be answered
         return rc
+    except UsageError as e:
+        # A usage error that a command's own code let through (checked later than its
+        # parsing) is still one line and exit 2, never a traceback.
+        print(f"xfbench {name}: {e}", file=sys.stderr)
+        return 2
     except BrokenPipeError:
         # The reader went away (`xfbench score ... | head -1`): nothing left to say to it,
         # and Python's own flush at exit must not fail again on the closed pipe.

@@ -47,10 +47,13 @@ OPTIONS = (
         "times as many rounds a cell (the preset's, down to 1) as its share of the time "
         "left allows, from the cells' estimated time scaled by what their framework's "
         "groups before took (all groups', for a framework not run yet); the cells are all "
-        "run, never fewer, and one round a cell over the budget is said",
+        "run, never fewer; before each group its rounds, and any overrun at one round a "
+        "cell, are said (on stderr and in the group's log), and at the end the minutes taken "
+        "against those planned (also under --quiet)",
         default="the preset's rounds, however long they take",
         pytest=False,
         run=options.TAKEN,
+        kind="minutes",
     ),
     options.Option(
         name="ci-target",
@@ -60,6 +63,7 @@ OPTIONS = (
         default="2",
         run=options.TAKEN,
         child=True,
+        kind="percentage",
     ),
     options.Option(
         name="data",
@@ -79,6 +83,7 @@ OPTIONS = (
         child=True,
         selection=True,
         metavar="DIR",
+        kind="folder",
     ),
     options.Option(
         name="data-workers",
@@ -87,6 +92,7 @@ OPTIONS = (
         run=options.TAKEN,
         child=True,
         selection=True,
+        kind="count or zero",
     ),
     options.Option(
         name="seeds",

@@ -21,17 +21,20 @@ def parser() -> command_line.ArgumentParser:
         "results",
         nargs="+",
         metavar="RESULTS",
+        type=command_line.RUN,
         help="runner folders or pytest --benchmark-json files; several machines "
         "are shown side by side",
     )
     p.add_argument(
         "--format",
         default="md,html,csv",
+        type=command_line.WORD,
         help="comma-separated: md, html, csv (default: all three)",
     )
     p.add_argument(
         "--out",
         default=None,
+        type=command_line.OUTPUT_FOLDER,
         help="folder for the report (default: the results folder when one folder is "
         "given, else ./xfbench-report)",
     )
@@ -42,6 +45,7 @@ def parser() -> command_line.ArgumentParser:
         "--base",
         default=None,
         metavar="MACHINE",
+        type=command_line.TEXT,
         help="the machine the others are compared with, side by side (label, host or run "
         "name; default: the first)",
     )
@@ -49,6 +53,7 @@ def parser() -> command_line.ArgumentParser:
         "--prices",
         default=None,
         metavar="FILE",
+        type=command_line.FILE,
         help="TOML or JSON prices and power per machine, for the procurement view "
         "(see report/data/prices.example.toml)",
     )

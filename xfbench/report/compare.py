@@ -634,16 +634,21 @@ def parser() -> command_line.ArgumentParser:
         "its ratio of times, 95 % interval and verdict; exit 1 when a regression exceeds "
         "--fail-above.",
     )
-    p.add_argument("base", metavar="BASE", help="runner folders or JSON files, comma-separated")
-    p.add_argument("new", metavar="NEW", help="likewise")
+    runs = command_line.RUNS
+    p.add_argument(
+        "base", metavar="BASE", type=runs, help="runner folders or JSON files, comma-separated"
+    )
+    p.add_argument("new", metavar="NEW", type=runs, help="likewise")
     p.add_argument(
         "--fail-above",
         default=f"{DEFAULT_FAIL_ABOVE:.0%}",
+        type=command_line.SHARE,
         help="a regression slower than this fails (exit 1): 5%% or 0.05 (default: 5%%)",
     )
     p.add_argument(
         "--noise",
         metavar="FILE",
+        type=command_line.FILE,
         help="this machine's run-to-run noise, fitted by xfbench noise from three or more "
         "of its runs (default: the runs in front, else the shipped prior for CPU cells)",
     )
@@ -652,8 +657,9 @@ def parser() -> command_line.ArgumentParser:
         action="store_true",
         help="exit 0 rather than 3 where a cell cannot tell a regression from its noise",
     )
-    p.add_argument("--json", metavar="FILE", help="also write the verdicts as JSON")
-    p.add_argument("--bmf", metavar="FILE", help="also write Bencher Metric Format JSON")
+    out = command_line.OUTPUT_FILE
+    p.add_argument("--json", metavar="FILE", type=out, help="also write the verdicts as JSON")
+    p.add_argument("--bmf", metavar="FILE", type=out, help="also write Bencher Metric Format JSON")
     return p
 
 

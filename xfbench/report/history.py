@@ -27,8 +27,9 @@ def main(argv: list[str] | None = None) -> int:
         description="One machine's run-to-run noise, fitted on three or more of its runs "
         "(runner folders or JSON files), for xfbench compare --noise FILE.",
     )
-    p.add_argument("runs", nargs="+", metavar="RUN")
-    p.add_argument("--into", required=True, metavar="FILE", help="the noise file to write")
+    p.add_argument("runs", nargs="+", metavar="RUN", type=command_line.RUN)
+    p.add_argument("--into", required=True, metavar="FILE", type=command_line.OUTPUT_FILE,
+                   help="the noise file to write")  # fmt: skip
     args = command_line.parse_command_line(p, argv)
     if isinstance(args, int):
         return args

@@ -610,16 +610,19 @@ def _parser():
     p.add_argument(
         "results",
         nargs="+",
+        type=command_line.RUN,
         help="runner folders or pytest-benchmark JSON files; several runs of one machine "
         "are scored together, with an interval over runs",
     )
     p.add_argument(
         "--reference",
+        type=command_line.RUN,
         help="a reference runner folder (default: the one checked in with xfbench, of "
         "RESULTS' device kind, CPU or accelerator, that shares the most workloads with it)",
     )
     p.add_argument(
         "--prices",
+        type=command_line.FILE,
         help="a prices file (as xfbench report --prices) giving RESULTS' machine a "
         "purchase price: adds the score per $1,000",
     )

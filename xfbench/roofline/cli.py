@@ -11,16 +11,20 @@ import sys
 
 from xfbench import command_line
 from xfbench.errors import UsageError
+from xfbench.generation.cell import lengths
+from xfbench.harness.selection import normalize_device
 from xfbench.models import NETWORKS, SCALES, Spec, get_spec
 from xfbench.roofline.profile import VALUE_BYTES, plot, table
 
 
 def parser() -> command_line.ArgumentParser:
     p = command_line.ArgumentParser(prog="xfbench profile", description=__doc__.split("\n\n")[0])
-    p.add_argument("network", help=f"one of {', '.join(NETWORKS)}")
+    word = command_line.WORD
+    p.add_argument("network", type=word, help=f"one of {', '.join(NETWORKS)}")
     p.add_argument(
         "--task",
         default="infer",
+        type=word,
         help="infer (forward), train, or generate (gpt2's decode step; default: infer)",
     )
     p.add_argument(
@@ -28,25 +32,35 @@ def parser() -> command_line.ArgumentParser:
         type=command_line.whole_number(1),
         help="default: Table 7's batch (generate: 1, 2, 4, ... 512)",
     )
-    p.add_argument("--precision", default="fp32", help=", ".join(VALUE_BYTES))
-    p.add_argument("--scale", default="full", help=f"{' or '.join(SCALES)} (default: full)")
-    p.add_argument("--format", default="md", help="md or csv (default: md)")
-    p.add_argument("--plot", metavar="FILE", help="also write the per-layer plot (PNG)")
+    p.add_argument("--precision", default="fp32", type=word, help=", ".join(VALUE_BYTES))
+    p.add_argument(
+        "--scale", default="full", type=word, help=f"{' or '.join(SCALES)} (default: full)"
+    )
+    p.add_argument("--format", default="md", type=word, help="md or csv (default: md)")
+    p.add_argument(
+        "--plot",
+        metavar="FILE",
+        type=command_line.OUTPUT_FILE,
+        help="also write the per-layer plot (PNG)",
+    )
     g = p.add_argument_group("--task generate")
     g.add_argument(
         "--lengths",
         default="128/128",
         metavar="ISL/OSL",
+        type=word,
         help="prompt/new tokens (default: 128/128)",
     )
     g.add_argument(
         "--bandwidth",
         metavar="GBPS",
+        type=command_line.number_kind("a number of GB/s"),
         help="memory bandwidth in GB/s (default: measured now, STREAM at --threads)",
     )
     g.add_argument(
         "--peak",
         metavar="TFLOPS",
+        type=command_line.number_kind("a number of TFLOP/s"),
         help="peak at --precision in TFLOP/s (default: measured now, fp32 GEMM at --threads)",
     )
     m = p.add_argument_group(
@@ -54,10 +68,13 @@ def parser() -> command_line.ArgumentParser:
     )
     m.add_argument(
         "--framework",
+        type=word,
         help="run it in this framework and time every layer (torch; the others say why not)",
     )
-    m.add_argument("--mode", help="the framework's mode (default: eager, else its first)")
-    m.add_argument("--device", default="cpu", help="cpu or cuda:N (default: cpu)")
+    m.add_argument(
+        "--mode", type=word, help="the framework's mode (default: eager, else its first)"
+    )
+    m.add_argument("--device", default="cpu", type=word, help="cpu or cuda:N (default: cpu)")
     m.add_argument(
         "--threads",
         type=command_line.whole_number(1),
@@ -81,6 +98,11 @@ def main(argv: list[str] | None = None) -> int:
         ):
             if value not in valid:
                 raise UsageError(f"unknown {name} {value!r}; valid: {', '.join(valid)}")
+        # checked whatever the task, so that a wrong one is refused, never silently unused
+        if args.mode and not args.framework:
+            raise UsageError("--mode is the mode of --framework: give --framework too")
+        args.device = normalize_device(args.device)
+        lengths(args.lengths, args.scale, networks=())
         command_line.output_path("--plot", args.plot)
     except UsageError as e:
         print(f"xfbench profile: {e}", file=sys.stderr)
@@ -155,7 +177,7 @@ def _measured(args, spec: Spec, batch: int) -> int:
 
 def _decode(args, spec: Spec) -> int:
     """--task generate: the decode roofline at this machine's roofs (or those given)."""
-    from xfbench.generation.cell import NETWORKS, lengths
+    from xfbench.generation.cell import NETWORKS
     from xfbench.harness import threads
     from xfbench.roofline import decode, roofs
 
@@ -179,6 +201,11 @@ def _decode(args, spec: Spec) -> int:
         bandwidth = bandwidth or measured["memory_bandwidth_gbps"]
         own = measured.get(f"{args.precision}_peak_tflops")
         peak = peak or (own if isinstance(own, (int, float)) else measured["fp32_peak_tflops"])
+        if bandwidth is None or peak is None:  # stopped at its wall-clock limit
+            why = "; ".join(f"{k} {v}" for k, v in measured.get("stopped", {}).items())
+            print(f"xfbench profile: roofs not measured ({why}): give --bandwidth and --peak",
+                  file=sys.stderr)  # fmt: skip
+            return 1
         print(f"roofs measured now at {n} thread(s): {roofs.METHOD}", file=sys.stderr)
     batches = [args.batch_size] if args.batch_size else [2**i for i in range(10)]
     print(

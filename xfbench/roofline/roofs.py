@@ -18,12 +18,15 @@ roof is the best of the four.
 The peak is an fp32 GEMM (NumPy's BLAS, limited to N threads with threadpoolctl), the
 best of PEAK_REPEATS: the FLOP/s a dense product reaches here, not a datasheet's. The half
 types' peaks are PyTorch's matmul at N threads where PyTorch is installed and the CPU has
-the type's arithmetic (machine.half_arithmetic: bf16 with AVX-512, fp16 with AVX-512 FP16
-or AMX-FP16); elsewhere PyTorch computes it in a slow loop, which is no roof of the
-machine's, and the roofs say so (`half_peaks_note`). Every CPU peak runs under a time
-budget: its square grows from 256 until one product takes CALL_S (at most PEAK_N), and its
-repeats stop at PEAK_BUDGET_S, so that no CPU spends more than about 30 s on its roofs at
-one thread count. Where the same run has the GEMM suite's best, the report takes it.
+the type's arithmetic (machine.half_arithmetic: on x86 bf16 with AVX-512, fp16 with AVX-512
+FP16 or AMX-FP16; on aarch64 FEAT_BF16 and FEAT_FP16); elsewhere PyTorch computes it in a slow loop, which is no roof of the
+machine's, and the roofs say so (`half_peaks_note`); a CPU whose flags could not be read
+is measured. Every CPU peak runs under a time budget: its square grows from 256 until one
+product takes CALL_S (at most PEAK_N), and its repeats stop at PEAK_BUDGET_S. And the
+clock caps it: each peak has PEAK_LIMIT_S of wall-clock time and the bandwidth
+STREAM_LIMIT_S, however slow a product or a pass is, so that no CPU spends more than 30 s
+on its roofs at one thread count; one stopped there is null, and `stopped` says why.
+Where the same run has the GEMM suite's best, the report takes it.
 
 On a GPU (PyTorch): the same four kernels as PyTorch's element-wise operations on three
 float64 arrays of DEVICE_ARRAY_BYTES (far beyond any GPU's L2), timed by CUDA events (the
@@ -37,6 +40,7 @@ import argparse
 import json
 import os
 import sys
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -49,6 +53,10 @@ PEAK_N = 2048
 PEAK_REPEATS = 4
 CALL_S = 0.2  # a CPU product this long is past its start-up costs
 PEAK_BUDGET_S = 5.0  # one CPU peak's repeats, after its size is found
+# The clock's caps on the CPU's roofs at one thread count: the bandwidth and three peaks
+# (fp32, bf16, fp16) within 30 s, whatever a product or a pass takes
+STREAM_LIMIT_S = 8.0
+PEAK_LIMIT_S = 7.0
 DEVICE_ARRAY_BYTES = 1 << 30
 DEVICE_PEAK_N = 8192
 # what the report calls a peak these roofs measured (beside a suite's, where higher)
@@ -69,6 +77,35 @@ DEVICE_METHOD = (
 CPU_HALF_TYPES = ("bf16", "fp16")
 
 
+class Stopped(Exception):
+    """A measurement stopped at its wall-clock limit; the message says where."""
+
+
+def capped(limit_s: float, measure):
+    """measure(stop)'s value, measured in a thread of its own and waited for limit_s at
+    most: a product in flight cannot be interrupted, so past the limit it is left to end
+    in its thread, `stop` is set (the measurement starts nothing more) and Stopped is
+    raised. measure's own exceptions are raised here."""
+    stop = threading.Event()
+    done: dict = {}
+
+    def run():
+        try:
+            done["value"] = measure(stop)
+        except BaseException as e:  # handed to the caller
+            done["error"] = e
+
+    worker = threading.Thread(target=run, daemon=True, name="roof")
+    worker.start()
+    worker.join(limit_s)
+    if worker.is_alive():
+        stop.set()
+        raise Stopped(f"stopped at its {limit_s:g} s limit (a wall-clock cap)")
+    if "error" in done:
+        raise done["error"]
+    return done["value"]
+
+
 def last_level_cache_bytes() -> int:
     """The largest cache of CPU 0, from sysfs (0 when not readable)."""
     best = 0
@@ -84,8 +121,9 @@ def last_level_cache_bytes() -> int:
     return best
 
 
-def stream(threads: int) -> dict:
-    """GB/s of copy, scale, add and triad, and the array size they ran on."""
+def stream(threads: int, stop: threading.Event | None = None) -> dict:
+    """GB/s of copy, scale, add and triad, and the array size they ran on; stop, once
+    set, ends it before its next pass (capped)."""
     n = max(MIN_ARRAY_BYTES, 4 * last_level_cache_bytes()) // 8
     n -= n % threads
     a, b, c = np.ones(n), np.full(n, 2.0), np.zeros(n)
@@ -111,6 +149,8 @@ def stream(threads: int) -> dict:
         for name, (kernel, arrays) in kernels.items():
             best = float("inf")
             for _ in range(ARRAY_REPEATS):
+                if stop is not None and stop.is_set():
+                    raise Stopped("stopped")
                 t0 = time.perf_counter()
                 list(pool.map(kernel, chunks))
                 best = min(best, time.perf_counter() - t0)
@@ -118,26 +158,33 @@ def stream(threads: int) -> dict:
     return {"kernels_gbps": out, "array_bytes": n * 8}
 
 
-def budgeted_peak(product) -> float:
+def budgeted_peak(product, stop: threading.Event | None = None) -> float:
     """Best TFLOP/s of product(n) (one n x n x n product, returning its seconds) within a
     time budget: n doubles from 256 until one product takes CALL_S or n is PEAK_N, then the
     best of up to PEAK_REPEATS more, stopped once PEAK_BUDGET_S have passed. A CPU slow at
-    a type thus spends seconds, not minutes, on its roof."""
+    a type thus spends seconds, not minutes, on its roof. stop, once set, ends it before
+    its next product (capped: the wall-clock limit)."""
+
+    def timed(n: int) -> float:
+        if stop is not None and stop.is_set():
+            raise Stopped("stopped")
+        return product(n)
+
     n = 256
-    seconds = product(n)  # also the library's warm-up (threads, packing buffers)
+    seconds = timed(n)  # also the library's warm-up (threads, packing buffers)
     while seconds < CALL_S and n < PEAK_N:
         n *= 2
-        seconds = product(n)
+        seconds = timed(n)
     best, spent = seconds, 0.0
     for _ in range(PEAK_REPEATS):
         if spent >= PEAK_BUDGET_S:
             break
-        seconds = product(n)
+        seconds = timed(n)
         best, spent = min(best, seconds), spent + seconds
     return 2 * n**3 / best / 1e12
 
 
-def gemm_peak(threads: int) -> float:
+def gemm_peak(threads: int, stop: threading.Event | None = None) -> float:
     """Best fp32 TFLOP/s of NumPy's GEMM at this many BLAS threads."""
     from threadpoolctl import threadpool_limits
 
@@ -147,11 +194,11 @@ def gemm_peak(threads: int) -> float:
         x = rng.standard_normal((n, n), dtype=np.float32)
         y = rng.standard_normal((n, n), dtype=np.float32)
         t0 = time.perf_counter()
-        x @ y
+        np.matmul(x, y)
         return time.perf_counter() - t0
 
     with threadpool_limits(limits=threads, user_api="blas"):
-        return budgeted_peak(product)
+        return budgeted_peak(product, stop)
 
 
 def _best_seconds(fn, device) -> float:
@@ -222,7 +269,7 @@ def torch_stream(device: str, array_bytes: int) -> dict[str, float]:
     }
 
 
-def cpu_torch_peak(precision: str) -> float:
+def cpu_torch_peak(precision: str, stop: threading.Event | None = None) -> float:
     """TFLOP/s of torch.matmul in a half type on the CPU, under the peaks' time budget."""
     import torch
 
@@ -236,29 +283,44 @@ def cpu_torch_peak(precision: str) -> float:
         torch.matmul(x, y)
         return time.perf_counter() - t0
 
-    return budgeted_peak(product)
+    return budgeted_peak(product, stop)
 
 
 def cpu_half_peaks(threads: int) -> dict:
     """The half types' peaks on the CPU (`<type>_peak_tflops`) where it has their
-    arithmetic, and why the others were not measured (`half_peaks_note`)."""
+    arithmetic, and why the others were not measured (`half_peaks_note`); each under
+    PEAK_LIMIT_S (a peak stopped there: null, with why in `stopped`)."""
     try:
         import torch
     except ImportError:
         return {"half_peaks_note": "not measured: PyTorch is not installed"}
-    from xfbench.machine import half_arithmetic
+    from xfbench import machine
 
-    lacking = {p: half_arithmetic(p) for p in CPU_HALF_TYPES}
+    lacking = {p: machine.half_arithmetic(p) for p in CPU_HALF_TYPES}
     before = torch.get_num_threads()
     torch.set_num_threads(threads)
+    out: dict = {}
     try:
-        out = {f"{p}_peak_tflops": cpu_torch_peak(p) for p, why in lacking.items() if not why}
+        for p in (p for p, why in lacking.items() if not why):
+            _keep(out, f"{p}_peak_tflops", PEAK_LIMIT_S, lambda stop, p=p: cpu_torch_peak(p, stop))
     finally:  # the caller's count back (a test measures in its own process)
         torch.set_num_threads(before)
     notes = [f"{p} not measured: {why}" for p, why in lacking.items() if why]
+    if machine.UNKNOWN in machine.cpu()["isa"]:
+        notes.append("the CPU's flags could not be read: bf16 and fp16 measured unchecked")
     if notes:
         out["half_peaks_note"] = "; ".join(notes)
     return out
+
+
+def _keep(out: dict, name: str, limit_s: float, measure) -> None:
+    """out[name] = measure's value within limit_s, or None and out["stopped"][name], why:
+    a peak stopped at its limit is recorded, never dropped."""
+    try:
+        out[name] = capped(limit_s, measure)
+    except Stopped as e:
+        out[name] = None
+        out.setdefault("stopped", {})[name] = str(e)
 
 
 def measure(threads: int) -> dict:
@@ -266,20 +328,26 @@ def measure(threads: int) -> dict:
     allowed = sorted(os.sched_getaffinity(0))
     if threads > len(allowed):
         raise ValueError(f"{threads} threads, but only {len(allowed)} CPUs are allowed")
-    os.sched_setaffinity(0, allowed[:threads])
+    os.sched_setaffinity(0, allowed[:threads])  # the measuring threads inherit it
+    out: dict = {}
     try:
-        bandwidth = stream(threads)
-        peak = gemm_peak(threads)
+        _keep(out, "stream", STREAM_LIMIT_S, lambda stop: stream(threads, stop))
+        _keep(out, "fp32_peak_tflops", PEAK_LIMIT_S, lambda stop: gemm_peak(threads, stop))
         halves = cpu_half_peaks(threads)
     finally:  # the caller's CPUs back (the runner measures in a child of its own)
         os.sched_setaffinity(0, allowed)
+    bandwidth = out.pop("stream") or {"kernels_gbps": {}, "array_bytes": None}
+    stopped = {**out.pop("stopped", {}), **halves.pop("stopped", {})}
+    if "stream" in stopped:
+        stopped["memory_bandwidth_gbps"] = stopped.pop("stream")
     return {
         "threads": threads,
-        "memory_bandwidth_gbps": max(bandwidth["kernels_gbps"].values()),
+        "memory_bandwidth_gbps": max(bandwidth["kernels_gbps"].values(), default=None),
         "stream_bandwidth_gbps": bandwidth["kernels_gbps"],
         "stream_array_bytes": bandwidth["array_bytes"],
-        "fp32_peak_tflops": peak,
+        **out,
         **halves,
+        **({"stopped": stopped} if stopped else {}),
         "method": METHOD,
     }
 

@@ -34,7 +34,7 @@ HARD_FAILURES = ("failed", "timeout", "killed", "oom")
 def parser() -> command_line.ArgumentParser:
     declared()  # every suite's options
     p = command_line.ArgumentParser(prog="xfbench run", description=__doc__.split("\n\n")[0])
-    options.add_run_arguments(p)
+    options.add_run_arguments(p, command_line.KINDS)
     return p
 
 
@@ -71,8 +71,6 @@ def main(argv: list[str] | None = None) -> int:
             return int(e.code or 0)
         # nan, inf, 0 and below would each disable the limit silently
         args.cell_timeout = command_line.seconds("--cell-timeout", args.cell_timeout)
-        if args.results is not None and not args.results.strip():
-            raise UsageError("--results is empty: name a folder, or leave it out")
         plan = make_suite_plan(args)
         if not plan.cells:
             raise UsageError(
@@ -169,8 +167,20 @@ def sweep(args, plan: Plan, folder: RunFolder) -> int:
             interrupted = True
         finally:
             signal.signal(signal.SIGTERM, previous)
+    taken = time.monotonic() - budget.start if budget else 0.0
     merged = folder.merge(plan.selection, machine_description)
-    return _summary(args=args, plan=plan, folder=folder, merged=merged, interrupted=interrupted)
+    status = _summary(args=args, plan=plan, folder=folder, merged=merged, interrupted=interrupted)
+    if budget:  # how the budget went, on stderr: also under --quiet and --json-only
+        print(_spent(budget, taken), file=sys.stderr)
+    return status
+
+
+def _spent(budget: Budget, taken_s: float) -> str:
+    """--minutes: the minutes the sweep (its roofs and cells) took against those planned."""
+    planned, took = budget.seconds / 60, taken_s / 60
+    over = f", {took - planned:.1f} over" if took - planned >= 0.05 else ""
+    return (f"--minutes {planned:g}: the sweep took {took:.1f} min against the "
+            f"{planned:g} planned{over}")  # fmt: skip
 
 
 def _jobs_to_run(plan: Plan, todo_keys: set):
@@ -189,7 +199,7 @@ def _jobs_to_run(plan: Plan, todo_keys: set):
 def _run_job(job: Job, job_todo: list, later: list, *, budget, folder, timeout, quiet, on_poll):
     """One process group's cells still to run, in one child (or one per copy), with the
     rounds the budget gives them; the time they took counted against it."""
-    settings, rounds = _budgeted(budget, job, later, quiet)
+    settings, rounds = _budgeted(budget, job, later, quiet=quiet, folder=folder)
     part = Job(job.group, job_todo, settings, job.copies)
     t0 = time.monotonic()
     (run_copies if job.copies else run_group)(part, folder, timeout, on_poll)
@@ -213,31 +223,42 @@ def _done_and_failed(folder: RunFolder, todo: list, stamps: dict) -> tuple[int, 
 
 
 def _budget(args, plan: Plan) -> Budget | None:
-    """--minutes: the sweep's time budget, counted from now (the roofs' time included)."""
+    """--minutes: the sweep's time budget, counted from now (the roofs' time included);
+    its value was checked where the command line was parsed (its kind, "minutes")."""
     if args.minutes is None:
         return None
     minutes = command_line.number("--minutes", args.minutes, what="a number of minutes")
     return Budget(seconds=minutes * 60, preset_name=plan.preset_name)
 
 
-def _budgeted(budget: Budget | None, job: Job, later: list[list], quiet: bool):
-    """The group's settings, with the rounds a cell the budget allows (--minutes)."""
+def _budgeted(
+    budget: Budget | None, job: Job, later: list[list], *, quiet: bool, folder: RunFolder
+):
+    """The group's settings, with the rounds a cell the budget allows (--minutes). What the
+    budget chose, and any overrun, is said on stderr (unless quiet) and in the group's log,
+    which keeps it in the results folder whatever was printed."""
     if budget is None:
         return job.settings, None
     rounds = budget.rounds(later)
+    framework = framework_of(job.cells[0]) if job.cells else ""
+    how = ("its groups so far" if framework in budget.taken
+           else "the groups so far" if budget.taken else "the estimate as it is")  # fmt: skip
+    over = budget.needed(later, 1) - budget.left
+    line = (
+        f"--minutes: {job.group.name} at {rounds} timed round{'s' * (rounds != 1)} a cell "
+        f"({budget.left / 60:.1f} min left; {framework} planned at "
+        f"{budget.scale_of(framework):.2f} x the estimate, from {how})"
+        + (f"; over the budget by about {over / 60:.1f} min at one round a cell, the "
+           "fewest: every cell still runs" if over > 0 else "")
+    )  # fmt: skip
+    try:
+        folder.logs.mkdir(parents=True, exist_ok=True)
+        with open(folder.logs / f"{job.group.name}.log", "a") as log:
+            log.write(f"# {line}\n")
+    except OSError as e:  # a folder made unwritable meanwhile: stop as any failed write does
+        raise StoreError(f"cannot write {folder.logs}: {e.strerror or e}") from None
     if not quiet:
-        framework = framework_of(job.cells[0]) if job.cells else ""
-        how = ("its groups so far" if framework in budget.taken
-               else "the groups so far" if budget.taken else "the estimate as it is")  # fmt: skip
-        over = budget.needed(later, 1) - budget.left
-        print(
-            f"--minutes: {job.group.name} at {rounds} timed round{'s' * (rounds != 1)} a cell "
-            f"({budget.left / 60:.1f} min left; {framework} planned at "
-            f"{budget.scale_of(framework):.2f} x the estimate, from {how})"
-            + (f"; over the budget by about {over / 60:.1f} min at one round a cell, the "
-               "fewest: every cell still runs" if over > 0 else ""),
-            file=sys.stderr,
-        )  # fmt: skip
+        print(line, file=sys.stderr)
     return {**job.settings, "rounds": str(rounds)}, rounds
 
 

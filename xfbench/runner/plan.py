@@ -116,5 +116,5 @@ def plan_of(argv: list[str]) -> Plan:
     """The plan `xfbench run ARGV` would run, measuring nothing (UsageError: one line)."""
     declared()  # every suite's options
     p = command_line.ArgumentParser(prog="xfbench run")
-    options.add_run_arguments(p)
+    options.add_run_arguments(p, command_line.KINDS)
     return make_suite_plan(p.parse_args(argv))

@@ -109,6 +109,7 @@ OPTIONS = (
         run=options.TAKEN,
         child=True,
         metavar="MS",
+        kind="milliseconds",
     ),
 )
 

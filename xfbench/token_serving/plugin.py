@@ -115,6 +115,7 @@ OPTIONS = (
         run=options.TAKEN,
         child=True,
         metavar="MS",
+        kind="milliseconds",
     ),
     options.Option(
         name="tpot-bound",
@@ -124,6 +125,7 @@ OPTIONS = (
         run=options.TAKEN,
         child=True,
         metavar="MS",
+        kind="milliseconds",
     ),
 )
 
