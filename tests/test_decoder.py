@@ -60,6 +60,9 @@ def test_its_weights_are_the_same_bits_on_the_host_and_made_by_each_framework(dt
         made = seeded.torch_value(draw, "cpu", getattr(torch, dtype)).float().numpy()
         jaxed = np.asarray(seeded.jax_value(draw, cpu, getattr(jnp, dtype)).astype(jnp.float32))
         assert np.array_equal(made, want) and np.array_equal(jaxed, want), draw.name
+        if len(draw.shape) == 2:  # JAX's decoder's layout, made transposed in one program
+            t = seeded.jax_value(draw, cpu, getattr(jnp, dtype), transposed=True)
+            assert np.array_equal(np.asarray(t.astype(jnp.float32)), want.T), draw.name
     d = host["embed.word"].shape[1]
     fc = host["layer0.mlp.fc.weight"]
     assert abs(fc.std() * np.sqrt(d) - 1.5) < 0.1
@@ -179,6 +182,28 @@ def test_a_full_size_cpu_cell_the_host_cannot_hold_is_refused_in_one_line(
 
         sweep({"model": "gpt3_6_7b", "preset": "quick", "framework": "torch",
                "precision": "bf16", "threads": "1"})  # fmt: skip
+
+
+@pytest.mark.parametrize("framework", ["tensorflow", "onnxruntime"])
+def test_a_framework_that_takes_the_hosts_weights_skips_its_full_size_with_why(framework):
+    """Its 26.6 GB of float32 would pass through the host, and its check would be the
+    host's float64 one: skipped with the reason, on any device; its smoke network runs."""
+    from xfbench.adapters import get_adapter
+    from xfbench.errors import CannotRun
+    from xfbench.generation.cell import GenerationCell
+    from xfbench.generation.measure import runnable
+
+    if get_adapter(framework).import_error():
+        pytest.skip(get_adapter(framework).import_error())
+    cell = GenerationCell(network="gpt3_6_7b", framework=framework,
+                          mode="cpu" if framework == "onnxruntime" else "function",
+                          precision="fp32", device="cpu", threads=1, batch_size=1, scale="full",
+                          prompt_tokens=16, new_tokens=16)  # fmt: skip
+    with pytest.raises(CannotRun, match="takes its weights from the host"):
+        runnable(cell)
+    from dataclasses import replace
+
+    assert runnable(replace(cell, scale="smoke")) is not None
 
 
 def test_its_gpu_part_comes_right_after_gpt2s_decode_in_bf16(tmp_path):

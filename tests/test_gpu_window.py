@@ -331,6 +331,35 @@ def test_a_cut_step_runs_only_its_unfinished_cells_and_never_again_as_it_was(tmp
     assert todo.step.argv == step.argv and todo.step.cap_s == 220
 
 
+def test_a_doubled_cap_stays_within_a_window_and_past_it_one_cell_runs_alone(tmp_path):
+    """A cut that finished nothing doubles the cap up to what a window holds; cut again at
+    that, the same cells are never planned again: the first runs alone under a whole
+    window. The longest cut of a step is the one read, whatever its folder's name."""
+    from xfbench.acceptance import plan
+
+    step = _jit_step(tmp_path)
+    nothing = tuple({**c, "status": "timeout"} for c in _cells(step))
+
+    def after(*caps):
+        cuts = tuple(plan.Cut(step.name, cap, nothing) for cap in caps)
+        h = plan.Held(("ref",), nothing, frozenset(), frozenset(), cuts=cuts)
+        return plan.to_run(step, "cuda:0", h, [], window_s=494)
+
+    assert after(110).step.cap_s == 220
+    assert after(220, 110).step.cap_s == after(110, 220).step.cap_s == 440
+    alone = after(440, 494)
+    assert alone.step.cap_s == 494 and "--batch-size=1" in alone.step.argv
+    assert [c["batch_size"] for c in alone.cells] == [1] and "the first alone" in alone.note
+
+
+def test_a_cut_pytest_step_is_not_planned_again_under_the_same_cap(tmp_path):
+    from xfbench.acceptance import plan
+
+    step = next(s for s in steps("cuda:0", "quick", tmp_path) if s.name == "first-gpu-tests")
+    h = plan.Held(("ref",), (), frozenset(), frozenset(), cuts=(plan.Cut(step.name, 48, ()),))
+    assert plan.to_run(step, "cuda:0", h, [], window_s=494).step.cap_s == 96
+
+
 def test_a_partly_held_step_runs_the_missing_cells_under_their_share_of_the_cap(tmp_path):
     """A sweep two of whose three batch sizes are held runs the third alone, its cap a
     third of the step's and a process's start; cells planned by an earlier step of the

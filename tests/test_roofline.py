@@ -337,7 +337,12 @@ def test_a_roof_is_capped_by_the_clock(monkeypatch):
     capped = ("memory_bandwidth_gbps", "fp32_peak_tflops", "bf16_peak_tflops", "fp16_peak_tflops")
     assert all(r[k] is None for k in capped), r
     assert set(r["stopped"]) == set(capped)
-    assert all("stopped at its 0.5 s limit" in why for why in r["stopped"].values())
+    # the first stopped at its limit; its product still in flight past the grace, the
+    # later ones are not measured beside it (they would share its CPUs)
+    why = r["stopped"]
+    assert "stopped at its 0.5 s limit" in why["memory_bandwidth_gbps"]
+    assert all("stopped at its 0.5 s limit" in w or "was still running" in w for w in why.values())
+    assert any("was still running" in w for w in why.values())
 
 
 def test_a_profiled_cell_runs_with_a_cells_allocator_setting():

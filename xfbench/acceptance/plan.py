@@ -17,9 +17,11 @@ The window's steps, within its budget (each step's cap counted against it):
    that does not fit never stops the ones after it.
 A step whose cells are partly held runs only the missing ones: its options narrowed to their
 values (framework, mode, precision, batch size, network, task), its cap to their share. A
-step a window cut at its cap is never planned again with the same cells and cap: its held
-cells leave it, so the cut cells get the whole cap, and where none was held its cap doubles
-(what the cut run measured: they need more than it).
+step a window cut at its cap is never planned again with the same cells and cap: its
+finished cells leave it, so the unfinished ones get the whole cap; where it finished none
+its cap doubles (what the cut run measured: they need more than it), up to what a window
+holds, and past that its first cell runs alone under a whole window (a pytest step's cap
+doubles likewise).
 """
 
 from __future__ import annotations
@@ -229,12 +231,21 @@ def _version(step: Step):
 
 
 def _cut(step: Step, h: Held) -> Cut | None:
-    return next((c for c in reversed(h.cuts) if c.step == step.name), None)
+    """The step's cut of the longest cap: the latest, since a cut's cap only grows."""
+    return max((c for c in h.cuts if c.step == step.name), key=lambda c: c.cap_s, default=None)
 
 
-def to_run(step: Step, device: str, h: Held, planned: list[dict]) -> Todo | None:
-    """What of the step a window runs (None: the references hold it all), its cells already
-    planned earlier in the window left out of its cap's count."""
+def _key(cell: dict) -> tuple:
+    """A cell's identity across hosts (its fields but the host's thread count)."""
+    return tuple(sorted((k, str(v)) for k, v in cell.items() if k != "threads"))
+
+
+def to_run(
+    step: Step, device: str, h: Held, planned: list[dict], window_s: float = math.inf
+) -> Todo | None:
+    """What of the step a window runs (None: the references hold it all, or the window's
+    earlier steps plan every cell it has left), its cells already planned earlier in the
+    window left out of its cap's count; window_s, the most one step's cap may be."""
     if step.name.endswith("roofs"):
         return None if device in h.roofs else Todo(step)
     try:
@@ -242,28 +253,50 @@ def to_run(step: Step, device: str, h: Held, planned: list[dict]) -> Todo | None
     except UsageError:  # a sweep this machine cannot plan is not known to be held
         return Todo(step)
     if cells is None:  # a pytest step: held where a window's steps.json says it passed
-        return None if step.name in h.passed else Todo(step)
+        if step.name in h.passed:
+            return None
+        cap, note = _after_cut(step, _cut(step, h), window_s)
+        return Todo(replace(step, cap_s=cap), note=note)
     version = _version(step)
     missing = [c for c in cells if not _has(c, h.records, version(c))]
     if not cells or not missing:
         return None
     stale = any(_stale(c, h.records, version(c)) for c in missing)
-    step, runs = narrowed(step, cells, missing), missing
+    whole, step, runs = step, narrowed(step, cells, missing), missing
     if len(missing) < len(cells):
         runs = planned_cells(step) or missing
-    fresh = [c for c in runs if not any(_same(c, p) for p in planned)]
     cut, cap, note = _cut(step, h), step.cap_s, ""
     if cut is not None:
         # the cells the cut run began: those of its folder's records
-        tried = [c for c in cells if any(_same(c, r) for r in cut.records)]
-        if len(tried) == len(runs) and cut.cap_s >= cap:
-            cap, note = int(2 * cut.cap_s), f"its cells were cut at {cut.cap_s:.0f} s: cap doubled"
+        tried = {_key(c) for c in cells if any(_same(c, r) for r in cut.records)}
+        if {_key(c) for c in runs} == tried:  # the same cells: a longer cap, or one alone
+            if min(2 * cut.cap_s, window_s) <= cut.cap_s and len(runs) > 1:
+                step, runs = narrowed(whole, cells, [missing[0]]), [missing[0]]
+                cap = int(window_s)
+                note = f"its cells were cut at {cut.cap_s:.0f} s: the first alone, {cap} s"
+            else:
+                cap, note = _after_cut(step, cut, window_s)
         else:
             note = f"cut at {cut.cap_s:.0f} s before: only the cells it did not finish"
-    elif len(fresh) < len(cells):
+    fresh = [c for c in runs if not any(_same(c, p) for p in planned)]
+    if not fresh:
+        return None
+    if cut is None and len(fresh) < len(cells):
         # the cells it runs, a share of the cap, and a process's start (10-15 s)
         cap = min(cap, math.ceil(cap * len(fresh) / len(cells)) + 15)
     return Todo(replace(step, cap_s=cap), tuple(fresh), stale, note)
+
+
+def _after_cut(step: Step, cut: Cut | None, window_s: float) -> tuple[int, str]:
+    """A step's cap where a window cut it running the same cells: doubled (they needed
+    more than that cap), up to what a window holds; a cap no window can give more is
+    planned as it is needed, and is left for later windows, said."""
+    if cut is None or cut.cap_s < step.cap_s:
+        return step.cap_s, ""
+    if min(2 * cut.cap_s, window_s) > cut.cap_s:
+        cap = int(min(2 * cut.cap_s, window_s))
+        return cap, f"cut at {cut.cap_s:.0f} s running the same: cap {cap} s"
+    return int(2 * cut.cap_s), f"cut at {cut.cap_s:.0f} s, a window's whole room: needs more"
 
 
 def step_held(step: Step, device: str, h: Held) -> bool:
@@ -279,7 +312,7 @@ def choose(all_steps: list[Step], device: str, budget_s: float, references: list
         return Next(probe + [s for s in all_steps if s.part == "first"],
                     f"part first: the next part is chosen by a GPU's model, and {device} names none")  # fmt: skip
     h = held(model, references)
-    room = budget_s - RESERVE_S - sum(s.cap_s for s in probe)
+    room = whole = budget_s - RESERVE_S - sum(s.cap_s for s in probe)
     pending = [s for s in all_steps if s.part != "probe"]
     first = _first_part(pending, device, h)
     if first is None:
@@ -293,7 +326,7 @@ def choose(all_steps: list[Step], device: str, budget_s: float, references: list
         nonlocal room
         if any(t.step.name == step.name for t in todo):
             return
-        t = to_run(step, device, h, planned)
+        t = to_run(step, device, h, planned, window_s=whole)
         if t is None or (only_stale and not t.stale):
             return
         if t.step.cap_s > room:

@@ -221,11 +221,11 @@ class Made:
             for cell in planned:
                 hit = [b for b in done if same_cell(cell, b.get("extra_info", {}))]
                 lost = [f for f in failed if same_cell(cell, f.get("cell") or {})]
-                if hit:
-                    benchmarks += hit
+                if hit:  # once, though two steps of the window plan the same cell
+                    benchmarks += [b for b in hit if not any(b is k for k in benchmarks)]
                 elif lost:
-                    failures += lost
-                else:
+                    failures += [f for f in lost if not any(f is k for k in failures)]
+                elif not any(same_cell(cell, f.get("cell") or {}) for f in failures):
                     if self.threads and cell.get("device") != "cpu":
                         cell = {**cell, "threads": self.threads}
                     failures.append(not_finished(cell, step.name, outcome[step.name]))

@@ -121,6 +121,16 @@ def runnable(cell: GenerationCell):
     held = held_precisions(cell.framework)
     if not reason and cell.precision not in held:
         reason = f"{cell.framework} decodes in {' and '.join(held)} only (--precision)"
+    if (
+        not reason
+        and cell.network in DECODERS
+        and cell.scale == "full"
+        and not adapter.makes_weights
+    ):
+        reason = (
+            f"{cell.framework} takes its weights from the host: {cell.network} at full size "
+            "is made on the device, by the frameworks that make it there (PyTorch, JAX)"
+        )
     if reason:
         raise CannotRun(reason)
     return adapter

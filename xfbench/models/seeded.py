@@ -5,7 +5,7 @@ through the host on its way to a GPU.
 Each value is a function of the seed, the parameter's index and the element's flat index
 in the canonical (ONNX) layout: a 32-bit integer hash (Wellons' lowbias32) that numpy,
 PyTorch and JAX compute alike with integer operations where the tensor lives. Its top 24
-bits give an integer m in (-2^23, 2^23), exact in float32, times the parameter's amplitude
+bits give an integer m in [-2^23, 2^23), exact in float32, times the parameter's amplitude
 over 2^23 as one float32 constant: one IEEE-rounded product, the same bits everywhere. A
 uniform value of amplitude a has standard deviation a / sqrt(3), so a parameter whose
 canonical init is normal with std s is drawn uniform of amplitude s sqrt(3).
@@ -105,7 +105,7 @@ def plan(spec: Spec) -> list[Draw]:
 
 
 def _m(h):
-    """The top 24 bits of a hash as a signed integer in (-2^23, 2^23)."""
+    """The top 24 bits of a hash as a signed integer in [-2^23, 2^23)."""
     return (h >> 8) - (1 << 23)
 
 
@@ -146,10 +146,11 @@ def torch_value(draw: Draw, device, dtype, seed: int = 0):
     return out.view(draw.shape)
 
 
-def jax_value(draw: Draw, device, dtype, seed: int = 0):
+def jax_value(draw: Draw, device, dtype, seed: int = 0, *, transposed: bool = False):
     """The parameter made on device by JAX (uint32 arithmetic, which wraps as the hash
     means; float32, then dtype), one compiled program a shape: a full-size decoder's 388
-    parameters take about ten compilations."""
+    parameters take six compilations. transposed: a matrix made in the (in, out) layout
+    (the transpose inside the same program: no second copy of it)."""
     import jax
     import jax.numpy as jnp
 
@@ -157,7 +158,10 @@ def jax_value(draw: Draw, device, dtype, seed: int = 0):
         return jax.device_put(jnp.full(draw.shape, draw.constant, dtype), device)
     amplitudes = jax.device_put(draw.row_amplitudes(), device)
     key = jax.device_put(np.uint32(_key(seed, draw.index)), device)
-    return _jax_made()(amplitudes, key, shape=draw.shape, dtype=jnp.dtype(dtype).name)
+    made = _jax_made()
+    return made(
+        amplitudes, key, shape=draw.shape, dtype=jnp.dtype(dtype).name, transposed=transposed
+    )
 
 
 @functools.cache
@@ -165,11 +169,12 @@ def _jax_made():
     import jax
     import jax.numpy as jnp
 
-    def make(amplitudes, key, *, shape: tuple[int, ...], dtype: str):
+    def make(amplitudes, key, *, shape: tuple[int, ...], dtype: str, transposed: bool):
         counter = jnp.arange(math.prod(shape), dtype=jnp.uint32)
         h = hashed(counter + key, jnp.uint32)
         m = (h >> jnp.uint32(8)).astype(jnp.int32) - (1 << 23)
         values = m.astype(jnp.float32).reshape(amplitudes.shape[0], -1) * amplitudes[:, None]
-        return values.astype(dtype).reshape(shape)
+        values = values.astype(dtype).reshape(shape)
+        return values.T if transposed else values
 
-    return jax.jit(make, static_argnames=("shape", "dtype"))
+    return jax.jit(make, static_argnames=("shape", "dtype", "transposed"))

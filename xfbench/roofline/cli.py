@@ -13,7 +13,7 @@ from xfbench import command_line
 from xfbench.errors import UsageError
 from xfbench.generation.cell import lengths
 from xfbench.harness.selection import normalize_device
-from xfbench.models import NETWORKS, SCALES, Spec, get_spec
+from xfbench.models import DECODERS, NETWORKS, SCALES, Spec, get_spec
 from xfbench.roofline.profile import VALUE_BYTES, plot, table
 
 
@@ -88,8 +88,10 @@ def main(argv: list[str] | None = None) -> int:
     if isinstance(args, int):
         return args
     try:
-        if args.network not in NETWORKS:
-            raise UsageError(f"unknown network {args.network!r}; valid: {', '.join(NETWORKS)}")
+        # a decoder of DECODERS has a decode step's roofline only (--task generate)
+        known = [*NETWORKS, *(DECODERS if args.task == "generate" else ())]
+        if args.network not in known:
+            raise UsageError(f"unknown network {args.network!r}; valid: {', '.join(known)}")
         for name, value, valid in (
             ("--task", args.task, ("infer", "train", "generate")),
             ("--precision", args.precision, tuple(VALUE_BYTES)),
@@ -184,7 +186,9 @@ def _decode(args, spec: Spec) -> int:
     try:
         if spec.id not in NETWORKS:
             raise UsageError(f"--task generate: {spec.id} does not generate; valid: {NETWORKS}")
-        [pair] = lengths(args.lengths, spec.scale) if "," not in args.lengths else [None]
+        [pair] = (
+            lengths(args.lengths, spec.scale, (spec.id,)) if "," not in args.lengths else [None]
+        )
         if pair is None:
             raise UsageError("--lengths: one ISL/OSL pair")
         given = {

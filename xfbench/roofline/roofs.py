@@ -81,11 +81,20 @@ class Stopped(Exception):
     """A measurement stopped at its wall-clock limit; the message says where."""
 
 
+# A stopped measurement's product still running (it cannot be interrupted), if any: a
+# later roof then would share the CPUs with it, and its thread limits could be reset under
+# it as that product ends, so no later roof is measured while it runs (_keep).
+_IN_FLIGHT: list[threading.Thread] = []
+# how long a stopped measurement's product in flight is waited for before giving up on it
+GRACE_S = 1.0
+
+
 def capped(limit_s: float, measure):
     """measure(stop)'s value, measured in a thread of its own and waited for limit_s at
-    most: a product in flight cannot be interrupted, so past the limit it is left to end
-    in its thread, `stop` is set (the measurement starts nothing more) and Stopped is
-    raised. measure's own exceptions are raised here."""
+    most: a product in flight cannot be interrupted, so past the limit `stop` is set (the
+    measurement starts nothing more), that product is waited for GRACE_S more, left to
+    end in its thread (_IN_FLIGHT) if it has not, and Stopped is raised. measure's own
+    exceptions are raised here."""
     stop = threading.Event()
     done: dict = {}
 
@@ -100,6 +109,9 @@ def capped(limit_s: float, measure):
     worker.join(limit_s)
     if worker.is_alive():
         stop.set()
+        worker.join(GRACE_S)
+        if worker.is_alive():
+            _IN_FLIGHT.append(worker)
         raise Stopped(f"stopped at its {limit_s:g} s limit (a wall-clock cap)")
     if "error" in done:
         raise done["error"]
@@ -315,7 +327,15 @@ def cpu_half_peaks(threads: int) -> dict:
 
 def _keep(out: dict, name: str, limit_s: float, measure) -> None:
     """out[name] = measure's value within limit_s, or None and out["stopped"][name], why:
-    a peak stopped at its limit is recorded, never dropped."""
+    a peak stopped at its limit is recorded, never dropped. While an earlier roof's product
+    still runs, it is not measured (it would share the CPUs with that product): the same."""
+    _IN_FLIGHT[:] = [t for t in _IN_FLIGHT if t.is_alive()]
+    if _IN_FLIGHT:
+        out[name] = None
+        out.setdefault("stopped", {})[name] = (
+            "not measured: an earlier roof's product, stopped at its limit, was still running"
+        )
+        return
     try:
         out[name] = capped(limit_s, measure)
     except Stopped as e:

@@ -36,8 +36,12 @@ from xfbench.models import layers as L
 
 def kernels(params: dict) -> dict:
     """The parameters with each layer's matrix as flax's Dense keeps it, (in, out)."""
-    return {name: w.T if w.ndim == 2 and not name.startswith("embed.") else w
-            for name, w in params.items()}  # fmt: skip
+    return {name: w.T if _kernel(name, w.shape) else w for name, w in params.items()}
+
+
+def _kernel(name: str, shape: tuple) -> bool:
+    """Whether a canonical parameter is a layer's matrix, which kernels() transposes."""
+    return len(shape) == 2 and not name.startswith("embed.")
 
 
 def dense(x, params, name: str):
@@ -217,9 +221,10 @@ class JaxGenerator(Generator):
         dtype = COMPUTE_DTYPES[cell.precision]
         self.made = weights if isinstance(weights, seeded.Made) else None
         if self.made:  # made on the device, never on the host
-            made = {d.name: seeded.jax_value(d, self.device, dtype, self.made.seed)
-                    for d in seeded.plan(spec)}  # fmt: skip
-            self.params = kernels(made)
+            # each matrix made in the layout kernels() gives, never held twice
+            self.params = {d.name: seeded.jax_value(d, self.device, dtype, self.made.seed,
+                                                    transposed=_kernel(d.name, d.shape))
+                           for d in seeded.plan(spec)}  # fmt: skip
         else:
             held = jax.tree.map(lambda a: a.astype(dtype), kernels(to_jax(spec, weights)))
             self.params = jax.device_put(held, self.device)
@@ -316,10 +321,14 @@ class JaxGenerator(Generator):
         if self.made is None:
             raise ValueError("reference_logits: the weights were not made on the device")
         dtype = COMPUTE_DTYPES[self.precision]
-        params = {d.name: seeded.jax_value(d, self.device, dtype, self.made.seed).astype(jnp.float32)
-                  for d in seeded.plan(self.spec)}  # fmt: skip
+        if dtype == jnp.float32:  # the cell's own weights; kernels() undone in the program
+            params = self.params
+        else:  # made again, widened to float32 (in kernels' layout, as self.params)
+            params = {d.name: seeded.jax_value(d, self.device, dtype, self.made.seed,
+                                               transposed=_kernel(d.name, d.shape))
+                      .astype(jnp.float32) for d in seeded.plan(self.spec)}  # fmt: skip
         tokens = jax.device_put(sequence.astype(np.int32), self.device)
-        forward = jax.jit(lambda p, t: apply(self.spec, p, t, jnp.float32))
+        forward = jax.jit(lambda p, t: apply(self.spec, kernels(p), t, jnp.float32))
         with jax.default_matmul_precision("highest"):
             return np.asarray(forward(params, tokens), np.float32)
 
