@@ -182,3 +182,14 @@ def test_every_half_type_path_is_behind_a_check():
         f"{new} compute in a half type: keep it off a CPU without that arithmetic "
         "(machine.half_arithmetic) and list it in CHECKED with the check that does"
     )
+
+
+def test_the_int8_record_names_each_cpus_dot_product_instructions():
+    """What int8_cpu_isa says, x86 and ARM alike, and "unknown" where flags were unread."""
+    from xfbench.adapters import int8
+
+    assert int8.isa(FLAGS["graviton3"]) == "I8MM (SMMLA)"
+    assert int8.isa(FLAGS["graviton2"]) == "dot product (SDOT)"
+    assert int8.isa(FLAGS["zen3"]) == "no VNNI, AMX or SDOT"
+    assert int8.isa(["avx2", "avx512f", "avx512_vnni"]) == "AVX-512 VNNI"  # a Zen 4
+    assert int8.isa(["unknown"]).startswith("unknown")

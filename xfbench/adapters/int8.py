@@ -49,18 +49,26 @@ def drift(int8_logits: np.ndarray, fp32_logits: np.ndarray) -> dict:
     }
 
 
-def isa() -> str:
-    """The int8 dot-product instructions this CPU offers (the libraries dispatch to the
-    widest they have): AMX, AVX-512 VNNI, AVX-VNNI, or none (plain AVX2/AVX-512 integer
-    multiplies)."""
-    flags = set(machine.cpu()["isa"])
-    if "amx_int8" in flags:
-        return "AMX-INT8"
-    if "avx512_vnni" in flags:
-        return "AVX-512 VNNI"
-    if "avx_vnni" in flags:
-        return "AVX-VNNI"
-    return "no VNNI or AMX"
+# The int8 dot-product instructions, widest first, by the flag that says a CPU has them:
+# x86's AMX, AVX-512 VNNI and AVX-VNNI; aarch64's 8-bit matrix multiply (FEAT_I8MM, SMMLA)
+# and dot product (FEAT_DotProd, SDOT)
+INT8_DOT = (
+    ("amx_int8", "AMX-INT8"),
+    ("avx512_vnni", "AVX-512 VNNI"),
+    ("avx_vnni", "AVX-VNNI"),
+    ("i8mm", "I8MM (SMMLA)"),
+    ("asimddp", "dot product (SDOT)"),
+)
+
+
+def isa(flags=None) -> str:
+    """The int8 dot-product instructions this CPU (or these ISA flags) offers, the widest
+    (the libraries dispatch to it), or none (plain integer multiplies); "unknown" where the
+    CPU's flags could not be read."""
+    have = set(machine.cpu()["isa"] if flags is None else machine.isa(flags))
+    if machine.UNKNOWN in have:
+        return "unknown (the CPU's flags could not be read)"
+    return next((name for flag, name in INT8_DOT if flag in have), "no VNNI, AMX or SDOT")
 
 
 _LAST: dict = {}

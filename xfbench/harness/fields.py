@@ -260,7 +260,7 @@ ADAPTER = (
         "int8_cpu_isa",
         "str",
         "the int8 dot-product instructions the CPU offers, which the kernels dispatch to: "
-        "AMX-INT8, AVX-512 VNNI, AVX-VNNI, or 'no VNNI or AMX' (ONEDNN_MAX_CPU_ISA can lower "
+        "AMX-INT8, AVX-512 VNNI, AVX-VNNI, I8MM (SMMLA), dot product (SDOT), 'no VNNI, AMX or SDOT', or unknown (ONEDNN_MAX_CPU_ISA can lower "
         "oneDNN's)",
         when=INT8,
     ),
