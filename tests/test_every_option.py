@@ -279,3 +279,23 @@ def test_a_usage_error_its_code_raises_late_is_still_one_line(monkeypatch, capsy
     monkeypatch.setattr(history, "main", late)
     assert cli.main(["noise", "x"]) == 2
     assert capsys.readouterr().err == "xfbench noise: --into cannot be written, found late\n"
+
+
+def test_the_kinds_take_the_values_they_are_for(tmp_path):
+    """Each kind refuses the wrong values above, and takes the right ones: a share as 5 %
+    or 0.05, zero where a count may be, a path to write that does not exist yet, a run, and
+    its checks of paths never touch another machine's disk when planning (PLANNING_KINDS)."""
+    from xfbench import command_line as cl
+
+    assert cl.SHARE("5%") == "5%" and cl.SHARE("0.05") == "0.05"
+    assert cl.KINDS["count or zero"]("0") == "0" and cl.KINDS["count"]("4") == "4"
+    assert cl.KINDS["whole numbers"]("1,2,4") == "1,2,4"  # --threads
+    assert cl.KINDS["minutes"]("0.5") == "0.5" and cl.WORD("cuda:0") == "cuda:0"
+    new = tmp_path / "not" / "yet"
+    assert cl.OUTPUT_FOLDER(str(new)) == str(new) and not new.exists()
+    (tmp_path / "run.json").write_text("{}")
+    assert cl.RUN(str(tmp_path / "run.json")) == str(tmp_path / "run.json")
+    elsewhere = "/nonexistent-machine/results/acceptance/results"
+    assert cl.PLANNING_KINDS["output folder"](elsewhere) == elsewhere
+    with pytest.raises(argparse.ArgumentTypeError, match="cannot be read"):
+        cl.FILE("x" * 300)  # a name too long for the file system: one line, no traceback

@@ -67,6 +67,10 @@ class Kind:
             return self.check(text)
         except UsageError as e:
             raise argparse.ArgumentTypeError(str(e)) from None
+        except OSError as e:  # a name too long, a folder this user may not enter
+            raise argparse.ArgumentTypeError(
+                f"cannot be read: {text} ({e.strerror or e})"
+            ) from None
 
     def __repr__(self) -> str:
         return f"Kind({self.kind!r})"
@@ -225,7 +229,7 @@ OUTPUT_FOLDER = Kind("output folder", lambda text: _writable(text, folder=True))
 
 # The kinds an option of the suites and of `xfbench run` declares by name (options.Option's
 # `kind`): `xfbench run` checks them where it parses its command line.
-KINDS = {
+KINDS: dict[str, Kind] = {
     "word": WORD,
     "whole numbers": WHOLE_NUMBERS,
     "count": whole_number_text(1),
@@ -237,6 +241,12 @@ KINDS = {
     "folder": FOLDER,
     "output folder": OUTPUT_FOLDER,
 }
+
+
+# The same kinds without the disk: a plan made of a command line that ran elsewhere (a GPU
+# window's, recorded: acceptance/reference.py) names that machine's folders, which need not
+# exist or be writable here.
+PLANNING_KINDS = {**KINDS, "folder": TEXT, "output folder": TEXT}
 
 
 def output_path(option: str, value: str | None, *, folder: bool = False) -> Path | None:

@@ -211,6 +211,9 @@ def _decode(args, spec: Spec) -> int:
                   file=sys.stderr)  # fmt: skip
             return 1
         print(f"roofs measured now at {n} thread(s): {roofs.METHOD}", file=sys.stderr)
+        if given["peak"] is None and not isinstance(own, (int, float)):
+            print(f"xfbench profile: no {args.precision} peak measured here: the fp32 peak "
+                  "stands in for it (--peak gives one)", file=sys.stderr)  # fmt: skip
     batches = [args.batch_size] if args.batch_size else [2**i for i in range(10)]
     print(
         decode.table(

@@ -287,7 +287,8 @@ def measure_roofs(plan: Plan, folder: RunFolder, quiet: bool) -> dict:
     wanted = roof_targets(plan.selection)
     path = folder.root / "roofs.json"
     for name, where in wanted.items():
-        if "error" not in (read_json(path) or {}).get(name, {"error": "not yet"}):
+        known = (read_json(path) or {}).get(name, {"error": "not yet"})
+        if "error" not in known and not known.get("stopped"):  # a roof stopped: again
             continue
         if not quiet:
             what = f"{where[1]} thread(s)" if where[0] == "--threads" else where[1]

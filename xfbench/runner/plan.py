@@ -113,8 +113,10 @@ def make_suite_plan(args) -> Plan:
 
 
 def plan_of(argv: list[str]) -> Plan:
-    """The plan `xfbench run ARGV` would run, measuring nothing (UsageError: one line)."""
+    """The plan `xfbench run ARGV` would run, measuring nothing (UsageError: one line); its
+    paths are not checked against this machine's disk (PLANNING_KINDS: ARGV may have run on
+    another, a GPU window's)."""
     declared()  # every suite's options
     p = command_line.ArgumentParser(prog="xfbench run")
-    options.add_run_arguments(p, command_line.KINDS)
+    options.add_run_arguments(p, command_line.PLANNING_KINDS)
     return make_suite_plan(p.parse_args(argv))
