@@ -97,25 +97,13 @@ def _decode(c: Context) -> list[Step]:
     first. A cell already measured in the same window (the first part's batch-1 fp32
     cudagraph cell) is not measured again: the sweeps share one results folder."""
     torch_steps = [
-        Step(
-            name=f"decode-torch-b{batch}",
-            part=part,
-            cap_s=cap,
-            argv=sweep_command(
-                "--suite=generation",
-                "--framework=torch",
-                "--mode=cudagraph,loop",
-                "--precision=fp32,bf16",
-                f"--batch-size={SMOKE_BATCH[batch] if c.preset == 'smoke' else batch}",
-                *c.sweep,
-            ),
-            what=f"GPT-2 decoding at batch {batch}, 128/128, fp32 and bf16, in PyTorch's "
-            "CUDA graphs (a graph a step) and loop mode (a generation's steps one graph), "
-            "compiled as its own fast decoding compiles it: TPOT, its kernels and gaps, the "
-            "tokens checked",
-        )
+        _torch_decode(c, f"decode-torch-b{batch}", part, cap, batch, ("--precision=fp32,bf16",),
+                      what=f"GPT-2 decoding at batch {batch}, 128/128, fp32 and bf16, in "
+                      "PyTorch's CUDA graphs (a graph a step) and loop mode (a generation's "
+                      "steps one graph), compiled as its own fast decoding compiles it: TPOT, "
+                      "its kernels and gaps, the tokens checked")
         for batch, part, cap in DECODE
-    ]
+    ]  # fmt: skip
     jax_bf16 = Step(
         name="decode-jax-bf16",
         part="decode",
@@ -145,30 +133,17 @@ DECODER = (("1", "decode-6.7b", 300), ("8", "decode-6.7b-b8", 300), ("64", "deco
 
 
 def _decoder(c: Context) -> list[Step]:
-    """The decoder's steps; the CPU's rehearsal decodes PyTorch's eagerly (CUDA graphs
-    replay only on a GPU, and a step whose every cell skipped would fail)."""
-    modes = "cudagraph,loop" if c.device != "cpu" else "eager"
+    """The 6.7B decoder's steps."""
     torch_steps = [
-        Step(
-            name=f"decode-6.7b-torch-b{batch}",
-            part=part,
-            cap_s=cap,
-            argv=sweep_command(
-                "--suite=generation",
-                "--model=gpt3_6_7b",
-                "--framework=torch",
-                f"--mode={modes}",
-                "--precision=bf16",
-                f"--batch-size={SMOKE_BATCH[batch] if c.preset == 'smoke' else batch}",
-                *c.sweep,
-            ),
-            what=f"GPT-3 6.7B's shape (GPT-2's layers; 13.3 GB of bf16 weights made on the "
-            f"device) decoding at batch {batch}, 128/128, bf16, in PyTorch's CUDA graphs and "
-            "loop mode: TPOT against the step's bound at the measured bandwidth, the tokens "
-            "checked against the same network in float32 on the device",
-        )
+        _torch_decode(c, f"decode-6.7b-torch-b{batch}", part, cap, batch,
+                      ("--model=gpt3_6_7b", "--precision=bf16"),
+                      what=f"GPT-3 6.7B's shape (GPT-2's layers; 13.3 GB of bf16 weights made "
+                      f"on the device) decoding at batch {batch}, 128/128, bf16, in PyTorch's "
+                      "CUDA graphs and loop mode: TPOT against the step's bound at the "
+                      "measured bandwidth, the tokens checked against the same network in "
+                      "float32 on the device")
         for batch, part, cap in DECODER
-    ]
+    ]  # fmt: skip
     jax_step = Step(
         name="decode-6.7b-jax",
         part="decode-6.7b",
@@ -185,6 +160,28 @@ def _decoder(c: Context) -> list[Step]:
         "loop mode, the tokens checked against the same network in float32 on the device",
     )
     return [*torch_steps, jax_step]
+
+
+def _torch_decode(c: Context, name: str, part: str, cap: int, batch: str, chosen: tuple,
+                  *, what: str) -> Step:  # fmt: skip
+    """One batch size's PyTorch decode step in CUDA graphs and the loop mode; the CPU's
+    rehearsal decodes eagerly (CUDA graphs replay only on a GPU, and a step whose every
+    cell skipped would fail) at smoke's batch sizes."""
+    modes = "cudagraph,loop" if c.device != "cpu" else "eager"
+    return Step(
+        name=name,
+        part=part,
+        cap_s=cap,
+        argv=sweep_command(
+            "--suite=generation",
+            *chosen,
+            "--framework=torch",
+            f"--mode={modes}",
+            f"--batch-size={SMOKE_BATCH[batch] if c.preset == 'smoke' else batch}",
+            *c.sweep,
+        ),
+        what=what,
+    )
 
 
 def _decoding(c: Context, precision: str) -> list[Step]:

@@ -287,6 +287,27 @@ def gpt2(width: float = 1.0, size: int | None = None) -> Spec:
     """GPT-2 small (124 M) with its tied language-model head."""
     n, d, heads, ff = _transformer_dims(width)
     vocab, positions = _w(50257, width), 1024 if width == 1 else 64
+    return _gpt("gpt2", "GPT-2 small (124M)", (n, d, heads, ff), vocab, positions, size,
+                accelerator_geometry=(1024, 64))  # fmt: skip
+
+
+def gpt3_6_7b(width: float = 1.0, size: int | None = None) -> Spec:
+    """GPT-2's layers at GPT-3 6.7B's shape (Brown et al. 2020, Table 2.1: 32 layers of
+    width 4,096, 32 heads of 128, 2,048 positions), the vocabulary padded to 50,304 (a
+    multiple of 64, as llm.c pads GPT-2's): 6.66 B parameters, 13.3 GB in bf16. Smoke: 2
+    layers of width 64 with 4 heads, as GPT-2's smoke network."""
+    d = 4096 if width == 1 else _w(4096, width)
+    dims = (32, d, 32, 4 * d) if width == 1 else (2, d, 4, 4 * d)
+    vocab, positions = _w(50304, width), 2048 if width == 1 else 64
+    return _gpt("gpt3_6_7b", "GPT-3 6.7B's shape, GPT-2's layers", dims, vocab, positions, size)
+
+
+def _gpt(
+    id: str, paper: str, dims: tuple[int, int, int, int], vocab: int, positions: int,
+    size: int | None, accelerator_geometry: tuple[int, int] | None = None,
+) -> Spec:  # fmt: skip
+    """GPT-2's decoder at (layers, width, heads, feed-forward), with its tied head."""
+    n, d, heads, ff = dims
     layers: list = [TokenEmbedding("embed", vocab, d, positions)]
     # GPT-2 scales the residual projections' initial weights by 1/sqrt(2 x layers), each
     # layer adding two of them to the residual stream (Radford et al. 2019, nanoGPT)
@@ -300,8 +321,8 @@ def gpt2(width: float = 1.0, size: int | None = None) -> Spec:
     ]  # fmt: skip
     layers += [LayerNorm("final_ln", 1e-5), TiedLMHead("lm", vocab, tied="embed.word")]
     return Spec(
-        id="gpt2",
-        paper_name="GPT-2 small (124M)",
+        id=id,
+        paper_name=paper,
         input_shape=(size or CPU_TOKENS,),
         classes=vocab,
         layers=tuple(layers),
@@ -311,42 +332,7 @@ def gpt2(width: float = 1.0, size: int | None = None) -> Spec:
         objective="next_token",
         **_GPT2_ADAMW,
         clip_norm=1.0,
-        accelerator_geometry=(1024, 64),
-    )
-
-
-def gpt3_6_7b(width: float = 1.0, size: int | None = None) -> Spec:
-    """GPT-2's layers at GPT-3 6.7B's shape (Brown et al. 2020, Table 2.1: 32 layers of
-    width 4,096, 32 heads of 128, 2,048 positions), the vocabulary padded to 50,304 (a
-    multiple of 64, as llm.c pads GPT-2's): 6.66 B parameters, 13.3 GB in bf16. Smoke: 2
-    layers of width 64 with 4 heads, as GPT-2's smoke network."""
-    if width == 1:
-        n, d, heads, ff = 32, 4096, 32, 4 * 4096
-    else:
-        n, d, heads, ff = 2, _w(4096, width), 4, 4 * _w(4096, width)
-    vocab, positions = _w(50304, width), 2048 if width == 1 else 64
-    layers: list = [TokenEmbedding("embed", vocab, d, positions)]
-    residual = INIT_STD / math.sqrt(2 * n)
-    layers += [
-        TransformerBlock(
-            f"layer{i}", heads, ff, eps=1e-5, causal=True, pre_norm=True, gelu="tanh",
-            residual_std=residual,
-        )
-        for i in range(n)
-    ]  # fmt: skip
-    layers += [LayerNorm("final_ln", 1e-5), TiedLMHead("lm", vocab, tied="embed.word")]
-    return Spec(
-        id="gpt3_6_7b",
-        paper_name="GPT-3 6.7B's shape, GPT-2's layers",
-        input_shape=(size or CPU_TOKENS,),
-        classes=vocab,
-        layers=tuple(layers),
-        batch_size=CPU_BATCH,
-        input_kind="tokens",
-        vocab=vocab,
-        objective="next_token",
-        **_GPT2_ADAMW,
-        clip_norm=1.0,
+        accelerator_geometry=accelerator_geometry,
     )
 
 
