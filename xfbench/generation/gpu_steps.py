@@ -97,7 +97,8 @@ def _decode(c: Context) -> list[Step]:
     first. A cell already measured in the same window (the first part's batch-1 fp32
     cudagraph cell) is not measured again: the sweeps share one results folder."""
     torch_steps = [
-        _torch_decode(c, f"decode-torch-b{batch}", part, cap, batch, ("--precision=fp32,bf16",),
+        _torch_decode(c, f"decode-torch-b{batch}", part, cap=cap, batch=batch,
+                      chosen=("--precision=fp32,bf16",),
                       what=f"GPT-2 decoding at batch {batch}, 128/128, fp32 and bf16, in "
                       "PyTorch's CUDA graphs (a graph a step) and loop mode (a generation's "
                       "steps one graph), compiled as its own fast decoding compiles it: TPOT, "
@@ -135,8 +136,8 @@ DECODER = (("1", "decode-6.7b", 300), ("8", "decode-6.7b-b8", 300), ("64", "deco
 def _decoder(c: Context) -> list[Step]:
     """The 6.7B decoder's steps."""
     torch_steps = [
-        _torch_decode(c, f"decode-6.7b-torch-b{batch}", part, cap, batch,
-                      ("--model=gpt3_6_7b", "--precision=bf16"),
+        _torch_decode(c, f"decode-6.7b-torch-b{batch}", part, cap=cap, batch=batch,
+                      chosen=("--model=gpt3_6_7b", "--precision=bf16"),
                       what=f"GPT-3 6.7B's shape (GPT-2's layers; 13.3 GB of bf16 weights made "
                       f"on the device) decoding at batch {batch}, 128/128, bf16, in PyTorch's "
                       "CUDA graphs and loop mode: TPOT against the step's bound at the "
@@ -162,8 +163,8 @@ def _decoder(c: Context) -> list[Step]:
     return [*torch_steps, jax_step]
 
 
-def _torch_decode(c: Context, name: str, part: str, cap: int, batch: str, chosen: tuple,
-                  *, what: str) -> Step:  # fmt: skip
+def _torch_decode(c: Context, name: str, part: str, *, cap: int, batch: str, chosen: tuple,
+                  what: str) -> Step:  # fmt: skip
     """One batch size's PyTorch decode step in CUDA graphs and the loop mode; the CPU's
     rehearsal decodes eagerly (CUDA graphs replay only on a GPU, and a step whose every
     cell skipped would fail) at smoke's batch sizes."""

@@ -287,8 +287,8 @@ def gpt2(width: float = 1.0, size: int | None = None) -> Spec:
     """GPT-2 small (124 M) with its tied language-model head."""
     n, d, heads, ff = _transformer_dims(width)
     vocab, positions = _w(50257, width), 1024 if width == 1 else 64
-    return _gpt("gpt2", "GPT-2 small (124M)", (n, d, heads, ff), vocab, positions, size,
-                accelerator_geometry=(1024, 64))  # fmt: skip
+    return _gpt("gpt2", "GPT-2 small (124M)", (n, d, heads, ff), vocab=vocab,
+                positions=positions, size=size, accelerator_geometry=(1024, 64))  # fmt: skip
 
 
 def gpt3_6_7b(width: float = 1.0, size: int | None = None) -> Spec:
@@ -299,11 +299,12 @@ def gpt3_6_7b(width: float = 1.0, size: int | None = None) -> Spec:
     d = 4096 if width == 1 else _w(4096, width)
     dims = (32, d, 32, 4 * d) if width == 1 else (2, d, 4, 4 * d)
     vocab, positions = _w(50304, width), 2048 if width == 1 else 64
-    return _gpt("gpt3_6_7b", "GPT-3 6.7B's shape, GPT-2's layers", dims, vocab, positions, size)
+    return _gpt("gpt3_6_7b", "GPT-3 6.7B's shape, GPT-2's layers", dims, vocab=vocab,
+                positions=positions, size=size)  # fmt: skip
 
 
 def _gpt(
-    id: str, paper: str, dims: tuple[int, int, int, int], vocab: int, positions: int,
+    id: str, paper: str, dims: tuple[int, int, int, int], *, vocab: int, positions: int,
     size: int | None, accelerator_geometry: tuple[int, int] | None = None,
 ) -> Spec:  # fmt: skip
     """GPT-2's decoder at (layers, width, heads, feed-forward), with its tied head."""
