@@ -1,31 +1,31 @@
 """`xfbench compare BASE NEW`: each cell of two runs, or two sets of runs, as a ratio of
-times with its interval and a verdict; a summary line with the power the noise allows; an
-exit code that means one thing each: 0 no regression beyond --fail-above, 1 a regression
-beyond it or a cell measured in BASE that failed or is missing in NEW, 3 a cell that
-cannot tell (--cannot-tell-ok: 0), 2 bad input (one line).
+times with its interval and a verdict that interval says; a summary line with each cell's
+chance of catching a regression; an exit code that means one thing each: 0 no regression
+that may reach past --fail-above, 1 such a regression or a cell measured in BASE that failed
+(in any NEW run) or is missing in NEW, 3 a cell that cannot tell (--cannot-tell-ok: 0), 2 bad
+input (one line).
 
 BASE and NEW are each a runner folder or pytest-benchmark JSON file, or several joined by
-commas (the runs of one side). A cell is the per-core score's (network, task, framework,
-mode, precision, batch, and its thread count or device; report/score.py), one process:
-training and inference cells, Offline serving (seconds per batch) and generation (seconds
-per generation). Its time on a side is the geometric mean of that side's runs' medians,
-and the ratio is NEW's over BASE's (above 1: slower).
+commas (the runs of one side; one run given twice is refused). A cell is the per-core
+score's (network, task, framework, mode, precision, batch, and its thread count or device;
+report/score.py), one process: training and inference cells, Offline serving (seconds per
+batch) and generation (seconds per generation). Its time on a side is the geometric mean of
+that side's runs' medians, and the ratio is NEW's over BASE's (above 1: slower).
 
-How a cell is judged: the difference of the two sides' mean log medians over its standard
-error is Student's t, its scale and degrees of freedom from where the noise is known, in
-this order: the machine's own history (--noise FILE, fitted by `xfbench noise` from three
-runs of it or more; the cell's own spread where wider); the runs in front of it, wherever
-a side has two or more (Welch-Satterthwaite on the cell's own spread: its degrees of
-freedom are what that spread rests on); else, for a CPU cell, the prior shipped with the
-package (report/noise.py: other machines' runs), said as such. A GPU cell with one run a
-side and no history is not judged: cannot tell. Every cell compared is one family of
-tests: a cell is a regression or an improvement only where Benjamini-Hochberg at 5 %
-across all of them rejects "no change" (nothing changed, a false verdict at all in at most
-5 % of comparisons). Otherwise it is within noise where its own 95 % interval excludes a
-regression of --fail-above, and "cannot tell" where it does not. The power: for each kind
-of cell, the runs a side that detect a regression of --fail-above with 80 % and 95 %
-probability at the family's level for one cell (5 % over the cells judged), from the noise
-in use.
+How a cell is judged: its statistic is the difference of the two sides' mean log medians
+over its standard error; the variance behind that error comes from, in this order, the
+machine's own history (--noise FILE, kept by `xfbench noise` from its runs) pooled with the
+runs in front and moderated across the cell's kind; the runs in front alone (Welch, or
+moderated); else, for a CPU cell, the prior shipped with the package (report/noise.py: other
+machines' runs), said as such. A GPU cell with one run a side and no history is not judged.
+Every cell compared is one family, one-sided each way: the critical values (report/family.py)
+come from A/A splits of the history where it holds ten runs or more, else from each cell's t
+at Sidak's level (the prior's tails, t(3) to t(5)). The interval printed is the family's:
+its low end the one-sided bound a regression is called by, its high end the bound an
+improvement or "within noise" is. Slower where the low end is above 1; faster where the high
+end is below 1; within noise where the high end is below 1 + --fail-above; else cannot tell.
+The stage's level (4 % a false regression at all, where nothing changed; a second stage of
+fresh alternated runs of the cells it cannot tell, --stage 2, 1 %) says how often.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 from xfbench import command_line
-from xfbench.report import noise
+from xfbench.report import family, noise
 from xfbench.report import runs as over
 
 VERDICTS = (
@@ -51,8 +51,6 @@ VERDICTS = (
 )
 FAILING = ("failed in NEW", "missing in NEW")  # counted as failures: exit 1
 DEFAULT_FAIL_ABOVE = 0.05
-FAMILY_Q = 0.05  # Benjamini-Hochberg's level across the cells compared
-LEVEL = 0.95  # each cell's own interval
 
 
 @dataclass
@@ -63,9 +61,9 @@ class Verdict:
     base_s: float | None  # geometric mean over BASE's runs, seconds (per batch, or generation)
     new_s: float | None
     ratio: float | None  # new_s / base_s
-    low: float | None  # the ratio's own 95 % interval
+    low: float | None  # the ratio's interval, the family's: each end a one-sided bound
     high: float | None
-    p: float | None  # two-sided, of "no change"
+    p: float | None  # one-sided, of "not slower", the cell alone (not the family's)
     verdict: str
     how: str  # what the interval rests on
     base_runs: int
@@ -73,6 +71,9 @@ class Verdict:
     runs_needed: int | None = None  # a side, to detect --fail-above with 80 % power
     df: float | None = None  # of its t, where judged
     se: float | None = None  # of its log ratio, where judged
+    critical: float | None = None  # the family's, its statistic's to be called slower
+    power: float | None = None  # the chance a cell slowed by --fail-above is called slower
+    new_failed: int = 0  # NEW runs it failed in, where no BASE run failed it
 
 
 @dataclass
@@ -83,6 +84,7 @@ class Cell:
     rounds: list[list[float]]  # each run's timed rounds (may be empty)
     accelerator: bool = False  # a GPU's or TPU's: never judged by the CPU prior
     failed: str = ""  # its failure's status where no run of the side measured it
+    failed_runs: int = 0  # runs of the side in which it failed
 
 
 def _cells(run) -> dict[str, Cell]:
@@ -98,12 +100,17 @@ def _cells(run) -> dict[str, Cell]:
         lengths = r.scale.replace("full", "").strip(", ")  # a generation's: 128/128 tokens
         name = f"{workload_name(key, 'per-core')}{', ' + lengths if lengths else ''}"
         name += f", batch {r.batch_size}"
-        if not r.ok:
-            out.setdefault(
-                name, Cell(r.network, r.task, [], [], accelerator=r.accelerator, failed=r.status)
-            )
-        elif not out.get(name, Cell("", "", [], [])).medians or r.median < out[name].medians[0]:
-            out[name] = Cell(r.network, r.task, [r.median], [r.rounds], accelerator=r.accelerator)
+        median = r.median if r.ok else None
+        if r.ok and not (median is not None and math.isfinite(median) and median > 0):
+            # a record with e2e or rate 0: no time to take the log of, so no verdict on it
+            median, status = None, f"not a time (median {r.median})"
+        else:
+            status = r.status
+        if median is None:
+            out.setdefault(name, Cell(r.network, r.task, [], [], accelerator=r.accelerator,
+                                      failed=status, failed_runs=1))  # fmt: skip
+        elif not out.get(name, Cell("", "", [], [])).medians or median < out[name].medians[0]:
+            out[name] = Cell(r.network, r.task, [median], [r.rounds], accelerator=r.accelerator)
     return out
 
 
@@ -116,7 +123,8 @@ def side(runs_cells: list[dict[str, Cell]]) -> dict[str, Cell]:
             if name in out:
                 have = out[name]
                 out[name] = Cell(c.network, c.task, have.medians + c.medians, have.rounds + c.rounds,
-                                 accelerator=c.accelerator, failed=have.failed or c.failed)  # fmt: skip
+                                 accelerator=c.accelerator, failed=have.failed or c.failed,
+                                 failed_runs=have.failed_runs + c.failed_runs)  # fmt: skip
             else:
                 out[name] = c
     return {name: c if not c.medians else replace(c, failed="") for name, c in out.items()}
@@ -135,6 +143,16 @@ class Noises:
     history_name: str = ""
     # this machine's cells: name -> (variance of the log median between its runs, dof)
     history_cells: dict = field(default_factory=dict)
+    runs: family.History | None = None  # its runs' cells, for the A/A critical values
+
+    def calibrates(self, name: str) -> bool:
+        """Whether the history holds enough runs of the cell to take its critical value from
+        A/A splits (family.HISTORY_RUNS)."""
+        return (
+            self.runs is not None
+            and self.runs.size >= family.HISTORY_RUNS
+            and name in self.runs.logs
+        )
 
     def model(self, cell: Cell):
         """(model, what it is) for a cell measured once a side: the history's, else the
@@ -325,7 +343,9 @@ def noise_of(name: str, base: Cell, new: Cell, noises: Noises, *, mod: Moderatio
     cell, the prior's; None where none is known (a GPU cell run once a side)."""
     nb, nn = len(base.medians), len(new.medians)
     model, what = noises.model(new)
-    own = own_noise(name, base, new, noises, mod=mod, most=tails(model))
+    # the history's A/A splits carry the real tails: no bound on the degrees of freedom
+    most = math.inf if noises.calibrates(name) else tails(model)
+    own = own_noise(name, base, new, noises, mod=mod, most=most)
     if own is not None:
         return own
     if model is None:
@@ -335,9 +355,9 @@ def noise_of(name: str, base: Cell, new: Cell, noises: Noises, *, mod: Moderatio
 
 def judge(name: str, base: Cell | None, new: Cell | None, noises: Noises, *,
           mods: dict | None = None) -> Verdict | None:  # fmt: skip
-    """One cell's ratio, its own interval and its p-value of "no change"; its verdict is
-    decided with the other cells' (decide)."""
-    from scipy.stats import t
+    """One cell's ratio, and the standard error and degrees of freedom of its log ratio;
+    its interval and verdict come with the other cells' (decide): they are one family."""
+    from scipy.special import stdtr
 
     if base is None or not base.medians:
         return _unjudged(name, base, new, verdict="new in NEW", how="not measured in BASE")
@@ -358,37 +378,27 @@ def judge(name: str, base: Cell | None, new: Cell | None, noises: Noises, *,
         low=None,
         high=None,
         p=None,
-        verdict="",
+        verdict="cannot tell",
         how="",
         base_runs=len(base.medians),
         new_runs=len(new.medians),
     )
+    if new.failed_runs and not base.failed_runs:  # flaky in NEW only: a failure of its own
+        verdict.new_failed = new.failed_runs
     if found is None:
-        verdict.verdict = "cannot tell"
         verdict.how = "no noise known: a GPU cell run once a side (run twice, or --noise)"
         return verdict
     se, df, how = found
-    half = float(t.ppf(0.5 + LEVEL / 2, df)) * se
-    verdict.low, verdict.high, verdict.how = math.exp(d - half), math.exp(d + half), how
-    verdict.df, verdict.se = df, se
-    verdict.p = float(2 * t.sf(abs(d) / se, df)) if se > 0 else float(d == 0)
+    if se <= 0:  # runs that agree to the last digit are copies, not a measured spread
+        verdict.how = f"{how}: no spread between the runs (the same run given twice?)"
+        return verdict
+    verdict.se, verdict.df, verdict.how = se, df, how
+    verdict.p = float(stdtr(df, -d / se))  # one-sided, of "not slower", this cell alone
     return verdict
 
 
-def rejected(p_values: list[float], q: float = FAMILY_Q) -> list[bool]:
-    """Benjamini-Hochberg at level q: which of the hypotheses are rejected."""
-    order = sorted(range(len(p_values)), key=lambda i: p_values[i])
-    m, last = len(p_values), -1
-    for rank, i in enumerate(order, start=1):
-        if p_values[i] <= rank * q / m:
-            last = rank
-    out = [False] * m
-    for rank, i in enumerate(order, start=1):
-        out[i] = rank <= last
-    return out
-
-
-POWERS = (0.8, 0.95)
+STAGE_ALPHA = {1: 0.04, 2: 0.01}  # a false regression at all: 5 % over the two stages
+WANTED_POWER = 0.8
 MOST_RUNS = 50
 
 
@@ -425,71 +435,69 @@ def runs_for_power(
     return high
 
 
-@dataclass(frozen=True)
-class Power:
-    """A kind's power: one run a side's log ratio is t(df_of(n)) x scale, judged at alpha.
-    Its t has the noise's variance: where the noise's tails are heavier than its t's, the
-    power is higher than said (tests/test_compare_calibration.py: a cell slowed 20 %, 3 runs
-    a side, caught 0.45 of the time where 0.29 was said; 5 a side, 0.53 and 0.52)."""
+def second_stage_runs(v: Verdict, undecided: int, fail_above: float) -> int | None:
+    """Alternated pairs of fresh runs (one BASE, one NEW each) that decide a cell compare
+    cannot tell with WANTED_POWER: judged in a second stage of just the `undecided` cells
+    at STAGE_ALPHA[2] (Sidak's one-sided level among them), its per-run variance and degrees
+    of freedom as known now. None: more than MOST_RUNS."""
+    per_run = v.se**2 / (1 / v.base_runs + 1 / v.new_runs)
+    # one-sided at the stage's level: power() is two-sided, so twice the alpha
+    alpha = 2 * (1 - (1 - STAGE_ALPHA[2]) ** (1 / undecided))
+    found = runs_for_power(math.sqrt(2 * per_run), lambda n, df=v.df: df, alpha=alpha,
+                           effect=math.log(1 + fail_above), wanted=WANTED_POWER)  # fmt: skip
+    return max(found, 2) if found else None  # two: B N N B, a linear drift cancelled
 
-    scale: float
-    df_of: object  # n runs a side -> degrees of freedom
-    alpha: float
-    effect: float
-    what: str
 
-    def at(self, n: int) -> float:
-        return power(self.scale, self.df_of, n, alpha=self.alpha, effect=self.effect)
-
-    def runs(self, wanted: float) -> int | None:
-        return runs_for_power(
-            self.scale, self.df_of, alpha=self.alpha, effect=self.effect, wanted=wanted
+def _criticals(judged: list[Verdict], noises: Noises, alpha: float) -> list[tuple]:
+    """(Critical, the verdicts it judges): the cells the machine's history calibrates by
+    A/A splits, the others by Sidak on their t; the family's alpha shared by their counts."""
+    calibrated = [v for v in judged if noises.calibrates(v.cell)]
+    others = [v for v in judged if not noises.calibrates(v.cell)]
+    out = []
+    if calibrated:
+        nb = max(v.base_runs for v in calibrated)
+        nn = max(v.new_runs for v in calibrated)
+        share = alpha * len(calibrated) / len(judged)
+        found = family.max_t(
+            noises.runs, [v.cell for v in calibrated], nb, nn, alpha=share, moderation=moderation
         )
-
-
-def kind_power(verdicts: list[Verdict], mods: dict, noises: Noises, *, fail_above: float,
-               runs: dict) -> dict[str, Power]:  # fmt: skip
-    """For each kind of cell judged, its Power at the family's level for one cell (FAMILY_Q
-    over the cells judged) against a regression of fail_above. The scale of one run a side's
-    log ratio: the history's or the prior's; with the runs in front, twice their kind's
-    moderated variance, on its d0 and the cell's own degrees (no more than its tails)."""
-    judged = [v for v in verdicts if v.p is not None]
-    if not judged:
-        return {}
-    alpha, effect = FAMILY_Q / len(judged), math.log(1 + fail_above)
-    out = {}
-    for kind in sorted({noise.kind_of(v.task, v.network)[0] for v in judged}):
-        mine = next(v for v in judged if noise.kind_of(v.task, v.network)[0] == kind)
-        mod = mods.get(kind)
-        model, what = noises.model(runs[mine.cell])
-        if mod is not None:
-            scale, most = math.sqrt(2 * mod.s0_2), tails(model)
-            what = "its cells' own spread" + (" (history)" if noises.history_cells else "")
-            # the degrees the cells' spread rests on: the kind's, the history's, the n runs'
-            kept = sorted(noises.history_cells[v.cell][1] for v in judged
-                          if v.cell in noises.history_cells)  # fmt: skip
-            dof = (kept[len(kept) // 2] if kept else 0) + mod.d0
-            df_of = lambda n, d=dof, t=most: min(d + 2 * n - 2, t)  # noqa: E731
-        elif model is not None:
-            scale, df_of = model.scale, (lambda n, df=model.df: df)
-        else:
-            continue
-        out[kind] = Power(scale=scale, df_of=df_of, alpha=alpha, effect=effect, what=what)
+        out.append((found, calibrated))
+    if others:
+        share = alpha * len(others) / len(judged)
+        out.append((family.sidak({v.cell: v.df for v in others}, share), others))
     return out
 
 
-def decide(verdicts: list[Verdict], fail_above: float, powers: dict) -> None:
-    """Each compared cell's verdict, the cells taken together (Benjamini-Hochberg)."""
-    judged = [v for v in verdicts if v.p is not None]
-    for v, changed in zip(judged, rejected([v.p for v in judged])):
-        if changed:
-            v.verdict = "regression" if v.ratio > 1 else "improvement"
-        elif v.high < 1 + fail_above:
-            v.verdict = "within noise"
-        else:
-            v.verdict = "cannot tell"
-            found = powers.get(noise.kind_of(v.task, v.network)[0])
-            v.runs_needed = found.runs(POWERS[0]) if found else None
+def decide(verdicts: list[Verdict], fail_above: float, noises: Noises, *,
+           stage: int = 1) -> list[str]:  # fmt: skip
+    """Each judged cell's interval, the family's (each end a one-sided bound at the stage's
+    level over every cell judged), and the verdict that interval says: slower (low above
+    1), faster (high below 1), within noise (high below 1 + fail_above), else cannot tell.
+    Returns what the critical values rest on."""
+    from scipy.special import stdtr
+
+    judged = [v for v in verdicts if v.se]
+    if not judged:
+        return []
+    effect = math.log(1 + fail_above)
+    families = _criticals(judged, noises, STAGE_ALPHA[stage])
+    for crit, group in families:
+        for v in group:
+            up, down = crit.of(v.cell)
+            d = math.log(v.ratio)
+            v.low, v.high, v.critical = math.exp(d - up * v.se), math.exp(d + down * v.se), up
+            stated = crit.power(v.cell, effect)
+            v.power = stated if stated is not None else float(stdtr(v.df, effect / v.se - up))
+            if v.low > 1:
+                v.verdict = "regression"
+            elif v.high < 1:
+                v.verdict = "improvement"
+            elif v.high < 1 + fail_above:
+                v.verdict = "within noise"
+    undecided = [v for v in judged if v.verdict == "cannot tell"]
+    for v in undecided:
+        v.runs_needed = second_stage_runs(v, len(undecided), fail_above)
+    return [f"{crit.what} ({len(group)} cells)" for crit, group in families]
 
 
 def compare(base_runs, new_runs, fail_above: float = DEFAULT_FAIL_ABOVE, noises=None):
@@ -503,17 +511,17 @@ def compare(base_runs, new_runs, fail_above: float = DEFAULT_FAIL_ABOVE, noises=
     return verdicts
 
 
-def compare_cells(base: dict, new: dict, fail_above: float = DEFAULT_FAIL_ABOVE, noises=None):
-    """compare() of two sides' cells (side()), and each kind's power (kind_power)."""
+def compare_cells(base: dict, new: dict, fail_above: float = DEFAULT_FAIL_ABOVE, noises=None,
+                  *, stage: int = 1):  # fmt: skip
+    """compare() of two sides' cells (side()), and what its critical values rest on."""
     noises = noises or Noises(prior=noise.load())
     order = {v: i for i, v in enumerate(VERDICTS)}
     mods = moderations(base, new, noises)
     names = sorted(set(base) | set(new))
     found = [judge(n, base.get(n), new.get(n), noises, mods=mods) for n in names]
     found = [v for v in found if v is not None]
-    powers = kind_power(found, mods, noises, fail_above=fail_above, runs=new)
-    decide(found, fail_above, powers)
-    return sorted(found, key=lambda v: (order[v.verdict], -(v.ratio or 0), v.cell)), powers
+    families = decide(found, fail_above, noises, stage=stage)
+    return sorted(found, key=lambda v: (order[v.verdict], -(v.ratio or 0), v.cell)), families
 
 
 def overall(base_runs, new_runs) -> over.OverRuns | None:
@@ -549,16 +557,23 @@ def table(verdicts: list[Verdict]) -> str:
             f"{v.new_s:.4g}" if v.new_s else "",
             _pct(v.ratio) if v.ratio else "",
             f"{_pct(v.low)} to {_pct(v.high)}" if v.low else "",
-            v.verdict,
+            v.verdict + (f" (failed in {v.new_failed} NEW run(s))" if v.new_failed else ""),
             v.how,
         ]
         for v in verdicts
     ]
-    headers = ["cell", "BASE s", "NEW s", "time", "its 95 % interval", "verdict", "noise from"]
+    headers = ["cell", "BASE s", "NEW s", "time", "family's interval", "verdict", "noise from"]
     return tabulate(rows, headers=headers, disable_numparse=True)
 
 
-def summary(verdicts: list[Verdict], total, fail_above: float, powers: dict | None = None) -> str:
+def _beyond(v: Verdict, fail_above: float) -> bool:
+    """A regression whose interval reaches past fail_above: slower for sure, and perhaps
+    by more than is allowed."""
+    return v.verdict == "regression" and v.high > 1 + fail_above
+
+
+def summary(verdicts: list[Verdict], total, fail_above: float, families: list[str] | None = None,
+            *, stage: int = 1) -> str:  # fmt: skip
     counts = {v: sum(1 for x in verdicts if x.verdict == v) for v in VERDICTS}
     said = ", ".join(f"{n} {v}" for v, n in counts.items() if n or v in VERDICTS[:5])
     worst = next((v for v in verdicts if v.verdict == "regression"), None)
@@ -570,32 +585,47 @@ def summary(verdicts: list[Verdict], total, fail_above: float, powers: dict | No
             f"; NEW's time over BASE's across the {total.runs} cells every run measured: "
             f"x{total.value:.3f} (95 % CI {total.low:.3f}-{total.high:.3f})"
         )
-    judged = sum(1 for v in verdicts if v.p is not None)
-    text += (
-        f"; false verdicts were nothing changed: at most {FAMILY_Q:g} in all where the noise "
-        f"is right (Benjamini-Hochberg at {FAMILY_Q:.0%} across {judged} cells)"
-    )
+    if families:
+        text += (
+            f"; each interval is the family's, each end a one-sided bound (stage {stage}: "
+            f"a false regression in at most {STAGE_ALPHA[stage]:.0%} of comparisons where "
+            f"nothing changed, {sum(STAGE_ALPHA.values()):.0%} over both stages): "
+            + "; ".join(families)
+        )
     if any("the prior" in v.how for v in verdicts):
         text += "; noise from the prior (other machines' runs): --noise gives this machine's"
-    for kind, found in sorted((powers or {}).items()):
-        p80, p95 = (found.runs(w) for w in POWERS)
-        runs = "more than 50" if p80 is None else f"{p80} (80 %), {p95 or 'more than 50'} (95 %)"
-        text += f"; {kind}: {runs} runs a side detect +{fail_above:.0%} ({found.what})"
-    failing = [v for v in verdicts if v.verdict == "regression" and v.ratio - 1 > fail_above]
-    lost = [v for v in verdicts if v.verdict in FAILING]
+    powers = sorted(v.power for v in verdicts if v.power is not None)
+    if powers:
+        text += (
+            f"; the chance of catching +{fail_above:.0%}: median {powers[len(powers) // 2]:.0%} "
+            f"of a cell, lowest {powers[0]:.0%}"
+        )
+    undecided = [v for v in verdicts if v.verdict == "cannot tell"]
+    if undecided and stage == 1:
+        needed = [v.runs_needed for v in undecided]
+        pairs = "more than 50" if None in needed else str(max(needed))
+        text += (
+            f"; a second stage of {pairs} alternated pairs of just the {len(undecided)} "
+            f"cells it cannot tell decides them with {WANTED_POWER:.0%} power "
+            "(benchmarks/alternate.py --only-undecided; compare --stage 2)"
+        )
+    failing = [v for v in verdicts if _beyond(v, fail_above)]
+    lost = [v for v in verdicts if v.verdict in FAILING or v.new_failed]
     if failing or lost:
-        text += f"; {len(failing)} regression(s) beyond {fail_above:.0%}, {len(lost)} lost in NEW: failing"
+        text += (
+            f"; {len(failing)} regression(s) reaching past {fail_above:.0%}, "
+            f"{len(lost)} failed or lost in NEW: failing"
+        )
     elif counts["cannot tell"]:
         text += f"; {counts['cannot tell']} cannot tell a {fail_above:.0%} regression: exit 3"
     return text
 
 
 def exit_code(verdicts: list[Verdict], fail_above: float, cannot_tell_ok: bool) -> int:
-    """1: a regression beyond fail_above, or a cell of BASE failed or missing in NEW; 3: a
-    cell that cannot tell (0 with cannot_tell_ok); 0: none of these."""
-    if any(v.verdict in FAILING for v in verdicts) or any(
-        v.verdict == "regression" and v.ratio - 1 > fail_above for v in verdicts
-    ):
+    """1: a regression whose interval reaches past fail_above, or a cell of BASE failed
+    (in any NEW run) or missing in NEW; 3: a cell that cannot tell (0 with cannot_tell_ok);
+    0: none of these."""
+    if any(v.verdict in FAILING or v.new_failed or _beyond(v, fail_above) for v in verdicts):
         return 1
     if any(v.verdict == "cannot tell" for v in verdicts) and not cannot_tell_ok:
         return 3
@@ -653,6 +683,13 @@ def parser() -> command_line.ArgumentParser:
         "of its runs (default: the runs in front, else the shipped prior for CPU cells)",
     )
     p.add_argument(
+        "--stage",
+        default="1",
+        choices=("1", "2"),
+        help="1: every cell (a false regression in at most 4%% of comparisons); 2: the "
+        "fresh runs of the cells stage 1 could not tell, alternated (1%%; 5%% over both)",
+    )
+    p.add_argument(
         "--cannot-tell-ok",
         action="store_true",
         help="exit 0 rather than 3 where a cell cannot tell a regression from its noise",
@@ -686,17 +723,23 @@ def main(argv: list[str] | None = None) -> int:
     except LoadError as e:
         print(f"xfbench compare: {e}", file=sys.stderr)
         return 2
-    verdicts, powers = compare_cells(
-        side([_cells(r) for r in base_runs]), side([_cells(r) for r in new_runs]),
-        fail_above, noises,
-    )  # fmt: skip
+    cells = [[_cells(r) for r in runs] for runs in (base_runs, new_runs)]
+    for label, runs, found in (("BASE", base_runs, cells[0]), ("NEW", new_runs, cells[1])):
+        twice = noise.duplicate([(r.path, c) for r, c in zip(runs, found)])
+        if twice:
+            print(f"xfbench compare: {label} gives one run twice ({twice[0]} and {twice[1]}: "
+                  "every median the same), which would measure no spread", file=sys.stderr)  # fmt: skip
+            return 2
+    stage = int(args.stage)
+    verdicts, families = compare_cells(side(cells[0]), side(cells[1]), fail_above, noises,
+                                       stage=stage)  # fmt: skip
     if not verdicts:
         print("xfbench compare: no cell measured in BASE or NEW", file=sys.stderr)
         return 2
     total = overall(base_runs, new_runs)
     print(table(verdicts))
     print()
-    line = summary(verdicts, total, fail_above, powers)
+    line = summary(verdicts, total, fail_above, families, stage=stage)
     print(line)
     for path, doc in ((args.json, None), (args.bmf, bmf(verdicts))):
         if path:
@@ -719,6 +762,7 @@ def _noises(path: str | None) -> Noises:
         return Noises(prior=noise.load())
     try:
         return Noises(prior=noise.load(), history=noise.load(Path(path)), history_name=path,
-                      history_cells=noise.load_cells(Path(path)))  # fmt: skip
+                      history_cells=noise.load_cells(Path(path)),
+                      runs=noise.load_history(Path(path)))  # fmt: skip
     except (OSError, ValueError, KeyError, TypeError) as e:
         raise UsageError(f"--noise {path}: not a noise file xfbench noise wrote ({e})") from None

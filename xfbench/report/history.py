@@ -13,6 +13,7 @@ from xfbench import command_line
 from xfbench.errors import UsageError
 from xfbench.report import noise
 from xfbench.report.compare import _cells
+from xfbench.report.family import HISTORY_RUNS
 from xfbench.report.load import LoadError, load_many
 
 LEAST_RUNS = 3  # a machine's history: every pair of three runs, three log ratios a cell
@@ -47,10 +48,19 @@ def main(argv: list[str] | None = None) -> int:
         print(f"xfbench noise: {e}", file=sys.stderr)
         return 2
     cells = [_cells(r) for r in runs]
+    names = [r.path for r in runs]
+    twice = noise.duplicate(list(zip(names, cells)))
+    if twice:
+        print(f"xfbench noise: {twice[1]} is {twice[0]} again (every median the same): "
+              "give each run once", file=sys.stderr)  # fmt: skip
+        return 2
     models = noise.fit_all(noise.log_ratios(cells))
     noise.write(models, {"runs": args.runs, "machine": machines[0], "by": "xfbench noise"},
-          Path(args.into), noise.cell_spreads(cells))  # fmt: skip
+          Path(args.into), noise.cell_spreads(cells), runs=noise.history(names, cells))  # fmt: skip
     for key, m in sorted(models.items()):
         print(f"{key:28s} scale {m.scale:.4f}  t({m.df:.1f})  from {m.pairs} log ratios")
+    if len(runs) < HISTORY_RUNS:
+        print(f"{len(runs)} runs: compare takes its critical values from A/A splits of "
+              f"{HISTORY_RUNS} or more; with these, from each cell's t (Sidak)")  # fmt: skip
     print(f"wrote {args.into}: xfbench compare BASE NEW --noise {args.into}")
     return 0

@@ -104,12 +104,66 @@ def fit_all(samples: dict[tuple[str, str], list[float]]) -> dict[str, Noise]:
     return models
 
 
-def write(models: dict[str, Noise], source: dict, path: Path, cells: dict | None = None) -> None:
-    """A noise file: each kind's model, and (a machine's history) each cell's own spread."""
+def write(models: dict[str, Noise], source: dict, path: Path, cells: dict | None = None, *,
+          runs=None) -> None:  # fmt: skip
+    """A noise file: each kind's model, and (a machine's history) each cell's own spread and
+    its runs' log medians (a family.History: compare's A/A critical values)."""
     doc = {"source": source, "models": {k: asdict(v) for k, v in sorted(models.items())}}
     if cells is not None:
         doc["cells"] = {k: list(v) for k, v in sorted(cells.items())}
+    if runs is not None:
+        doc["runs"] = {
+            "names": runs.runs,
+            "cells": {
+                name: {"kind": runs.kinds[name],
+                       "logs": [x if math.isfinite(x) else None for x in logs]}
+                for name, logs in sorted(runs.logs.items())
+            },
+        }  # fmt: skip
     path.write_text(json.dumps(doc, indent=1) + "\n")
+
+
+def history(names: list[str], runs: list[dict]):
+    """A machine's runs (each run's cells, as compare reads them) as a family.History."""
+    from xfbench.report.family import History
+
+    logs: dict[str, list[float]] = {}
+    kinds: dict[str, str] = {}
+    for i, cells in enumerate(runs):
+        for name, c in cells.items():
+            if c.medians:
+                logs.setdefault(name, [math.nan] * len(runs))[i] = math.log(c.medians[0])
+                kinds[name] = kind_of(c.task, c.network)[0]
+    return History(runs=list(names), logs=logs, kinds=kinds)
+
+
+def load_history(path: Path):
+    """A noise file's runs (None where it holds none: the package's prior, an older file)."""
+    from xfbench.report.family import History
+
+    doc = json.loads(path.read_text()).get("runs")
+    if doc is None:
+        return None
+    cells = doc["cells"]
+    return History(
+        runs=[str(n) for n in doc["names"]],
+        logs={
+            k: [math.nan if x is None else float(x) for x in v["logs"]] for k, v in cells.items()
+        },
+        kinds={k: str(v["kind"]) for k, v in cells.items()},
+    )
+
+
+def duplicate(named: list[tuple[str, dict]]) -> tuple[str, str] | None:
+    """Two of the runs (name, each run's cells) that are one run given twice: every cell's
+    median the same. Their spread would be zero, and a zero spread is no measurement."""
+    seen: dict[tuple, str] = {}
+    for name, cells in named:
+        key = tuple(sorted((k, tuple(c.medians)) for k, c in cells.items()))
+        if key in seen:
+            return seen[key], name
+        seen[key] = name
+    return None
 
 
 def cell_spreads(runs: list[dict]) -> dict[str, tuple[float, int]]:
