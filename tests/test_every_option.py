@@ -30,6 +30,7 @@ from xfbench import command_line, options
 from xfbench.errors import UsageError
 from xfbench.harness import cli
 from xfbench.plugin import declared
+from xfbench.runner import arguments
 
 ROOT = Path(__file__).resolve().parents[1]
 RUN = ROOT / "xfbench" / "report" / "references" / "2026-11-24-amd-epyc-zen5-2c"
@@ -129,7 +130,7 @@ def suite_for(action: argparse.Action) -> str:
     is refused as not applying, which would test nothing of its value)."""
     if action.dest == "suite":
         return options.default_sweep()
-    option = options.by_name()[action.dest.replace("_", "-")]
+    option = {o.name: o for o in arguments.every()}[action.dest.replace("_", "-")]
     return next(s for s in options.SWEEPS if option.applies(s))
 
 

@@ -1,5 +1,6 @@
-"""Every option declared once (xfbench/options.py), docs/running.md's tables made from the
-declaration, and every number and environment value checked in one line."""
+"""Every option declared once (xfbench/options.py; xfbench run's own in
+xfbench/runner/arguments.py), docs/running.md's tables made from the declaration, and every
+number and environment value checked in one line."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from xfbench import command_line, environment, options
 from xfbench.errors import UsageError
 from xfbench.harness.cli import SUBCOMMANDS
 from xfbench.harness.presets import PRESETS
-from xfbench.runner import cli
+from xfbench.runner import arguments, cli
 
 ROOT = Path(__file__).resolve().parents[1]
 RUNNING = (ROOT / "docs" / "running.md").read_text()
@@ -28,11 +29,13 @@ def _between(text: str, start: str, end: str) -> str:
 
 def test_docs_options_table_is_the_declaration():
     table = _between(
-        RUNNING, "<!-- options table: made from xfbench/options.py -->", "<!-- end of options"
+        RUNNING,
+        "<!-- options table: made from xfbench/options.py and xfbench/runner/arguments.py -->",
+        "<!-- end of options",
     )
-    assert table == options.markdown_table(), (
-        "docs/running.md's options table differs from xfbench/options.py; paste "
-        "options.markdown_table() there"
+    assert table == arguments.markdown_table(), (
+        "docs/running.md's options table differs from the declared options; paste "
+        "arguments.markdown_table() there"
     )
     env = _between(
         RUNNING, "<!-- environment table: made from xfbench/environment.py -->", "<!-- end of env"
@@ -42,12 +45,16 @@ def test_docs_options_table_is_the_declaration():
 
 def test_the_pages_synopsis_and_presets_table_are_the_declarations():
     """running.md's synopsis of xfbench run and measurement.md's presets table are made
-    from the code (options.run_synopsis, presets.markdown_table): paste them again after a
+    from the code (arguments.run_synopsis, presets.markdown_table): paste them again after a
     change."""
     from xfbench.harness import presets
 
-    synopsis = _between(RUNNING, "<!-- synopsis: made from xfbench/options.py -->", "<!-- end")
-    assert synopsis.strip("`\n") == options.run_synopsis()
+    synopsis = _between(
+        RUNNING,
+        "<!-- synopsis: made from xfbench/options.py and xfbench/runner/arguments.py -->",
+        "<!-- end",
+    )
+    assert synopsis.strip("`\n") == arguments.run_synopsis()
     measurement = (ROOT / "docs" / "measurement.md").read_text()
     table = _between(
         measurement, "<!-- presets table: made from xfbench/harness/presets.py -->", "<!-- end"
@@ -61,15 +68,16 @@ def test_xfbench_run_help_is_the_declaration():
     shown = {s for a in cli.parser()._actions for s in a.option_strings if s.startswith("--")} - {
         "--help"
     }
-    assert shown == {f"--{o.name}" for o in options.run_options()}
+    assert shown == {f"--{o.name}" for o in arguments.run_options()}
 
 
 def test_no_option_is_declared_anywhere_else():
     """No pytest option is added outside options.py, and neither the runner nor a suite's
     plugin declares one of the declared options again: adding or changing an option is one
-    entry, the common ones' in options.py, a suite's own in its Suite. (Other commands, such
-    as xfbench acceptance or the workers' own argv, have options of their own.)"""
-    declared = {f"--{o.name}" for o in options.every()}
+    entry, the common ones' in options.py, the runner's own in runner/arguments.py, a
+    suite's own in its Suite. (Other commands, such as xfbench acceptance or the workers'
+    own argv, have options of their own.)"""
+    declared = {f"--{o.name}" for o in arguments.every()}
     elsewhere = []
     for path in sorted((ROOT / "xfbench").rglob("*.py")):
         if path.name == "options.py":

@@ -1,13 +1,14 @@
-"""Every command-line option of the suites and of `xfbench run`, declared once: the common
-ones here, each suite's own with the suite (plugin.Suite's `options`, with `takes`, the
-common options its sweep takes, and `notes`, what a common option means in it).
+"""The command-line options of the suites, declared once: the common ones here, each
+suite's own with the suite (plugin.Suite's `options`, with `takes`, the common options its
+sweep takes, and `notes`, what a common option means in it); and the machinery of every
+option, `xfbench run`'s own included (runner.arguments declares those).
 
-From these come pytest's options (plugin.pytest_addoption), `xfbench run`'s parser
-(runner.cli), which `--suite` of the runner each option applies to, the options a child
-pytest is given so that it expands the same cells (runner.group), and docs/running.md's
-options table (tests/test_options.py holds the page to them). Adding an option is one
-entry; reading and checking its value is the code that uses it. Read them once the suites
-are declared (plugin.declared()).
+From these come pytest's options (plugin.pytest_addoption), which `--suite` of the runner
+each option applies to, the options a child pytest is given so that it expands the same
+cells (runner.group), and, with the runner's own, `xfbench run`'s parser and
+docs/running.md's options table (runner.arguments). Adding an option is one entry; reading
+and checking its value is the code that uses it. Read them once the suites are declared
+(plugin.declared()).
 
 Values stay strings (or booleans for flags) until the code that uses them checks them
 (with xfbench/command_line.py's checks), so that pytest and `xfbench run` check every value
@@ -19,15 +20,6 @@ run` checks where it parses its command line: a number, a count, a folder, a wor
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-
-# Where an option shows in `xfbench run --help`; a suite's own options, under its name.
-GROUPS = {
-    "suite": "",
-    "cells": "cells (as for pytest xfbench/suites/; an option naming several things takes "
-    "them comma-separated)",
-    "sweep": "the sweep",
-    "output": "output",
-}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -184,16 +176,6 @@ COMMON: tuple[Option, ...] = (
         child=True,
     ),
     Option(
-        name="skip-roofs",
-        values="measure no roofs before the cells (the machine's bandwidth and peaks, "
-        "docs/measurement.md); roofs already in the folder's roofs.json are kept",
-        default="measure the roofs of each CPU thread count and GPU of the sweep first",
-        flag=True,
-        pytest=False,
-        run=ALL,
-        group="sweep",
-    ),
-    Option(
         name="skip-missing-devices",
         values="record the cells of a --device this machine lacks as skipped",
         default="such a device is an error listing those present",
@@ -212,76 +194,6 @@ COMMON: tuple[Option, ...] = (
         group="sweep",
         metavar="SECONDS",
         kind="seconds",
-    ),
-    Option(
-        name="results",
-        values="the results folder",
-        default="resume the newest unfinished `results/<date>-<host>` of this selection, "
-        "else start today's",
-        pytest=False,
-        run=ALL,
-        group="sweep",
-        metavar="DIR",
-        kind="output folder",
-    ),
-    Option(
-        name="retry-failed",
-        values="run again the cells recorded in failed/ (failed, timed out, killed, out of "
-        "memory, or skipped)",
-        default="a cell with a failure record is finished",
-        flag=True,
-        pytest=False,
-        run=ALL,
-        group="sweep",
-    ),
-    Option(
-        name="retry-contended",
-        values="measure again the cells whose result is marked contended (other processes "
-        "took more than 10% of their CPUs); the new record replaces the old",
-        default="a contended result is finished",
-        flag=True,
-        pytest=False,
-        run=ALL,
-        group="sweep",
-    ),
-    Option(
-        name="dry-run",
-        values="print the cells, the process groups and an estimate of each group's time "
-        "(from the preset and the cells' FLOPs at an assumed rate), then stop: nothing is "
-        "measured or written",
-        default="run the sweep",
-        flag=True,
-        pytest=False,
-        run=ALL,
-        group="output",
-    ),
-    Option(
-        name="quiet",
-        values="no progress bar or table: one line at the end",
-        default="progress bar and table",
-        flag=True,
-        pytest=False,
-        run=ALL,
-        group="output",
-    ),
-    Option(
-        name="bundle",
-        values="pack the results folder into a checked bundle beside it when the sweep "
-        "ends (xfbench bundle; FOLDER.xfbench.zip), for xfbench collect",
-        default="no bundle",
-        flag=True,
-        pytest=False,
-        run=ALL,
-        group="output",
-    ),
-    Option(
-        name="json-only",
-        values="print only the merged JSON's path",
-        default="progress bar and table",
-        flag=True,
-        pytest=False,
-        run=ALL,
-        group="output",
     ),
 )
 
@@ -324,19 +236,6 @@ def declare(
         DEFAULT[:] = [suite]
 
 
-def suite_option() -> Option:
-    """--suite: one of the suites `xfbench run` sweeps."""
-    named = [f"`{name}` ({what})" for name, what in SWEEPS.items()]
-    return Option(
-        name="suite",
-        values=", ".join(named[:-1]) + (" or " if len(named) > 1 else "") + named[-1],
-        default=default_sweep(),
-        pytest=False,
-        run=ALL,
-        group="suite",
-    )
-
-
 def default_sweep() -> str:
     """The suite `xfbench run` sweeps when --suite is not given: the one declared so (the
     order suites are imported in aside), else the first declared."""
@@ -344,11 +243,11 @@ def default_sweep() -> str:
 
 
 def every() -> tuple[Option, ...]:
-    """Every option: --suite, the common options of the cells, the suites' own, then the
-    common options of the sweep and its output."""
+    """Every option of the suites: the common options of the cells, the suites' own, then
+    the common options of the sweep (`xfbench run` adds its own: runner.arguments)."""
     cells = tuple(o for o in COMMON if o.group == "cells")
     rest = tuple(o for o in COMMON if o.group != "cells")
-    return (*((suite_option(),) if SWEEPS else ()), *cells, *OWN, *rest)
+    return (*cells, *OWN, *rest)
 
 
 def by_name() -> dict[str, Option]:
@@ -364,17 +263,8 @@ def pytest_options() -> tuple[Option, ...]:
     return tuple(o for o in every() if o.pytest)
 
 
-def run_options() -> tuple[Option, ...]:
-    return tuple(o for o in every() if o.run)
-
-
 def child_options() -> tuple[str, ...]:
     return tuple(o.name for o in every() if o.child)
-
-
-def applies(suite: str) -> tuple[str, ...]:
-    """The dests of the `xfbench run` options that apply to --suite suite."""
-    return tuple(o.dest for o in run_options() if o.applies(suite))
 
 
 def add_pytest_options(parser, chosen: tuple[Option, ...] | None = None) -> None:
@@ -387,50 +277,3 @@ def add_pytest_options(parser, chosen: tuple[Option, ...] | None = None) -> None
             group.addoption(
                 f"--{o.name}", action="store", default=None, metavar=o.metavar, help=o.help()
             )
-
-
-def add_run_arguments(parser, kinds: dict) -> None:
-    """`xfbench run`'s options, each checked by its kind (kinds: command_line.KINDS)."""
-    groups = {}
-    for o in run_options():
-        if o.group not in groups:
-            title = GROUPS.get(o.group, f"--suite {o.group}")
-            groups[o.group] = parser.add_argument_group(title) if title else parser
-        if o.flag:
-            groups[o.group].add_argument(f"--{o.name}", action="store_true", help=o.help(True))
-        else:
-            groups[o.group].add_argument(
-                f"--{o.name}", metavar=o.metavar, type=kinds[o.kind], help=o.help(True)
-            )
-
-
-def run_synopsis(width: int = 92) -> str:
-    """docs/running.md's synopsis of `xfbench run`, every option of it."""
-    lines, line = [], "xfbench run"
-    for o in run_options():
-        part = f"[--{o.name}]" if o.flag else f"[--{o.name} {o.metavar or o.dest.upper()}]"
-        if len(line) + 1 + len(part) > width:
-            lines.append(line)
-            line = " " * len("xfbench run")
-        line += " " + part
-    return "\n".join([*lines, line])
-
-
-def markdown_table() -> str:
-    """docs/running.md's options table."""
-
-    def where(o: Option) -> str:
-        out = ["pytest"] if o.pytest else []
-        if o.run == ALL:
-            out.append("run")
-        elif o.run:
-            out.append("run " + ", ".join(TAKERS.get(o.name, ())))
-        return "; ".join(out)
-
-    lines = ["| option | takes | default | where |", "|---|---|---|---|"]
-    for o in every():
-        takes = o.takes() if not o.run_values else f"{o.takes()}; xfbench run: {o.run_values}"
-        if o.flag:
-            takes = f"(a flag) {takes}"
-        lines.append(f"| `--{o.name}` | {takes} | {o.means_by_default()} | {where(o)} |")
-    return "\n".join(lines)

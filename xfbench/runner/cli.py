@@ -17,10 +17,11 @@ import sys
 import time
 from pathlib import Path
 
-from xfbench import command_line, options
+from xfbench import command_line
 from xfbench.errors import UsageError
 from xfbench.plugin import declared
 from xfbench.records import RecordError
+from xfbench.runner import arguments
 from xfbench.runner.budget import Budget, framework_of
 from xfbench.runner.copies import run_copies
 from xfbench.runner.group import Job, key, run_group
@@ -34,7 +35,7 @@ HARD_FAILURES = ("failed", "timeout", "killed", "oom")
 def parser() -> command_line.ArgumentParser:
     declared()  # every suite's options
     p = command_line.ArgumentParser(prog="xfbench run", description=__doc__.split("\n\n")[0])
-    options.add_run_arguments(p, command_line.KINDS)
+    arguments.add_run_arguments(p, command_line.KINDS)
     return p
 
 

@@ -10,6 +10,7 @@ from xfbench import command_line, options, topology
 from xfbench.errors import UsageError
 from xfbench.harness.presets import PRESETS
 from xfbench.plugin import Suite, declared
+from xfbench.runner import arguments
 from xfbench.runner.copies import CopiesCell
 from xfbench.runner.group import Group, Job
 
@@ -52,7 +53,7 @@ def settings(suite: Suite, opts: dict) -> dict:
     """What every child of the sweep measures its cells with (options.Option.child): the
     options that are not the cells themselves, as given; and --threads, which a group with
     a thread count of its own replaces (a multi-worker suite's is per worker)."""
-    chosen = [o for o in options.run_options() if o.child and o.applies(suite.name)]
+    chosen = [o for o in arguments.run_options() if o.child and o.applies(suite.name)]
     return {**{o.dest: opts.get(o.dest) for o in chosen}, "threads": opts.get("threads")}
 
 
@@ -105,8 +106,8 @@ def make_suite_plan(args) -> Plan:
     if args.suite not in runnable:
         raise UsageError(f"unknown suite {args.suite!r}; valid: {', '.join(runnable)}")
     # Options that belong to one suite only: giving them to another is a mistake, not a no-op.
-    own = options.applies(args.suite)
-    for o in options.run_options():
+    own = arguments.applies(args.suite)
+    for o in arguments.run_options():
         if getattr(args, o.dest) not in (None, False) and o.dest not in own:
             raise UsageError(f"--{o.name} does not apply to --suite {args.suite}")
     return make_plan(runnable[args.suite], {dest: getattr(args, dest) for dest in own})
@@ -118,5 +119,5 @@ def plan_of(argv: list[str]) -> Plan:
     another, a GPU window's)."""
     declared()  # every suite's options
     p = command_line.ArgumentParser(prog="xfbench run")
-    options.add_run_arguments(p, command_line.PLANNING_KINDS)
+    arguments.add_run_arguments(p, command_line.PLANNING_KINDS)
     return make_suite_plan(p.parse_args(argv))
