@@ -82,7 +82,11 @@ def test_the_exit_codes_table_is_what_the_commands_return():
     }
     expected = {
         "every `xfbench` command": _exit_codes("xfbench.harness.cli") - {0},  # 0: --help
-        **{f"`xfbench {c}`": _exit_codes(_command_module(c)) for c in ("run", "report", "compare")},
+        **{
+            f"`xfbench {c}`": _exit_codes(_command_module(c))
+            for c in ("run", "report", "score", "compare")
+        },
+        "`xfbench data check`": _exit_codes(_command_module("data")),
     }
     assert documented == expected
 
