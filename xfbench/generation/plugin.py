@@ -15,9 +15,14 @@ from xfbench.errors import UsageError
 from xfbench.generation import estimate, gpu_steps
 from xfbench.generation import fields as record_fields
 from xfbench.generation.cell import (
+    ACCELERATOR_BATCHES,
+    ACCELERATOR_PRECISIONS,
+    BATCHES,
     DEFAULT_NETWORKS,
     KIND,
+    LENGTHS,
     MODES,
+    NETWORKS,
     TASK,
     GenerationCell,
     batches,
@@ -125,6 +130,27 @@ def sweep(opts: dict) -> Sweep:
     return Sweep(selection=selection, cells=cells, preset=sel.preset.name)
 
 
+def _and(values) -> str:
+    """1, 8 and 64."""
+    words = [str(v) for v in values]
+    return ", ".join(words[:-1]) + " and " + words[-1] if len(words) > 1 else words[0]
+
+
+def _pairs(scale: str) -> str:
+    return ", ".join(f"{i}/{o}" for i, o in LENGTHS[scale])
+
+
+# What the suite does when an option is not given, said from the values it uses
+# (docs/running.md's table and the help are made from these).
+DEFAULT_BATCHES = (
+    f"{_and(BATCHES['full'])} (on an accelerator {_and(ACCELERATOR_BATCHES['full'])}), "
+    f"smoke {_and(BATCHES['smoke'])} (on an accelerator {_and(ACCELERATOR_BATCHES['smoke'])})"
+)
+DEFAULT_PRECISIONS = (
+    f"fp32, and on an accelerator {_and([p for p in ACCELERATOR_PRECISIONS if p != 'fp32'])} "
+    "beside it where the framework decodes in it"
+)
+
 # Its own options (xfbench/options.py says what each field is).
 OPTIONS = (
     options.Option(
@@ -132,8 +158,10 @@ OPTIONS = (
         values="generation suite: prompt/new token pairs (ISL/OSL), comma-separated, e.g. "
         "`128/128,256/64`; prompt and new tokens together at most GPT-2's 1,024 positions "
         "(smoke size: 64)",
-        default="128/128 (smoke preset: 16/16); token-serving, one pair: quick 32/32, smoke "
-        "8/8, the others 128/128",
+        # token-serving's own (token_serving/cell.py: LENGTHS, FULL_LENGTHS), which this
+        # layer may not import: tests/test_docs_code.py holds them together
+        default=f"{_pairs('full')} (smoke preset: {_pairs('smoke')}); token-serving, one pair: "
+        "quick 32/32 (on an accelerator 128/128), smoke 8/8, the others 128/128",
         run=options.TAKEN,
         metavar="ISL/OSL",
     ),
@@ -160,13 +188,16 @@ SUITE = declare(
         options=OPTIONS,
         takes=("model", "mode", "precision", "batch-size"),
         notes={
-            "model": options.Note(default="`gpt2`"),
+            "model": options.Note(
+                takes="only " + ", ".join(f"`{n}`" for n in NETWORKS),
+                default=", ".join(f"`{n}`" for n in DEFAULT_NETWORKS),
+            ),
             "mode": options.Note(
                 takes="`loop` too (JAX; PyTorch on CUDA)", default="every mode that generates there"
             ),
+            "precision": options.Note(default=DEFAULT_PRECISIONS),
             "batch-size": options.Note(
-                takes="sequences decoded together, one or more sizes",
-                default="1 and 8, smoke 1 and 2",
+                takes="sequences decoded together, one or more sizes", default=DEFAULT_BATCHES
             ),
         },
         gpu_steps=gpu_steps.steps,

@@ -15,14 +15,15 @@ two passes (c * s, then + b), and its bandwidth is counted with the five arrays 
 passes move, so that no kernel is credited with traffic it did not make. The bandwidth
 roof is the best of the four.
 
-The peak is an fp32 GEMM (NumPy's BLAS, limited to N threads with threadpoolctl), the
-best of PEAK_REPEATS: the FLOP/s a dense product reaches here, not a datasheet's. The half
-types' peaks are PyTorch's matmul at N threads where PyTorch is installed and the CPU has
-the type's arithmetic (machine.half_arithmetic: on x86 bf16 with AVX-512, fp16 with AVX-512
-FP16 or AMX-FP16; on aarch64 FEAT_BF16 and FEAT_FP16); elsewhere PyTorch computes it in a slow loop, which is no roof of the
-machine's, and the roofs say so (`half_peaks_note`); a CPU whose flags could not be read
-is measured. Every CPU peak runs under a time budget: its square grows from 256 until one
-product takes CALL_S (at most PEAK_N), and its repeats stop at PEAK_BUDGET_S. And the
+The peak is an fp32 GEMM (NumPy's BLAS, limited to N threads with threadpoolctl), the best
+of up to PEAK_REPEATS (budgeted_peak, below): the FLOP/s a dense product reaches here, not
+a datasheet's. The half types' peaks are PyTorch's matmul at N threads where PyTorch is
+installed and the CPU has the type's arithmetic (machine.half_arithmetic: on x86 bf16 with
+AVX-512 BF16, AMX-BF16 or AVX-512 BW and VL, fp16 with AVX-512 FP16 or AMX-FP16; on aarch64
+FEAT_BF16 and FEAT_FP16); elsewhere PyTorch computes it in a slow loop, which is no roof of
+the machine's, and the roofs say so (`half_peaks_note`); a CPU whose flags could not be
+read is measured. Every CPU peak runs under a time budget: its square grows from 256 until
+one product takes CALL_S (at most PEAK_N), and its repeats stop at PEAK_BUDGET_S. And the
 clock caps it: each peak has PEAK_LIMIT_S of wall-clock time and the bandwidth
 STREAM_LIMIT_S, however slow a product or a pass is, so that no CPU spends more than 30 s
 on its roofs at one thread count; one stopped there is null, and `stopped` says why.

@@ -5,7 +5,7 @@ One test per framework, device and world size
 pattern (allreduce.FRAMEWORK_PATTERNS: the all-reduce, torch's reduce to rank 0
 then broadcast, and the literal parameter server), in worker processes
 (allreduce/launch.py), checking every result. It records one
-pytest-benchmark entry whose extra_info is {"kind": "allreduce_sweep", ..., "rows":
+pytest-benchmark entry whose extra_info is {"kind": "allreduce", ..., "rows":
 [one per pattern and size: seconds, algbw_gbps, busbw_gbps, correct, ...]} and
 whose stats are the per-operation times of the largest all-reduce.
 

@@ -24,6 +24,8 @@ from xfbench.serving.plugin import logs_folder
 from xfbench.token_serving import estimate, gpu_steps
 from xfbench.token_serving import fields as record_fields
 from xfbench.token_serving.cell import (
+    ACCELERATOR_BATCH,
+    BATCH,
     KIND,
     TASK,
     TokenServingCell,
@@ -150,7 +152,11 @@ SUITE = declare(
         options=OPTIONS,
         takes=("model", "mode", "precision", "batch-size", "scenario", "lengths"),
         notes={
-            "batch-size": options.Note(takes="the largest batch the SUT runs", default="8, smoke 2")
+            "batch-size": options.Note(
+                takes="the largest batch the SUT runs",
+                default=f"{BATCH['full']} (on an accelerator {ACCELERATOR_BATCH['full']}), "
+                f"smoke {BATCH['smoke']} (on an accelerator {ACCELERATOR_BATCH['smoke']})",
+            ),
         },
         gpu_steps=gpu_steps.steps,
         kind=KIND,
