@@ -131,3 +131,29 @@ def test_a_history_keeps_its_runs_for_the_a_a_splits(tmp_path, capsys):
     assert kept.size == 3 and len(kept.logs) > 80
     assert all(len(v) == 3 for v in kept.logs.values())
     assert noise.load_history(noise.NOISE) is None  # the package's prior keeps no runs
+
+
+def test_pairs_made_back_to_back_are_judged_on_their_differences(tmp_path, capsys):
+    """Four pairs ordered B N N B on a machine drifting 3 % a run: judged on the pairs'
+    differences, nothing changed is not a regression and a cell slowed 20 % is."""
+    names = [f"fcn5 train #{i}" for i in range(6)]
+
+    def made(position: int, slow: str = "") -> dict:
+        drift = 1.03**position
+        return {n: _cell([drift * (1.2 if n == slow else 1.0) * (1 + 0.002 * (i % 3))],
+                         task="train", network="fcn5") for i, n in enumerate(names)}  # fmt: skip
+
+    for slow in ("", names[0]):
+        order = [("b", 1), ("n", 1), ("n", 2), ("b", 2), ("b", 3), ("n", 3), ("n", 4), ("b", 4)]
+        runs = {(s, i): made(pos, slow if s == "n" else "") for pos, (s, i) in enumerate(order)}
+        base = [runs[("b", i)] for i in range(1, 5)]
+        new = [runs[("n", i)] for i in range(1, 5)]
+        verdicts, _ = compare.compare_cells(compare.side(base), compare.side(new), 0.05,
+                                            pairs=list(zip(base, new)))  # fmt: skip
+        called = [v.cell for v in verdicts if v.verdict == "regression"]
+        assert called == ([slow] if slow else []), [(v.cell, v.verdict, v.low) for v in verdicts]
+        assert all("4 pairs' differences" in v.how for v in verdicts)
+    run = str(ZEN4 / "run-1")
+    other = str(ZEN4 / "run-2")
+    assert compare.main([f"{run},{other}", run, "--paired"]) == 2
+    assert "--paired: 2 BASE runs and 1 NEW runs" in capsys.readouterr().err

@@ -74,6 +74,7 @@ class Verdict:
     critical: float | None = None  # the family's, its statistic's to be called slower
     power: float | None = None  # the chance a cell slowed by --fail-above is called slower
     new_failed: int = 0  # NEW runs it failed in, where no BASE run failed it
+    select: dict = field(default_factory=dict)  # its record's cell: a second stage runs it
 
 
 @dataclass
@@ -85,6 +86,7 @@ class Cell:
     accelerator: bool = False  # a GPU's or TPU's: never judged by the CPU prior
     failed: str = ""  # its failure's status where no run of the side measured it
     failed_runs: int = 0  # runs of the side in which it failed
+    select: dict = field(default_factory=dict)  # what a run is told to measure it again
 
 
 def _cells(run) -> dict[str, Cell]:
@@ -106,12 +108,19 @@ def _cells(run) -> dict[str, Cell]:
             median, status = None, f"not a time (median {r.median})"
         else:
             status = r.status
+        select = {k: getattr(r, k, None) for k in SELECT}
         if median is None:
             out.setdefault(name, Cell(r.network, r.task, [], [], accelerator=r.accelerator,
-                                      failed=status, failed_runs=1))  # fmt: skip
+                                      failed=status, failed_runs=1, select=select))  # fmt: skip
         elif not out.get(name, Cell("", "", [], [])).medians or median < out[name].medians[0]:
-            out[name] = Cell(r.network, r.task, [median], [r.rounds], accelerator=r.accelerator)
+            out[name] = Cell(r.network, r.task, [median], [r.rounds], accelerator=r.accelerator,
+                             select=select)  # fmt: skip
     return out
+
+
+# a cell's record fields that select it again (benchmarks/alternate.py --only-undecided)
+SELECT = ("network", "task", "framework", "mode", "precision", "batch_size", "threads",
+          "device_name", "scale")  # fmt: skip
 
 
 def side(runs_cells: list[dict[str, Cell]]) -> dict[str, Cell]:
@@ -124,7 +133,8 @@ def side(runs_cells: list[dict[str, Cell]]) -> dict[str, Cell]:
                 have = out[name]
                 out[name] = Cell(c.network, c.task, have.medians + c.medians, have.rounds + c.rounds,
                                  accelerator=c.accelerator, failed=have.failed or c.failed,
-                                 failed_runs=have.failed_runs + c.failed_runs)  # fmt: skip
+                                 failed_runs=have.failed_runs + c.failed_runs,
+                                 select=have.select or c.select)  # fmt: skip
             else:
                 out[name] = c
     return {name: c if not c.medians else replace(c, failed="") for name, c in out.items()}
@@ -334,6 +344,7 @@ def _unjudged(name: str, base: Cell | None, new: Cell | None, *, verdict: str, h
         how=how,
         base_runs=len(base.medians) if base else 0,
         new_runs=len(new.medians) if new else 0,
+        select=here.select,
     ) if measured else None  # fmt: skip
 
 
@@ -382,6 +393,7 @@ def judge(name: str, base: Cell | None, new: Cell | None, noises: Noises, *,
         how="",
         base_runs=len(base.medians),
         new_runs=len(new.medians),
+        select=new.select,
     )
     if new.failed_runs and not base.failed_runs:  # flaky in NEW only: a failure of its own
         verdict.new_failed = new.failed_runs
@@ -448,11 +460,12 @@ def second_stage_runs(v: Verdict, undecided: int, fail_above: float) -> int | No
     return max(found, 2) if found else None  # two: B N N B, a linear drift cancelled
 
 
-def _criticals(judged: list[Verdict], noises: Noises, alpha: float) -> list[tuple]:
+def _criticals(judged: list[Verdict], noises: Noises, alpha: float, *, paired: bool) -> list:
     """(Critical, the verdicts it judges): the cells the machine's history calibrates by
-    A/A splits, the others by Sidak on their t; the family's alpha shared by their counts."""
-    calibrated = [v for v in judged if noises.calibrates(v.cell)]
-    others = [v for v in judged if not noises.calibrates(v.cell)]
+    A/A splits (its splits are of unpaired runs: not for paired ones), the others by Sidak
+    on their t; the family's alpha shared by their counts."""
+    calibrated = [v for v in judged if noises.calibrates(v.cell) and not paired]
+    others = [v for v in judged if v not in calibrated]
     out = []
     if calibrated:
         nb = max(v.base_runs for v in calibrated)
@@ -469,7 +482,7 @@ def _criticals(judged: list[Verdict], noises: Noises, alpha: float) -> list[tupl
 
 
 def decide(verdicts: list[Verdict], fail_above: float, noises: Noises, *,
-           stage: int = 1) -> list[str]:  # fmt: skip
+           stage: int = 1, paired: bool = False) -> list[str]:  # fmt: skip
     """Each judged cell's interval, the family's (each end a one-sided bound at the stage's
     level over every cell judged), and the verdict that interval says: slower (low above
     1), faster (high below 1), within noise (high below 1 + fail_above), else cannot tell.
@@ -480,7 +493,7 @@ def decide(verdicts: list[Verdict], fail_above: float, noises: Noises, *,
     if not judged:
         return []
     effect = math.log(1 + fail_above)
-    families = _criticals(judged, noises, STAGE_ALPHA[stage])
+    families = _criticals(judged, noises, STAGE_ALPHA[stage], paired=paired)
     for crit, group in families:
         for v in group:
             up, down = crit.of(v.cell)
@@ -511,16 +524,55 @@ def compare(base_runs, new_runs, fail_above: float = DEFAULT_FAIL_ABOVE, noises=
     return verdicts
 
 
+def paired_noise(name: str, pairs: list[tuple[dict, dict]], noises: Noises):
+    """(log ratio, standard error, degrees of freedom, what) of a cell from runs made in
+    pairs, one BASE and one NEW back to back: the mean of its pairs' differences, and its
+    per-run variance from their spread (half a difference's: it holds two runs; a drift
+    between pairs is not in it) pooled with its history's. None without a spread."""
+    from statistics import fmean, variance
+
+    diffs = [
+        math.log(n[name].medians[0] / b[name].medians[0])
+        for b, n in pairs
+        if name in b and name in n and b[name].medians and n[name].medians
+    ]
+    parts = [(variance(diffs) / 2, len(diffs) - 1)] if len(diffs) >= 2 else []
+    parts += [noises.history_cells[name]] if diffs and name in noises.history_cells else []
+    dof = sum(d for _, d in parts)
+    if not dof:
+        return None
+    var = sum(v * d for v, d in parts) / dof
+    what = f"{len(diffs)} pairs' differences" + (" and its history" if len(parts) > 1 else "")
+    return fmean(diffs), math.sqrt(2 * var / len(diffs)), float(dof), f"{what}: t({dof:.0f})"
+
+
+def _pair(verdicts: list[Verdict], pairs: list[tuple[dict, dict]], noises: Noises) -> None:
+    """Each judged cell's ratio and noise from its pairs (paired_noise) where it has any."""
+    from scipy.special import stdtr
+
+    for v in verdicts:
+        found = paired_noise(v.cell, pairs, noises) if v.ratio else None
+        if found is None:
+            continue
+        d, se, df, v.how = found
+        v.ratio, v.se, v.df = math.exp(d), se, df
+        v.p = float(stdtr(df, -d / se)) if se > 0 else None
+
+
 def compare_cells(base: dict, new: dict, fail_above: float = DEFAULT_FAIL_ABOVE, noises=None,
-                  *, stage: int = 1):  # fmt: skip
-    """compare() of two sides' cells (side()), and what its critical values rest on."""
+                  *, stage: int = 1, pairs: list | None = None):  # fmt: skip
+    """compare() of two sides' cells (side()), and what its critical values rest on; with
+    `pairs` (each a BASE run's and a NEW run's cells, made back to back), judged on the
+    pairs' differences."""
     noises = noises or Noises(prior=noise.load())
     order = {v: i for i, v in enumerate(VERDICTS)}
     mods = moderations(base, new, noises)
     names = sorted(set(base) | set(new))
     found = [judge(n, base.get(n), new.get(n), noises, mods=mods) for n in names]
     found = [v for v in found if v is not None]
-    families = decide(found, fail_above, noises, stage=stage)
+    if pairs:
+        _pair(found, pairs, noises)
+    families = decide(found, fail_above, noises, stage=stage, paired=bool(pairs))
     return sorted(found, key=lambda v: (order[v.verdict], -(v.ratio or 0), v.cell)), families
 
 
@@ -690,6 +742,12 @@ def parser() -> command_line.ArgumentParser:
         "fresh runs of the cells stage 1 could not tell, alternated (1%%; 5%% over both)",
     )
     p.add_argument(
+        "--paired",
+        action="store_true",
+        help="BASE's runs and NEW's were made in pairs, the i-th of each back to back "
+        "(benchmarks/alternate.py): each cell is judged on its pairs' differences",
+    )
+    p.add_argument(
         "--cannot-tell-ok",
         action="store_true",
         help="exit 0 rather than 3 where a cell cannot tell a regression from its noise",
@@ -730,9 +788,14 @@ def main(argv: list[str] | None = None) -> int:
             print(f"xfbench compare: {label} gives one run twice ({twice[0]} and {twice[1]}: "
                   "every median the same), which would measure no spread", file=sys.stderr)  # fmt: skip
             return 2
+    if args.paired and len(base_runs) != len(new_runs):
+        print(f"xfbench compare: --paired: {len(base_runs)} BASE runs and {len(new_runs)} NEW "
+              "runs, where each pair is one of each", file=sys.stderr)  # fmt: skip
+        return 2
     stage = int(args.stage)
+    pairs = list(zip(cells[0], cells[1])) if args.paired else None
     verdicts, families = compare_cells(side(cells[0]), side(cells[1]), fail_above, noises,
-                                       stage=stage)  # fmt: skip
+                                       stage=stage, pairs=pairs)  # fmt: skip
     if not verdicts:
         print("xfbench compare: no cell measured in BASE or NEW", file=sys.stderr)
         return 2
