@@ -31,7 +31,8 @@ LAYERS = (
     ("data",),  # the real data sets: readers, sources, the shared sample order
     ("adapters",),  # how each framework runs a spec
     ("harness",),  # selection, threads, timing, the equivalence proof
-    # the pytest suites; the roofline (roofs, per-layer profiles: it builds cells)
+    ("roofline",),  # the roofs, per-layer profiles (it builds cells), the MFU, the decode's
+    # the pytest suites
     (
         "plugin",
         "suites",
@@ -41,7 +42,6 @@ LAYERS = (
         "allreduce",
         "serving",
         "generation",
-        "roofline",
     ),
     ("token_serving",),  # a suite built on two: generation's decoders under serving's LoadGen
     ("bundle",),  # a run's folder packed and checked; the results database

@@ -1,7 +1,7 @@
 """Each training cell's MFU against the peak its run measured where it ran
 (xfbench/roofline/mfu.py), or null with the reason."""
 
-from xfbench.roofline.mfu import fill_mfu, mfu_fields
+from xfbench.roofline.mfu import mfu_fields
 
 ROOFS = {
     "t2": {"fp32_peak_tflops": 0.2, "memory_bandwidth_gbps": 20.0},
@@ -33,8 +33,11 @@ def test_without_a_peak_there_it_is_null_and_says_why():
 
 
 def test_only_training_cells_that_ran_are_given_one():
+    """The network suite fills it once a run's cells are merged (plugin.Suite's merged)."""
+    from xfbench.networks.plugin import NETWORKS
+
     infos = [_train(), _train(kind="infer"), _train(status="failed")]
-    fill_mfu(infos, ROOFS)
+    NETWORKS.merged(infos, ROOFS)
     assert infos[0]["mfu"] == 0.25 and "mfu" not in infos[1] and "mfu" not in infos[2]
 
 

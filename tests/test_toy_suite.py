@@ -62,75 +62,197 @@ def test_a_suite_in_its_own_package_reaches_every_command(tmp_path):
     assert named == []  # nothing of xfbench was changed for it
 
 
-# harness/ and frameworks.py run every suite's cells through the adapter protocol, whose
-# tasks are the network suite's (train, infer: every framework's `tasks`; scaling trains,
-# serving infers): the network suite's tasks and kinds are not counted there (its name is).
-ADAPTER_PROTOCOL_FILES = ("harness/", "frameworks.py")
+# The network suite's record kinds are named after the tasks a network runs at in the layers
+# beneath the suites (Spec.flops(task), Cell.task, each framework's `tasks`), which every
+# suite's package that runs a network speaks too, and so does `xfbench profile --task` (a
+# spec's task): there `train` and `infer` are those tasks, not the suite.
+TASK_WORDS = {"train", "infer"}
+SPEAK_TASKS = (
+    "models/", "exchange/", "data/", "adapters/", "harness/", "frameworks.py", "suites/",
+    "roofline/profile.py", "roofline/layers.py", "roofline/cli.py",
+)  # fmt: skip
+# A suite built on others (its layer above theirs, tests/test_layering.py) names them:
+# token serving runs generation's decoders under serving's LoadGen.
+BUILT_ON = {"token_serving/": ("generation", "serving")}
+# Where a module outside a suite's package says a word of it by right: (module, or folder
+# ending in /, word) -> why. Any other mention is a leak.
+ALLOWED = {
+    ("token_serving/", "single"): "LoadGen's SingleStream scenario, by its short name",
+    ("serving/", "single"): "LoadGen's SingleStream scenario, by its short name",
+    ("generation/plugin.py", "tokenserving"): "--lengths, its option: what token serving takes",
+    ("serving/plugin.py", "tokenserving"): "--scenario, its option: what token serving takes",
+    ("generation/gpu_steps.py", "serving"): "the GPU plan's part it shares with token serving",
+    ("allreduce/gpu_steps.py", "gemm"): "its GPU step runs in the GEMM's part (the device's own)",
+    ("networks/report/table7_csv.py", "gemm"): "Table 7's CSV column gemm_peak_tflops",
+    ("scaling/", "allreduce"): "data parallelism's gradient all-reduce",
+    ("gemm/fields.py", "scaling"): "fp8's scaling factors",
+    ("adapters/jax/workload.py", "scaling"): "mixed precision's loss scaling",
+    ("adapters/", "generation"): "a framework's token generation (Generator), which suites use",
+    ("adapters/base.py", "serve"): "a workload serves samples (infer_samples), which suites use",
+    ("adapters/torch/", "gemm"): "BLAS's and PyTorch Inductor's name for a matrix product",
+    ("generation/fields.py", "gemm"): "PyTorch Inductor's max_autotune_gemm_backends",
+    ("exchange/graph.py", "gemm"): "ONNX's Gemm operator",
+    ("roofline/", "gemm"): "its peak probe: NumPy's GEMM",
+    ("roofline/cli.py", "generate"): "xfbench profile --task generate: a decoder's decode step",
+}
 
 
-def _words(path: Path):
-    """The words of a module's code (docstrings and comments aside): its string constants,
-    names, attributes and imports, each with its parts split on `_` (pytest's hook names
-    aside: pytest_benchmark_generate_json is pytest-benchmark's, not a suite's) and whether
-    it is a whole name or string constant (not a word of a sentence)."""
+def _parts(text: str) -> list[str]:
+    """The words of an identifier or a string, in lower case: split on anything not a
+    letter or digit (`_`, `-`, `.`, `/`, spaces) and on camel case (GEMM_PEAK, gemmPeak and
+    "gemm peak" are all gemm, peak)."""
+    found = []
+    for token in re.split(r"[^0-9A-Za-z]+", text):
+        found += re.findall(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+", token)
+    return [w.lower() for w in found]
+
+
+def _texts(source: str):
+    """(line, text) of every identifier and string of a module's code, docstrings (and
+    comments) aside: what it defines (functions, classes, arguments), the keywords it
+    passes, the names and attributes it reads, the modules and names it imports and their
+    aliases (`from a import b` also as a.b), its string constants. pytest's hook names
+    (pytest_generate_tests) are pytest's."""
     import ast
 
-    tree = ast.parse(path.read_text())
+    tree = ast.parse(source)
     docstrings = {
         id(n.body[0].value)
         for n in ast.walk(tree)
-        if isinstance(n, ast.Module | ast.FunctionDef | ast.ClassDef)
+        if isinstance(n, ast.Module | ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)
         and n.body
         and isinstance(n.body[0], ast.Expr)
     }
-    for n in ast.walk(tree):
-        whole = True
-        if isinstance(n, ast.Constant) and isinstance(n.value, str) and id(n) not in docstrings:
-            words = re.findall(r"[\w-]+", n.value)
-            whole = words == [n.value]
-        elif isinstance(n, ast.Name | ast.Attribute):
-            words = [n.id if isinstance(n, ast.Name) else n.attr]
-        elif isinstance(n, ast.ImportFrom):
-            words = (n.module or "").split(".") + [a.name for a in n.names]
-        else:
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant):
+            if isinstance(node.value, str) and id(node) not in docstrings:
+                yield node.lineno, node.value
             continue
-        for word in words:
-            parts = [] if word.startswith("pytest_") else word.split("_")
-            yield n.lineno, word, parts, whole
+        if isinstance(node, ast.ImportFrom):
+            for alias in node.names:
+                yield node.lineno, f"{node.module or ''}.{alias.name}"
+        line = getattr(node, "lineno", 0)
+        for field, value in ast.iter_fields(node):
+            for item in value if isinstance(value, list) else [value]:
+                if isinstance(item, str) and field != "type_comment":
+                    if not item.startswith("pytest_"):
+                        yield line, item
+
+
+def suite_words(suites) -> dict[str, dict[str, str]]:
+    """What names each suite: suite -> {word: how it counts}. Its record kinds, tasks and
+    older kinds, also as a run of a longer name's words (gemm in GEMM_PEAK, all-reduce in
+    "the all-reduce"), as does its package's path (xfbench.gemm in `import
+    xfbench.gemm.report`); its name only as a whole name or string ("single", "GEMM", not
+    the word of a sentence). Each word written as its parts run together (token_serving:
+    tokenserving)."""
+    words: dict[str, dict[str, str]] = {}
+    for s in suites:
+        package = s.report.split(".")[1]
+        part = (*(s.kinds or (s.kind,)), *s.tasks, *s.kind_aliases, f"xfbench.{package}")
+        words[s.name] = {"".join(_parts(w)): "part" for w in part}
+        words[s.name].setdefault("".join(_parts(s.name)), "whole")
+    return words
+
+
+def mentions(source: str, words: dict[str, dict[str, str]]):
+    """(line, suite, word, text) of each mention of a suite in a module's code. Where
+    runs of words overlap, the longest counts (token_serving is token serving's, not
+    serving's)."""
+    for line, text in _texts(source):
+        parts = _parts(text)
+        found = []
+        for i in range(len(parts)):
+            for j in range(i + 1, len(parts) + 1):
+                run = "".join(parts[i:j])
+                for suite, own in words.items():
+                    whole = (i, j) == (0, len(parts))
+                    if run in own and (own[run] == "part" or whole):
+                        found.append((i, j, suite, run))
+        for i, j, suite, run in found:
+            if not any(a <= i and j <= b and b - a > j - i for a, b, _, _ in found):
+                yield line, suite, run, text
+
+
+def _allowed(rel: str, suite: str, word: str, packages: tuple[str, ...]) -> bool:
+    if word in TASK_WORDS and rel.startswith((*SPEAK_TASKS, *packages)):
+        return True
+    if any(rel.startswith(where) and suite in on for where, on in BUILT_ON.items()):
+        return True
+    return any(rel.startswith(where) and word == w for where, w in ALLOWED)
+
+
+def leaks(package: Path, suites) -> dict[str, list[str]]:
+    """Every mention of a suite in every module of the package outside the suite's own:
+    its package, its pytest files in suites/ (test_PACKAGE.py, or those it declares) and
+    its one line in plugin.py (its plugin module in pytest_plugins); rel -> ["line suite:
+    text"]."""
+    words = suite_words(suites)
+    own, lines = {}, {}
+    for s in suites:
+        name = s.report.split(".")[1]
+        files = {f"suites/test_{name}.py", *(f"suites/{f}" for f in (*s.files, s.file) if f)}
+        own[s.name] = (f"{name}/", *files)
+        lines[s.name] = f"xfbench.{name}.plugin"
+    packages = tuple(own[s.name][0] for s in suites)
+    found: dict[str, list[str]] = {}
+    for path in sorted(package.rglob("*.py")):
+        rel = path.relative_to(package).as_posix()
+        for line, suite, word, text in mentions(path.read_text(), words):
+            if rel.startswith(own[suite]) or (rel == "plugin.py" and text == lines[suite]):
+                continue
+            if not _allowed(rel, suite, word, packages):
+                found.setdefault(rel, []).append(f"{line} {suite}: {text[:80]!r}")
+    return found
 
 
 def test_code_outside_a_suite_names_no_suite_that_declares_its_report():
-    """What a suite's declaration carries is read from it: no code (docstrings aside) of
-    records.py, options.py, environment.py, frameworks.py, published.py, harness/, runner/,
-    acceptance/ or report/ spells a record kind or task of a suite with a report of its own (all seven,
-    Table 7's network suite among them, but in ADAPTER_PROTOCOL_FILES), whole or as a part
-    of a name split on `_` (gemm_peak_tflops), or its name as a name or a string of its own
-    (`"single"`, not the word in a sentence). Where one must (Table 7's CSV column
-    `gemm_peak_tflops`, the paper's rows being training), the suite's package says it."""
+    """What a suite's declaration carries is read from it: no module of xfbench/ outside a
+    suite's own (its package, its pytest files, its line in pytest_plugins), docstrings
+    and comments aside, names a suite with a report of its own (all seven, Table 7's
+    network suite among them), in any identifier or string (suite_words), but where
+    ALLOWED or TASK_WORDS say why. Where one must (Table 7's CSV column
+    `gemm_peak_tflops`), the suite's package says it."""
     from xfbench.plugin import declared
-    from xfbench.report.suites import declared as reports
 
-    names = {s.name for s in reports()}
-    words = {w for s in reports() for w in (*s.kinds, *s.tasks)}
-    protocol = {w for s in reports() if s.hooks.cells for w in (*s.kinds, *s.tasks)}
-    package = ROOT / "xfbench"
-    files = [
-        package / f
-        for f in ("records.py", "options.py", "environment.py", "frameworks.py", "published.py")
-    ]
-    for folder in ("harness", "runner", "acceptance", "report"):
-        files += sorted((package / folder).rglob("*.py"))
-    named: dict[str, list[str]] = {}
-    for path in files:
-        rel = str(path.relative_to(package))
-        counted = words - protocol if rel.startswith(ADAPTER_PROTOCOL_FILES) else words
-        for line, word, parts, whole in _words(path):
-            if word in counted or any(p in counted for p in parts) or (whole and word in names):
-                named.setdefault(rel, []).append(f"{line} {word}")
-    assert {s.name for s in reports()} == {n for n, s in declared().items() if s.report}
-    assert len(reports()) == 7 and protocol == {"train", "infer"} and "single" in names
-    assert words >= {"generation", "serving", "token_serving", "scaling", "allreduce", "gemm"}
-    assert named == {}
+    suites = [s for s in declared().values() if s.report]
+    words = suite_words(suites)
+    assert len(suites) == 7 and "single" in words and "train" in words["single"]
+    assert {"gemm", "serving", "generation", "allreduce", "scaling", "tokenserving"} <= {
+        w for own in words.values() for w in own
+    }
+    assert leaks(ROOT / "xfbench", suites) == {}
+
+
+@pytest.mark.parametrize(
+    "planted",
+    [
+        "def gemm_peak(device):\n    return 0\n",
+        "class ServingTable:\n    pass\n",
+        "f(generation=3)\n",
+        "import xfbench.gemm.report as g\n",
+        "from xfbench import networks\n",
+        "PEAK = GEMM_PEAK\n",
+        "x = gemmPeak\n",
+        'KIND = "all-reduce"\n',
+        "def f(*, token_serving=None):\n    pass\n",
+        'WHAT = "single"\n',
+        "ok = kind == 'train'\n",
+    ],
+)
+def test_the_guard_finds_a_suite_however_it_is_named(planted, tmp_path):
+    """A module planted among those the guard reads names a suite each way code can:
+    each is found (where the guard read only string constants, names, attributes and
+    `from` imports of a fixed list of modules, all but the last two passed)."""
+    from xfbench.plugin import declared
+
+    suites = [s for s in declared().values() if s.report]
+    package = tmp_path / "xfbench"
+    (package / "machine_room").mkdir(parents=True)  # a module no list names
+    (package / "machine_room" / "planted.py").write_text(planted)
+    assert list(leaks(package, suites)) == ["machine_room/planted.py"]
+    (package / "machine_room" / "planted.py").write_text('"""gemm, serving: a docstring."""\n')
+    assert leaks(package, suites) == {}
 
 
 def test_a_misspelt_hook_fails_where_it_is_declared_or_read():

@@ -130,8 +130,9 @@ class Suite:
     # suite: one per task, which its plugin declares itself); else its `kind`
     kinds: tuple[str, ...] = ()
     # fills in a run's records what is known only once its cells, run in separate
-    # children, are merged (scaling's speedup over one worker)
-    merged: Callable[[list[dict]], None] | None = None
+    # children, are merged, given the run's roofs (roofs.json: roofline/roofs.py): scaling's
+    # speedup over one worker, the network suite's MFU of each training cell
+    merged: Callable[[list[dict], dict], None] | None = None
     # recognises a record of its kind written before records carried their kind; the
     # older names of its kind, still read
     older: Callable[[dict], bool] | None = None

@@ -141,9 +141,8 @@ def render_markdown() -> str:
     lines = [
         "# Records",
         "",
-        "Generated from the fields each suite declares (`fields.py` in its package; the network",
-        "suite's in `xfbench/networks/fields.py`, the failure record's in `xfbench/records.py`)",
-        "and `xfbench/bundle/database.py` by",
+        "Generated from the fields each suite declares (`fields.py` in its package; the failure",
+        "record's in `xfbench/records.py`) and `xfbench/bundle/database.py` by",
         "`python -m xfbench.bundle.database > docs/records.md`; a test fails when they differ.",
         "",
         f"Every record carries `kind` (one of {', '.join(f'`{k}`' for k in known_kinds())}) and",

@@ -66,7 +66,7 @@ CREATE TABLE IF NOT EXISTS files (
 CREATE TABLE IF NOT EXISTS cells (
     run_id TEXT NOT NULL REFERENCES runs (run_id),
     cell TEXT NOT NULL,                -- the benchmark's name, or a failure's cell id
-    kind TEXT,                         -- the record's kind: train, infer, serving, ...
+    kind TEXT,                         -- the record's kind, as its suite declares it
     task TEXT,
     network TEXT,
     framework TEXT,

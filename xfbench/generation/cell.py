@@ -9,7 +9,7 @@ from dataclasses import dataclass, fields
 from xfbench.adapters import Cell, get_adapter
 from xfbench.errors import UsageError
 from xfbench.frameworks import FRAMEWORKS
-from xfbench.harness.selection import Selection, option_list
+from xfbench.harness.selection import Selection, fit_positions, option_list, token_lengths
 from xfbench.models import get_spec
 from xfbench.models import layers as L
 
@@ -88,26 +88,12 @@ def lengths(
     value: str | None, scale: str, networks: tuple[str, ...] = DEFAULT_NETWORKS
 ) -> list[tuple[int, int]]:
     """--lengths: prompt/new token pairs, e.g. 128/128,256/64 (default: the scale's)."""
-    items = option_list("lengths", value)
-    if not items:
+    out = token_lengths(value)
+    if not out:
         return list(LENGTHS[scale])
-    out = []
-    for item in items:
-        isl, _, osl = item.partition("/")
-        if not (isl.isdigit() and osl.isdigit() and int(isl) > 0 and int(osl) > 1):
-            raise UsageError(
-                f"--lengths takes prompt/new token pairs like 128/128 (new tokens at least "
-                f"2: one from the prefill, one or more decoded), not {item!r}"
-            )
-        out.append((int(isl), int(osl)))
     for network in networks:
         positions = get_spec(network, scale).layer(L.TokenEmbedding)[0].positions
-        for isl, osl in out:
-            if isl + osl > positions:
-                raise UsageError(
-                    f"--lengths {isl}/{osl}: {isl + osl} positions is more than {NAMES[network]}'s "
-                    f"{positions}{' at smoke size' if scale == 'smoke' else ''}"
-                )
+        fit_positions(out, NAMES[network], positions, scale)
     return out
 
 

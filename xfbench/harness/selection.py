@@ -78,6 +78,32 @@ def option_list(option: str, value: str | None) -> list[str]:
     return items
 
 
+def token_lengths(value: str | None) -> list[tuple[int, int]]:
+    """--lengths: a decoder's prompt/new token pairs, e.g. 128/128,256/64 (not given:
+    none, and the caller uses its default)."""
+    out = []
+    for item in option_list("lengths", value):
+        isl, _, osl = item.partition("/")
+        if not (isl.isdigit() and osl.isdigit() and int(isl) > 0 and int(osl) > 1):
+            raise UsageError(
+                f"--lengths takes prompt/new token pairs like 128/128 (new tokens at least "
+                f"2: one from the prefill, one or more decoded), not {item!r}"
+            )
+        out.append((int(isl), int(osl)))
+    return out
+
+
+def fit_positions(pairs: list[tuple[int, int]], name: str, positions: int, scale: str) -> None:
+    """UsageError where a pair's prompt and new tokens are more than a decoder's positions
+    (name: what the message calls it)."""
+    for isl, osl in pairs:
+        if isl + osl > positions:
+            raise UsageError(
+                f"--lengths {isl}/{osl}: {isl + osl} positions is more than {name}'s "
+                f"{positions}{' at smoke size' if scale == 'smoke' else ''}"
+            )
+
+
 def _one(option: str, value: str | None) -> str | None:
     """A single-valued option: None when not given, else its value, never empty."""
     if value is None:

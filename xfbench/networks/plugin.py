@@ -21,6 +21,7 @@ from xfbench.harness.table import cell_table
 from xfbench.networks import fields as record_fields
 from xfbench.networks import gpu_steps
 from xfbench.plugin import Suite, Sweep, declare, measured, selection, threads_configured
+from xfbench.roofline.mfu import fill_mfu
 
 # Its own options: those only its cells take (the common ones: xfbench/options.py).
 OPTIONS = (
@@ -156,6 +157,11 @@ def ci_target(config) -> float | None:
     return command_line.number("--ci-target", value, high=100, what="a percentage") / 100
 
 
+def _merged(infos: list[dict], roofs: dict) -> None:
+    """Each training cell's MFU, now that the run's roofs are beside its cells."""
+    fill_mfu((info for info in infos if info.get("kind") == "train"), roofs)
+
+
 # The train and infer suites (suites/test_train.py, test_infer.py): their module says TASK.
 NETWORKS = declare(
     Suite(
@@ -172,6 +178,7 @@ NETWORKS = declare(
         kinds=("train", "infer"),  # one per task
         report="xfbench.networks.report",
         seconds=network_seconds,
+        merged=_merged,
         about="the train/infer cells, each on one device",
         default=True,
         gpu_steps=gpu_steps.steps,

@@ -11,8 +11,7 @@ import sys
 
 from xfbench import command_line
 from xfbench.errors import UsageError
-from xfbench.generation.cell import lengths
-from xfbench.harness.selection import normalize_device
+from xfbench.harness.selection import fit_positions, normalize_device, token_lengths
 from xfbench.models import DECODERS, NETWORKS, SCALES, Spec, get_spec
 from xfbench.roofline.profile import VALUE_BYTES, plot, table
 
@@ -104,7 +103,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.mode and not args.framework:
             raise UsageError("--mode is the mode of --framework: give --framework too")
         args.device = normalize_device(args.device)
-        lengths(args.lengths, args.scale, networks=())
+        token_lengths(args.lengths)
         command_line.output_path("--plot", args.plot)
     except UsageError as e:
         print(f"xfbench profile: {e}", file=sys.stderr)
@@ -179,18 +178,21 @@ def _measured(args, spec: Spec, batch: int) -> int:
 
 def _decode(args, spec: Spec) -> int:
     """--task generate: the decode roofline at this machine's roofs (or those given)."""
-    from xfbench.generation.cell import NETWORKS
     from xfbench.harness import threads
+    from xfbench.models import layers as L
     from xfbench.roofline import decode, roofs
 
     try:
-        if spec.id not in NETWORKS:
-            raise UsageError(f"--task generate: {spec.id} does not generate; valid: {NETWORKS}")
-        [pair] = (
-            lengths(args.lengths, spec.scale, (spec.id,)) if "," not in args.lengths else [None]
-        )
-        if pair is None:
+        # a decoder: a causal language model, which predicts the next token
+        decoders = tuple(n for n in (*NETWORKS, *DECODERS) if get_spec(n).objective == "next_token")
+        if spec.id not in decoders:
+            raise UsageError(f"--task generate: {spec.id} does not generate; valid: {decoders}")
+        pairs = token_lengths(args.lengths)
+        if len(pairs) != 1:
             raise UsageError("--lengths: one ISL/OSL pair")
+        [pair] = pairs
+        positions = spec.layer(L.TokenEmbedding)[0].positions
+        fit_positions(pairs, spec.id, positions, spec.scale)
         given = {
             name: command_line.number(f"--{name}", value) if value is not None else None
             for name, value in (("bandwidth", args.bandwidth), ("peak", args.peak))

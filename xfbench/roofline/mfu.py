@@ -73,9 +73,9 @@ def datasheet_fields(info: dict) -> dict:
 
 
 def fill_mfu(infos: Iterable[dict], roofs: dict) -> None:
-    """Every training record of infos given its MFU against roofs (a run's roofs.json), and
-    against the datasheet's peak."""
+    """Every record of infos that ran (training records: the network suite chooses them)
+    given its MFU against roofs (a run's roofs.json), and against the datasheet's peak."""
     for info in infos:
-        if info.get("kind") == "train" and info.get("status") == "ok":
+        if info.get("status") == "ok":
             info.update(mfu_fields(info, roofs))
             info.update(datasheet_fields(info))

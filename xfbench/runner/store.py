@@ -254,16 +254,11 @@ class RunFolder:
             },
         }
         # What a suite knows only once its cells, run in separate children, are beside
-        # each other (scaling's speedup over one worker)
+        # each other and the run's roofs (scaling's speedup over one worker, the MFU)
+        infos = [b.get("extra_info") or {} for b in merged["benchmarks"]]
         for suite in declared().values():
             if suite.merged:
-                suite.merged([b.get("extra_info") or {} for b in merged["benchmarks"]])
-        # and each training cell's MFU, now that the run's roofs are beside its cells
-        from xfbench.roofline.mfu import fill_mfu
-
-        fill_mfu(
-            (b.get("extra_info") or {} for b in merged["benchmarks"]), machine.get("roofs") or {}
-        )
+                suite.merged(infos, machine.get("roofs") or {})
         return merged
 
     def merged_again(self) -> dict | None:

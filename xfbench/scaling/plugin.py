@@ -185,7 +185,7 @@ SUITE = declare(
         takes=("model", "precision", "batch-size", "workers"),
         gpu_steps=gpu_steps.steps,
         kind=KIND,
-        merged=fill_speedup,
+        merged=lambda records, roofs: fill_speedup(records),
         fields=record_fields.SCALING,
         report="xfbench.scaling.report",
     )
