@@ -14,6 +14,13 @@ measured on runs its noise model was not fitted on (a benchmark, not a test).
         --test zen5=benchmarks/runs/zen5/run-1,...,run-6 \\
         --slowed zen5:torch:0.1=benchmarks/runs/zen5-torch-slow10/run-1,...,run-3
 
+    # the procedure frozen for sittings (separate machine starts, hours apart): a history of
+    # ten runs or more of one sitting as --noise, judged on the runs of the other sittings,
+    # each run in one comparison only (disjoint), one cell slowed 10, 20 and 30 % in turn
+    python benchmarks/verdicts.py sittings \
+        --history zen5-b=benchmarks/runs/zen5-b/run-1,...,run-10 \
+        --test zen5-a=benchmarks/runs/zen5/run-1,...,run-6 --test zen5-c=...
+
 Rates (each against compare's default --fail-above, 5 %):
   false alarms   the share of same-machine comparisons compare fails (exit 1): n runs
                  against n others (n = 1, 2, 3; every split of disjoint runs), and the
@@ -29,10 +36,13 @@ from __future__ import annotations
 
 import argparse
 import itertools
+import json
+import math
 import os
 import subprocess
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 # The sweep of one run (about 8 minutes on 2 cores): the reference preset's timing (6
@@ -49,12 +59,33 @@ SWEEP = (
 
 def make(out: Path, n: int, slowdown: str | None) -> None:
     env = {**os.environ, **({"XFBENCH_SLOWDOWN": slowdown} if slowdown else {})}
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "sitting.json").write_text(json.dumps(sitting(), indent=1) + "\n")
     for i in range(1, n + 1):
         folder, started = out / f"run-{i}", time.monotonic()
         for sweep in SWEEP:
             argv = [sys.executable, "-m", "xfbench.harness.cli", "run", *sweep.split()]
             subprocess.run([*argv, "--results", str(folder), "--quiet"], env=env, check=False)
         print(f"{folder}: {time.monotonic() - started:.0f} s", flush=True)
+
+
+def sitting() -> dict:
+    """What tells one sitting from another: the machine's start (the kernel's boot id), the
+    hour, the CPU, and the code that measured."""
+    import datetime
+    import platform
+
+    boot = Path("/proc/sys/kernel/random/boot_id")
+    commit = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True,
+                            check=False).stdout.strip()  # fmt: skip
+    cpu = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
+                if line.startswith(("model name", "cpu family", "model\t"))), platform.processor())  # fmt: skip
+    return {
+        "boot_id": boot.read_text().strip() if boot.exists() else None,
+        "started": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+        "cpu": cpu,
+        "commit": commit,
+    }
 
 
 # -- the analysis --------------------------------------------------------------------
@@ -204,6 +235,73 @@ def single_cells(runs: list[dict], models: dict, factor: float = 1.2, per_side: 
     return out
 
 
+def clopper_pearson(k: int, n: int) -> tuple[float, float]:
+    from scipy.stats import beta
+
+    low = float(beta.ppf(0.025, k, n - k + 1)) if k else 0.0
+    high = float(beta.ppf(0.975, k + 1, n - k)) if k < n else 1.0
+    return low, high
+
+
+def disjoint(runs: list, per_side: int) -> list[tuple[list, list]]:
+    """Comparisons of per_side runs against per_side others, each run in one only: the runs
+    taken in order, in groups of 2 x per_side (BASE the first half)."""
+    size = 2 * per_side
+    return [(runs[i : i + per_side], runs[i + per_side : i + size])
+            for i in range(0, len(runs) - size + 1, size)]  # fmt: skip
+
+
+def sittings(args) -> None:
+    """The frozen procedure: --history's runs as compare --noise (A/A critical values where
+    they are ten or more), judged on each --test sitting's runs in disjoint comparisons:
+    false alarms (exit 1 with nothing changed), and one cell slowed 10, 20 and 30 % (every
+    cell in turn, its NEW medians scaled): caught, beside the power compare stated for it."""
+    from xfbench.report import compare, family, noise
+
+    [(name, paths)] = parse_groups(args.history).items()
+    past = load_runs(paths)
+    models = noise.fit_all(noise.log_ratios(past))
+    noises = compare.Noises(prior=noise.load(), history=models, history_name=name,
+                            history_cells=noise.cell_spreads(past),
+                            runs=noise.history(paths, past))  # fmt: skip
+    print(f"== history: {name}, {len(past)} runs (A/A: {len(past) >= family.HISTORY_RUNS})")
+    for test, test_paths in parse_groups(args.test).items():
+        runs = load_runs(test_paths)
+        for per_side in (1, 3):
+            pairs = disjoint(runs, per_side)
+            if not pairs:
+                continue
+            failed = 0
+            for base, new in pairs:
+                verdicts, _ = compare.compare_cells(compare.side(base), compare.side(new), 0.05, noises)  # fmt: skip
+                failed += compare.exit_code(verdicts, 0.05, cannot_tell_ok=True) == 1
+            low, high = clopper_pearson(failed, len(pairs))
+            print(f"  {test}, {per_side} a side: false alarms {failed} of {len(pairs)} "
+                  f"({low:.1%}-{high:.1%})")  # fmt: skip
+            for factor in (1.1, 1.2, 1.3):
+                caught = tries = 0
+                stated = []
+                for base, new in pairs:
+                    for cell in sorted(set.intersection(*(set(r) for r in base + new))):
+                        if not all(r[cell].medians for r in base + new):
+                            continue
+                        slowed = [{**r, cell: replace(r[cell], medians=[m * factor for m in r[cell].medians])}  # fmt: skip
+                                  for r in new]  # fmt: skip
+                        verdicts, _ = compare.compare_cells(compare.side(base), compare.side(slowed), 0.05, noises)  # fmt: skip
+                        v = next(v for v in verdicts if v.cell == cell)
+                        caught += v.verdict == "regression"
+                        tries += 1
+                        crit = family.max_t(noises.runs, sorted(noises.runs.logs), per_side, per_side,
+                                            alpha=compare.STAGE_ALPHA[1], moderation=compare.moderation)  # fmt: skip
+                        said = crit.power(cell, math.log(factor)) if noises.calibrates(cell) else None  # fmt: skip
+                        stated.append(said if said is not None else float("nan"))
+                low, high = clopper_pearson(caught, tries)
+                said = [x for x in stated if x == x]
+                mean_said = sum(said) / len(said) if said else float("nan")
+                print(f"    one cell +{factor - 1:.0%}: caught {caught} of {tries} "
+                      f"({low:.1%}-{high:.1%}), stated {mean_said:.1%}")  # fmt: skip
+
+
 def parse_groups(values: list[str]) -> dict[str, list[str]]:
     out = {}
     for value in values:
@@ -262,6 +360,9 @@ def main() -> None:
     r.add_argument("--fit", action="append", default=[], help="NAME=RUN,RUN,...: fitted on")
     r.add_argument("--test", action="append", default=[], help="NAME=RUN,...: tested on")
     r.add_argument("--slowed", action="append", default=[], help="NAME:FRAMEWORK:SHARE=RUN,...")
+    st = sub.add_parser("sittings")
+    st.add_argument("--history", action="append", default=[], help="NAME=RUN,...: --noise")
+    st.add_argument("--test", action="append", default=[], help="NAME=RUN,...: other sittings")
     r.add_argument(
         "--write",
         type=Path,
@@ -271,6 +372,8 @@ def main() -> None:
     args = p.parse_args()
     if args.what == "make":
         make(args.out, args.runs, args.slowdown)
+    elif args.what == "sittings":
+        sittings(args)
     else:
         rates(args)
 

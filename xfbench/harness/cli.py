@@ -30,7 +30,7 @@ SUBCOMMANDS = {
     ),
     "noise": (
         "xfbench.report.history",
-        "fit one machine's run-to-run noise from three or more of its runs (compare --noise)",
+        "keep one machine's runs as its history, three or more (ten calibrate compare --noise)",
     ),
     "bundle": ("xfbench.bundle.cli", "pack runner folders into checked, self-describing bundles"),
     "collect": (

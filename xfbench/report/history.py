@@ -1,7 +1,8 @@
 """`xfbench noise RUN RUN RUN... --into FILE`: one machine's history, for `xfbench compare
---noise FILE` (report/compare.py): each cell's spread of log medians over three or more of
-its runs, and each kind's model of its run-to-run noise (report/noise.py). It writes where
-it is told, never into the package, whose noise file is a prior.
+--noise FILE` (report/compare.py): each cell's log median in each of three or more of its
+runs (ten or more: compare's A/A critical values, report/family.py), their spread, and each
+kind's model of its run-to-run noise (report/noise.py). A run given twice is refused. It
+writes where it is told, never into the package, whose noise file is a prior.
 """
 
 from __future__ import annotations
@@ -25,8 +26,10 @@ def main(argv: list[str] | None = None) -> int:
 
     p = command_line.ArgumentParser(
         prog="xfbench noise",
-        description="One machine's run-to-run noise, fitted on three or more of its runs "
-        "(runner folders or JSON files), for xfbench compare --noise FILE.",
+        description="One machine's history for xfbench compare --noise FILE: three or more "
+        "of its runs (runner folders or JSON files), each given once; each cell's log "
+        "median in each run, its spread, and each kind's noise model. With ten runs or "
+        "more, compare takes its critical values from A/A splits of them.",
     )
     p.add_argument("runs", nargs="+", metavar="RUN", type=command_line.RUN)
     p.add_argument("--into", required=True, metavar="FILE", type=command_line.OUTPUT_FILE,
