@@ -758,9 +758,30 @@ def parser() -> command_line.ArgumentParser:
     return p
 
 
-def main(argv: list[str] | None = None) -> int:
+def _read(sides: list[list[str]], *, paired: bool) -> tuple[list, list, list]:
+    """Each side's runs and their cells (UsageError: one line): no run given twice on a
+    side, and with --paired as many runs a side."""
     from xfbench.errors import UsageError
     from xfbench.report.load import LoadError, load_many
+
+    try:
+        base_runs, new_runs = ([r for p in side for r in load_many(p)] for side in sides)
+    except LoadError as e:
+        raise UsageError(str(e)) from None
+    cells = [[_cells(r) for r in runs] for runs in (base_runs, new_runs)]
+    for label, runs, found in (("BASE", base_runs, cells[0]), ("NEW", new_runs, cells[1])):
+        twice = noise.duplicate([(r.path, c) for r, c in zip(runs, found)])
+        if twice:
+            raise UsageError(f"{label} gives one run twice ({twice[0]} and {twice[1]}: every "
+                             "median the same), which would measure no spread")  # fmt: skip
+    if paired and len(base_runs) != len(new_runs):
+        raise UsageError(f"--paired: {len(base_runs)} BASE runs and {len(new_runs)} NEW runs, "
+                         "where each pair is one of each")  # fmt: skip
+    return base_runs, new_runs, cells
+
+
+def main(argv: list[str] | None = None) -> int:
+    from xfbench.errors import UsageError
 
     args = command_line.parse_command_line(parser(), argv)
     if isinstance(args, int):
@@ -773,24 +794,9 @@ def main(argv: list[str] | None = None) -> int:
         if not all(sides):
             raise UsageError("BASE and NEW each name at least one run")
         noises = _noises(args.noise)
+        base_runs, new_runs, cells = _read(sides, paired=args.paired)
     except UsageError as e:
         print(f"xfbench compare: {e}", file=sys.stderr)
-        return 2
-    try:
-        base_runs, new_runs = ([r for p in side for r in load_many(p)] for side in sides)
-    except LoadError as e:
-        print(f"xfbench compare: {e}", file=sys.stderr)
-        return 2
-    cells = [[_cells(r) for r in runs] for runs in (base_runs, new_runs)]
-    for label, runs, found in (("BASE", base_runs, cells[0]), ("NEW", new_runs, cells[1])):
-        twice = noise.duplicate([(r.path, c) for r, c in zip(runs, found)])
-        if twice:
-            print(f"xfbench compare: {label} gives one run twice ({twice[0]} and {twice[1]}: "
-                  "every median the same), which would measure no spread", file=sys.stderr)  # fmt: skip
-            return 2
-    if args.paired and len(base_runs) != len(new_runs):
-        print(f"xfbench compare: --paired: {len(base_runs)} BASE runs and {len(new_runs)} NEW "
-              "runs, where each pair is one of each", file=sys.stderr)  # fmt: skip
         return 2
     stage = int(args.stage)
     pairs = list(zip(cells[0], cells[1])) if args.paired else None
@@ -799,20 +805,14 @@ def main(argv: list[str] | None = None) -> int:
     if not verdicts:
         print("xfbench compare: no cell measured in BASE or NEW", file=sys.stderr)
         return 2
-    total = overall(base_runs, new_runs)
     print(table(verdicts))
     print()
-    line = summary(verdicts, total, fail_above, families, stage=stage)
+    line = summary(verdicts, overall(base_runs, new_runs), fail_above, families, stage=stage)
     print(line)
     for path, doc in ((args.json, None), (args.bmf, bmf(verdicts))):
         if path:
-            doc = doc or {
-                "summary": line,
-                "fail_above": fail_above,
-                "base": sides[0],
-                "new": sides[1],
-                "cells": [asdict(v) for v in verdicts],
-            }
+            doc = doc or {"summary": line, "fail_above": fail_above, "base": sides[0],
+                          "new": sides[1], "cells": [asdict(v) for v in verdicts]}  # fmt: skip
             Path(path).write_text(json.dumps(doc, indent=1) + "\n")
     return exit_code(verdicts, fail_above, args.cannot_tell_ok)
 
