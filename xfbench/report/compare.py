@@ -713,8 +713,15 @@ def parser() -> command_line.ArgumentParser:
     p = command_line.ArgumentParser(
         prog="xfbench compare",
         description="Each cell of NEW against BASE (runs, or several joined by commas): "
-        "its ratio of times, 95 % interval and verdict; exit 1 when a regression exceeds "
-        "--fail-above.",
+        "its ratio of times, the family's interval (each end a one-sided bound over every "
+        "cell compared) and the verdict that interval says.",
+        epilog="exit codes: 0 no regression whose interval reaches past --fail-above, nothing "
+        "lost; 1 such a regression, or a cell of BASE failed (in any NEW run) or missing in "
+        "NEW; 3 a cell that cannot tell (--cannot-tell-ok: 0); 2 bad input, one line. "
+        "Two stages: stage 1 judges every cell (a false regression in at most 4% of "
+        "comparisons where nothing changed) and says how many alternated pairs of just the "
+        "cells it cannot tell decide them; benchmarks/alternate.py --only-undecided makes "
+        "those runs and --paired --stage 2 judges them (1%: 5% over both stages).",
     )
     runs = command_line.RUNS
     p.add_argument(
