@@ -146,7 +146,27 @@ class TorchWorkload(CudaPeak, Workload):
         params = next(self.net.parameters())
         if params.device != self.device or self.x.device != self.device:
             raise RuntimeError(f"asked for {self.device}, but tensors are on {params.device}")
-        self.info = {
+        self.info = self._facts(
+            precision_flags=precision_flags,
+            kernels=kernels,
+            lstm_note=lstm_note,
+            mode=mode,
+            int8_facts=int8_facts,
+        )
+
+    def _facts(
+        self,
+        *,
+        precision_flags: dict,
+        kernels: dict,
+        lstm_note: str,
+        mode: str | None,
+        int8_facts: dict,
+    ) -> dict:
+        """The record's facts of the built workload: its device, layout and precision, the
+        kernels PyTorch chose, its optimizer and loss scale, and its backend."""
+        spec, cell = self.spec, self.cell
+        return {
             "device_name": (
                 torch.cuda.get_device_name(self.device) if self.device.type == "cuda" else "cpu"
             ),
