@@ -123,6 +123,15 @@ def backend(device_type: str, compiled: bool = False) -> dict:
 PADDED_ON = {"cuda"}
 
 
+def _inductor_cpu_settings() -> dict:
+    """Inductor's settings that shape its CPU code: weight prepacking, freezing, C++ wrapper."""
+    return {
+        "inductor_weight_prepack": torch._inductor.config.cpp.weight_prepack,
+        "inductor_freezing": torch._inductor.config.freezing,
+        "inductor_cpp_wrapper": torch._inductor.config.cpp_wrapper,
+    }
+
+
 class TorchWorkload(CudaPeak, Workload):
     def __init__(self, spec: Spec, cell: Cell, weights: dict[str, np.ndarray], seed: int = 0):
         self.spec, self.cell = spec, cell
@@ -195,15 +204,7 @@ class TorchWorkload(CudaPeak, Workload):
                 else "none"
             ),
             "cudnn_benchmark": torch.backends.cudnn.benchmark,
-            **(
-                {
-                    "inductor_weight_prepack": torch._inductor.config.cpp.weight_prepack,
-                    "inductor_freezing": torch._inductor.config.freezing,
-                    "inductor_cpp_wrapper": torch._inductor.config.cpp_wrapper,
-                }
-                if mode and self.device.type == "cpu"
-                else {}
-            ),
+            **(_inductor_cpu_settings() if mode and self.device.type == "cpu" else {}),
             **backend(self.device.type, compiled=bool(mode)),
             **int8_facts,
         }
