@@ -159,6 +159,17 @@ def _next(everything: list, device: str, budget: float) -> plan_next.Next:
         return plan_next.Next(first, f"part first: the next part could not be chosen ({e})")
 
 
+def _print_steps(todo: list, budget: float) -> None:
+    """--list: each step with its part, time-out and command, and the caps against the budget."""
+    for s in todo:
+        print(f"{s.name} [{s.part}, time-out {s.cap_s} s]: {s.what}\n  {' '.join(s.argv)}")
+    caps = sum(s.cap_s for s in todo)
+    print(
+        f"caps: {caps} s planned against the budget's {budget:.0f} s "
+        f"({RESERVE_S} s of it kept for the summary and the archive)"
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     try:
         try:
@@ -174,13 +185,7 @@ def main(argv: list[str] | None = None) -> int:
     if plan.why:
         print(f"xfbench acceptance: {plan.why}")
     if args.list:
-        for s in todo:
-            print(f"{s.name} [{s.part}, time-out {s.cap_s} s]: {s.what}\n  {' '.join(s.argv)}")
-        caps = sum(s.cap_s for s in todo)
-        print(
-            f"caps: {caps} s planned against the budget's {args.budget:.0f} s "
-            f"({RESERVE_S} s of it kept for the summary and the archive)"
-        )
+        _print_steps(todo, args.budget)
         return 0
     try:
         out.mkdir(parents=True, exist_ok=True)

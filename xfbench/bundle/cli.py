@@ -55,7 +55,7 @@ def main(argv: list[str] | None = None) -> int:
     return status
 
 
-def collect_main(argv: list[str] | None = None) -> int:
+def _collect_parser() -> command_line.ArgumentParser:
     p = command_line.ArgumentParser(
         prog="xfbench collect",
         description="Merge bundles into one SQLite database that xfbench report, score and "
@@ -75,7 +75,11 @@ def collect_main(argv: list[str] | None = None) -> int:
         type=command_line.OUTPUT_FILE,
         help=f"the database (default: {DEFAULT_DB})",
     )
-    args = command_line.parse_command_line(p, argv)
+    return p
+
+
+def collect_main(argv: list[str] | None = None) -> int:
+    args = command_line.parse_command_line(_collect_parser(), argv)
     if isinstance(args, int):
         return args
     try:

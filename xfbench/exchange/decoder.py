@@ -76,6 +76,20 @@ def _positions(g: _Graph, length: int) -> dict:
     return {"indices": g.op("Expand", [POSITION, b]), "mask": mask, "positions": query}
 
 
+def _last_token(g: _Graph, x: str) -> str:
+    """x at the last of the tokens' positions: (B, T, d) to (B, d)."""
+    return g.op(
+        "Gather",
+        [
+            x,
+            g.op(
+                "Sub", [g.op("Gather", [g.op("Shape", [TOKENS]), g.const(1)], axis=0), g.const(1)]
+            ),
+        ],
+        axis=1,
+    )  # (B, d); fmt: skip
+
+
 def build_decoder(spec: Spec, weights: dict[str, np.ndarray], length: int):
     """The ModelProto of spec's decoder over a cache of `length` positions."""
     embed = spec.layer(L.TokenEmbedding)[0]
@@ -92,16 +106,7 @@ def build_decoder(spec: Spec, weights: dict[str, np.ndarray], length: int):
     caches = cache_names(len(blocks))
     for block, cache in zip(blocks, caches):
         x = _block(g, block, x, d=d, cache=cache, where=where)
-    last = g.op(
-        "Gather",
-        [
-            x,
-            g.op(
-                "Sub", [g.op("Gather", [g.op("Shape", [TOKENS]), g.const(1)], axis=0), g.const(1)]
-            ),
-        ],
-        axis=1,
-    )  # (B, d); fmt: skip
+    last = _last_token(g, x)
     final = spec.layer(L.LayerNorm)[-1]
     logits = _matmul_t(g, _layer_norm(g, final.name, last, d=d, eps=final.eps), word)
     g.nodes.append(helper.make_node("Identity", [logits], [LOGITS], name="logits"))

@@ -94,8 +94,13 @@ def main(argv: list[str] | None = None) -> int:
             )
             return 2
         raise
+    return _run_command(name, sub.main, rest)
+
+
+def _run_command(name: str, command_main, rest: list[str]) -> int:
+    """A command's main on its arguments, its late usage errors and a closed pipe answered."""
     try:
-        rc = sub.main(rest)
+        rc = command_main(rest)
         sys.stdout.flush()  # here, where a closed pipe can still be answered
         return rc
     except UsageError as e:

@@ -42,6 +42,14 @@ def parser() -> command_line.ArgumentParser:
         type=command_line.OUTPUT_FILE,
         help="also write the per-layer plot (PNG)",
     )
+    _generate_options(p)
+    _measured_options(p)
+    return p
+
+
+def _generate_options(p: command_line.ArgumentParser) -> None:
+    """--task generate's options: the token lengths and the roofs, given or measured."""
+    word = command_line.WORD
     g = p.add_argument_group("--task generate")
     g.add_argument(
         "--lengths",
@@ -62,6 +70,11 @@ def parser() -> command_line.ArgumentParser:
         type=command_line.number_kind("a number of TFLOP/s"),
         help="peak at --precision in TFLOP/s (default: measured now, fp32 GEMM at --threads)",
     )
+
+
+def _measured_options(p: command_line.ArgumentParser) -> None:
+    """--framework's options: where and how the network runs to time each layer."""
+    word = command_line.WORD
     m = p.add_argument_group(
         "measured per-layer time (run the network, profile each layer's forward and backward)"
     )
@@ -79,7 +92,6 @@ def parser() -> command_line.ArgumentParser:
         type=command_line.whole_number(1),
         help="CPU threads (default: every CPU this process may use)",
     )
-    return p
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -123,7 +135,6 @@ def main(argv: list[str] | None = None) -> int:
 
 def _measured(args, spec: Spec, batch: int) -> int:
     """--framework: the cell built, run and profiled per layer (roofline/layers.py)."""
-    from xfbench.adapters import Cell
     from xfbench.errors import CannotRun
     from xfbench.frameworks import FRAMEWORKS
     from xfbench.harness import memory, threads
@@ -151,19 +162,7 @@ def _measured(args, spec: Spec, batch: int) -> int:
     if mode not in adapter.modes:
         valid = ", ".join(adapter.modes) or "none"
         return fail(f"unknown --mode {mode!r} for {args.framework}; valid: {valid}")
-    cell = Cell(
-        network=spec.id,
-        framework=args.framework,
-        mode=mode,
-        precision=args.precision,
-        device=args.device,
-        threads=n,
-        batch_size=batch,
-        task=args.task,
-        data="resident",
-        scale=spec.scale,
-        tokens=None,
-    )
+    cell = _profiled_cell(args, spec, batch=batch, mode=mode, threads=n)
     reason = adapter.layer_times_reason(cell)
     if reason:
         return fail(f"cannot measure {cell.id}: {reason}", 1)
@@ -176,11 +175,29 @@ def _measured(args, spec: Spec, batch: int) -> int:
     return 0
 
 
+def _profiled_cell(args, spec: Spec, *, batch: int, mode: str, threads: int):
+    """The cell --framework profiles: the network run on resident data, as a sweep's is."""
+    from xfbench.adapters import Cell
+
+    return Cell(
+        network=spec.id,
+        framework=args.framework,
+        mode=mode,
+        precision=args.precision,
+        device=args.device,
+        threads=threads,
+        batch_size=batch,
+        task=args.task,
+        data="resident",
+        scale=spec.scale,
+        tokens=None,
+    )
+
+
 def _decode(args, spec: Spec) -> int:
     """--task generate: the decode roofline at this machine's roofs (or those given)."""
-    from xfbench.harness import threads
     from xfbench.models import layers as L
-    from xfbench.roofline import decode, roofs
+    from xfbench.roofline import decode
 
     try:
         # a decoder: a causal language model, which predicts the next token
@@ -200,22 +217,10 @@ def _decode(args, spec: Spec) -> int:
     except UsageError as e:
         print(f"xfbench profile: {e}", file=sys.stderr)
         return 2
-    bandwidth, peak = given["bandwidth"], given["peak"]
-    if bandwidth is None or peak is None:
-        n = args.threads or len(threads.allowed_cpus())
-        measured = roofs.measure(n)
-        bandwidth = bandwidth or measured["memory_bandwidth_gbps"]
-        own = measured.get(f"{args.precision}_peak_tflops")
-        peak = peak or (own if isinstance(own, (int, float)) else measured["fp32_peak_tflops"])
-        if bandwidth is None or peak is None:  # stopped at its wall-clock limit
-            why = "; ".join(f"{k} {v}" for k, v in measured.get("stopped", {}).items())
-            print(f"xfbench profile: roofs not measured ({why}): give --bandwidth and --peak",
-                  file=sys.stderr)  # fmt: skip
-            return 1
-        print(f"roofs measured now at {n} thread(s): {roofs.METHOD}", file=sys.stderr)
-        if given["peak"] is None and not isinstance(own, (int, float)):
-            print(f"xfbench profile: no {args.precision} peak measured here: the fp32 peak "
-                  "stands in for it (--peak gives one)", file=sys.stderr)  # fmt: skip
+    found = _roofs(args, given)
+    if found is None:
+        return 1
+    bandwidth, peak = found
     batches = [args.batch_size] if args.batch_size else [2**i for i in range(10)]
     print(
         decode.table(
@@ -229,3 +234,28 @@ def _decode(args, spec: Spec) -> int:
         )
     )
     return 0
+
+
+def _roofs(args, given: dict) -> tuple[float, float] | None:
+    """The bandwidth and peak: those given, the others measured now at --threads (None,
+    said why, when the measurement stopped at its wall-clock limit)."""
+    from xfbench.harness import threads
+    from xfbench.roofline import roofs
+
+    bandwidth, peak = given["bandwidth"], given["peak"]
+    if bandwidth is None or peak is None:
+        n = args.threads or len(threads.allowed_cpus())
+        measured = roofs.measure(n)
+        bandwidth = bandwidth or measured["memory_bandwidth_gbps"]
+        own = measured.get(f"{args.precision}_peak_tflops")
+        peak = peak or (own if isinstance(own, (int, float)) else measured["fp32_peak_tflops"])
+        if bandwidth is None or peak is None:  # stopped at its wall-clock limit
+            why = "; ".join(f"{k} {v}" for k, v in measured.get("stopped", {}).items())
+            print(f"xfbench profile: roofs not measured ({why}): give --bandwidth and --peak",
+                  file=sys.stderr)  # fmt: skip
+            return None
+        print(f"roofs measured now at {n} thread(s): {roofs.METHOD}", file=sys.stderr)
+        if given["peak"] is None and not isinstance(own, (int, float)):
+            print(f"xfbench profile: no {args.precision} peak measured here: the fp32 peak "
+                  "stands in for it (--peak gives one)", file=sys.stderr)  # fmt: skip
+    return bandwidth, peak

@@ -185,6 +185,26 @@ def _cpus(cpus: list[int]) -> str:
     return ",".join(map(str, cpus))
 
 
+def _pooled_stats(pooled: list[float]) -> dict:
+    """pytest-benchmark's stats of the copies' rounds pooled, one iteration each."""
+    s = Stats()
+    for x in pooled:
+        s.update(x)
+    return {**s.as_dict(), "iterations": 1, "data": pooled}
+
+
+def _copies_overlap(windows: list) -> float | None:
+    """The least share of a copy's window that every copy ran together (None without
+    every copy's window)."""
+    if not all(isinstance(w, list) and len(w) == 2 and w[1] > w[0] for w in windows):
+        return None
+    # Every copy runs from the start of its rounds until the last copy has finished
+    # (it steps on after its own), so a copy's rounds ran on the whole machine from the
+    # moment the last copy started: the least such share over the copies.
+    last_start = max(w[0] for w in windows)
+    return min(max(0.0, end - max(start, last_start)) / (end - start) for start, end in windows)
+
+
 def merged_copies(docs: list[dict], c: CopiesCell, cpu_sets: list[list[int]]) -> dict:
     """One pytest-benchmark document for the cell: copy 0's, with the rounds of every copy
     pooled in its stats and the copies' own figures in extra_info."""
@@ -194,10 +214,7 @@ def merged_copies(docs: list[dict], c: CopiesCell, cpu_sets: list[list[int]]) ->
     rounds = [[float(x) for x in e["stats"]["data"]] for e in entries]
     medians = [statistics.median(r) for r in rounds]
     pooled = sorted(x for r in rounds for x in r)
-    s = Stats()
-    for x in pooled:
-        s.update(x)
-    entry["stats"] = {**s.as_dict(), "iterations": 1, "data": pooled}
+    entry["stats"] = _pooled_stats(pooled)
     entry["param"] = c.id
     entry["name"] = f"test_{c.task}[{c.id}]"
     infos = [e["extra_info"] for e in entries]
@@ -207,15 +224,7 @@ def merged_copies(docs: list[dict], c: CopiesCell, cpu_sets: list[list[int]]) ->
     median = statistics.median(pooled)
     batch = extra["batch_size"]
     windows = [i.get("copy_window_s") for i in infos]
-    overlap = None
-    if all(isinstance(w, list) and len(w) == 2 and w[1] > w[0] for w in windows):
-        # Every copy runs from the start of its rounds until the last copy has finished
-        # (it steps on after its own), so a copy's rounds ran on the whole machine from the
-        # moment the last copy started: the least such share over the copies.
-        last_start = max(w[0] for w in windows)
-        overlap = min(
-            max(0.0, end - max(start, last_start)) / (end - start) for start, end in windows
-        )
+    overlap = _copies_overlap(windows)
     low, high, level = ci.median_ci(pooled)
     extra.update(
         seconds_per_batch=median,

@@ -199,33 +199,37 @@ def build(tf, strategy, spec, layout: str, precision: str, use_cudnn: bool):
                         compute_dtype=self.compute_dtype,
                     )
                 self.trainable = self.net.trainable
-
-                def slots():
-                    """Zeros beside each variable, mirrored, updated on each replica by
-                    the fused op."""
-                    return [
-                        tf.Variable(
-                            tf.zeros(v.shape, v.dtype),
-                            trainable=False,
-                            synchronization=tf.VariableSynchronization.ON_WRITE,
-                            aggregation=tf.VariableAggregation.NONE,
-                        )
-                        for v in self.trainable
-                    ]
-
-                self.slots = slots()  # momentum, or AdamW's first moments
-                if spec.optimizer == "adamw":  # its second moments and step, mirrored
-                    self.second_moments = slots()
-                    self.adam_steps = tf.Variable(
-                        0,
-                        trainable=False,
-                        dtype=tf.int64,
-                        synchronization=tf.VariableSynchronization.ON_WRITE,
-                        aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA,
-                    )
-                    self.decays = [spec.decays(e.name) for e in self.net.variables.entries]
+                self._mirrored_optimizer_state()
             self.lr = tf.constant(spec.lr, self.master_dtype)
             self.momentum = tf.constant(spec.momentum, self.master_dtype)
+
+        def _mirrored_optimizer_state(self) -> None:
+            """Momentum, or AdamW's moments and step: mirrored, made under strategy.scope()."""
+
+            def slots():
+                """Zeros beside each variable, mirrored, updated on each replica by
+                the fused op."""
+                return [
+                    tf.Variable(
+                        tf.zeros(v.shape, v.dtype),
+                        trainable=False,
+                        synchronization=tf.VariableSynchronization.ON_WRITE,
+                        aggregation=tf.VariableAggregation.NONE,
+                    )
+                    for v in self.trainable
+                ]
+
+            self.slots = slots()  # momentum, or AdamW's first moments
+            if spec.optimizer == "adamw":  # its second moments and step, mirrored
+                self.second_moments = slots()
+                self.adam_steps = tf.Variable(
+                    0,
+                    trainable=False,
+                    dtype=tf.int64,
+                    synchronization=tf.VariableSynchronization.ON_WRITE,
+                    aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA,
+                )
+                self.decays = [spec.decays(e.name) for e in self.net.variables.entries]
 
         # Read while tracing: False only while Trainer traces its step without the
         # all-reduce (comm_share's comparison), each replica then updating with its own.

@@ -232,7 +232,6 @@ def make_train_step(
     each device updating with its own gradient, as DDP under no_sync(); the worker times
     it against the normal step for the all-reduce's share of the step. Its devices'
     states diverge, so it runs under shard_map(check_vma=False)."""
-    lr, mu, clip = spec.lr, spec.momentum, spec.clip_norm
 
     def train_step(state, x, y):
         params, stats = state["params"], state["stats"]
@@ -252,41 +251,50 @@ def make_train_step(
             grads, (loss, new_stats) = jax.grad(objective, has_aux=True)(local)
             if average_gradients:
                 grads = jax.lax.pmean(grads, data_axis)
-        if loss_scaling:
-            grads = jax.tree.map(lambda g: g / scale, grads)
-            finite = jnp.all(jnp.array([jnp.all(jnp.isfinite(g)) for g in jax.tree.leaves(grads)]))
-        if clip:
-            grads = clip_by_global_norm(grads, clip)
-        if spec.optimizer == "adamw":
-            import optax
-
-            updates, opt = adamw(spec).update(grads, state["opt"], params)
-            new_params = optax.apply_updates(params, updates)
-            slots = {"opt": opt}
-        else:
-            # PyTorch's SGD momentum: v = mu * v + g; w -= lr * v.
-            momentum = jax.tree.map(lambda v, g: mu * v + g, state["momentum"], grads)
-            new_params = jax.tree.map(lambda w, v: w - lr * v, params, momentum)
-            slots = {"momentum": momentum}
-        new = {"params": new_params, "stats": new_stats, **slots}
-        if loss_scaling:
-            # An overflowing step changes neither weights nor the optimizer's state (the
-            # running statistics still move, as in PyTorch); the scale backs off or grows.
-            keep = lambda a, b: jnp.where(finite, a, b)  # noqa: E731
-            new["params"] = jax.tree.map(keep, new_params, params)
-            for k in slots:
-                new[k] = jax.tree.map(keep, slots[k], state[k])
-            good = jnp.where(finite, state["scaler"]["good_steps"] + 1, 0)
-            grow = good >= SCALE_INTERVAL
-            new["scaler"] = {
-                "scale": jnp.where(
-                    finite, jnp.where(grow, scale * SCALE_GROWTH, scale), scale * SCALE_BACKOFF
-                ),
-                "good_steps": jnp.where(grow, 0, good),
-            }
+        new = _apply_gradients(spec, state, grads, new_stats=new_stats, scale=scale)
         return new, loss
 
     return train_step
+
+
+def _apply_gradients(spec: Spec, state: dict, grads: dict, *, new_stats: dict, scale) -> dict:
+    """The new state from the gradients: unscaled (scale: the loss scale, None without
+    loss scaling), clipped, and the optimizer's update applied."""
+    params, loss_scaling = state["params"], scale is not None
+    lr, mu, clip = spec.lr, spec.momentum, spec.clip_norm
+    if loss_scaling:
+        grads = jax.tree.map(lambda g: g / scale, grads)
+        finite = jnp.all(jnp.array([jnp.all(jnp.isfinite(g)) for g in jax.tree.leaves(grads)]))
+    if clip:
+        grads = clip_by_global_norm(grads, clip)
+    if spec.optimizer == "adamw":
+        import optax
+
+        updates, opt = adamw(spec).update(grads, state["opt"], params)
+        new_params = optax.apply_updates(params, updates)
+        slots = {"opt": opt}
+    else:
+        # PyTorch's SGD momentum: v = mu * v + g; w -= lr * v.
+        momentum = jax.tree.map(lambda v, g: mu * v + g, state["momentum"], grads)
+        new_params = jax.tree.map(lambda w, v: w - lr * v, params, momentum)
+        slots = {"momentum": momentum}
+    new = {"params": new_params, "stats": new_stats, **slots}
+    if loss_scaling:
+        # An overflowing step changes neither weights nor the optimizer's state (the
+        # running statistics still move, as in PyTorch); the scale backs off or grows.
+        keep = lambda a, b: jnp.where(finite, a, b)  # noqa: E731
+        new["params"] = jax.tree.map(keep, new_params, params)
+        for k in slots:
+            new[k] = jax.tree.map(keep, slots[k], state[k])
+        good = jnp.where(finite, state["scaler"]["good_steps"] + 1, 0)
+        grow = good >= SCALE_INTERVAL
+        new["scaler"] = {
+            "scale": jnp.where(
+                finite, jnp.where(grow, scale * SCALE_GROWTH, scale), scale * SCALE_BACKOFF
+            ),
+            "good_steps": jnp.where(grow, 0, good),
+        }
+    return new
 
 
 def attention_implementation(device, dtype) -> str:

@@ -68,16 +68,7 @@ class OrtGenerator(Generator):
         d, b = spec.layer(L.TokenEmbedding)[0].dim, cell.batch_size
         shape = (b, blocks[0].heads, length, d // blocks[0].heads)
         self.binding = self.session.io_binding()
-        self.cache = []
-        for past_k, past_v, present_k, present_v in cache_names(len(blocks)):
-            for past, present in ((past_k, present_k), (past_v, present_v)):
-                # zeros, not uninitialised memory: attention multiplies the masked positions
-                # by a probability of 0, and 0 x NaN would be NaN
-                value = ort.OrtValue.ortvalue_from_numpy(np.zeros(shape, np.float32), *self.where)
-                self.binding.bind_ortvalue_input(past, value)
-                self.binding.bind_ortvalue_output(present, value)  # the same buffer
-                self.cache.append(value)
-        self.cache_bytes = 4 * int(np.prod(shape)) * len(self.cache)
+        self._bind_cache(len(blocks), shape)
         self.next = ort.OrtValue.ortvalue_from_shape_and_type((b,), np.int64, *self.where)
         self._logits = ort.OrtValue.ortvalue_from_shape_and_type(
             (b, spec.layer(L.TokenEmbedding)[0].vocab), np.float32, *self.where
@@ -98,6 +89,20 @@ class OrtGenerator(Generator):
             "and Softmax",
             "cache_write": "TensorScatter (opset 24), the cache bound as input and output",
         }
+
+    def _bind_cache(self, layers: int, shape: tuple[int, ...]) -> None:
+        """Each layer's key and value cache: one zeroed buffer on the device, bound as the
+        past it reads and the present it writes."""
+        self.cache = []
+        for past_k, past_v, present_k, present_v in cache_names(layers):
+            for past, present in ((past_k, present_k), (past_v, present_v)):
+                # zeros, not uninitialised memory: attention multiplies the masked positions
+                # by a probability of 0, and 0 x NaN would be NaN
+                value = ort.OrtValue.ortvalue_from_numpy(np.zeros(shape, np.float32), *self.where)
+                self.binding.bind_ortvalue_input(past, value)
+                self.binding.bind_ortvalue_output(present, value)  # the same buffer
+                self.cache.append(value)
+        self.cache_bytes = 4 * int(np.prod(shape)) * len(self.cache)
 
     def _run(self, tokens: np.ndarray) -> np.ndarray:
         # Held here until the run: a bound host array is read in place, not copied.

@@ -130,6 +130,16 @@ def gelus(model) -> list[str]:
     return out
 
 
+def _session_options(cell: Cell):
+    """All of ONNX Runtime's graph optimizations, ops run in order on the cell's threads."""
+    options = ort.SessionOptions()
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+    options.intra_op_num_threads = cell.threads
+    options.inter_op_num_threads = 1
+    return options
+
+
 class OrtWorkload(Workload):
     def __init__(self, spec: Spec, cell: Cell, weights: dict[str, np.ndarray], seed: int = 0):
         if cell.task != "infer":
@@ -139,11 +149,7 @@ class OrtWorkload(Workload):
         fused = None
         if cell.mode == "fused":
             model, fused = transformer_fusions(spec, model)
-        options = ort.SessionOptions()
-        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-        options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
-        options.intra_op_num_threads = cell.threads
-        options.inter_op_num_threads = 1
+        options = _session_options(cell)
         providers = provider_list(cell)
         int8 = {}
         if cell.precision == "int8":
@@ -163,14 +169,7 @@ class OrtWorkload(Workload):
 
         gpu = cell.device != "cpu"
         self.where = ("cuda", int(cell.device.split(":")[1])) if gpu else ("cpu", 0)
-        x, _ = synthetic_batch(spec, cell.batch_size, seed)
-        self.x_host = x
-        self.x = ort.OrtValue.ortvalue_from_numpy(x, *self.where)
-        out_shape = (cell.batch_size,) + spec.output_shape
-        self.out = ort.OrtValue.ortvalue_from_shape_and_type(out_shape, np.float32, *self.where)
-        self.binding = self.session.io_binding()
-        self.binding.bind_ortvalue_input(INPUT, self.x)
-        self.binding.bind_ortvalue_output(OUTPUT, self.out)
+        self._bind_io(seed)
 
         from xfbench import machine
 
@@ -189,6 +188,18 @@ class OrtWorkload(Workload):
             **({"fused_operators": fused} if fused is not None else {}),
             **int8,
         }
+
+    def _bind_io(self, seed: int) -> None:
+        """The synthetic batch and the output, on the cell's device, bound to the session."""
+        spec, cell = self.spec, self.cell
+        x, _ = synthetic_batch(spec, cell.batch_size, seed)
+        self.x_host = x
+        self.x = ort.OrtValue.ortvalue_from_numpy(x, *self.where)
+        out_shape = (cell.batch_size,) + spec.output_shape
+        self.out = ort.OrtValue.ortvalue_from_shape_and_type(out_shape, np.float32, *self.where)
+        self.binding = self.session.io_binding()
+        self.binding.bind_ortvalue_input(INPUT, self.x)
+        self.binding.bind_ortvalue_output(OUTPUT, self.out)
 
     def step(self) -> None:
         if self.cell.data == "copied":

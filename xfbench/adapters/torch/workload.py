@@ -123,6 +123,15 @@ def backend(device_type: str, compiled: bool = False) -> dict:
 PADDED_ON = {"cuda"}
 
 
+def _inductor_cpu_settings() -> dict:
+    """Inductor's settings that shape its CPU code: weight prepacking, freezing, C++ wrapper."""
+    return {
+        "inductor_weight_prepack": torch._inductor.config.cpp.weight_prepack,
+        "inductor_freezing": torch._inductor.config.freezing,
+        "inductor_cpp_wrapper": torch._inductor.config.cpp_wrapper,
+    }
+
+
 class TorchWorkload(CudaPeak, Workload):
     def __init__(self, spec: Spec, cell: Cell, weights: dict[str, np.ndarray], seed: int = 0):
         self.spec, self.cell = spec, cell
@@ -146,7 +155,27 @@ class TorchWorkload(CudaPeak, Workload):
         params = next(self.net.parameters())
         if params.device != self.device or self.x.device != self.device:
             raise RuntimeError(f"asked for {self.device}, but tensors are on {params.device}")
-        self.info = {
+        self.info = self._facts(
+            precision_flags=precision_flags,
+            kernels=kernels,
+            lstm_note=lstm_note,
+            mode=mode,
+            int8_facts=int8_facts,
+        )
+
+    def _facts(
+        self,
+        *,
+        precision_flags: dict,
+        kernels: dict,
+        lstm_note: str,
+        mode: str | None,
+        int8_facts: dict,
+    ) -> dict:
+        """The record's facts of the built workload: its device, layout and precision, the
+        kernels PyTorch chose, its optimizer and loss scale, and its backend."""
+        spec, cell = self.spec, self.cell
+        return {
             "device_name": (
                 torch.cuda.get_device_name(self.device) if self.device.type == "cuda" else "cpu"
             ),
@@ -175,15 +204,7 @@ class TorchWorkload(CudaPeak, Workload):
                 else "none"
             ),
             "cudnn_benchmark": torch.backends.cudnn.benchmark,
-            **(
-                {
-                    "inductor_weight_prepack": torch._inductor.config.cpp.weight_prepack,
-                    "inductor_freezing": torch._inductor.config.freezing,
-                    "inductor_cpp_wrapper": torch._inductor.config.cpp_wrapper,
-                }
-                if mode and self.device.type == "cpu"
-                else {}
-            ),
+            **(_inductor_cpu_settings() if mode and self.device.type == "cpu" else {}),
             **backend(self.device.type, compiled=bool(mode)),
             **int8_facts,
         }
