@@ -255,7 +255,8 @@ def test_scaling_entries_never_become_table7_rows(tmp_path):
         document(standard() + [allreduce_entry("torch", 2), table7_entry()]),
     )
     run = load(path)
-    assert len(run.results) == 1 and run.results[0].network == "resnet56"  # the Table 7 cell only
+    cells = run.of("train", "infer")
+    assert len(cells) == 1 and cells[0].network == "resnet56"  # the Table 7 cell only
     assert len(run.of("scaling")) == 8 and len(run.of("allreduce")) == 1
     assert run.problems == []
     rep = build([run])

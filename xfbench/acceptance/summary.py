@@ -198,9 +198,10 @@ def _unfinished(out: Path) -> list[dict]:
 
 
 def _sweeps(run: Run) -> str:
-    measured = [r for r in run.results if r.ok]
-    skipped = [r for r in run.results if r.status == "skipped"]
-    lost = [r for r in run.results if not r.ok and r.status != "skipped"]
+    cells = suites.cells(run)
+    measured = [r for r in cells if r.ok]
+    skipped = [r for r in cells if r.status == "skipped"]
+    lost = [r for r in cells if not r.ok and r.status != "skipped"]
     lines = [
         "## Sweeps",
         "",

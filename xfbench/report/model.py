@@ -111,14 +111,16 @@ def group_machines(runs: list[Run]) -> tuple[list[Machine], list[str]]:
     """Column groups, and notes on cells measured twice within one run."""
     machines: list[Machine] = []
     notes: list[str] = []
+    kinds = suites.cell_kinds()  # read once: those of Table 7's cells
     for run in runs:
-        target = _machine_of(run, machines)
+        cells = run.of(*kinds)
+        target = _machine_of(run, cells, machines)
         target.runs.append(run)
-        _name_failed_devices(run)
-        target.equivalence += run.equivalence
+        _name_failed_devices(run, cells)
+        target.equivalence += run.of("equivalence")
         for kind, found in run.records.items():
             target.records.setdefault(kind, []).extend(found)
-        for r in run.results:
+        for r in cells:
             key = (block_key(r), row_key(r), col_key(r))
             if r.copies > 1:
                 target.copies.append(r)
@@ -139,10 +141,10 @@ def group_machines(runs: list[Run]) -> tuple[list[Machine], list[str]]:
     return machines, notes
 
 
-def _machine_of(run: Run, machines: list[Machine]) -> Machine:
-    """The group a run joins: the first of its machine's label none of whose cells it
-    measured again, else a new one (added to machines)."""
-    keys = {_cell_key(r) for r in run.results}
+def _machine_of(run: Run, cells: list[Result], machines: list[Machine]) -> Machine:
+    """The group a run joins (cells: its Table 7 cells): the first of its machine's label
+    none of whose cells it measured again, else a new one (added to machines)."""
+    keys = {_cell_key(r) for r in cells}
     for m in machines:
         if m.base_label != run.machine["label"]:
             continue  # only its own machine's groups: their cells' keys are worth building
@@ -178,15 +180,15 @@ def _label(machines: list[Machine]) -> None:
             m.short = m.base_label
 
 
-def _name_failed_devices(run: Run) -> None:
+def _name_failed_devices(run: Run, cells: list[Result]) -> None:
     """A failure record carries the cell's device ("cuda:0") but not the device's name,
     which only a cell that ran reports: take it from the run's timed cells on that
     device, else from the machine's GPU list, so the failure lands in its column."""
-    names = {r.device: r.device_name for r in run.results if r.ok and r.accelerator}
+    names = {r.device: r.device_name for r in cells if r.ok and r.accelerator}
     for i, gpu in enumerate(run.machine.get("gpus") or []):
         for prefix in ("cuda", "gpu"):
             names.setdefault(f"{prefix}:{i}", gpu)
-    for r in run.results:
+    for r in cells:
         if not r.ok and r.accelerator and r.device_name == r.device:
             r.device_name = names.get(r.device, r.device)
 

@@ -221,7 +221,7 @@ def scored_results(run) -> list:
     each a workload of its own."""
     from xfbench.report import suites
 
-    return list(run.results) + [
+    return suites.cells(run) + [
         r for suite in suites.declared() if suite.hooks.scored for r in suite.hooks.scored(run)
     ]
 
@@ -333,7 +333,10 @@ def compare(results, reference, kind: str) -> Score:
 
 def score(results, reference) -> Scores:
     """results and reference: report.load Runs."""
-    failed = [r for r in results.results if not r.ok]
+    from xfbench.report import suites
+
+    cells = suites.cells(results)
+    failed = [r for r in cells if not r.ok]
     counted = _scored_records(results)  # the suites' (Offline serving, generation)
     counted_failed = [(task, r) for task, r in counted if r.get("status", "ok") != "ok"]
     # samples per kJ, measured in both runs (never a typed wattage), cell by cell
@@ -349,7 +352,7 @@ def score(results, reference) -> Scores:
         machine=compare(results, reference, "machine"),
         per_core=compare(results, reference, "per-core"),
         failed=len(failed) + len(counted_failed),
-        total=len(results.results) + len(counted),
+        total=len(cells) + len(counted),
         failed_names=[f"{r.network} {r.task} {r.framework} ({r.status})" for r in failed]
         + [
             f"{r.get('network')} {task} {r.get('framework')} ({r.get('status')})"
@@ -357,9 +360,7 @@ def score(results, reference) -> Scores:
         ],
         reference=reference.name,
         apart=[
-            configuration(r) + f" ({r.network} {r.task})"
-            for r in results.results
-            if r.ok and not together(r)
+            configuration(r) + f" ({r.network} {r.task})" for r in cells if r.ok and not together(r)
         ],
         energy=math.exp(sum(means) / len(means)) if means else None,
         energy_cells=sum(len(v) for v in by_network_energy.values()),
@@ -451,7 +452,6 @@ def machine_scores(report) -> list[tuple]:
             name=m.short,
             path="",
             machine={},
-            results=[r for x in m.runs for r in x.results],
             records={k: list(v) for k, v in m.records.items()},
         )
         # a reference is not scored on itself (given as its folder or its merged.json)

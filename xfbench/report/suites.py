@@ -127,12 +127,8 @@ class SuiteReport:
         return {**entry.extra, "source": entry.source, "timed_rounds_s": entry.rounds()}, None
 
     def keep(self, run, kind: str, record) -> None:
-        """One record it read (or a failed cell's) in the run: Table 7's cells in its
-        `results`, any other in `records[kind]`."""
-        if self.hooks.cells:
-            run.results.append(record)
-        else:
-            run.records.setdefault(kind, []).append(record)
+        """One record it read (or a failed cell's) in the run, under its kind."""
+        run.records.setdefault(kind, []).append(record)
 
     def summary_table(self, records: list[dict]) -> str | None:
         """Its terminal summary's table of records the report read, where they are as its
@@ -201,6 +197,17 @@ def hooks_of(module_name: str) -> Hooks:
 def cells_suite() -> SuiteReport | None:
     """The suite whose records are Table 7's cells (`cells`), if one is declared."""
     return next((s for s in declared() if s.hooks.cells), None)
+
+
+def cell_kinds() -> tuple[str, ...]:
+    """The record kinds of Table 7's cells: those of the suite whose records are its cells."""
+    found = cells_suite()
+    return found.kinds if found else ()
+
+
+def cells(run) -> list:
+    """Table 7's cells among a run's records (report.load.Result), in the order read."""
+    return run.of(*cell_kinds())
 
 
 def cell_tasks() -> dict[str, int]:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 
 from xfbench.harness.stats import ratio_ci
+from xfbench.networks.report.cells import cells_of
 from xfbench.report.api import (
     Report,
     Table,
@@ -184,7 +185,7 @@ def backends_table(report: Report) -> Table | None:
     for m in report.machines:
         seen: dict[str, dict[str, int]] = {}
         for run in m.runs:
-            for r in run.results:
+            for r in cells_of(run):
                 if r.ok and r.info.get("backend"):
                     per = seen.setdefault(r.framework, {})
                     per[str(r.info["backend"])] = per.get(str(r.info["backend"]), 0) + 1

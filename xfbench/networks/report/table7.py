@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from xfbench.harness.threads import marks
+from xfbench.networks.report.cells import KINDS
 from xfbench.networks.report.compared import backends_table, summary_table
 from xfbench.report.api import (
     Block,
@@ -42,7 +43,13 @@ def sections(report: Report, plots: list[tuple[str, Path]]) -> list[Part]:
 
 
 def _table7(report: Report) -> list[Part]:
-    suites_only = any(any(m.records.values()) for m in report.machines)
+    # records of other suites only (its own cells and equivalence checks left out)
+    suites_only = any(
+        found
+        for m in report.machines
+        for kind, found in m.records.items()
+        if kind not in (*KINDS, "equivalence")
+    )
     if not report.blocks and suites_only:
         return []
     names, tags = [m.label for m in report.machines], [m.tag for m in report.machines]

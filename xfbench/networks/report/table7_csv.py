@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from xfbench import records
 from xfbench.networks.fields import NETWORK_CELL
+from xfbench.networks.report.cells import cells_of
 from xfbench.report.api import Report, paper
 
 COLUMNS = (
@@ -132,7 +133,7 @@ def rows(report: Report) -> list[dict]:
 
 def _where(m, r) -> dict:
     """Where a result comes from: xfbench, its machine, host and run."""
-    run = next((run.name for run in m.runs if r in run.results), "")
+    run = next((run.name for run in m.runs if r in cells_of(run)), "")
     return {"source": "xfbench", "machine": m.label, "host": m.host, "run": run}
 
 
