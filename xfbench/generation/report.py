@@ -367,20 +367,18 @@ SCORED_TASK = "generate"  # the machine score's workload name for token generati
 SCORED_WORKLOAD = "generation"  # its kind of workload in the noise model (report/noise.py)
 
 
-def scored_records(run) -> list[dict]:
-    """The records the machine score counts: every generation cell, measured or failed."""
-    return run.of(KIND)
-
-
 def scored(run) -> list:
-    """Each measured generation record of a run (report.load.Run) as a Result of task
+    """Each failed generation record of a run as a failed Result of task "generate", and
+    each measured one of a run (report.load.Run) as a Result of task
     "generate", so that the scores count generated tokens as a workload beside training:
     a sample is one sequence of new_tokens, its rounds every timed generation (whose
     median the scores take; e2e_s, the record's, is the same median). The lengths (ISL/OSL) go into the scale, so that only
     the same lengths are compared."""
-    from xfbench.report.api import scored_result
+    from xfbench.report.api import scored_failure, scored_result
 
-    out = []
+    out = [
+        scored_failure(r, task=SCORED_TASK) for r in run.of(KIND) if r.get("status", "ok") != "ok"
+    ]
     for r in measured(run.of(KIND)):
         e2e, batch = r.get("e2e_s"), r.get("batch_size")
         if not isinstance(e2e, int | float) or e2e <= 0 or not isinstance(batch, int):
@@ -401,8 +399,6 @@ REPORT = Hooks(
     plots=plots,
     csv_files=csv_files,
     gpu_workloads=gpu_workloads,
-    scored_task=SCORED_TASK,
-    scored_records=scored_records,
     scored=scored,
-    scored_workload=SCORED_WORKLOAD,
+    workloads={SCORED_TASK: SCORED_WORKLOAD},
 )

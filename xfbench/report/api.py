@@ -16,6 +16,7 @@ from xfbench.report.load import (
     failure_result,
     integer,
     round_times,
+    scored_failure,
     scored_result,
 )
 from xfbench.report.model import (
@@ -72,6 +73,7 @@ __all__ = [
     "row_key",
     "row_label",
     "roofs",
+    "scored_failure",
     "scored_result",
     "table_section",
 ]

@@ -287,6 +287,14 @@ def scored_result(record: dict, *, task: str, batch: int, median: float, rounds,
     return result
 
 
+def scored_failure(record: dict, *, task: str) -> Result:
+    """A suite's failed record as the failed Result of its workload `task` the scores count
+    (its report module's `scored`, report/suites.py)."""
+    result = failure_result(record, str(record.get("source", "")))
+    result.task = task
+    return result
+
+
 def failure_result(record: dict, source: str, *, task: str = "") -> Result:
     """A failure record ({"cell": {...}, "status", "reason", ...}, or the cell fields at
     the top level as the runner's plugin keeps them) as a Result (`task`: its task where

@@ -68,17 +68,11 @@ def kind_of(task: str, network: str) -> tuple[str, str]:
 
 @functools.cache
 def _kinds(suite_names: tuple[str, ...]) -> dict[str, str]:
-    """The kind of workload of each task (report/suites.py: Table 7's cells' `workloads`,
-    each suite's scored task): read once for each set of suites (compare asks for every
-    cell)."""
+    """The kind of workload of each task the scores count (report/suites.py: each suite's
+    `workloads`): read once for each set of suites (compare asks for every cell)."""
     from xfbench.report import suites
 
-    found = {task: kind for s in suites.declared() for task, kind in s.hooks.workloads.items()}
-    return found | {
-        s.hooks.scored_task: s.hooks.scored_workload
-        for s in suites.declared()
-        if s.hooks.scored_workload
-    }
+    return {task: kind for s in suites.declared() for task, kind in s.hooks.workloads.items()}
 
 
 def fit(log_ratios: list[float], of: str) -> Noise:

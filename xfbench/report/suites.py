@@ -86,17 +86,13 @@ class Hooks:
     # its sections of the acceptance summary read from the sweeps' results, before the
     # sweeps' own: title -> (run, report) -> str ("": none)
     sweep_sections: dict[str, Callable] = field(default_factory=dict)
-    # the records the machine score counts (run -> [record]; a failed one counts as failed)
-    # and those measured as Results of task `scored_task` (run -> [Result]; report.score,
-    # `xfbench compare`); `scored_workload`: its kind of workload in the noise model
-    # `xfbench compare` judges by (report/noise.py; without a fitted model of its own, the
-    # widest fitted one)
-    scored_task: str | None = None
-    scored_records: Callable | None = None
+    # every record the scores count (report.score, `xfbench compare`), each a Result of its
+    # workload's task, timed or failed (report.load.scored_result, scored_failure):
+    # run -> [Result]
     scored: Callable | None = None
-    scored_workload: str | None = None
-    # the kind of workload of each task of its cells in that noise model, where its records
-    # are Table 7's cells (`cells`): task -> kind
+    # the kind of workload of each task it scores in the noise model `xfbench compare`
+    # judges by (report/noise.py; a task without a fitted model of its own: the widest
+    # fitted one): task -> kind
     workloads: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self):

@@ -47,6 +47,7 @@ REPORT = Hooks(
     cells_csv=table7_csv.table,
     paper_task="train",  # Shi et al.'s Table 7 is of training
     block_tasks={("infer", "gpt2"): "infer (prefill: one pass scoring every position, no cache)"},
+    scored=cells.cells_of,  # every cell, timed or failed
     workloads={"train": "training", "infer": "inference"},
     sections=table7.sections,
     places={
