@@ -25,20 +25,9 @@ import math
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from xfbench.models import FAMILIES
+
 NOISE = Path(__file__).resolve().parent / "data" / "noise.json"
-FAMILY = {
-    "fcn5": "fcn",
-    "fcn8": "fcn",
-    "fcn_r": "fcn",
-    "alexnet": "cnn",
-    "alexnet_r": "cnn",
-    "resnet50": "cnn",
-    "resnet56": "cnn",
-    "lstm32": "rnn",
-    "lstm64": "rnn",
-    "bert_base": "transformer",
-    "gpt2": "transformer",
-}
 # A family gets its own model only with this many log ratios behind it; else its kind's.
 LEAST_PAIRS = 30
 LOWEST_DF = 2.0  # below, t's variance is infinite: the fit says so rather than go there
@@ -63,7 +52,7 @@ def kind_of(task: str, network: str) -> tuple[str, str]:
     """(kind, family) of a cell: ("training", "cnn")."""
     from xfbench import plugin
 
-    return _kinds(tuple(plugin.declared())).get(task, task), FAMILY.get(network, "")
+    return _kinds(tuple(plugin.declared())).get(task, task), FAMILIES.get(network, "")
 
 
 @functools.cache
