@@ -112,7 +112,7 @@ def test_code_outside_a_suite_names_no_suite_that_declares_its_report():
 
     names = {s.name for s in reports()}
     words = {w for s in reports() for w in (*s.kinds, *s.tasks)}
-    protocol = {w for s in reports() if s.hooks.cells for w in (*s.kinds, *s.tasks)}
+    protocol = {w for s in reports() if s.hooks.table7 for w in (*s.kinds, *s.tasks)}
     package = ROOT / "xfbench"
     files = [
         package / f
@@ -147,7 +147,7 @@ def test_a_misspelt_hook_fails_where_it_is_declared_or_read():
     with pytest.raises(TypeError, match="declares no REPORT"):
         hooks_of("xfbench.report.table")  # a module that declares none
     with pytest.raises(TypeError, match="no place after_score; places: after_scores"):
-        Hooks(places={"after_score": lambda report, plots: []})  # a place that does not exist
+        Hooks(sections={"after_score": lambda report, plots: []})  # a place that does not exist
 
 
 @pytest.mark.slow  # copies the package and runs four commands (7 s on a 2-core Zen 3)

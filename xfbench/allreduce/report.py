@@ -253,7 +253,7 @@ def csv_rows(report: Report) -> list[dict]:
 
 # Its part of the report (xfbench/report/suites.py says what each hook is).
 REPORT = Hooks(
-    sections=sections,
+    sections={"suites": sections},
     plots=plots,
     csv_files=csv_files,
     read=read,

@@ -395,7 +395,7 @@ def scored(run) -> list:
 
 # Its part of the report (xfbench/report/suites.py says what each hook is).
 REPORT = Hooks(
-    sections=sections,
+    sections={"suites": sections},
     plots=plots,
     csv_files=csv_files,
     gpu_workloads=gpu_workloads,

@@ -35,14 +35,18 @@ from xfbench.report.noise import floor as noise_floor
 from xfbench.report.roofline import roofs
 from xfbench.report.runs import machine_groups, ratio_over_runs
 from xfbench.report.sections import Part, table_section
-from xfbench.report.suites import Hooks
+from xfbench.report.suites import Anchors, FromOutput, FromSweeps, Hooks, Table7
 from xfbench.report.table import Table, Text, as_text, number_text, plural
 from xfbench.report.tables import legend_caption
 
 __all__ = [
     "Block",
     "Entry",
+    "Anchors",
+    "FromOutput",
+    "FromSweeps",
     "Hooks",
+    "Table7",
     "Machine",
     "Part",
     "Report",

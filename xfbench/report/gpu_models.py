@@ -40,9 +40,9 @@ class Workload:
 
 def _table7_workloads(machine) -> list[Workload]:
     # its training cells stand beside published training ratios: the task Shi et al.'s
-    # Table 7 measured, as the suite of its cells declares it (Hooks.paper_task)
+    # Table 7 measured, as the suite of its cells declares it (Hooks.table7)
     cells = suites.cells_suite()
-    trained = cells.hooks.paper_task if cells else None
+    trained = cells.hooks.table7.paper_task if cells and cells.hooks.table7 else None
     out = []
     for r in machine.results.values():
         if not (r.ok and r.accelerator):

@@ -570,10 +570,10 @@ def _table_cell(m: Machine, bk, rk, *, column: Column, footnotes: list[Footnote]
     return TableCell(failed.status, footnote=number, result=failed)
 
 
-def _block(bk, machines, inside, *, footnotes, by_cell, with_paper: bool, hooks) -> Block:
+def _block(bk, machines, inside, *, footnotes, by_cell, with_paper: bool, table7) -> Block:
     """One (task, network, batch) table: a row per configuration, a column per machine's
-    thread count or device; the best of each column marked. `hooks`: those of the suite of
-    Table 7's cells (its paper task, its blocks' names)."""
+    thread count or device; the best of each column marked. `table7`: the layout the suite
+    of Table 7's cells declares (its paper task, its blocks' names), or None."""
     columns = _columns(machines, inside)
     rows = []
     for rk in sorted({row_key(r) for _, r in inside}):
@@ -597,7 +597,7 @@ def _block(bk, machines, inside, *, footnotes, by_cell, with_paper: bool, hooks)
                 d.best_in_column = True
     task, network, batch, scale = bk
     lengths = sorted({r.tokens for _, r in inside if r.tokens})
-    task = hooks.block_tasks.get((task, network), task)
+    task = table7.block_tasks.get((task, network), task) if table7 else task
     title = (
         f"{network_title(network)}: {task}, batch {batch}"
         + (f" x {', '.join(map(str, lengths))} tokens" if lengths else "")
@@ -608,7 +608,7 @@ def _block(bk, machines, inside, *, footnotes, by_cell, with_paper: bool, hooks)
         title=title,
         columns=columns,
         rows=rows,
-        paper=_paper_block(bk, hooks.paper_task) if with_paper else None,
+        paper=_paper_block(bk, table7 and table7.paper_task) if with_paper else None,
     )
 
 
@@ -650,7 +650,7 @@ def build(
     block_keys = _block_keys(everything)
     footnotes: list[Footnote] = []
     cells = suites.cells_suite()  # read once: each block takes its hooks
-    hooks = cells.hooks if cells else suites.Hooks()
+    table7 = cells.hooks.table7 if cells else None
     blocks = [
         _block(
             bk,
@@ -659,7 +659,7 @@ def build(
             footnotes=footnotes,
             by_cell=by_cell,
             with_paper=with_paper,
-            hooks=hooks,
+            table7=table7,
         )
         for bk in block_keys
     ]  # fmt: skip

@@ -206,7 +206,7 @@ def _scaled_rounds(times, median: float) -> list[float]:
 
 # Its part of the report (xfbench/report/suites.py says what each hook is).
 REPORT = Hooks(
-    sections=sections,
+    sections={"suites": sections},
     plots=plots,
     csv_files=csv_files,
     scored=scored,

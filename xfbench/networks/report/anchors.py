@@ -58,7 +58,7 @@ def utilisation(info: dict) -> str:
 
 
 def resnet50_training(run: Run, report: Report) -> str:
-    """The acceptance summary's section (Hooks.sweep_sections): every ResNet-50 training
+    """The acceptance summary's section (Hooks.acceptance, FromSweeps): every ResNet-50 training
     cell of the sweeps, with the published figure the report's anchors match to it (on an
     H100; none elsewhere)."""
     cells = [r for r in cells_of(run) if r.ok and r.task == "train" and r.network == "resnet50"]

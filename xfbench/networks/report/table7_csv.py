@@ -1,6 +1,6 @@
 """report.csv, Table 7's cells for spreadsheets: one row per cell (timed or failed), every
 number at full precision, plus the paper's cells when --paper is given (report/render_csv.py
-writes it; the network suite's hook `cells_csv`)."""
+writes it; the network suite's Hooks.table7, `csv`)."""
 
 from __future__ import annotations
 
