@@ -20,7 +20,18 @@ from xfbench.harness.sweeps import at_thread_counts, described, thread_counts
 from xfbench.harness.table import cell_table
 from xfbench.networks import fields as record_fields
 from xfbench.networks import gpu_steps
-from xfbench.plugin import Suite, Sweep, declare, measured, selection, threads_configured
+from xfbench.plugin import (
+    GpuPart,
+    Suite,
+    SuiteOptions,
+    Summary,
+    Sweep,
+    Swept,
+    declare,
+    measured,
+    selection,
+    threads_configured,
+)
 
 # Its own options: those only its cells take (the common ones: xfbench/options.py).
 OPTIONS = (
@@ -164,27 +175,29 @@ NETWORKS = declare(
         cells=lambda metafunc: cells(selection(metafunc.config), metafunc.module.TASK),
         files=("test_train.py", "test_infer.py"),
         cell_type=Cell,
-        sweep=network_sweep,
+        sweep=Swept(
+            plan=network_sweep,
+            about="the train/infer cells, each on one device",
+            seconds=network_seconds,
+        ),
         before_pin=_before_pin,
-        title="xfbench: seconds per mini-batch (median)",
-        table=cell_table,
+        summary=Summary(title="xfbench: seconds per mini-batch (median)", table=cell_table),
         tasks=("train", "infer"),
         kinds=("train", "infer"),  # one per task
         report="xfbench.networks.report",
-        seconds=network_seconds,
-        about="the train/infer cells, each on one device",
         default=True,
-        gpu_steps=gpu_steps.steps,
-        gpu_parts=gpu_steps.PARTS,
-        options=OPTIONS,
-        takes=(
-            "model",
-            "mode",
-            "precision",
-            "batch-size",
-            "rounds",
-            "weights",
-            "skip-missing-devices",
+        gpu=GpuPart(steps=gpu_steps.steps, parts=gpu_steps.PARTS),
+        options=SuiteOptions(
+            own=OPTIONS,
+            takes=(
+                "model",
+                "mode",
+                "precision",
+                "batch-size",
+                "rounds",
+                "weights",
+                "skip-missing-devices",
+            ),
         ),
     )
 )

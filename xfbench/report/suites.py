@@ -218,15 +218,15 @@ def declared() -> list[SuiteReport]:
     return [
         SuiteReport(
             name=s.name,
-            kinds=s.kinds or (s.kind,),
+            kinds=s.kinds,
             tasks=s.tasks,
             hooks=hooks_of(s.report),
-            title=s.title,
-            table=s.table,
+            title=s.summary.title if s.summary else s.name,
+            table=s.summary.table if s.summary else None,
             default=s.default,
         )
         for s in suites().values()
-        if s.report and (s.kind or s.kinds)
+        if s.report and s.kinds
     ]
 
 

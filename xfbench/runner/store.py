@@ -254,10 +254,10 @@ class RunFolder:
             },
         }
         # What a suite knows only once its cells, run in separate children, are beside
-        # each other (scaling's speedup over one worker)
+        # each other and the run's machine (scaling's speedup over one worker)
         for suite in declared().values():
             if suite.merged:
-                suite.merged([b.get("extra_info") or {} for b in merged["benchmarks"]])
+                suite.merged([b.get("extra_info") or {} for b in merged["benchmarks"]], machine)
         # and each training cell's MFU, now that the run's roofs are beside its cells
         from xfbench.roofline.mfu import fill_mfu
 
