@@ -19,7 +19,7 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import pytest
 
@@ -45,15 +45,15 @@ pytest_plugins = (
     "xfbench.token_serving.plugin",
 )
 
-SELECTION = pytest.StashKey()
+SELECTION = pytest.StashKey[Selection]()
 # item: a failure record a suite left because it knows better than the exception why its
 # cell failed (a worker's own status, such as "timeout", and its output tail); the
 # runner's plugin records it.
-SUITE_FAILURE = pytest.StashKey()
-CONFIGURED = pytest.StashKey()
-NOTHING_MEASURED = pytest.StashKey()
-EXIT_STATUS = pytest.StashKey()  # the session's, for the exit watch
-JOB = pytest.StashKey()  # config: the runner's job this child runs (runner.group)
+SUITE_FAILURE = pytest.StashKey[dict]()
+CONFIGURED = pytest.StashKey[dict]()
+NOTHING_MEASURED = pytest.StashKey[bool]()
+EXIT_STATUS = pytest.StashKey[int]()  # the session's, for the exit watch
+JOB = pytest.StashKey[dict]()  # config: the runner's job this child runs (runner.group)
 MEASURED: set[str] = set()  # node ids of cell tests that passed in this session
 
 
@@ -66,6 +66,13 @@ class Sweep:
     selection: dict
     cells: list
     preset: str
+
+
+class CellType(Protocol):
+    """A swept suite's cell class: from_dict reads a cell back from its as_dict() (every
+    cell has a `task` and an `id`)."""
+
+    def from_dict(self, data: dict, /) -> Any: ...
 
 
 # The shape of each callable a suite declares, which mypy holds every declaration to
@@ -164,7 +171,7 @@ class Suite:
     param: str
     cells: CellsHook
     files: tuple[str, ...] = ()  # its pytest files in xfbench/suites/ (or paths)
-    cell_type: type | None = None
+    cell_type: CellType | None = None
     select: ConfigHook | None = None
     before_pin: ConfigHook | None = None
     summary: Summary | None = None
@@ -373,6 +380,8 @@ def _job_cells(suite: Suite, metafunc, job: dict) -> tuple[list, str | None]:
     if job["suite"] != suite.name:
         return [], f"this process runs the {job['suite']} suite's job"
     task = getattr(metafunc.module, "TASK", None)
+    if suite.cell_type is None:
+        return [], f"the {suite.name} suite declares no cell type to read its job's cells"
     chosen = [suite.cell_type.from_dict(c) for c in job["cells"]]
     chosen = [c for c in chosen if task in (None, c.task)]
     return chosen, None if chosen else f"no {task} cell in this process's job"

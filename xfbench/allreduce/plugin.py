@@ -376,7 +376,7 @@ OPTIONS = (
 )
 
 
-SUITE = declare(
+SUITE: Suite = declare(
     Suite(
         name="allreduce",
         param="allreduce_case",

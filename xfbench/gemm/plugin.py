@@ -31,7 +31,7 @@ from xfbench.harness.selection import comma_list, parse
 from xfbench.plugin import GpuPart, Suite, SuiteOptions, Summary, declare, failed_row
 from xfbench.plugin import named as plugin_named
 
-CONFIGURED = pytest.StashKey()
+CONFIGURED = pytest.StashKey[dict]()
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -150,7 +150,7 @@ OPTIONS = (
 )
 
 
-SUITE = declare(
+SUITE: Suite = declare(
     Suite(
         name="GEMM",
         param="gemm_cell",

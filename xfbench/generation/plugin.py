@@ -151,7 +151,7 @@ OPTIONS = (
 )
 
 
-SUITE = declare(
+SUITE: Suite = declare(
     Suite(
         name="generation",
         param="generation_cell",

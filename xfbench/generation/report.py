@@ -173,7 +173,7 @@ def _roofline_table(report: Report, m: Machine, key: tuple, found: list[dict]) -
 
     network, isl, osl, scale, precision, where = key
     spec, value_bytes = get_spec(network, scale or "full"), VALUE_BYTES.get(precision, 4)
-    roof = _roofs(m, found[0])
+    roof = _roofs(m, found[0]) or {}  # every cell grouped here has its roofs
     bandwidth, peak = roof["bandwidth_gbps"], roof["peaks_tflops"].get(precision)
     rows, bests = [], []
     for b in sorted({r["batch_size"] for r in found}):
@@ -264,7 +264,7 @@ def plots(report: Report, folder: Path) -> list[tuple[str, Path]]:
 
     out = []
     for mi, m in enumerate(report.machines):
-        lines: dict[tuple, dict[str, list]] = {}
+        lines: dict[str, dict[str, list]] = {}
         for r in measured(m.of(KIND)):
             lengths = f"{r.get('prompt_tokens')}/{r.get('new_tokens')}"
             label = f"{r['framework']} {r['mode']} {r['device']} t{r['threads']}"
@@ -349,7 +349,8 @@ def csv_rows(report: Report) -> list[dict]:
     rows = []
     for m in report.machines:
         for r in m.of(KIND):
-            check = r.get("token_check") if isinstance(r.get("token_check"), dict) else {}
+            check = r.get("token_check")
+            check = check if isinstance(check, dict) else {}
             rows.append(
                 {
                     **{k: r.get(k) for k in COLUMNS},

@@ -38,7 +38,7 @@ Machine = Any
 Plots = list[tuple[str, Path]]  # (caption, file) of each plot drawn
 SectionsHook = Callable[[Report, Plots], list[Any]]  # (report, its plots) -> [Part]
 PlotsHook = Callable[[Report, Path], Plots]  # (report, folder) -> its plots
-CsvFilesHook = Callable[[Report], list[tuple[str, Sequence[str], list[dict]]]]
+CsvFilesHook = Callable[[Report], Sequence[tuple[str, Sequence[str], list[dict]]]]
 ReadHook = Callable[[Any], tuple[Any, str | None]]  # Entry -> (record | None, problem)
 ReadFailureHook = Callable[[dict, str], Any]  # (failure record, source) -> record
 OwnsHook = Callable[[dict], bool]  # a failed cell -> whether it is this suite's
@@ -192,7 +192,7 @@ class SuiteReport:
         """The kind a failed cell of it is kept under: its cell's kind or task where that
         is one of its kinds, else its first."""
         cell = records.failed_cell(record)[0]
-        kind = records.ALIASES.get(cell.get("kind"), cell.get("kind"))
+        kind = records.ALIASES.get(str(cell.get("kind")), cell.get("kind"))
         found = [k for k in (kind, cell.get("task")) if k in self.kinds]
         return found[0] if found else self.kind
 
@@ -201,7 +201,7 @@ def owner(cell: dict, reports: list[SuiteReport]) -> SuiteReport | None:
     """The suite a failed cell is one of: the one of its kind, else of its task, else the
     first whose `owns` recognises it (files written before cells carried either), else the
     default suite (plugin.Suite's `default`: there is one)."""
-    kind = records.ALIASES.get(cell.get("kind"), cell.get("kind"))
+    kind = records.ALIASES.get(str(cell.get("kind")), cell.get("kind"))
     task = cell.get("task")
     return (
         next((s for s in reports if kind in s.kinds), None)

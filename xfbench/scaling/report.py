@@ -205,7 +205,7 @@ def efficiency_plots(report: Report, folder: Path) -> list[tuple[str, Path]]:
         for network, scale in networks:
             fig, ax = plt.subplots(figsize=SIZE)
             lines = 0
-            workers = set()
+            workers: set[int] = set()
             for ri, row in enumerate(
                 r for r in table.rows if (r.network, r.scale) == (network, scale)
             ):

@@ -125,7 +125,7 @@ OPTIONS = (
 )
 
 
-SUITE = declare(
+SUITE: Suite = declare(
     Suite(
         name="serving",
         param="serving_cell",
@@ -164,9 +164,10 @@ def pytest_addoption(parser):
     options.add_pytest_options(parser, OPTIONS)
 
 
-def logs_folder(cell: ServingCell, tmp_path_factory) -> Path:
-    """Where LoadGen writes this cell's logs: the results folder of a runner's child
-    (loadgen/<task>-<cell id>/), else pytest's temporary folder of this session."""
+def logs_folder(cell, tmp_path_factory) -> Path:
+    """Where LoadGen writes a serving or token-serving cell's logs (by its task and id): the
+    results folder of a runner's child (loadgen/<task>-<cell id>/), else pytest's temporary
+    folder of this session."""
     root = environment.CELL_DIR.read()
     if root:
         return Path(root) / "loadgen" / f"{cell.task}-{cell.id}"

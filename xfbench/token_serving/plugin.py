@@ -141,7 +141,7 @@ OPTIONS = (
 )
 
 
-SUITE = declare(
+SUITE: Suite = declare(
     Suite(
         name="token-serving",
         param="token_serving_cell",
