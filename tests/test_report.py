@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from xfbench.networks.report.model import table7_content
 from xfbench.report import render, render_folder
 from xfbench.report.cli import main
 from xfbench.report.procurement import PricesError, figures, load_prices
@@ -1092,7 +1093,7 @@ def test_side_by_side_plots_give_each_machine_its_own_colour(tmp_path, monkeypat
     report = model.build([load.load(a), load.load(b)])
     figs = []
     monkeypatch.setattr(plots, "save_figure", lambda fig, path: figs.append(fig) or path)
-    block = next(bl for bl in report.blocks if bl.key[1] == "fcn5")
+    block = next(bl for bl in table7_content(report).blocks if bl.key[1] == "fcn5")
     assert threads_plot(report, block, tmp_path / "x.png")
     by_machine: dict = {}
     for bars in figs[0].axes[0].containers:  # one errorbar container per line

@@ -7,10 +7,12 @@ from __future__ import annotations
 
 from xfbench.report import paper, procurement
 from xfbench.report.anchors import matches as published_matches
+from xfbench.report.equivalence import mark as verified_mark
 from xfbench.report.files import plain
 from xfbench.report.gpu_models import Workload
 from xfbench.report.load import (
     Entry,
+    Result,
     Run,
     cell_result,
     failure_result,
@@ -20,14 +22,22 @@ from xfbench.report.load import (
     scored_result,
 )
 from xfbench.report.model import (
-    Block,
+    BlockKey,
+    ColKey,
     Machine,
     Report,
+    RowKey,
+    achieved_tflops,
+    block_key,
+    col_key,
     col_label,
+    col_order,
     dtype_name,
     format_seconds,
     interval,
+    measured_peaks,
     network_title,
+    plus_minus,
     row_key,
     row_label,
 )
@@ -40,7 +50,17 @@ from xfbench.report.table import Table, Text, as_text, number_text, plural
 from xfbench.report.tables import legend_caption
 
 __all__ = [
-    "Block",
+    "BlockKey",
+    "ColKey",
+    "Result",
+    "RowKey",
+    "achieved_tflops",
+    "block_key",
+    "col_key",
+    "col_order",
+    "measured_peaks",
+    "plus_minus",
+    "verified_mark",
     "Entry",
     "Anchors",
     "FromOutput",

@@ -80,15 +80,13 @@ class FromSweeps:
 
 @dataclass(frozen=True)
 class Table7:
-    """Where a suite's records are the cells of Table 7 (report.load.Result), which
-    report/model.py builds Table 7's blocks of: report.csv's columns and rows (report ->
-    (columns, [row])); the task whose blocks Shi et al.'s own Table 7 measured
-    (report/paper.py: shown beside them with --paper); what a block of one (task, network)
-    calls its task where the task's name alone would mislead."""
+    """Where a suite's records are the cells of Table 7 (report.load.Result), which the
+    report's machines are grouped by (report/model.py): report.csv's columns and rows
+    (report -> (columns, [row])); the task Shi et al.'s own Table 7 measured, whose cells
+    stand beside published training ratios (report/gpu_models.py)."""
 
     csv: CellsCsvHook
     paper_task: str | None = None
-    block_tasks: dict[tuple[str, str], str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -139,8 +137,8 @@ class Hooks:
     # judges by (report/noise.py; a task without a fitted model of its own: the widest
     # fitted one): task -> kind
     workloads: dict[str, str] = field(default_factory=dict)
-    # where its records are Table 7's cells, their layout (Table7). One user: Table 7's
-    # cells are one suite's, which report/model.py builds Table 7's blocks of
+    # where its records are Table 7's cells (Table7). One user: Table 7's cells are one
+    # suite's, by which report/model.py groups the machines
     table7: Table7 | None = None
 
     def __post_init__(self):

@@ -3,14 +3,23 @@
 is faster (compared.py), what money buys (procurement.py) and its plots (plots.py) at the
 report's other places; report.csv (table7_csv.py); its training cells beside the published
 anchors (anchors.py).
-The report derives what they lay out (report/model.py: blocks, details, footnotes,
-summaries against the base machine, buys)."""
+What they lay out it derives once per report (model.py: Table 7's blocks, each cell's
+figures, the failed cells' footnotes, summaries against the base machine, buys)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from xfbench.networks.report import anchors, cells, compared, plots, procurement, table7, table7_csv
+from xfbench.networks.report import (
+    anchors,
+    cells,
+    compared,
+    model,
+    plots,
+    procurement,
+    table7,
+    table7_csv,
+)
 from xfbench.report.api import (
     Anchors,
     FromSweeps,
@@ -51,13 +60,8 @@ def after_anchors(report: Report, drawn: list[tuple[str, Path]]) -> list[Part]:
 REPORT = Hooks(
     read=cells.read,
     read_failure=cells.read_failure,
-    table7=Table7(
-        csv=table7_csv.table,
-        paper_task="train",  # Shi et al.'s Table 7 is of training
-        block_tasks={
-            ("infer", "gpt2"): "infer (prefill: one pass scoring every position, no cache)"
-        },
-    ),
+    table7=Table7(csv=table7_csv.table, paper_task=model.PAPER_TASK),
+    build=model.build,
     scored=cells.cells_of,  # every cell, timed or failed
     workloads={"train": "training", "infer": "inference"},
     sections={

@@ -7,6 +7,7 @@ from __future__ import annotations
 from xfbench import records
 from xfbench.networks.fields import NETWORK_CELL
 from xfbench.networks.report.cells import cells_of
+from xfbench.networks.report.model import table7_content
 from xfbench.report.api import Report, paper
 
 COLUMNS = (
@@ -103,7 +104,7 @@ def _cell(r) -> dict:
 def rows(report: Report) -> list[dict]:
     """report.csv: every cell (measured, failed, or one of several copies), in the order of
     the report's blocks, then the paper's cells where the report sets them beside ours."""
-    out = [_detail_row(d) for d in report.details]
+    out = [_detail_row(d) for d in table7_content(report).details]
     for m in report.machines:
         for f in m.failures:
             out.append({**_where(m, f), **_cell(f)})
@@ -118,7 +119,7 @@ def rows(report: Report) -> list[dict]:
                     "copies": r.copies,
                 }
             )
-    order = {b.key: i for i, b in enumerate(report.blocks)}
+    order = {b.key: i for i, b in enumerate(table7_content(report).blocks)}
 
     def key(row):
         block = (row["task"], row["network"], row["batch_size"], row["scale"])
@@ -161,7 +162,7 @@ def _paper_rows(report: Report) -> list[dict]:
     """Shi et al.'s seconds per mini-batch of each block the paper has, a row a tool and
     column."""
     t, out = paper.table(), []
-    for block in (b for b in report.blocks if b.paper):
+    for block in (b for b in table7_content(report).blocks if b.paper):
         for tool, values in block.paper.values:
             for column in (c for c in t.columns if c in values):
                 where, _, threads = column.partition("_t")
