@@ -185,7 +185,8 @@ class Suite:
     kinds: tuple[str, ...] = ()
     # fills in a run's records what is known only once its cells, run in separate
     # children, are merged beside the run's machine (its measured roofs): scaling's
-    # speedup over one worker, the network suite's training MFU
+    # speedup over one worker. One user so far: the network suite's training MFU is the
+    # second, still filled by runner/store.py (roofline/mfu.py is of the suites' layer)
     merged: MergedHook | None = None
     gpu: GpuPart | None = None
     # its part of `xfbench report`: the module (xfbench/<suite>/report.py) that gives its
