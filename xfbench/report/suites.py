@@ -82,11 +82,9 @@ class FromSweeps:
 class Table7:
     """Where a suite's records are the cells of Table 7 (report.load.Result), which the
     report's machines are grouped by (report/model.py): report.csv's columns and rows
-    (report -> (columns, [row])); the task Shi et al.'s own Table 7 measured, whose cells
-    stand beside published training ratios (report/gpu_models.py)."""
+    (report -> (columns, [row]))."""
 
     csv: CellsCsvHook
-    paper_task: str | None = None
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -60,8 +60,9 @@ def after_anchors(report: Report, drawn: list[tuple[str, Path]]) -> list[Part]:
 REPORT = Hooks(
     read=cells.read,
     read_failure=cells.read_failure,
-    table7=Table7(csv=table7_csv.table, paper_task=model.PAPER_TASK),
+    table7=Table7(csv=table7_csv.table),
     build=model.build,
+    gpu_workloads=model.gpu_workloads,
     scored=cells.cells_of,  # every cell, timed or failed
     workloads={"train": "training", "infer": "inference"},
     sections={

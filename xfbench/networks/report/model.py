@@ -22,6 +22,7 @@ from xfbench.report.api import (
     Report,
     Result,
     RowKey,
+    Workload,
     achieved_tflops,
     block_key,
     col_key,
@@ -29,6 +30,7 @@ from xfbench.report.api import (
     col_order,
     dtype_name,
     format_seconds,
+    interval,
     measured_peaks,
     network_title,
     paper,
@@ -189,12 +191,11 @@ def _verified_text(check: dict | None) -> str:
     return ("yes" if check["verified"] else "NO") + (f" ({err})" if err else "")
 
 
-def _paper_block(key: BlockKey, paper_task: str | None) -> PaperBlock | None:
-    """Shi et al.'s row beside a block of the task their Table 7 measured (the suite of
-    Table 7's cells says which, `paper_task`)."""
+def _paper_block(key: BlockKey) -> PaperBlock | None:
+    """Shi et al.'s row beside a block of the task their Table 7 measured (PAPER_TASK)."""
     task, network, _, _ = key
     row = paper.paper_row(network)
-    if task != paper_task or not row:
+    if task != PAPER_TASK or not row:
         return None
     t = paper.table()
     values = t.rows.get(row, [])
@@ -325,7 +326,7 @@ def _block(bk, machines, inside, *, footnotes, by_cell, with_paper: bool) -> Blo
         title=title,
         columns=columns,
         rows=rows,
-        paper=_paper_block(bk, PAPER_TASK) if with_paper else None,
+        paper=_paper_block(bk) if with_paper else None,
     )
 
 
@@ -386,6 +387,24 @@ def build(report: Report) -> Table7Content:
         summaries=summarise(machines, ref) if ref and len(machines) > 1 else [],
         buys=_buys(machines, details, block_keys),
     )
+
+
+def gpu_workloads(machine: Machine) -> list[Workload]:
+    """Its GPU cells as workloads bound by arithmetic (report/gpu_models.py, its
+    Hooks.gpu_workloads); its training cells stand beside published training ratios."""
+    out = []
+    for r in machine.results.values():
+        if not (r.ok and r.accelerator):
+            continue
+        ci = interval(r)
+        what = f"{r.network} {r.task}, {r.framework} {r.mode}, {r.precision}, batch {r.batch_size}"
+        out.append(
+            Workload(device_name=r.device_name, what=what, precision=r.precision,
+                     bound="compute", seconds=r.median, low=ci[1] if ci else None,
+                     high=ci[2] if ci else None,
+                     published_as="training" if r.task == PAPER_TASK else "")
+        )  # fmt: skip
+    return out
 
 
 def table7_content(report: Report) -> Table7Content:
