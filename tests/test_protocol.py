@@ -78,3 +78,24 @@ def test_mypy_passes_the_declarations_and_fails_a_hook_of_the_wrong_shape(tmp_pa
         start = next(i for i, line in enumerate(lines, 1) if line.startswith(name))
         end = next((i for i, line in enumerate(lines, 1) if i > start and not line.strip()), 99)
         assert any(start <= n <= end for n in wrong), (name, out)
+
+
+def test_a_run_holds_its_records_by_kind_and_nothing_else():
+    """Every declared kind is read into Run.of(kind), Table 7's cells and the equivalence
+    checks as any other's (an H200 window: training cells, GEMM products, generation
+    records, equivalence checks; a Zen 4 run: inference, training, serving, generation)."""
+    from xfbench.report.load import Run, load_many
+    from xfbench.report.suites import by_kind
+
+    references = ROOT / "xfbench" / "report" / "references"
+    [h200] = [r for r in load_many(references / "2026-11-28-h200-sxm") if r.name == "first"]
+    zen4 = load_many(references / "2026-11-26-amd-epyc-zen4-2c")[0]
+    fields = {f.name for f in dataclasses.fields(Run)}
+    assert "records" in fields and not fields & {"results", "equivalence"}
+    for run, kinds in ((h200, {"train", "gemm", "generation", "equivalence"}),
+                       (zen4, {"train", "infer", "serving", "generation"})):  # fmt: skip
+        assert set(run.records) == kinds
+        assert kinds - {"equivalence"} <= set(by_kind())
+        for kind in kinds & {"train", "infer"}:
+            assert run.of(kind) and all(r.task == kind for r in run.of(kind))
+        assert len(run.of(*kinds)) == sum(len(found) for found in run.records.values())
