@@ -200,7 +200,7 @@ def test_a_folder_of_runs_is_a_reference_whose_cells_pool_their_rounds(tmp_path,
     for folder in _runs(tmp_path):
         folder.rename(reference / folder.name)
     pooled = score.load_reference(reference)
-    assert pooled.name == "reference" and len(pooled.results) == 3 * 54
+    assert pooled.name == "reference" and len(pooled.of("train", "infer")) == 3 * 54
     best = score._best(pooled, score.cell_key)
     assert all(len(cs) == 1 and len(cs[0].rounds[0]) == 9 for cs in best.values())
     capsys.readouterr()
@@ -249,7 +249,7 @@ def test_reading_a_database_never_writes_to_it(tmp_path):
         [run] = load_many(str(db))
     finally:
         db.chmod(0o644)
-    assert run.results and db.read_bytes() == before
+    assert run.of("train") and db.read_bytes() == before
     # a pattern may hold a colon: the database is the name before the first one that is a file
     assert database.split(f"{db}:2026-11-20T10:00*") == (db, "2026-11-20T10:00*")
 

@@ -37,7 +37,7 @@ def test_only_training_cells_that_ran_are_given_one():
     from xfbench.networks.plugin import NETWORKS
 
     infos = [_train(), _train(kind="infer"), _train(status="failed")]
-    NETWORKS.merged(infos, ROOFS)
+    NETWORKS.merged(infos, {"roofs": ROOFS})  # the run's machine, its roofs in it
     assert infos[0]["mfu"] == 0.25 and "mfu" not in infos[1] and "mfu" not in infos[2]
 
 

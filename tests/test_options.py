@@ -107,9 +107,12 @@ def test_what_a_suite_takes_is_an_option_and_its_notes_are_on_common_ones():
 
     known = options.by_name()
     for suite in declared().values():
-        assert set(suite.takes) <= set(known), (suite.name, set(suite.takes) - set(known))
-        assert set(suite.notes) <= {o.name for o in options.COMMON}, suite.name
-        assert all(known[name].run == options.TAKEN for name in suite.takes), suite.name
+        assert set(suite.options.takes) <= set(known), (
+            suite.name,
+            set(suite.options.takes) - set(known),
+        )
+        assert set(suite.options.notes) <= {o.name for o in options.COMMON}, suite.name
+        assert all(known[name].run == options.TAKEN for name in suite.options.takes), suite.name
 
 
 def test_one_suite_is_the_default():

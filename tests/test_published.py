@@ -42,7 +42,8 @@ def test_every_anchor_names_a_listed_model_and_a_gemm_figure_is_found_by_exact_n
     # kind none declares would stand beside nothing
     from xfbench.report.suites import declared
 
-    declaring = {kind: [s.name for s in declared() if kind in s.hooks.anchors] for kind in
+    titles = {s.name: s.hooks.anchors.titles if s.hooks.anchors else {} for s in declared()}
+    declaring = {kind: [name for name, kinds in titles.items() if kind in kinds] for kind in
                  {a.kind for a in published.anchors()}}  # fmt: skip
     assert all(len(names) == 1 for names in declaring.values()), declaring
     assert set(declaring) == {"gemm", "resnet50_train", "gpt2_train"}

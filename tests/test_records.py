@@ -103,7 +103,7 @@ def test_the_report_stops_with_one_line_at_a_kind_or_version_it_does_not_know(
 
 def test_a_file_without_kinds_still_loads():
     run = load(DATA / "torch_smoke_t1.json")
-    assert run.results and all(r.ok for r in run.results)
+    assert run.of("train", "infer") and all(r.ok for r in run.of("train", "infer"))
 
 
 def test_the_writers_stamp_kind_and_version(tmp_path):

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from xfbench.networks.report.model import table7_content
 from xfbench.report import render
 from xfbench.report.load import load
 from xfbench.report.model import build
@@ -255,13 +256,14 @@ def test_scaling_entries_never_become_table7_rows(tmp_path):
         document(standard() + [allreduce_entry("torch", 2), table7_entry()]),
     )
     run = load(path)
-    assert len(run.results) == 1 and run.results[0].network == "resnet56"  # the Table 7 cell only
+    cells = run.of("train", "infer")
+    assert len(cells) == 1 and cells[0].network == "resnet56"  # the Table 7 cell only
     assert len(run.of("scaling")) == 8 and len(run.of("allreduce")) == 1
     assert run.problems == []
     rep = build([run])
-    assert [b.key[1] for b in rep.blocks] == ["resnet56"]
-    assert [row.label for row in rep.blocks[0].rows] == ["PyTorch eager"]
-    assert len(rep.details) == 1
+    assert [b.key[1] for b in table7_content(rep).blocks] == ["resnet56"]
+    assert [row.label for row in table7_content(rep).blocks[0].rows] == ["PyTorch eager"]
+    assert len(table7_content(rep).details) == 1
     render([path], tmp_path / "out", ["csv"])
     rows = read_csv(tmp_path / "out" / "report.csv")
     assert [(r["network"], r["framework"]) for r in rows] == [("resnet56", "torch")]

@@ -218,7 +218,7 @@ import os
 import pytest
 
 from xfbench.allreduce import plugin as allreduce
-from xfbench.plugin import Suite, declare
+from xfbench.plugin import Suite, Summary, Swept, declare
 from xfbench.scaling import plugin as scaling
 from xfbench.scaling.cell import ScalingCell
 
@@ -236,14 +236,15 @@ def _scaling_cells(metafunc):
 
 SCALING = declare(Suite(name="scaling", param="scell", cells=_scaling_cells,
                         cell_type=ScalingCell, files=(os.path.join(HERE, "test_scaling.py"),),
-                        sweep=scaling.sweep, title="stand-in scaling", table=scaling.summary,
-                        kind=scaling.KIND, report=scaling.SUITE.report))
+                        sweep=Swept(plan=scaling.sweep, about=""),
+                        summary=Summary(title="stand-in scaling", table=scaling.summary),
+                        kinds=(scaling.KIND,), report=scaling.SUITE.report))
 ALLREDUCE = declare(Suite(name="allreduce", param="case", cells=lambda metafunc: [],
                           cell_type=allreduce.Case,
                           files=(os.path.join(HERE, "test_allreduce.py"),),
-                          sweep=allreduce.sweep, title="stand-in all-reduce",
-                          table=allreduce.summary, kind=allreduce.KIND,
-                          report=allreduce.SUITE.report))
+                          sweep=Swept(plan=allreduce.sweep, about=""),
+                          summary=Summary(title="stand-in all-reduce", table=allreduce.summary),
+                          kinds=(allreduce.KIND,), report=allreduce.SUITE.report))
 """
 
 SCALING = """

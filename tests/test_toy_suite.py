@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from xfbench import records
+
 ROOT = Path(__file__).resolve().parents[1]
 TESTS = Path(__file__).resolve().parent
 
@@ -149,7 +151,8 @@ def suite_words(suites) -> dict[str, dict[str, str]]:
     words: dict[str, dict[str, str]] = {}
     for s in suites:
         package = s.report.split(".")[1]
-        part = (*(s.kinds or (s.kind,)), *s.tasks, *s.kind_aliases, f"xfbench.{package}")
+        aliases = [a for a, kind in records.ALIASES.items() if kind in s.kinds]
+        part = (*s.kinds, *s.tasks, *aliases, f"xfbench.{package}")
         words[s.name] = {"".join(_parts(w)): "part" for w in part}
         words[s.name].setdefault("".join(_parts(s.name)), "whole")
     return words
@@ -191,7 +194,7 @@ def leaks(package: Path, suites) -> dict[str, list[str]]:
     own, lines = {}, {}
     for s in suites:
         name = s.report.split(".")[1]
-        files = {f"suites/test_{name}.py", *(f"suites/{f}" for f in (*s.files, s.file) if f)}
+        files = {f"suites/test_{name}.py", *(f"suites/{f}" for f in s.files if f)}
         own[s.name] = (f"{name}/", *files)
         lines[s.name] = f"xfbench.{name}.plugin"
     packages = tuple(own[s.name][0] for s in suites)
@@ -269,7 +272,7 @@ def test_a_misspelt_hook_fails_where_it_is_declared_or_read():
     with pytest.raises(TypeError, match="declares no REPORT"):
         hooks_of("xfbench.report.table")  # a module that declares none
     with pytest.raises(TypeError, match="no place after_score; places: after_scores"):
-        Hooks(places={"after_score": lambda report, plots: []})  # a place that does not exist
+        Hooks(sections={"after_score": lambda report, plots: []})  # a place that does not exist
 
 
 @pytest.mark.slow  # copies the package and runs four commands (7 s on a 2-core Zen 3)

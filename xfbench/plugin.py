@@ -19,11 +19,11 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import pytest
 
-from xfbench import command_line, environment, machine, options, records
+from xfbench import command_line, environment, machine, options
 from xfbench.adapters import Cell
 from xfbench.errors import CannotRun, UsageError
 from xfbench.harness import memory, processes, threads
@@ -45,15 +45,15 @@ pytest_plugins = (
     "xfbench.token_serving.plugin",
 )
 
-SELECTION = pytest.StashKey()
+SELECTION = pytest.StashKey[Selection]()
 # item: a failure record a suite left because it knows better than the exception why its
 # cell failed (a worker's own status, such as "timeout", and its output tail); the
 # runner's plugin records it.
-SUITE_FAILURE = pytest.StashKey()
-CONFIGURED = pytest.StashKey()
-NOTHING_MEASURED = pytest.StashKey()
-EXIT_STATUS = pytest.StashKey()  # the session's, for the exit watch
-JOB = pytest.StashKey()  # config: the runner's job this child runs (runner.group)
+SUITE_FAILURE = pytest.StashKey[dict]()
+CONFIGURED = pytest.StashKey[dict]()
+NOTHING_MEASURED = pytest.StashKey[bool]()
+EXIT_STATUS = pytest.StashKey[int]()  # the session's, for the exit watch
+JOB = pytest.StashKey[dict]()  # config: the runner's job this child runs (runner.group)
 MEASURED: set[str] = set()  # node ids of cell tests that passed in this session
 
 
@@ -68,86 +68,126 @@ class Sweep:
     preset: str
 
 
+class CellType(Protocol):
+    """A swept suite's cell class: from_dict reads a cell back from its as_dict() (every
+    cell has a `task` and an `id`)."""
+
+    def from_dict(self, data: dict, /) -> Any: ...
+
+
+# The shape of each callable a suite declares, which mypy holds every declaration to
+# (pyproject.toml).
+CellsHook = Callable[[pytest.Metafunc], "list[Any] | str"]  # its cells, or why none is selected
+ConfigHook = Callable[[pytest.Config], Any]  # a step of the session's configuration
+TableHook = Callable[[list[dict]], str]  # its records -> its summary table
+SweepHook = Callable[[dict], Sweep]  # the run's options (dest -> value) -> its sweep
+SecondsHook = Callable[[Any, Any], "float | None"]  # (cell, preset) -> about how long
+MergedHook = Callable[[list[dict], dict], None]  # (a run's records, its machine) -> None
+GpuStepsHook = Callable[[Any], list]  # harness.gpu_plan.Context -> [acceptance Step]
+TimedHook = Callable[[dict], int]  # a cell's fields -> the version of the code timing it
+
+
+@dataclass(frozen=True)
+class Summary:
+    """Its terminal summary: the title and table of the records its fixture keeps (also the
+    report's failed cells and the acceptance summary)."""
+
+    title: str
+    table: TableHook
+
+
+@dataclass(frozen=True, kw_only=True)
+class Swept:
+    """What `xfbench run --suite NAME` sweeps of it: `plan`, its cells from the run's options
+    (dest -> value), and what they run, one phrase (`xfbench run --suite`); `seconds`, about
+    how long one of its cells takes, (cell, preset) -> seconds (`xfbench run --dry-run`; the
+    rates in xfbench/harness/estimate.py; None: not known)."""
+
+    plan: SweepHook
+    about: str
+    seconds: SecondsHook | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class SuiteOptions:
+    """Its options: `own` (xfbench.options.Option, shown under its name; its plugin's
+    pytest_addoption gives them to pytest), `takes` (the common options its `xfbench run`
+    sweep takes, by name), `notes` (what a common option takes and means in it: name ->
+    options.Note); `own_rules`, the options (dests) it reads by rules of its own, which the
+    session's common selection then leaves to it where its file is named (generation:
+    --batch-size lists sizes, --model may name a decoder of models.DECODERS); `modes`
+    (framework -> modes) and `precisions` its cells run beyond the adapters', which --mode
+    and --precision then accept (generation's loop mode, GEMM's fp8)."""
+
+    own: tuple = ()
+    takes: tuple[str, ...] = ()
+    notes: dict = field(default_factory=dict)
+    own_rules: tuple[str, ...] = ()
+    modes: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    precisions: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, kw_only=True)
+class GpuPart:
+    """Its part of the GPU acceptance run: `steps`, from the run's harness.gpu_plan.Context
+    (each an acceptance Step, one child process), and `parts`, the rank of each part of its
+    own among the plan's (xfbench/acceptance/steps.py); `probes`, what the acceptance run's
+    probe asks beside the frameworks for its versions and devices (name -> a callable
+    giving a thing with versions() and devices(); GEMM: CuPy); `timed`, the version of the
+    code that times a cell of these fields (absent: 1), raised in the commit that changes
+    a timed path: a reference's cell of an older version is not held by today's code
+    (xfbench/acceptance/plan.py; its records carry `timed_version`)."""
+
+    steps: GpuStepsHook
+    parts: dict[str, int] = field(default_factory=dict)
+    probes: dict[str, Callable[[], Any]] = field(default_factory=dict)
+    timed: TimedHook | None = None
+
+
 @dataclass(kw_only=True)
 class Suite:
     """What a suite declares; the root plugin and the runner do the rest once for every
-    suite.
+    suite. Each field is used by two suites or more, or says why beside it.
 
     A suite gives its cells (the test parameter `param` they fill, and `cells`, from the
-    session), when it runs (only when its `file` is named; `not_selected`, why none of
-    its cells is), and its summary (`title` and `table` of the records its fixture keeps
-    in `records(config)`); its fixture measures a cell and skips, with the reason, one
-    that cannot run here. The root plugin registers the options (xfbench.options),
-    validates every suite's selection (`select`, after threads are pinned; `before_pin`)
-    in one place, so that a bad value (UsageError, ValueError or pytest.UsageError with a
-    one-line message) is one line and pytest's usage-error exit before anything runs, and
-    writes pytest_generate_tests and the terminal summary.
+    session, or why none is selected), when it runs (only when one of its `files` is named,
+    unless it is the `default` suite), and its `summary` (the title and table of the
+    records its fixture keeps in `records(config)`); its fixture measures a cell and skips,
+    with the reason, one that cannot run here. The root plugin registers the options
+    (xfbench.options), validates every suite's selection (`select`, after threads are
+    pinned; `before_pin`) in one place, so that a bad value (UsageError, ValueError or
+    pytest.UsageError with a one-line message) is one line and pytest's usage-error exit
+    before anything runs, and writes pytest_generate_tests and the terminal summary.
 
-    A suite `xfbench run --suite NAME` sweeps also gives `sweep` (its cells from the run's
-    options, dest -> value), `cell_type` (whose from_dict reads a cell back from its
-    as_dict(), with `task` and `id`) and `files`: the runner hands each child process a
-    job file of cells (runner.group) and the child runs exactly those, a module with a
-    TASK taking the cells of that task."""
+    A suite `xfbench run --suite NAME` sweeps also gives `sweep` (Swept), `cell_type`
+    (whose from_dict reads a cell back from its as_dict(), with `task` and `id`) and
+    `files`: the runner hands each child process a job file of cells (runner.group) and the
+    child runs exactly those, a module with a TASK taking the cells of that task.
+
+    Its record kinds it declares to the records itself (records.declare_kind in its
+    plugin, with their fields from its package's fields.py)."""
 
     name: str  # its name for `xfbench run --suite`
     param: str
-    cells: Callable[[pytest.Metafunc], list]
-    file: str | None = None
+    cells: CellsHook
     files: tuple[str, ...] = ()  # its pytest files in xfbench/suites/ (or paths)
-    cell_type: Any = None
-    sweep: Callable[[dict], Sweep] | None = None
-    not_selected: Callable[[pytest.Config], str | None] | None = None
-    select: Callable[[pytest.Config], Any] | None = None
-    before_pin: Callable[[pytest.Config], None] | None = None
-    title: str = ""
-    table: Callable[[list[dict]], str] | None = None
+    cell_type: CellType | None = None
+    select: ConfigHook | None = None
+    before_pin: ConfigHook | None = None
+    summary: Summary | None = None
     tasks: tuple[str, ...] = ()  # the `task` of its cells' records (the runner's summary)
-    # its own options (xfbench.options.Option: shown under its name), the common options
-    # its `xfbench run` sweep takes (by name), what a common option takes and means in it
-    # (name -> options.Note), and what its sweep runs, one phrase (`xfbench run --suite`)
-    options: tuple = ()
-    takes: tuple[str, ...] = ()
-    notes: dict = field(default_factory=dict)
-    about: str = ""
-    # whether `xfbench run` sweeps it when --suite is not given (the network suite)
+    options: SuiteOptions = field(default_factory=SuiteOptions)
+    sweep: Swept | None = None
+    # One suite, Table 7's network suite: it is swept when --suite is not given, runs
+    # without its files named, and reads the failed cells no suite claims.
     default: bool = False
-    # options (dests) it reads by rules of its own, which the session's common selection
-    # then leaves to it where its file is named (generation: --batch-size lists sizes,
-    # --model may name a decoder of models.DECODERS)
-    own_options: tuple[str, ...] = ()
-    # modes (framework -> modes) and precisions its cells run beyond the adapters', which
-    # --mode and --precision then accept (generation's loop mode, GEMM's fp8)
-    modes: dict[str, tuple[str, ...]] = field(default_factory=dict)
-    precisions: tuple[str, ...] = ()
-    # about how long one of its cells takes, (cell, preset) -> seconds (`xfbench run
-    # --dry-run`; the rates in xfbench/harness/estimate.py); None: not known
-    seconds: Callable[[Any, Any], float | None] | None = None
-    # the record kind its cells write and `fields`, what a record of it holds (its package's
-    # fields.py), declared to the records with it (records.declare_kind)
-    kind: str | None = None
-    fields: tuple = ()
-    # the record kinds its report reads where its cells write more than one (the network
-    # suite: one per task, which its plugin declares itself); else its `kind`
+    # the record kinds its cells write (one per task where they write several)
     kinds: tuple[str, ...] = ()
     # fills in a run's records what is known only once its cells, run in separate
-    # children, are merged, given the run's roofs (roofs.json: roofline/roofs.py): scaling's
+    # children, are merged beside the run's machine (its measured roofs): scaling's
     # speedup over one worker, the network suite's MFU of each training cell
-    merged: Callable[[list[dict], dict], None] | None = None
-    # recognises a record of its kind written before records carried their kind; the
-    # older names of its kind, still read
-    older: Callable[[dict], bool] | None = None
-    kind_aliases: tuple[str, ...] = ()
-    # the version of the code that times a cell of these fields (absent: 1), raised in the
-    # commit that changes a timed path: a reference's cell of an older version is not held
-    # by today's code (xfbench/acceptance/plan.py; its records carry `timed_version`)
-    timed: Callable[[dict], int] | None = None
-    # its steps of the GPU acceptance plan, from the run's harness.gpu_plan.Context, and the
-    # rank of each part of its own among the plan's (xfbench/acceptance/steps.py)
-    gpu_steps: Callable[[Any], list] | None = None
-    gpu_parts: dict[str, int] = field(default_factory=dict)
-    # what the acceptance run's probe asks, beside the frameworks, for its versions and
-    # devices: name -> a callable giving a thing with versions() and devices() (GEMM: CuPy)
-    probes: dict[str, Callable[[], Any]] = field(default_factory=dict)
+    merged: MergedHook | None = None
+    gpu: GpuPart | None = None
     # its part of `xfbench report`: the module (xfbench/<suite>/report.py) that gives its
     # section, plots, CSV files and scored results (xfbench/report/suites.py)
     report: str | None = None
@@ -161,31 +201,37 @@ class Suite:
         """The rows of this suite's summary: each measured cell's record, or its failure."""
         return config.stash.setdefault(self.records_key, [])
 
+    def is_named(self, config: pytest.Config) -> bool:
+        """Whether it runs in this session: the default suite always, any other when one
+        of its files is named (or it has none)."""
+        return (
+            self.default or not self.files or any(named(config, Path(f).name) for f in self.files)
+        )
+
     def skip_reason(self, config: pytest.Config) -> str | None:
-        if self.file and not named(config, self.file):
-            return f"the {self.name} suite runs when named: pytest xfbench/suites/{self.file}"
-        return self.not_selected(config) if self.not_selected else None
+        if not self.is_named(config):
+            where = f"xfbench/suites/{self.files[0]}"
+            return f"the {self.name} suite runs when named: pytest {where}"
+        return None
 
     def paths(self) -> list[Path]:
         """Its pytest files, as a child of the runner is given them."""
-        return [SUITES_DIR / f for f in self.files or (self.file,)]
+        return [SUITES_DIR / f for f in self.files]
 
 
 SUITES: list[Suite] = []
 
 
 def declare(suite: Suite) -> Suite:
-    accept(suite.modes, suite.precisions)
+    accept(suite.options.modes, suite.options.precisions)
     options.declare(
         suite.name,
-        own=suite.options,
-        takes=suite.takes,
-        notes=suite.notes,
-        sweep=suite.about if suite.sweep else "",
+        own=suite.options.own,
+        takes=suite.options.takes,
+        notes=suite.options.notes,
+        sweep=suite.sweep.about if suite.sweep else "",
         default=suite.default,
     )
-    if suite.fields:
-        records.declare_kind(suite.kind, suite.fields, suite.older, suite.kind_aliases)
     SUITES.append(suite)
     return suite
 
@@ -218,8 +264,8 @@ def pytest_addoption(parser):
 
 def _parse(config) -> Selection:
     """The session's common selection; an option a named suite reads by its own rules
-    (Suite.own_options) is left to that suite."""
-    own = {d for s in SUITES if s.file and named(config, s.file) for d in s.own_options}
+    (SuiteOptions.own_rules) is left to that suite."""
+    own = {d for s in SUITES if s.files and s.is_named(config) for d in s.options.own_rules}
     return parse(
         **{
             dest: None if dest in own else config.getoption(dest)
@@ -334,6 +380,8 @@ def _job_cells(suite: Suite, metafunc, job: dict) -> tuple[list, str | None]:
     if job["suite"] != suite.name:
         return [], f"this process runs the {job['suite']} suite's job"
     task = getattr(metafunc.module, "TASK", None)
+    if suite.cell_type is None:
+        return [], f"the {suite.name} suite declares no cell type to read its job's cells"
     chosen = [suite.cell_type.from_dict(c) for c in job["cells"]]
     chosen = [c for c in chosen if task in (None, c.task)]
     return chosen, None if chosen else f"no {task} cell in this process's job"
@@ -350,7 +398,8 @@ def pytest_generate_tests(metafunc):
             selected, reason = _job_cells(suite, metafunc, job)
         else:
             reason = suite.skip_reason(metafunc.config)
-            selected = [] if reason else suite.cells(metafunc)
+            found = [] if reason else suite.cells(metafunc)
+            selected, reason = ([], found) if isinstance(found, str) else (found, reason)
         if reason:
             placeholder = pytest.param(None, marks=pytest.mark.skip(reason=reason))
             metafunc.parametrize(suite.param, [placeholder], ids=["not-selected"])
@@ -443,9 +492,9 @@ def pytest_terminal_summary(terminalreporter, config):
         terminalreporter.write_line("xfbench: no cell was measured (every one was skipped: -rs)")
     for suite in SUITES:
         records = config.stash.get(suite.records_key, [])
-        if records and suite.table:
-            terminalreporter.write_sep("=", suite.title)
-            terminalreporter.write_line(suite.table(records))
+        if records and suite.summary:
+            terminalreporter.write_sep("=", suite.summary.title)
+            terminalreporter.write_line(suite.summary.table(records))
 
 
 def pytest_benchmark_update_machine_info(config, machine_info):

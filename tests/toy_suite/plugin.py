@@ -12,7 +12,7 @@ import pytest
 
 from xfbench import records
 from xfbench.harness.sweeps import thread_counts
-from xfbench.plugin import Suite, Sweep, declare, measured
+from xfbench.plugin import Suite, Summary, Sweep, Swept, declare, measured
 from xfbench.records import Field
 
 TASK = "toy"
@@ -68,18 +68,16 @@ SUITE = declare(
         name="toy",
         param="toy_cell",
         cells=lambda metafunc: [ToyCell(size=n) for n in SIZES],
-        file=os.path.join(os.path.dirname(__file__), "toy_tests.py"),
+        files=(os.path.join(os.path.dirname(__file__), "toy_tests.py"),),
         cell_type=ToyCell,
-        sweep=sweep,
-        title="toy: seconds to sum a range",
-        table=table,
+        sweep=Swept(plan=sweep, about="", seconds=lambda cell, preset: 0.5),
+        summary=Summary(title="toy: seconds to sum a range", table=table),
         tasks=(TASK,),
-        seconds=lambda cell, preset: 0.5,
-        kind=KIND,
-        fields=FIELDS,
+        kinds=(KIND,),
         report="toy_suite.report",
     )
 )
+records.declare_kind(KIND, FIELDS)
 
 
 @pytest.fixture

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from toy_suite.plugin import KIND
-from xfbench.report.api import Hooks, Part, Report, Table, Text, scored_result
+from xfbench.report.api import Hooks, Part, Report, Table, Text, scored_failure, scored_result
 
 SCORED_TASK = "toy-sum"
 COLUMNS = ["machine", "size", "status", "seconds"]
@@ -43,25 +43,20 @@ def csv_files(report: Report) -> list[tuple[str, list[str], list[dict]]]:
     return [("report-toy.csv", COLUMNS, rows)]
 
 
-def scored_records(run) -> list[dict]:
-    return run.of(KIND)
-
-
 def scored(run) -> list:
     return [
         scored_result(r, task=SCORED_TASK, batch=r["size"], median=r["seconds"],
                       rounds=r.get("timed_rounds_s") or [])
-        for r in scored_records(run)
         if r.get("status", "ok") == "ok"
+        else scored_failure(r, task=SCORED_TASK)
+        for r in run.of(KIND)
     ]  # fmt: skip
 
 
 # Its part of the report (xfbench/report/suites.py says what each hook is).
 REPORT = Hooks(
-    sections=sections,
+    sections={"suites": sections},
     plots=plots,
     csv_files=csv_files,
-    scored_task=SCORED_TASK,
-    scored_records=scored_records,
     scored=scored,
 )

@@ -5,7 +5,7 @@ matches them (report/score.py).
 
 A reference holds a cell of a sweep (`xfbench run`) when it has a record of it, measured
 by today's code or skipped with its reason: a measured cell whose `timed_version` is older
-than its suite declares (Suite.timed) is held by older code, "stale"; a cell that failed or
+than its suite declares (Suite.gpu's `timed`) is held by older code, "stale"; a cell that failed or
 was cut is not held. It holds the roofs when its roofs.json has this device's, and a pytest
 step (the GEMM, the all-reduce, DDP, the equivalence checks, the GPU tests) when a window's
 steps.json, kept beside the cells (acceptance/reference.py), says it passed.
@@ -226,8 +226,8 @@ def narrowed(step: Step, cells: list[dict], missing: list[dict]) -> Step:
 def _version(step: Step):
     """The cell -> version of today's code, for the suite a sweep step runs."""
     plan = sweep_plan(step)
-    timed = getattr(plan.suite, "timed", None) if plan is not None else None
-    return timed or (lambda cell: 1)
+    gpu = plan.suite.gpu if plan is not None else None
+    return (gpu.timed if gpu else None) or (lambda cell: 1)
 
 
 def _cut(step: Step, h: Held) -> Cut | None:

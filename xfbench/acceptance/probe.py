@@ -47,7 +47,7 @@ def probe() -> dict:
         if framework.default:
             found["frameworks"][name] = _sees(get_adapter(name))
     for suite in declared().values():  # what a suite measures with beside the frameworks
-        for name, thing in suite.probes.items():
+        for name, thing in (suite.gpu.probes if suite.gpu else {}).items():
             found["frameworks"][name] = _sees(thing())
     return found
 

@@ -56,7 +56,7 @@ def ranks() -> dict[str, int]:
     """Every part's rank: the machine's, and each suite's own."""
     found = dict(OWN_PARTS)
     for suite in declared().values():
-        found.update(suite.gpu_parts)
+        found.update(suite.gpu.parts if suite.gpu else {})
     return found
 
 
@@ -89,7 +89,7 @@ def steps(device: str, preset: str, out: Path) -> list[Step]:
     )
     every = [probe, _roofs_step(c), *_gpu_tests(out)]
     for suite in declared().values():
-        every += suite.gpu_steps(c) if suite.gpu_steps else []
+        every += suite.gpu.steps(c) if suite.gpu else []
     rank = ranks()
     every.sort(key=lambda step: (rank[step.part], step.order))  # stable: declared order next
     if device != "cpu":

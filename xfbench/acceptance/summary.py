@@ -1,10 +1,11 @@
 """The summary that ends an acceptance run: each step's outcome, then the figures the
 run must reach beside the published ones, from what the steps wrote.
 
-- each suite's own section, where its report module gives one (`acceptance(out, read)`:
-  the GEMM suite's table, and CuPy over torch.matmul against its goal);
-- each suite's sections read from the sweeps' results (`sweep_sections`: the network
-  suite's ResNet-50 training, images/s of every cell beside the published figure the
+- each suite's own sections made from its step's output, where its report module gives
+  them (`acceptance`, FromOutput: the GEMM suite's table, and CuPy over torch.matmul
+  against its goal);
+- each suite's sections read from the sweeps' results (`acceptance`, FromSweeps: the
+  network suite's ResNet-50 training, images/s of every cell beside the published figure the
   report's anchors match to it);
 - the sweeps, read as `xfbench report` reads them (its model, built once): cells
   measured, failed and skipped, the failures' one-line reasons; each suite's own table
@@ -41,9 +42,8 @@ def summary(outcomes: list[Outcome], out: Path) -> str:
     sections = [
         _guarded("Machine", "probe.json", _machine, out),
         *(
-            _guarded(s.name, s.hooks.acceptance_output, s.hooks.acceptance, out, read_output)
-            for s in suites.declared()
-            if s.hooks.acceptance
+            _guarded(title, made.file, made.section, out, read_output)
+            for title, made in _from_outputs(suites.declared())
         ),
         *(_sweeps_sections(out) or [_missing("Sweeps", "results", outcomes, out)]),
         _guarded("Equivalence", "equivalence.json", _equivalence, out),
@@ -60,9 +60,19 @@ def summary(outcomes: list[Outcome], out: Path) -> str:
 
 def _outputs(declared) -> list[tuple[str, str]]:
     """(section, the file it reads) of each section a step's output makes."""
-    own = [(s.name, s.hooks.acceptance_output) for s in declared if s.hooks.acceptance]
+    own = [(title, made.file) for title, made in _from_outputs(declared)]
     return [("Machine", "probe.json"), *own, ("Equivalence", "equivalence.json"),
             ("GPU tests", "gpu-tests.xml")]  # fmt: skip
+
+
+def _from_outputs(declared) -> list[tuple[str, suites.FromOutput]]:
+    """(title, section) of each suite's section made from its step's output."""
+    return [
+        (title, made)
+        for s in declared
+        for title, made in s.hooks.acceptance.items()
+        if isinstance(made, suites.FromOutput)
+    ]
 
 
 def _missing(title: str, source: str, outcomes: list[Outcome], out: Path) -> str:
@@ -155,9 +165,10 @@ def _sweeps_sections(out: Path) -> list[str]:
     where = f"{folder.name}/"
     return [
         *(
-            _guarded(title, where, section, run, report)
+            _guarded(title, where, made.section, run, report)
             for s in suites.declared()
-            for title, section in s.hooks.sweep_sections.items()
+            for title, made in s.hooks.acceptance.items()
+            if isinstance(made, suites.FromSweeps)
         ),
         _guarded("Sweeps", where, _sweeps, run),
         *(_guarded(s.title, where, _suite_table, s, report) for s in suites.declared()),
@@ -198,9 +209,10 @@ def _unfinished(out: Path) -> list[dict]:
 
 
 def _sweeps(run: Run) -> str:
-    measured = [r for r in run.results if r.ok]
-    skipped = [r for r in run.results if r.status == "skipped"]
-    lost = [r for r in run.results if not r.ok and r.status != "skipped"]
+    cells = suites.cells(run)
+    measured = [r for r in cells if r.ok]
+    skipped = [r for r in cells if r.status == "skipped"]
+    lost = [r for r in cells if not r.ok and r.status != "skipped"]
     lines = [
         "## Sweeps",
         "",

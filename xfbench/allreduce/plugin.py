@@ -27,7 +27,18 @@ from xfbench.allreduce.timing import TIMINGS
 from xfbench.errors import UsageError
 from xfbench.harness import sweeps
 from xfbench.harness.selection import comma_list, parse
-from xfbench.plugin import Suite, Sweep, cell_timeout, declare, failed_row, named
+from xfbench.plugin import (
+    GpuPart,
+    Suite,
+    SuiteOptions,
+    Summary,
+    Sweep,
+    Swept,
+    cell_timeout,
+    declare,
+    failed_row,
+    named,
+)
 
 SUITE_FILE = "test_allreduce.py"
 # the record kind its sweeps write, and their failures' cells carry
@@ -365,29 +376,34 @@ OPTIONS = (
 )
 
 
-SUITE = declare(
+SUITE: Suite = declare(
     Suite(
         name="allreduce",
         param="allreduce_case",
-        cells=lambda metafunc: list(SUITE.selection(metafunc.config).cases),
-        file=SUITE_FILE,
+        cells=lambda metafunc: (
+            SUITE.selection(metafunc.config).not_selected
+            or list(SUITE.selection(metafunc.config).cases)
+        ),
+        files=(SUITE_FILE,),
         cell_type=Case,
-        sweep=sweep,
-        not_selected=lambda config: SUITE.selection(config).not_selected,
+        sweep=Swept(plan=sweep, about="collective bandwidth"),
         select=_select,
-        title="xfbench all-reduce: median time per operation, nccl-tests' algbw and busbw",
-        table=summary,
-        about="collective bandwidth",
-        options=OPTIONS,
-        takes=("workers",),
-        notes={"workers": options.Note(takes="in xfbench run, the same as --world-sizes")},
-        gpu_steps=gpu_steps.steps,
-        kind=KIND,
-        fields=record_fields.ALLREDUCE,
-        kind_aliases=("allreduce_sweep",),  # its name before records were typed
+        summary=Summary(
+            title="xfbench all-reduce: median time per operation, nccl-tests' algbw and busbw",
+            table=summary,
+        ),
+        options=SuiteOptions(
+            own=OPTIONS,
+            takes=("workers",),
+            notes={"workers": options.Note(takes="in xfbench run, the same as --world-sizes")},
+        ),
+        gpu=GpuPart(steps=gpu_steps.steps),
+        kinds=(KIND,),
         report="xfbench.allreduce.report",
     )
 )
+# its name before records were typed: allreduce_sweep
+records.declare_kind(KIND, record_fields.ALLREDUCE, aliases=("allreduce_sweep",))
 
 
 def pytest_addoption(parser):

@@ -165,7 +165,7 @@ def busbw_plots(report: Report, folder: Path) -> list[tuple[str, Path]]:
     for (mi, framework, backend, device), sweeps in engines.items():
         fig, ax = plt.subplots(figsize=SIZE)
         lines = 0
-        sizes = set()
+        sizes: set[int] = set()
         # one worker moves no bytes between workers (busbw 0 by definition): not drawn
         shown_sweeps = sorted((s for s in sweeps if s.world_size > 1), key=lambda s: s.world_size)
         # the same line style for a pattern in every plot, whichever patterns it has
@@ -253,7 +253,7 @@ def csv_rows(report: Report) -> list[dict]:
 
 # Its part of the report (xfbench/report/suites.py says what each hook is).
 REPORT = Hooks(
-    sections=sections,
+    sections={"suites": sections},
     plots=plots,
     csv_files=csv_files,
     read=read,

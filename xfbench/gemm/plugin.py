@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from xfbench import options
+from xfbench import options, records
 from xfbench.errors import CannotRun, UsageError
 from xfbench.gemm import DTYPES, FRAMEWORK_IMPL, IMPLS, get_impl, gpu_steps
 from xfbench.gemm import fields as record_fields
@@ -28,10 +28,10 @@ from xfbench.gemm.shapes import Shape, parse_sizes, preset_shapes
 from xfbench.gemm.table import gemm_table
 from xfbench.harness.presets import Preset
 from xfbench.harness.selection import comma_list, parse
-from xfbench.plugin import Suite, declare, failed_row
+from xfbench.plugin import GpuPart, Suite, SuiteOptions, Summary, declare, failed_row
 from xfbench.plugin import named as plugin_named
 
-CONFIGURED = pytest.StashKey()
+CONFIGURED = pytest.StashKey[dict]()
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -150,28 +150,33 @@ OPTIONS = (
 )
 
 
-SUITE = declare(
+SUITE: Suite = declare(
     Suite(
         name="GEMM",
         param="gemm_cell",
         cells=lambda metafunc: SUITE.selection(metafunc.config).cells(),
         select=_select,
-        title="xfbench GEMM: TFLOP/s (median), share of datasheet peak and of the best "
-        "implementation",
-        table=lambda records: summary(records),
-        precisions=("fp8",),  # through torch._scaled_mm only
-        options=OPTIONS,
-        notes={"precision": options.Note(takes="`fp8` too", default="every GEMM type")},
-        gpu_steps=gpu_steps.steps,
-        gpu_parts=gpu_steps.PARTS,
-        probes={"cupy": lambda: get_impl("cupy")},  # its own implementation: raw cuBLAS
-        kind=KIND,
-        fields=record_fields.GEMM,
-        older=record_fields.older,
+        summary=Summary(
+            title="xfbench GEMM: TFLOP/s (median), share of datasheet peak and of the best "
+            "implementation",
+            table=lambda records: summary(records),
+        ),
+        options=SuiteOptions(
+            own=OPTIONS,
+            notes={"precision": options.Note(takes="`fp8` too", default="every GEMM type")},
+            precisions=("fp8",),  # through torch._scaled_mm only
+        ),
+        gpu=GpuPart(
+            steps=gpu_steps.steps,
+            parts=gpu_steps.PARTS,
+            probes={"cupy": lambda: get_impl("cupy")},  # its own implementation: raw cuBLAS
+        ),
+        kinds=(KIND,),
         tasks=(KIND,),
         report="xfbench.gemm.report",
     )
 )
+records.declare_kind(KIND, record_fields.GEMM, record_fields.older)
 
 
 def pytest_addoption(parser):

@@ -1,7 +1,7 @@
 """The GEMM suite's part of the report (xfbench/report/suites.py): the best TFLOP/s measured
 per device, dtype and CPU thread count, which are the peaks Table 7's cells and the
 roofline are set against (`peaks`); its failed cells; TFLOP/s against size per dtype;
-its published figures beside ours (`anchor_matches`); and its section of the acceptance
+its published figures beside ours (`anchors`); and its section of the acceptance
 summary, with CuPy against torch.matmul (`acceptance`)."""
 
 from __future__ import annotations
@@ -15,7 +15,9 @@ from xfbench.harness.threads import marks
 from xfbench.published import Anchor, gpu_for
 from xfbench.records import number
 from xfbench.report.api import (
+    Anchors,
     Entry,
+    FromOutput,
     Hooks,
     Machine,
     Part,
@@ -244,13 +246,11 @@ def acceptance(out: Path, read) -> str:
 
 # Its part of the report (xfbench/report/suites.py says what each hook is).
 REPORT = Hooks(
-    sections=sections,
+    sections={"suites": sections},
     plots=plots,
     read=read,
     peaks=peaks,
-    anchors=ANCHORS,
-    anchor_matches=anchor_matches,
+    anchors=Anchors(ANCHORS, anchor_matches),
     gpu_workloads=gpu_workloads,
-    acceptance=acceptance,
-    acceptance_output=ACCEPTANCE_OUTPUT,
+    acceptance={"GEMM": FromOutput(ACCEPTANCE_OUTPUT, acceptance)},
 )

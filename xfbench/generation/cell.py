@@ -4,6 +4,7 @@ to, and the defaults."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, fields
 
 from xfbench.adapters import Cell, get_adapter
@@ -130,7 +131,7 @@ def modes(framework: str, device: str, asked: tuple[str, ...] | None) -> list[st
 
 
 def expand(
-    sel: Selection, pairs: list[tuple[int, int]], sizes: list[int] | None
+    sel: Selection, pairs: Sequence[tuple[int, int]], sizes: Sequence[int] | None
 ) -> list[GenerationCell]:
     """Every generation cell of the selection; sizes None: each device's default batches."""
     for network in sel.networks:

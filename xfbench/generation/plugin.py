@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from xfbench import options
+from xfbench import options, records
 from xfbench.errors import UsageError
 from xfbench.generation import estimate, gpu_steps
 from xfbench.generation import fields as record_fields
@@ -37,7 +37,18 @@ from xfbench.harness import memory
 from xfbench.harness.selection import Selection, parse
 from xfbench.harness.sweeps import at_thread_counts, described, thread_counts
 from xfbench.harness.threads import allowed_cpus
-from xfbench.plugin import Suite, Sweep, declare, measured, named, threads_configured
+from xfbench.plugin import (
+    GpuPart,
+    Suite,
+    SuiteOptions,
+    Summary,
+    Sweep,
+    Swept,
+    declare,
+    measured,
+    named,
+    threads_configured,
+)
 
 
 @dataclass(frozen=True)
@@ -168,46 +179,52 @@ OPTIONS = (
 )
 
 
-SUITE = declare(
+SUITE: Suite = declare(
     Suite(
         name="generation",
         param="generation_cell",
-        file="test_generation.py",
+        files=("test_generation.py",),
         cells=lambda metafunc: SUITE.selection(metafunc.config).cells(),
         cell_type=GenerationCell,
-        sweep=sweep,
+        sweep=Swept(
+            plan=sweep,
+            about="GPT-2's token generation: TTFT, TPOT, tokens/s",
+            seconds=estimate.seconds,
+        ),
         select=select,
-        title="xfbench generation: GPT-2 greedy decoding with a key/value cache "
-        "(TTFT, TPOT, tokens/s)",
-        table=lambda records: generation_table(records),
+        summary=Summary(
+            title="xfbench generation: GPT-2 greedy decoding with a key/value cache "
+            "(TTFT, TPOT, tokens/s)",
+            table=lambda records: generation_table(records),
+        ),
         tasks=(TASK,),
-        own_options=("batch_size", "model"),
-        seconds=estimate.seconds,
-        modes=MODES,
-        about="GPT-2's token generation: TTFT, TPOT, tokens/s",
-        options=OPTIONS,
-        takes=("model", "mode", "precision", "batch-size"),
-        notes={
-            "model": options.Note(
-                takes="only " + ", ".join(f"`{n}`" for n in NETWORKS),
-                default=", ".join(f"`{n}`" for n in DEFAULT_NETWORKS),
-            ),
-            "mode": options.Note(
-                takes="`loop` too (JAX; PyTorch on CUDA)", default="every mode that generates there"
-            ),
-            "precision": options.Note(default=DEFAULT_PRECISIONS),
-            "batch-size": options.Note(
-                takes="sequences decoded together, one or more sizes", default=DEFAULT_BATCHES
-            ),
-        },
-        gpu_steps=gpu_steps.steps,
-        gpu_parts=gpu_steps.PARTS,
-        timed=timed_version,
-        kind=KIND,
-        fields=record_fields.GENERATION,
+        options=SuiteOptions(
+            own=OPTIONS,
+            takes=("model", "mode", "precision", "batch-size"),
+            notes={
+                "model": options.Note(
+                    takes="only " + ", ".join(f"`{n}`" for n in NETWORKS),
+                    default=", ".join(f"`{n}`" for n in DEFAULT_NETWORKS),
+                ),
+                "mode": options.Note(
+                    takes="`loop` too (JAX; PyTorch on CUDA)",
+                    default="every mode that generates there",
+                ),
+                "precision": options.Note(default=DEFAULT_PRECISIONS),
+                "batch-size": options.Note(
+                    takes="sequences decoded together, one or more sizes",
+                    default=DEFAULT_BATCHES,
+                ),
+            },
+            own_rules=("batch_size", "model"),
+            modes=MODES,
+        ),
+        gpu=GpuPart(steps=gpu_steps.steps, parts=gpu_steps.PARTS, timed=timed_version),
+        kinds=(KIND,),
         report="xfbench.generation.report",
     )
 )
+records.declare_kind(KIND, record_fields.GENERATION)
 
 
 def pytest_addoption(parser):

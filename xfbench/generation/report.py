@@ -173,7 +173,7 @@ def _roofline_table(report: Report, m: Machine, key: tuple, found: list[dict]) -
 
     network, isl, osl, scale, precision, where = key
     spec, value_bytes = get_spec(network, scale or "full"), VALUE_BYTES.get(precision, 4)
-    roof = _roofs(m, found[0])
+    roof = _roofs(m, found[0]) or {}  # every cell grouped here has its roofs
     bandwidth, peak = roof["bandwidth_gbps"], roof["peaks_tflops"].get(precision)
     rows, bests = [], []
     for b in sorted({r["batch_size"] for r in found}):
@@ -264,7 +264,7 @@ def plots(report: Report, folder: Path) -> list[tuple[str, Path]]:
 
     out = []
     for mi, m in enumerate(report.machines):
-        lines: dict[tuple, dict[str, list]] = {}
+        lines: dict[str, dict[str, list]] = {}
         for r in measured(m.of(KIND)):
             lengths = f"{r.get('prompt_tokens')}/{r.get('new_tokens')}"
             label = f"{r['framework']} {r['mode']} {r['device']} t{r['threads']}"
@@ -349,7 +349,8 @@ def csv_rows(report: Report) -> list[dict]:
     rows = []
     for m in report.machines:
         for r in m.of(KIND):
-            check = r.get("token_check") if isinstance(r.get("token_check"), dict) else {}
+            check = r.get("token_check")
+            check = check if isinstance(check, dict) else {}
             rows.append(
                 {
                     **{k: r.get(k) for k in COLUMNS},
@@ -367,20 +368,18 @@ SCORED_TASK = "generate"  # the machine score's workload name for token generati
 SCORED_WORKLOAD = "generation"  # its kind of workload in the noise model (report/noise.py)
 
 
-def scored_records(run) -> list[dict]:
-    """The records the machine score counts: every generation cell, measured or failed."""
-    return run.of(KIND)
-
-
 def scored(run) -> list:
-    """Each measured generation record of a run (report.load.Run) as a Result of task
+    """Each failed generation record of a run as a failed Result of task "generate", and
+    each measured one of a run (report.load.Run) as a Result of task
     "generate", so that the scores count generated tokens as a workload beside training:
     a sample is one sequence of new_tokens, its rounds every timed generation (whose
     median the scores take; e2e_s, the record's, is the same median). The lengths (ISL/OSL) go into the scale, so that only
     the same lengths are compared."""
-    from xfbench.report.api import scored_result
+    from xfbench.report.api import scored_failure, scored_result
 
-    out = []
+    out = [
+        scored_failure(r, task=SCORED_TASK) for r in run.of(KIND) if r.get("status", "ok") != "ok"
+    ]
     for r in measured(run.of(KIND)):
         e2e, batch = r.get("e2e_s"), r.get("batch_size")
         if not isinstance(e2e, int | float) or e2e <= 0 or not isinstance(batch, int):
@@ -397,12 +396,10 @@ def scored(run) -> list:
 
 # Its part of the report (xfbench/report/suites.py says what each hook is).
 REPORT = Hooks(
-    sections=sections,
+    sections={"suites": sections},
     plots=plots,
     csv_files=csv_files,
     gpu_workloads=gpu_workloads,
-    scored_task=SCORED_TASK,
-    scored_records=scored_records,
     scored=scored,
-    scored_workload=SCORED_WORKLOAD,
+    workloads={SCORED_TASK: SCORED_WORKLOAD},
 )

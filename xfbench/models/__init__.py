@@ -2,6 +2,7 @@
 
 from xfbench.models.networks import (
     DECODERS,
+    FAMILIES,
     NETWORKS,
     PAPER_NETWORKS,
     SCALES,
@@ -15,6 +16,7 @@ from xfbench.models.spec import Spec, describe, initial_weights, synthetic_batch
 
 __all__ = [
     "DECODERS",
+    "FAMILIES",
     "NETWORKS",
     "PAPER_NETWORKS",
     "TRANSFORMERS",

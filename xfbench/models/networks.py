@@ -347,6 +347,21 @@ _GPT2_ADAMW = dict(optimizer="adamw", lr=6e-4, betas=(0.9, 0.95), eps=1e-8, weig
 PAPER_NETWORKS = ("fcn5", "fcn8", "fcn_r", "alexnet", "alexnet_r", "resnet50", "resnet56")
 PAPER_NETWORKS += ("lstm32", "lstm64")
 TRANSFORMERS = ("bert_base", "gpt2")
+# Each network's family of architecture, which xfbench compare's noise model fits apart
+# where the runs hold enough of it (report/noise.py).
+FAMILIES = {
+    "fcn5": "fcn",
+    "fcn8": "fcn",
+    "fcn_r": "fcn",
+    "alexnet": "cnn",
+    "alexnet_r": "cnn",
+    "resnet50": "cnn",
+    "resnet56": "cnn",
+    "lstm32": "rnn",
+    "lstm64": "rnn",
+    "bert_base": "transformer",
+    "gpt2": "transformer",
+}
 
 NETWORKS: dict[str, Callable[..., Spec]] = {
     f.__name__: f

@@ -20,7 +20,18 @@ from xfbench.harness.sweeps import at_thread_counts, described, thread_counts
 from xfbench.harness.table import cell_table
 from xfbench.networks import fields as record_fields
 from xfbench.networks import gpu_steps
-from xfbench.plugin import Suite, Sweep, declare, measured, selection, threads_configured
+from xfbench.plugin import (
+    GpuPart,
+    Suite,
+    SuiteOptions,
+    Summary,
+    Sweep,
+    Swept,
+    declare,
+    measured,
+    selection,
+    threads_configured,
+)
 from xfbench.roofline.mfu import fill_mfu
 
 # Its own options: those only its cells take (the common ones: xfbench/options.py).
@@ -157,9 +168,9 @@ def ci_target(config) -> float | None:
     return command_line.number("--ci-target", value, high=100, what="a percentage") / 100
 
 
-def _merged(infos: list[dict], roofs: dict) -> None:
+def _merged(infos: list[dict], machine: dict) -> None:
     """Each training cell's MFU, now that the run's roofs are beside its cells."""
-    fill_mfu((info for info in infos if info.get("kind") == "train"), roofs)
+    fill_mfu((info for info in infos if info.get("kind") == "train"), machine.get("roofs") or {})
 
 
 # The train and infer suites (suites/test_train.py, test_infer.py): their module says TASK.
@@ -170,28 +181,30 @@ NETWORKS = declare(
         cells=lambda metafunc: cells(selection(metafunc.config), metafunc.module.TASK),
         files=("test_train.py", "test_infer.py"),
         cell_type=Cell,
-        sweep=network_sweep,
+        sweep=Swept(
+            plan=network_sweep,
+            about="the train/infer cells, each on one device",
+            seconds=network_seconds,
+        ),
         before_pin=_before_pin,
-        title="xfbench: seconds per mini-batch (median)",
-        table=cell_table,
+        summary=Summary(title="xfbench: seconds per mini-batch (median)", table=cell_table),
         tasks=("train", "infer"),
         kinds=("train", "infer"),  # one per task
         report="xfbench.networks.report",
-        seconds=network_seconds,
         merged=_merged,
-        about="the train/infer cells, each on one device",
         default=True,
-        gpu_steps=gpu_steps.steps,
-        gpu_parts=gpu_steps.PARTS,
-        options=OPTIONS,
-        takes=(
-            "model",
-            "mode",
-            "precision",
-            "batch-size",
-            "rounds",
-            "weights",
-            "skip-missing-devices",
+        gpu=GpuPart(steps=gpu_steps.steps, parts=gpu_steps.PARTS),
+        options=SuiteOptions(
+            own=OPTIONS,
+            takes=(
+                "model",
+                "mode",
+                "precision",
+                "batch-size",
+                "rounds",
+                "weights",
+                "skip-missing-devices",
+            ),
         ),
     )
 )

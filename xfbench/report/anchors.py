@@ -39,22 +39,26 @@ class Match:
 
 def matches(report: Report) -> list[Match]:
     """Every measurement of ours beside an anchor of its kind, from the suite that declares
-    the kind (report/suites.py: Hooks.anchors, anchor_matches)."""
+    the kind (report/suites.py: Hooks.anchors)."""
     found = []
     for a in anchors():
         for m in report.machines:
             for suite in suites.declared():
-                if a.kind in suite.hooks.anchors:
+                declared = suite.hooks.anchors
+                if declared and a.kind in declared.titles:
                     found += [
-                        Match(anchor=a, machine=m.short, **ours)
-                        for ours in suite.hooks.anchor_matches(m, a)
+                        Match(anchor=a, machine=m.short, **ours) for ours in declared.matches(m, a)
                     ]
     return found
 
 
 def _measurement(kind: str) -> str:
     """What a table calls the measurement of an anchor's kind."""
-    titles = (s.hooks.anchors[kind] for s in suites.declared() if kind in s.hooks.anchors)
+    titles = (
+        s.hooks.anchors.titles[kind]
+        for s in suites.declared()
+        if s.hooks.anchors and kind in s.hooks.anchors.titles
+    )
     return next(titles, kind)
 
 

@@ -7,26 +7,37 @@ from __future__ import annotations
 
 from xfbench.report import paper, procurement
 from xfbench.report.anchors import matches as published_matches
+from xfbench.report.equivalence import mark as verified_mark
 from xfbench.report.files import plain
 from xfbench.report.gpu_models import Workload
 from xfbench.report.load import (
     Entry,
+    Result,
     Run,
     cell_result,
     failure_result,
     integer,
     round_times,
+    scored_failure,
     scored_result,
 )
 from xfbench.report.model import (
-    Block,
+    BlockKey,
+    ColKey,
     Machine,
     Report,
+    RowKey,
+    achieved_tflops,
+    block_key,
+    col_key,
     col_label,
+    col_order,
     dtype_name,
     format_seconds,
     interval,
+    measured_peaks,
     network_title,
+    plus_minus,
     row_key,
     row_label,
 )
@@ -34,14 +45,28 @@ from xfbench.report.noise import floor as noise_floor
 from xfbench.report.roofline import roofs
 from xfbench.report.runs import machine_groups, ratio_over_runs
 from xfbench.report.sections import Part, table_section
-from xfbench.report.suites import Hooks
+from xfbench.report.suites import Anchors, FromOutput, FromSweeps, Hooks, Table7
 from xfbench.report.table import Table, Text, as_text, number_text, plural
 from xfbench.report.tables import legend_caption
 
 __all__ = [
-    "Block",
+    "BlockKey",
+    "ColKey",
+    "Result",
+    "RowKey",
+    "achieved_tflops",
+    "block_key",
+    "col_key",
+    "col_order",
+    "measured_peaks",
+    "plus_minus",
+    "verified_mark",
     "Entry",
+    "Anchors",
+    "FromOutput",
+    "FromSweeps",
     "Hooks",
+    "Table7",
     "Machine",
     "Part",
     "Report",
@@ -72,6 +97,7 @@ __all__ = [
     "row_key",
     "row_label",
     "roofs",
+    "scored_failure",
     "scored_result",
     "table_section",
 ]

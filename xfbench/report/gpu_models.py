@@ -6,9 +6,10 @@ bound by arithmetic (training, a prefill, a GEMM). A ratio whose interval leaves
 prediction gets a note: such a workload is not bound by what the two GPUs differ in, or
 something else differs (clocks, the host, the software).
 
-Table 7's cells are the report's own; a suite gives its workloads through its report
-module's `gpu_workloads(machine)` (report/suites.py). Several runs of one model (its
-reference's windows) are pooled: the median of their times, the interval spanning theirs.
+A suite gives its workloads through its report module's `gpu_workloads(machine)`
+(report/suites.py): Table 7's cells, GEMM's products, generation's decode steps. Several
+runs of one model (its reference's windows) are pooled: the median of their times, the
+interval spanning theirs.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import statistics
 from dataclasses import dataclass, replace
 
 from xfbench.report import suites
-from xfbench.report.model import Report, interval
+from xfbench.report.model import Report
 from xfbench.report.table import Table, as_text
 
 
@@ -38,31 +39,11 @@ class Workload:
     published_as: str = ""
 
 
-def _table7_workloads(machine) -> list[Workload]:
-    # its training cells stand beside published training ratios: the task Shi et al.'s
-    # Table 7 measured, as the suite of its cells declares it (Hooks.paper_task)
-    cells = suites.cells_suite()
-    trained = cells.hooks.paper_task if cells else None
-    out = []
-    for r in machine.results.values():
-        if not (r.ok and r.accelerator):
-            continue
-        ci = interval(r)
-        what = f"{r.network} {r.task}, {r.framework} {r.mode}, {r.precision}, batch {r.batch_size}"
-        out.append(
-            Workload(device_name=r.device_name, what=what, precision=r.precision,
-                     bound="compute", seconds=r.median, low=ci[1] if ci else None,
-                     high=ci[2] if ci else None,
-                     published_as="training" if r.task == trained else "")
-        )  # fmt: skip
-    return out
-
-
 def by_model(report: Report) -> dict[str, dict[str, list[Workload]]]:
     """{GPU model: {workload: its measurements}} over every machine of the report."""
     found: dict[str, dict[str, list[Workload]]] = {}
     for m in report.machines:
-        mine = _table7_workloads(m)
+        mine: list[Workload] = []
         for suite in suites.declared():
             if suite.hooks.gpu_workloads:
                 mine += suite.hooks.gpu_workloads(m)

@@ -91,22 +91,21 @@ class Run:
     name: str  # the folder or file name, to tell runs apart
     path: str
     machine: dict[str, Any]  # see machine_of()
-    # Table 7's cells, timed or failed: the records of the suite whose Hooks say `cells`
-    results: list[Result] = field(default_factory=list)
-    equivalence: list[dict[str, Any]] = field(default_factory=list)
-    # every other suite's records (report/suites.py), and their
-    # failed cells, by kind
-    records: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    # every record read, timed or failed, by its kind (report/suites.py): as its suite's
+    # reader made it (a dict, or the network suite's Result), the equivalence checks'
+    # under "equivalence"
+    records: dict[str, list[Any]] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)  # files or entries left out, and why
     files: int = 0  # files read
 
     @property
     def empty(self) -> bool:
-        return not (self.results or self.equivalence or any(self.records.values()))
+        return not any(self.records.values())
 
-    def of(self, kind: str) -> list[dict[str, Any]]:
-        """The records of one suite's kind (report/suites.py), and its failed cells."""
-        return self.records.get(kind, [])
+    def of(self, *kinds: str) -> list[Any]:
+        """The records of these kinds (report/suites.py), their failed cells among them,
+        in the order they were read."""
+        return [r for kind, found in self.records.items() if kind in kinds for r in found]
 
 
 def read_json(path: Path) -> dict:
@@ -288,6 +287,14 @@ def scored_result(record: dict, *, task: str, batch: int, median: float, rounds,
     return result
 
 
+def scored_failure(record: dict, *, task: str) -> Result:
+    """A suite's failed record as the failed Result of its workload `task` the scores count
+    (its report module's `scored`, report/suites.py)."""
+    result = failure_result(record, str(record.get("source", "")))
+    result.task = task
+    return result
+
+
 def failure_result(record: dict, source: str, *, task: str = "") -> Result:
     """A failure record ({"cell": {...}, "status", "reason", ...}, or the cell fields at
     the top level as the runner's plugin keeps them) as a Result (`task`: its task where
@@ -332,7 +339,9 @@ def add_document(run: Run, doc: dict, source: str) -> None:
         return
     if not _is_benchmark_doc(doc):
         raise LoadError(f"{source}: not a pytest-benchmark JSON file (no 'benchmarks' list)")
-    run.equivalence += equivalence_records(doc)
+    checks = equivalence_records(doc)
+    if checks:
+        run.records.setdefault("equivalence", []).extend(checks)
     used = 0
     for i, entry in enumerate(doc["benchmarks"]):
         name = entry.get("name", f"entry {i}") if isinstance(entry, dict) else f"entry {i}"
@@ -530,8 +539,7 @@ def pooled(runs: list[Run], name: str, path: str) -> Run:
     (report/score.py)."""
     out = Run(name=name, path=path, machine=runs[0].machine)
     for run in runs:
-        for kind in ("results", "equivalence", "problems"):
-            getattr(out, kind).extend(getattr(run, kind))
+        out.problems.extend(run.problems)
         for kind, found in run.records.items():
             out.records.setdefault(kind, []).extend(found)
         out.files += run.files

@@ -25,20 +25,9 @@ import math
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from xfbench.models import FAMILIES
+
 NOISE = Path(__file__).resolve().parent / "data" / "noise.json"
-FAMILY = {
-    "fcn5": "fcn",
-    "fcn8": "fcn",
-    "fcn_r": "fcn",
-    "alexnet": "cnn",
-    "alexnet_r": "cnn",
-    "resnet50": "cnn",
-    "resnet56": "cnn",
-    "lstm32": "rnn",
-    "lstm64": "rnn",
-    "bert_base": "transformer",
-    "gpt2": "transformer",
-}
 # A family gets its own model only with this many log ratios behind it; else its kind's.
 LEAST_PAIRS = 30
 LOWEST_DF = 2.0  # below, t's variance is infinite: the fit says so rather than go there
@@ -63,22 +52,16 @@ def kind_of(task: str, network: str) -> tuple[str, str]:
     """(kind, family) of a cell: ("training", "cnn")."""
     from xfbench import plugin
 
-    return _kinds(tuple(plugin.declared())).get(task, task), FAMILY.get(network, "")
+    return _kinds(tuple(plugin.declared())).get(task, task), FAMILIES.get(network, "")
 
 
 @functools.cache
 def _kinds(suite_names: tuple[str, ...]) -> dict[str, str]:
-    """The kind of workload of each task (report/suites.py: Table 7's cells' `workloads`,
-    each suite's scored task): read once for each set of suites (compare asks for every
-    cell)."""
+    """The kind of workload of each task the scores count (report/suites.py: each suite's
+    `workloads`): read once for each set of suites (compare asks for every cell)."""
     from xfbench.report import suites
 
-    found = {task: kind for s in suites.declared() for task, kind in s.hooks.workloads.items()}
-    return found | {
-        s.hooks.scored_task: s.hooks.scored_workload
-        for s in suites.declared()
-        if s.hooks.scored_workload
-    }
+    return {task: kind for s in suites.declared() for task, kind in s.hooks.workloads.items()}
 
 
 def fit(log_ratios: list[float], of: str) -> Noise:

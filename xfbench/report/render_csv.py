@@ -1,5 +1,5 @@
 """report.csv and the suites' CSV files beside it, for spreadsheets. report.csv holds the
-cells of Table 7, as the suite whose records they are lays them out (its hook `cells_csv`:
+cells of Table 7, as the suite whose records they are lays them out (its Hooks.table7's `csv`:
 one row per cell at full precision); the other suites with a report of their own
 (report/suites.py) write theirs beside it, with columns of their own."""
 
@@ -44,5 +44,6 @@ def write(report: Report, path: Path) -> Path:
     from xfbench.report import suites
 
     cells = suites.cells_suite()
-    columns, rows = cells.hooks.cells_csv(report) if cells and cells.hooks.cells_csv else ((), [])
+    table7 = cells.hooks.table7 if cells else None
+    columns, rows = table7.csv(report) if table7 else ((), [])
     return _write(path, columns, rows)

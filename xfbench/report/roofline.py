@@ -18,7 +18,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from xfbench.published import gpu_for
-from xfbench.report.model import Machine, Report, _tflops, display, dtype_name, measured_peaks
+from xfbench.report.model import (
+    Machine,
+    Report,
+    achieved_tflops,
+    display,
+    dtype_name,
+    measured_peaks,
+)
 from xfbench.report.table import Table, Text
 from xfbench.roofline.roofs import PROBE
 
@@ -104,7 +111,7 @@ def points(m: Machine) -> list[dict]:
     for r in m.results.values():
         roof = measured.get(_roof_key(r))
         peak = roof["peaks_tflops"].get(dtype_name(r.precision)) if roof else None
-        achieved = _tflops(r) if r.ok else None
+        achieved = achieved_tflops(r) if r.ok else None
         if peak is None or achieved is None or r.precision not in VALUE_BYTES:
             continue
         try:

@@ -216,27 +216,12 @@ def _same_cell(r) -> tuple:
 
 
 def scored_results(run) -> list:
-    """Every result of a run the scores count: train and infer cells, and what each suite
-    with a report of its own scores (report/suites.py: Offline serving, token generation),
-    each a workload of its own."""
+    """Every result of a run the scores count, timed or failed, as each suite scores its
+    records (report/suites.py, Hooks.scored: train and infer cells, Offline serving, token
+    generation), each a workload of its own."""
     from xfbench.report import suites
 
-    return list(run.results) + [
-        r for suite in suites.declared() if suite.hooks.scored for r in suite.hooks.scored(run)
-    ]
-
-
-def _scored_records(run) -> list[tuple[str, dict]]:
-    """(the workload's task, record) for every record a suite's score counts, measured or
-    failed (report/suites.py)."""
-    from xfbench.report import suites
-
-    return [
-        (suite.hooks.scored_task, r)
-        for suite in suites.declared()
-        if suite.hooks.scored_records
-        for r in suite.hooks.scored_records(run)
-    ]
+    return [r for suite in suites.declared() if suite.hooks.scored for r in suite.hooks.scored(run)]
 
 
 def _winner(workload: str, a: Candidate, b: Candidate) -> Winner:
@@ -333,9 +318,8 @@ def compare(results, reference, kind: str) -> Score:
 
 def score(results, reference) -> Scores:
     """results and reference: report.load Runs."""
-    failed = [r for r in results.results if not r.ok]
-    counted = _scored_records(results)  # the suites' (Offline serving, generation)
-    counted_failed = [(task, r) for task, r in counted if r.get("status", "ok") != "ok"]
+    cells = scored_results(results)
+    failed = [r for r in cells if not r.ok]
     # samples per kJ, measured in both runs (never a typed wattage), cell by cell
     mine, ref = _best(results, cell_key), _best(reference, cell_key)
     by_network_energy: dict[str, list[float]] = {}
@@ -348,18 +332,12 @@ def score(results, reference) -> Scores:
     return Scores(
         machine=compare(results, reference, "machine"),
         per_core=compare(results, reference, "per-core"),
-        failed=len(failed) + len(counted_failed),
-        total=len(results.results) + len(counted),
-        failed_names=[f"{r.network} {r.task} {r.framework} ({r.status})" for r in failed]
-        + [
-            f"{r.get('network')} {task} {r.get('framework')} ({r.get('status')})"
-            for task, r in counted_failed
-        ],
+        failed=len(failed),
+        total=len(cells),
+        failed_names=[f"{r.network} {r.task} {r.framework} ({r.status})" for r in failed],
         reference=reference.name,
         apart=[
-            configuration(r) + f" ({r.network} {r.task})"
-            for r in results.results
-            if r.ok and not together(r)
+            configuration(r) + f" ({r.network} {r.task})" for r in cells if r.ok and not together(r)
         ],
         energy=math.exp(sum(means) / len(means)) if means else None,
         energy_cells=sum(len(v) for v in by_network_energy.values()),
@@ -451,7 +429,6 @@ def machine_scores(report) -> list[tuple]:
             name=m.short,
             path="",
             machine={},
-            results=[r for x in m.runs for r in x.results],
             records={k: list(v) for k, v in m.records.items()},
         )
         # a reference is not scored on itself (given as its folder or its merged.json)

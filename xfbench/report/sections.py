@@ -43,16 +43,6 @@ def table_section(table: Table | None) -> list[Part]:
     return [Part(tables=[table], level=2)] if table else []
 
 
-def _suites(report: Report, plots: dict) -> list[Part]:
-    """The sections of the suites with a report of their own, in their declared order."""
-    return [
-        part
-        for suite in suites.declared()
-        if suite.hooks.sections
-        for part in suite.hooks.sections(report, plots.get(suite.name, []))
-    ]
-
-
 def _roofline(report: Report, plots: dict) -> list[Part]:
     found = roofline.tables(report)
     return [Part(title="Roofline", tables=found, plots=plots.get("roofline", []))] if found else []
@@ -71,8 +61,8 @@ def _placed(place: str) -> Callable[[Report, dict], list[Part]]:
         return [
             part
             for suite in suites.declared()
-            if place in suite.hooks.places
-            for part in suite.hooks.places[place](report, plots.get(suite.name, []))
+            if place in suite.hooks.sections
+            for part in suite.hooks.sections[place](report, plots.get(suite.name, []))
         ]
 
     return placed_sections
@@ -86,7 +76,7 @@ SECTIONS: tuple[Callable[[Report, dict], list[Part]], ...] = (
     lambda r, p: table_section(tables.machines_table(r)),
     _placed("after_machines"),
     lambda r, p: table_section(gpu_models.gpu_models_table(r)),
-    _suites,
+    _placed("suites"),  # the suites' own sections
     _roofline,
     _placed("after_roofline"),
     lambda r, p: table_section(anchors.anchors_table(r)),

@@ -8,99 +8,139 @@ does not give is None (or empty).
 The report reads a suite's records, and its failed cells (owner(): a failure record whose
 cell's kind is one of the suite's, else whose task is, else that its `owns` recognises;
 one no suite claims is the default suite's, plugin.Suite's `default`), into
-`records[kind]` of each run and machine. A suite whose records are the cells of Table 7
-(`cells`: report.load.Result) has them in each run's `results`, from which report/model.py
-builds Table 7's blocks. The report names no suite itself (a test adds one from a package
-of its own).
+`records[kind]` of each run and machine. The suite whose records are the cells of Table 7
+(report.load.Result) says so by its `table7`, and report/model.py builds Table 7's blocks
+of them. The report names no suite itself (a test adds one from a package of its own).
 """
 
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
 
 from xfbench import records
+from xfbench.published import Anchor
 
-# Where in the report a suite's sections may go beside the suites' own place (Hooks.places).
-PLACES = ("after_scores", "after_machines", "after_roofline", "after_anchors")
+# Where in the report a suite's sections go (Hooks.sections), in the report's order: after
+# the scores, after the machines table, among the suites' own (after the GPU models), after
+# the roofline, after the anchors.
+PLACES = ("after_scores", "after_machines", "suites", "after_roofline", "after_anchors")
+
+# The shape of each callable hook, which mypy holds every declaration to (pyproject.toml).
+# The report's own objects are Any here: report.model.Report and Machine, report.load.Run,
+# Entry and Result, report.sections.Part and report.gpu_models.Workload, whose modules
+# import this one.
+Report = Any
+Machine = Any
+Plots = list[tuple[str, Path]]  # (caption, file) of each plot drawn
+SectionsHook = Callable[[Report, Plots], list[Any]]  # (report, its plots) -> [Part]
+PlotsHook = Callable[[Report, Path], Plots]  # (report, folder) -> its plots
+CsvFilesHook = Callable[[Report], Sequence[tuple[str, Sequence[str], list[dict]]]]
+ReadHook = Callable[[Any], tuple[Any, str | None]]  # Entry -> (record | None, problem)
+ReadFailureHook = Callable[[dict, str], Any]  # (failure record, source) -> record
+OwnsHook = Callable[[dict], bool]  # a failed cell -> whether it is this suite's
+BuildHook = Callable[[Report], Any]  # report -> what it derives (report.suite_models)
+PeaksHook = Callable[[Machine], dict[tuple[str, str, int | None], float]]
+MatchesHook = Callable[[Machine, Anchor], list[dict]]
+GpuWorkloadsHook = Callable[[Machine], list[Any]]  # machine -> [Workload]
+ScoredHook = Callable[[Any], list[Any]]  # Run -> [Result]
+CellsCsvHook = Callable[[Report], tuple[Sequence[str], list[dict]]]
+
+
+@dataclass(frozen=True)
+class Anchors:
+    """The kinds of published anchor (xfbench/published.toml) a suite's measurements stand
+    beside, each with what a table calls its measurement (kind -> title), and its
+    measurements beside one anchor (report/anchors.py): (machine, anchor) -> [{device_name,
+    what, ours, ours_setting}]."""
+
+    titles: dict[str, str]
+    matches: MatchesHook
+
+
+@dataclass(frozen=True)
+class FromOutput:
+    """A section of the acceptance summary made from the file its acceptance step wrote
+    under the run's folder: (out, read) -> text ("": none; acceptance/summary.py)."""
+
+    file: str
+    section: Callable[[Path, Callable[[Path], dict]], str]
+
+
+@dataclass(frozen=True)
+class FromSweeps:
+    """A section of the acceptance summary read from the sweeps' results, before the sweeps'
+    own: (run, report) -> text ("": none)."""
+
+    section: Callable[[Any, Report], str]  # (Run, report)
+
+
+@dataclass(frozen=True)
+class Table7:
+    """Where a suite's records are the cells of Table 7 (report.load.Result), which the
+    report's machines are grouped by (report/model.py): report.csv's columns and rows
+    (report -> (columns, [row]))."""
+
+    csv: CellsCsvHook
 
 
 @dataclass(frozen=True, kw_only=True)
 class Hooks:
-    """A suite's part of the report: what its report module declares (REPORT = Hooks(...))."""
+    """A suite's part of the report: what its report module declares (REPORT = Hooks(...)).
+    Each hook is used by two suites or more, or says why beside it."""
 
-    # its sections among the suites' (report.sections), in the order the suites are
-    # declared, given the plots it drew: (report, plots) -> [Part]
-    sections: Callable | None = None
-    # its sections at other places of the report (PLACES: after the scores, after the
-    # machines table, after the roofline, after the anchors): place -> (report, plots) ->
-    # [Part]
-    places: dict[str, Callable] = field(default_factory=dict)
+    # its sections, by the place of the report they go (PLACES), in the order the suites
+    # are declared, given the plots it drew: place -> (report, plots) -> [Part]
+    sections: dict[str, SectionsHook] = field(default_factory=dict)
     # its plots: (report, folder) -> [(caption, path)]
-    plots: Callable | None = None
+    plots: PlotsHook | None = None
     # its CSV files beside report.csv: report -> [(file name, columns, rows)]
-    csv_files: Callable | None = None
+    csv_files: CsvFilesHook | None = None
     # one pytest-benchmark entry of its kind (report.load.Entry) as the record its other
     # hooks read, and what was wrong with it in one line: entry -> (record | None, problem |
     # None); None: the entry's extra_info, its file as `source`, its rounds as `timed_rounds_s`
-    read: Callable | None = None
+    read: ReadHook | None = None
     # one of its failed cells: (failure record as written, source) -> record; its cell,
     # status and reason: records.failed_cell(record); None: the cell's fields, status, reason
     # and source
-    read_failure: Callable | None = None
-    # its records are report.load.Result, the cells of Table 7 (report/model.py): read
-    # into each run's `results` rather than `records[kind]`
-    cells: bool = False
-    # where its records are Table 7's cells: report.csv's columns and rows (report ->
-    # (columns, [row])); the task of its cells whose blocks Shi et al.'s own Table 7
-    # measured (report/paper.py: shown beside them with --paper); what a block of one
-    # (task, network) calls its task where the task's name alone would mislead
-    cells_csv: Callable | None = None
-    paper_task: str | None = None
-    block_tasks: dict[tuple[str, str], str] = field(default_factory=dict)
+    read_failure: ReadFailureHook | None = None
     # cell -> whether a failed cell that carries neither its task nor its kind (files
     # written before they did) is its
-    owns: Callable | None = None
+    owns: OwnsHook | None = None
     # what it derives from every machine's records, once: report -> model, kept in
     # report.suite_models[kind]; footnotes it numbers come from report.next_note() (after
     # Table 7's, in the suites' declared order)
-    build: Callable | None = None
+    build: BuildHook | None = None
     # the compute peaks its records measured: machine -> {(device, dtype, CPU threads or
     # None): TFLOP/s}, which Table 7's cells are set against (% of peak) and the roofline
-    # takes where higher than its probe's (report.model.measured_peaks)
-    peaks: Callable | None = None
-    # the kinds of published anchor (xfbench/published.toml) its measurements stand beside,
-    # each with what a table calls its measurement (kind -> title), and its measurements
-    # beside one anchor (report/anchors.py): (machine, anchor) -> [{device_name, what, ours,
-    # ours_setting}]
-    anchors: dict[str, str] = field(default_factory=dict)
-    anchor_matches: Callable | None = None
+    # takes where higher than its probe's (report.model.measured_peaks). One user, GEMM:
+    # the suite that measures peaks
+    peaks: PeaksHook | None = None
+    # the published anchors its measurements stand beside (Anchors)
+    anchors: Anchors | None = None
     # its GPU measurements as workloads bound by memory or by arithmetic, which two GPU
     # models are compared by: machine -> [report.gpu_models.Workload]
-    gpu_workloads: Callable | None = None
-    # its section of the acceptance summary from the file `acceptance_output` its
-    # acceptance step wrote under `out`: (out, read) -> str (acceptance/summary.py)
-    acceptance: Callable | None = None
-    acceptance_output: str | None = None
-    # its sections of the acceptance summary read from the sweeps' results, before the
-    # sweeps' own: title -> (run, report) -> str ("": none)
-    sweep_sections: dict[str, Callable] = field(default_factory=dict)
-    # the records the machine score counts (run -> [record]; a failed one counts as failed)
-    # and those measured as Results of task `scored_task` (run -> [Result]; report.score,
-    # `xfbench compare`); `scored_workload`: its kind of workload in the noise model
-    # `xfbench compare` judges by (report/noise.py; without a fitted model of its own, the
-    # widest fitted one)
-    scored_task: str | None = None
-    scored_records: Callable | None = None
-    scored: Callable | None = None
-    scored_workload: str | None = None
-    # the kind of workload of each task of its cells in that noise model, where its records
-    # are Table 7's cells (`cells`): task -> kind
+    gpu_workloads: GpuWorkloadsHook | None = None
+    # its sections of the acceptance summary, by title: each made from its step's output
+    # (FromOutput) or from the sweeps' results (FromSweeps)
+    acceptance: dict[str, FromOutput | FromSweeps] = field(default_factory=dict)
+    # every record the scores count (report.score, `xfbench compare`), each a Result of its
+    # workload's task, timed or failed (report.load.scored_result, scored_failure):
+    # run -> [Result]
+    scored: ScoredHook | None = None
+    # the kind of workload of each task it scores in the noise model `xfbench compare`
+    # judges by (report/noise.py; a task without a fitted model of its own: the widest
+    # fitted one): task -> kind
     workloads: dict[str, str] = field(default_factory=dict)
+    # where its records are Table 7's cells (Table7). One user: Table 7's cells are one
+    # suite's, by which report/model.py groups the machines
+    table7: Table7 | None = None
 
     def __post_init__(self):
-        unknown = sorted(set(self.places) - set(PLACES))
+        unknown = sorted(set(self.sections) - set(PLACES))
         if unknown:
             raise TypeError(f"Hooks: no place {', '.join(unknown)}; places: {', '.join(PLACES)}")
 
@@ -127,12 +167,8 @@ class SuiteReport:
         return {**entry.extra, "source": entry.source, "timed_rounds_s": entry.rounds()}, None
 
     def keep(self, run, kind: str, record) -> None:
-        """One record it read (or a failed cell's) in the run: Table 7's cells in its
-        `results`, any other in `records[kind]`."""
-        if self.hooks.cells:
-            run.results.append(record)
-        else:
-            run.records.setdefault(kind, []).append(record)
+        """One record it read (or a failed cell's) in the run, under its kind."""
+        run.records.setdefault(kind, []).append(record)
 
     def summary_table(self, records: list[dict]) -> str | None:
         """Its terminal summary's table of records the report read, where they are as its
@@ -152,7 +188,7 @@ class SuiteReport:
         """The kind a failed cell of it is kept under: its cell's kind or task where that
         is one of its kinds, else its first."""
         cell = records.failed_cell(record)[0]
-        kind = records.ALIASES.get(cell.get("kind"), cell.get("kind"))
+        kind = records.ALIASES.get(str(cell.get("kind")), cell.get("kind"))
         found = [k for k in (kind, cell.get("task")) if k in self.kinds]
         return found[0] if found else self.kind
 
@@ -161,7 +197,7 @@ def owner(cell: dict, reports: list[SuiteReport]) -> SuiteReport | None:
     """The suite a failed cell is one of: the one of its kind, else of its task, else the
     first whose `owns` recognises it (files written before cells carried either), else the
     default suite (plugin.Suite's `default`: there is one)."""
-    kind = records.ALIASES.get(cell.get("kind"), cell.get("kind"))
+    kind = records.ALIASES.get(str(cell.get("kind")), cell.get("kind"))
     task = cell.get("task")
     return (
         next((s for s in reports if kind in s.kinds), None)
@@ -178,15 +214,15 @@ def declared() -> list[SuiteReport]:
     return [
         SuiteReport(
             name=s.name,
-            kinds=s.kinds or (s.kind,),
+            kinds=s.kinds,
             tasks=s.tasks,
             hooks=hooks_of(s.report),
-            title=s.title,
-            table=s.table,
+            title=s.summary.title if s.summary else s.name,
+            table=s.summary.table if s.summary else None,
             default=s.default,
         )
         for s in suites().values()
-        if s.report and (s.kind or s.kinds)
+        if s.report and s.kinds
     ]
 
 
@@ -199,8 +235,19 @@ def hooks_of(module_name: str) -> Hooks:
 
 
 def cells_suite() -> SuiteReport | None:
-    """The suite whose records are Table 7's cells (`cells`), if one is declared."""
-    return next((s for s in declared() if s.hooks.cells), None)
+    """The suite whose records are Table 7's cells (`table7`), if one is declared."""
+    return next((s for s in declared() if s.hooks.table7), None)
+
+
+def cell_kinds() -> tuple[str, ...]:
+    """The record kinds of Table 7's cells: those of the suite whose records are its cells."""
+    found = cells_suite()
+    return found.kinds if found else ()
+
+
+def cells(run) -> list:
+    """Table 7's cells among a run's records (report.load.Result), in the order read."""
+    return run.of(*cell_kinds())
 
 
 def cell_tasks() -> dict[str, int]:

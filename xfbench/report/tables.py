@@ -100,7 +100,9 @@ def numbers_status(m) -> str:
 
     infos = [r.info for r in m.results.values()]
     # the suites' own cells (serving's: LoadGen's durations)
-    served = [i for found in m.records.values() for i in found if i.get("preset")]
+    served = [
+        i for found in m.records.values() for i in found if isinstance(i, dict) and i.get("preset")
+    ]
     presets = sorted({str(i["preset"]) for i in infos + served if i.get("preset")})
     rounds = sorted({r.info.get("rounds") for r in m.results.values()} - {None})
     levels = sorted({i["ci_level"] for i in infos if isinstance(i.get("ci_level"), int | float)})

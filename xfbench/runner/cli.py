@@ -387,7 +387,7 @@ def _summary(args, plan: Plan, folder: RunFolder, merged: Path, interrupted: boo
     elif args.quiet:
         print(line)
     else:
-        print(plan.suite.table(records))
+        print(plan.suite.summary.table(records) if plan.suite.summary else "")
         print(line)
     if interrupted:
         print("interrupted: run the same command again to resume", file=sys.stderr)

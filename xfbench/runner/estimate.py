@@ -12,8 +12,9 @@ from xfbench.plugin import declared
 def cell_seconds(cell, preset_name: str) -> float | None:
     """About how long one cell takes, or None where its suite says nothing."""
     for suite in declared().values():
-        if suite.seconds and suite.cell_type is not None and type(cell) is suite.cell_type:
-            return suite.seconds(cell, PRESETS[preset_name])
+        seconds = suite.sweep.seconds if suite.sweep else None
+        if seconds and suite.cell_type is not None and type(cell) is suite.cell_type:
+            return seconds(cell, PRESETS[preset_name])
     return None
 
 

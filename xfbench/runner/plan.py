@@ -60,7 +60,7 @@ def settings(suite: Suite, opts: dict) -> dict:
 def make_plan(suite: Suite, opts: dict) -> Plan:
     """Validate every option of `xfbench run --suite NAME` (UsageError: one line) and list
     the jobs: one child process per (framework, device, thread count) of the suite's cells."""
-    sweep = suite.sweep(opts)
+    sweep = suite.sweep.plan(opts)
     cells, selection = list(sweep.cells), dict(sweep.selection)
     copies = opts.get("copies")
     copy_sets: dict[int, list[list[int]]] = {}

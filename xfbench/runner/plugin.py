@@ -173,9 +173,10 @@ def pytest_terminal_summary(terminalreporter, config):
     # each suite's cells (and their failures, which carry the cell's task) in its own table
     for suite in declared().values():
         mine = [r for r in isolation.records if r.get("task") in suite.tasks]
-        if mine and suite.table:
-            terminalreporter.write_sep("=", f"{suite.title}, each framework in its own process")
-            terminalreporter.write_line(suite.table(mine))
+        if mine and suite.summary:
+            title = suite.summary.title
+            terminalreporter.write_sep("=", f"{title}, each framework in its own process")
+            terminalreporter.write_line(suite.summary.table(mine))
 
 
 def pytest_unconfigure(config):

@@ -254,11 +254,12 @@ class RunFolder:
             },
         }
         # What a suite knows only once its cells, run in separate children, are beside
-        # each other and the run's roofs (scaling's speedup over one worker, the MFU)
+        # each other and the run's machine and roofs (scaling's speedup over one worker,
+        # the network suite's MFU)
         infos = [b.get("extra_info") or {} for b in merged["benchmarks"]]
         for suite in declared().values():
             if suite.merged:
-                suite.merged(infos, machine.get("roofs") or {})
+                suite.merged(infos, machine)
         return merged
 
     def merged_again(self) -> dict | None:

@@ -28,7 +28,16 @@ from xfbench.errors import UsageError
 from xfbench.harness import launch, sweeps
 from xfbench.harness.selection import comma_list, parse
 from xfbench.plugin import SUITE_FAILURE as PENDING
-from xfbench.plugin import Suite, Sweep, cell_timeout, declare
+from xfbench.plugin import (
+    GpuPart,
+    Suite,
+    SuiteOptions,
+    Summary,
+    Sweep,
+    Swept,
+    cell_timeout,
+    declare,
+)
 from xfbench.scaling import SCALING_CPUS, estimate, gpu_steps
 from xfbench.scaling import fields as record_fields
 from xfbench.scaling import result as R
@@ -171,25 +180,26 @@ SUITE = declare(
         name="scaling",
         param="scaling_cell",
         cells=lambda metafunc: scaling_cells(metafunc.config),
-        file=SUITE_FILE,
+        files=(SUITE_FILE,),
         cell_type=ScalingCell,
-        sweep=sweep,
+        sweep=Swept(
+            plan=sweep, about="data-parallel training over N workers", seconds=estimate.seconds
+        ),
         select=_select,
         before_pin=_before_pin,
-        title="xfbench scaling: seconds per step of the global batch (median), speedup and "
-        "efficiency over one worker",
-        table=summary,
-        seconds=estimate.seconds,
-        about="data-parallel training over N workers",
-        options=OPTIONS,
-        takes=("model", "precision", "batch-size", "workers"),
-        gpu_steps=gpu_steps.steps,
-        kind=KIND,
-        merged=lambda records, roofs: fill_speedup(records),
-        fields=record_fields.SCALING,
+        summary=Summary(
+            title="xfbench scaling: seconds per step of the global batch (median), speedup and "
+            "efficiency over one worker",
+            table=summary,
+        ),
+        options=SuiteOptions(own=OPTIONS, takes=("model", "precision", "batch-size", "workers")),
+        gpu=GpuPart(steps=gpu_steps.steps),
+        kinds=(KIND,),
+        merged=lambda found, machine: fill_speedup(found),
         report="xfbench.scaling.report",
     )
 )
+records.declare_kind(KIND, record_fields.SCALING)
 
 
 def pytest_addoption(parser):

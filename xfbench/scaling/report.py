@@ -205,7 +205,7 @@ def efficiency_plots(report: Report, folder: Path) -> list[tuple[str, Path]]:
         for network, scale in networks:
             fig, ax = plt.subplots(figsize=SIZE)
             lines = 0
-            workers = set()
+            workers: set[int] = set()
             for ri, row in enumerate(
                 r for r in table.rows if (r.network, r.scale) == (network, scale)
             ):
@@ -294,7 +294,7 @@ def csv_rows(report: Report) -> list[dict]:
 
 # Its part of the report (xfbench/report/suites.py says what each hook is).
 REPORT = Hooks(
-    sections=sections,
+    sections={"suites": sections},
     plots=plots,
     csv_files=csv_files,
     read=read,

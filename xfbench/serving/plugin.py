@@ -11,13 +11,24 @@ from pathlib import Path
 
 import pytest
 
-from xfbench import command_line, environment, options
+from xfbench import command_line, environment, options, records
 from xfbench.errors import UsageError
 from xfbench.harness.measure import WEIGHT_SOURCES
 from xfbench.harness.selection import Selection, parse
 from xfbench.harness.sweeps import at_thread_counts, described, thread_counts
 from xfbench.harness.threads import allowed_cpus
-from xfbench.plugin import Suite, Sweep, declare, measured, named, threads_configured
+from xfbench.plugin import (
+    GpuPart,
+    Suite,
+    SuiteOptions,
+    Summary,
+    Sweep,
+    Swept,
+    declare,
+    measured,
+    named,
+    threads_configured,
+)
 from xfbench.serving import estimate, gpu_steps, loadgen
 from xfbench.serving import fields as record_fields
 from xfbench.serving.cell import DEFAULT_NETWORKS, KIND, TASK, ServingCell, expand, scenarios
@@ -114,43 +125,49 @@ OPTIONS = (
 )
 
 
-SUITE = declare(
+SUITE: Suite = declare(
     Suite(
         name="serving",
         param="serving_cell",
-        file="test_serving.py",
+        files=("test_serving.py",),
         cells=lambda metafunc: SUITE.selection(metafunc.config).cells(),
         cell_type=ServingCell,
-        sweep=sweep,
+        sweep=Swept(
+            plan=sweep,
+            about="inference driven by MLPerf's LoadGen through its four scenarios",
+            seconds=estimate.seconds,
+        ),
         select=select,
-        title="xfbench serving: LoadGen's scenarios (SingleStream p90, MultiStream p99, "
-        "Server QPS under the bound, Offline samples/s)",
-        table=lambda records: serving_table(records),
+        summary=Summary(
+            title="xfbench serving: LoadGen's scenarios (SingleStream p90, MultiStream p99, "
+            "Server QPS under the bound, Offline samples/s)",
+            table=lambda records: serving_table(records),
+        ),
         tasks=(TASK,),
-        seconds=estimate.seconds,
-        about="inference driven by MLPerf's LoadGen through its four scenarios",
-        options=OPTIONS,
-        takes=("model", "mode", "precision", "batch-size", "weights", "skip-missing-devices"),
-        notes={
-            "model": options.Note(default="`resnet56`, `resnet50`"),
-            "batch-size": options.Note(takes="the largest batch the SUT runs"),
-        },
-        gpu_steps=gpu_steps.steps,
-        gpu_parts=gpu_steps.PARTS,
-        kind=KIND,
-        fields=record_fields.SERVING,
+        options=SuiteOptions(
+            own=OPTIONS,
+            takes=("model", "mode", "precision", "batch-size", "weights", "skip-missing-devices"),
+            notes={
+                "model": options.Note(default="`resnet56`, `resnet50`"),
+                "batch-size": options.Note(takes="the largest batch the SUT runs"),
+            },
+        ),
+        gpu=GpuPart(steps=gpu_steps.steps, parts=gpu_steps.PARTS),
+        kinds=(KIND,),
         report="xfbench.serving.report",
     )
 )
+records.declare_kind(KIND, record_fields.SERVING)
 
 
 def pytest_addoption(parser):
     options.add_pytest_options(parser, OPTIONS)
 
 
-def logs_folder(cell: ServingCell, tmp_path_factory) -> Path:
-    """Where LoadGen writes this cell's logs: the results folder of a runner's child
-    (loadgen/<task>-<cell id>/), else pytest's temporary folder of this session."""
+def logs_folder(cell, tmp_path_factory) -> Path:
+    """Where LoadGen writes a serving or token-serving cell's logs (by its task and id): the
+    results folder of a runner's child (loadgen/<task>-<cell id>/), else pytest's temporary
+    folder of this session."""
     root = environment.CELL_DIR.read()
     if root:
         return Path(root) / "loadgen" / f"{cell.task}-{cell.id}"

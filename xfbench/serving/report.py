@@ -164,26 +164,24 @@ SCORED_TASK = "serve-offline"  # the machine score's workload name for Offline t
 SCORED_WORKLOAD = "Offline serving"  # its kind of workload in the noise model (report/noise.py)
 
 
-def scored_records(run) -> list[dict]:
-    """The records the machine score counts: every Offline cell, measured or failed."""
-    return [r for r in run.of(KIND) if r.get("scenario") == "Offline"]
-
-
 def scored(run) -> list:
-    """Each valid-or-not Offline serving record of a run (report.load.Run) as a Result of
-    task "serve-offline" whose median is LoadGen's seconds per sample, so that the scores
+    """Each failed Offline serving record of a run (report.load.Run) as a failed Result of
+    task "serve-offline", and each valid-or-not one as a Result whose median is LoadGen's seconds per sample, so that the scores
     count Offline throughput as a workload beside training. Its rounds are the times of
     the batches the SUT ran (full_batch_s), scaled so that their median is LoadGen's
     seconds per batch: the interval is the batches' spread about LoadGen's figure
     (records without them count as certain). int8
     records are not scored: int8 computes another function than fp32 (report/score.py).
     Its batch is the SUT's largest, and its median LoadGen's seconds per such batch."""
-    from xfbench.report.api import scored_result
+    from xfbench.report.api import scored_failure, scored_result
 
     out = []
-    for r in scored_records(run):
+    for r in run.of(KIND):
         rate = r.get("samples_per_s")
-        if r.get("scenario") != "Offline" or r.get("status", "ok") != "ok":
+        if r.get("scenario") != "Offline":
+            continue
+        if r.get("status", "ok") != "ok":
+            out.append(scored_failure(r, task=SCORED_TASK))
             continue
         if not isinstance(rate, (int, float)) or rate <= 0:
             continue
@@ -208,11 +206,9 @@ def _scaled_rounds(times, median: float) -> list[float]:
 
 # Its part of the report (xfbench/report/suites.py says what each hook is).
 REPORT = Hooks(
-    sections=sections,
+    sections={"suites": sections},
     plots=plots,
     csv_files=csv_files,
-    scored_task=SCORED_TASK,
-    scored_records=scored_records,
     scored=scored,
-    scored_workload=SCORED_WORKLOAD,
+    workloads={SCORED_TASK: SCORED_WORKLOAD},
 )

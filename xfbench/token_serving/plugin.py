@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from xfbench import options
+from xfbench import options, records
 from xfbench.generation.cell import MODES
 from xfbench.generation.check import TokensDiverged
 from xfbench.generation.plugin import generation_options
@@ -18,7 +18,18 @@ from xfbench.harness import memory
 from xfbench.harness.selection import Selection, parse
 from xfbench.harness.sweeps import at_thread_counts, described, thread_counts
 from xfbench.harness.threads import allowed_cpus
-from xfbench.plugin import Suite, Sweep, declare, measured, named, threads_configured
+from xfbench.plugin import (
+    GpuPart,
+    Suite,
+    SuiteOptions,
+    Summary,
+    Sweep,
+    Swept,
+    declare,
+    measured,
+    named,
+    threads_configured,
+)
 from xfbench.serving import loadgen
 from xfbench.serving.plugin import logs_folder
 from xfbench.token_serving import estimate, gpu_steps
@@ -132,38 +143,44 @@ OPTIONS = (
 )
 
 
-SUITE = declare(
+SUITE: Suite = declare(
     Suite(
         name="token-serving",
         param="token_serving_cell",
-        file=FILE,
+        files=(FILE,),
         cells=lambda metafunc: SUITE.selection(metafunc.config).cells(),
         cell_type=TokenServingCell,
-        sweep=sweep,
+        sweep=Swept(
+            plan=sweep,
+            about="that generation driven by LoadGen's token mode",
+            seconds=estimate.seconds,
+        ),
         select=select,
-        title="xfbench token serving: GPT-2 generation through LoadGen's token mode "
-        "(SingleStream p90 TTFT/TPOT, Server QPS under the p99 bounds, Offline tokens/s)",
-        table=lambda records: token_serving_table(records),
+        summary=Summary(
+            title="xfbench token serving: GPT-2 generation through LoadGen's token mode "
+            "(SingleStream p90 TTFT/TPOT, Server QPS under the p99 bounds, Offline tokens/s)",
+            table=lambda records: token_serving_table(records),
+        ),
         tasks=(TASK,),
-        own_options=("batch_size", "model"),
-        seconds=estimate.seconds,
-        modes=MODES,  # generation's
-        about="that generation driven by LoadGen's token mode",
-        options=OPTIONS,
-        takes=("model", "mode", "precision", "batch-size", "scenario", "lengths"),
-        notes={
-            "batch-size": options.Note(
-                takes="the largest batch the SUT runs",
-                default=f"{BATCH['full']} (on an accelerator {ACCELERATOR_BATCH['full']}), "
-                f"smoke {BATCH['smoke']} (on an accelerator {ACCELERATOR_BATCH['smoke']})",
-            ),
-        },
-        gpu_steps=gpu_steps.steps,
-        kind=KIND,
-        fields=record_fields.TOKEN_SERVING,
+        options=SuiteOptions(
+            own=OPTIONS,
+            takes=("model", "mode", "precision", "batch-size", "scenario", "lengths"),
+            notes={
+                "batch-size": options.Note(
+                    takes="the largest batch the SUT runs",
+                    default=f"{BATCH['full']} (on an accelerator {ACCELERATOR_BATCH['full']}), "
+                    f"smoke {BATCH['smoke']} (on an accelerator {ACCELERATOR_BATCH['smoke']})",
+                ),
+            },
+            own_rules=("batch_size", "model"),
+            modes=MODES,  # generation's
+        ),
+        gpu=GpuPart(steps=gpu_steps.steps),
+        kinds=(KIND,),
         report="xfbench.token_serving.report",
     )
 )
+records.declare_kind(KIND, record_fields.TOKEN_SERVING)
 
 
 def pytest_addoption(parser):

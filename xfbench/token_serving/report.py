@@ -171,4 +171,4 @@ def _num(value, spec: str) -> str:
 
 
 # Its part of the report (xfbench/report/suites.py says what each hook is).
-REPORT = Hooks(sections=sections, csv_files=csv_files)
+REPORT = Hooks(sections={"suites": sections}, csv_files=csv_files)

@@ -3,15 +3,32 @@
 is faster (compared.py), what money buys (procurement.py) and its plots (plots.py) at the
 report's other places; report.csv (table7_csv.py); its training cells beside the published
 anchors (anchors.py).
-The report derives what they lay out (report/model.py: blocks, details, footnotes,
-summaries against the base machine, buys)."""
+What they lay out it derives once per report (model.py: Table 7's blocks, each cell's
+figures, the failed cells' footnotes, summaries against the base machine, buys)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from xfbench.networks.report import anchors, cells, compared, plots, procurement, table7, table7_csv
-from xfbench.report.api import Hooks, Part, Report, table_section
+from xfbench.networks.report import (
+    anchors,
+    cells,
+    compared,
+    model,
+    plots,
+    procurement,
+    table7,
+    table7_csv,
+)
+from xfbench.report.api import (
+    Anchors,
+    FromSweeps,
+    Hooks,
+    Part,
+    Report,
+    Table7,
+    table_section,
+)
 
 
 def after_scores(report: Report, drawn: list[tuple[str, Path]]) -> list[Part]:
@@ -43,20 +60,19 @@ def after_anchors(report: Report, drawn: list[tuple[str, Path]]) -> list[Part]:
 REPORT = Hooks(
     read=cells.read,
     read_failure=cells.read_failure,
-    cells=True,
-    cells_csv=table7_csv.table,
-    paper_task="train",  # Shi et al.'s Table 7 is of training
-    block_tasks={("infer", "gpt2"): "infer (prefill: one pass scoring every position, no cache)"},
+    table7=Table7(csv=table7_csv.table),
+    build=model.build,
+    gpu_workloads=model.gpu_workloads,
+    scored=cells.cells_of,  # every cell, timed or failed
     workloads={"train": "training", "infer": "inference"},
-    sections=table7.sections,
-    places={
+    sections={
+        "suites": table7.sections,
         "after_scores": after_scores,
         "after_machines": after_machines,
         "after_roofline": after_roofline,
         "after_anchors": after_anchors,
     },
     plots=plots.draw,
-    anchors=anchors.ANCHORS,
-    anchor_matches=anchors.anchor_matches,
-    sweep_sections={"ResNet-50 training": anchors.resnet50_training},
+    anchors=Anchors(anchors.ANCHORS, anchors.anchor_matches),
+    acceptance={"ResNet-50 training": FromSweeps(anchors.resnet50_training)},
 )

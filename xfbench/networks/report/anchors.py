@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from tabulate import tabulate
 
+from xfbench.networks.report.cells import cells_of
 from xfbench.published import Anchor, gpu_for
 from xfbench.report.api import Machine, Report, Run, published_matches
 from xfbench.roofline.mfu import datasheet_fields
@@ -57,10 +58,10 @@ def utilisation(info: dict) -> str:
 
 
 def resnet50_training(run: Run, report: Report) -> str:
-    """The acceptance summary's section (Hooks.sweep_sections): every ResNet-50 training
+    """The acceptance summary's section (Hooks.acceptance, FromSweeps): every ResNet-50 training
     cell of the sweeps, with the published figure the report's anchors match to it (on an
     H100; none elsewhere)."""
-    cells = [r for r in run.results if r.ok and r.task == "train" and r.network == "resnet50"]
+    cells = [r for r in cells_of(run) if r.ok and r.task == "train" and r.network == "resnet50"]
     if not cells:
         return ""
     published = {

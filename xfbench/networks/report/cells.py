@@ -13,6 +13,13 @@ from xfbench.report.api import Entry, cell_result, failure_result, round_times
 
 # A cell written before cells carried their task: a training cell, Table 7's first task.
 OLDEST_TASK = "train"
+# Its record kinds, one per task (its plugin declares them).
+KINDS = ("train", "infer")
+
+
+def cells_of(run) -> list:
+    """Its cells among a run's records, timed or failed, in the order read."""
+    return run.of(*KINDS)
 
 
 def read(entry: Entry):

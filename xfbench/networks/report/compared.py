@@ -8,6 +8,8 @@ from __future__ import annotations
 import math
 
 from xfbench.harness.stats import ratio_ci
+from xfbench.networks.report.cells import cells_of
+from xfbench.networks.report.model import table7_content
 from xfbench.report.api import (
     Report,
     Table,
@@ -47,7 +49,9 @@ def fastest_table(report: Report) -> Table | None:
     and by how much over the next, or that the two are within noise: the question a
     reader comes with, answered before the tables it is read from."""
     rows = []
-    for block in report.blocks:  # in Table 7's order: the tasks', then docs/models.md's
+    for block in table7_content(
+        report
+    ).blocks:  # in Table 7's order: the tasks', then docs/models.md's
         for ci, col in enumerate(block.columns):
             timed = sorted(
                 (row.cells[ci].result for row in block.rows if row.cells[ci].value is not None),
@@ -137,7 +141,7 @@ def machines_compared_table(report: Report) -> Table | None:
         return None
     ref = report.base
     rows = []
-    for block in report.blocks:
+    for block in table7_content(report).blocks:
         for row in block.rows:
             mine = {
                 block.columns[ci].key: cell.result
@@ -184,7 +188,7 @@ def backends_table(report: Report) -> Table | None:
     for m in report.machines:
         seen: dict[str, dict[str, int]] = {}
         for run in m.runs:
-            for r in run.results:
+            for r in cells_of(run):
                 if r.ok and r.info.get("backend"):
                     per = seen.setdefault(r.framework, {})
                     per[str(r.info["backend"])] = per.get(str(r.info["backend"]), 0) + 1
@@ -205,7 +209,7 @@ def backends_table(report: Report) -> Table | None:
 
 
 def summary_table(report: Report) -> Table | None:
-    if not report.summaries:
+    if not table7_content(report).summaries:
         return None
 
     def g(value, n):
@@ -218,7 +222,7 @@ def summary_table(report: Report) -> Table | None:
             as_text(g(s.cpu_geomean, s.cpu_cells)),
             as_text(g(s.acc_geomean, s.acc_cells)),
         ]
-        for s in report.summaries
+        for s in table7_content(report).summaries
     ]
     return Table(
         f"Against {report.base.label}",

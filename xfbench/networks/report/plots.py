@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from xfbench.report.api import Block, Report
+from xfbench.networks.report.model import Block, table7_content
+from xfbench.report.api import Report
 
 
 def draw(report: Report, folder: Path) -> list[tuple[str, Path]]:
@@ -14,7 +15,7 @@ def draw(report: Report, folder: Path) -> list[tuple[str, Path]]:
     from xfbench.report.api import safely
 
     drawn: dict[str, list[tuple[str, Path]]] = {"threads": [], "accelerators": []}
-    for block in report.blocks:
+    for block in table7_content(report).blocks:
         for kind, draw in (("threads", threads_plot), ("accelerators", accelerator_plot)):
             what = f"{kind}-{block.slug}"
             path = safely(

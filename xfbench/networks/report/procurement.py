@@ -4,6 +4,7 @@ per network: the fastest machine, the most per dollar, the most per kJ measured.
 
 from __future__ import annotations
 
+from xfbench.networks.report.model import table7_content
 from xfbench.report.api import (
     Report,
     Table,
@@ -50,13 +51,13 @@ PROCUREMENT_CAPTION = (
 
 
 def procurement_table(report: Report) -> Table | None:
-    if not report.buys:
+    if not table7_content(report).buys:
         return None
-    typed = any("watts" in b.machine.prices for b in report.buys)
+    typed = any("watts" in b.machine.prices for b in table7_content(report).buys)
     return Table(
         "Procurement",
         PROCUREMENT_HEADERS + (TYPED_HEADERS if typed else []),
-        [_buy_row(b, typed) for b in report.buys],
+        [_buy_row(b, typed) for b in table7_content(report).buys],
         caption=PROCUREMENT_CAPTION
         + (
             " The typed-power columns divide by the watts typed into the prices file: "
@@ -99,10 +100,10 @@ def _buy_row(b, typed: bool) -> list[Text]:
 def procurement_summary(report: Report) -> Table | None:
     """The answer first, when prices are given: per network, the fastest machine, the most
     samples/s per dollar, and the most samples per kJ measured."""
-    if not report.buys:
+    if not table7_content(report).buys:
         return None
     by_block: dict = {}
-    for b in report.buys:
+    for b in table7_content(report).buys:
         by_block.setdefault(b.block, []).append(b)
     rows = []
     for block, buys in by_block.items():

@@ -10,9 +10,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from xfbench.harness.threads import marks
+from xfbench.networks.report.cells import KINDS
 from xfbench.networks.report.compared import backends_table, summary_table
+from xfbench.networks.report.model import Block, table7_content
 from xfbench.report.api import (
-    Block,
     Part,
     Report,
     Table,
@@ -42,15 +43,21 @@ def sections(report: Report, plots: list[tuple[str, Path]]) -> list[Part]:
 
 
 def _table7(report: Report) -> list[Part]:
-    suites_only = any(any(m.records.values()) for m in report.machines)
-    if not report.blocks and suites_only:
+    # records of other suites only (its own cells and equivalence checks left out)
+    suites_only = any(
+        found
+        for m in report.machines
+        for kind, found in m.records.items()
+        if kind not in (*KINDS, "equivalence")
+    )
+    if not table7_content(report).blocks and suites_only:
         return []
     names, tags = [m.label for m in report.machines], [m.tag for m in report.machines]
     return [
         Part(
             title="Table 7: seconds per mini-batch",
             caption="Columns: CPU thread counts (`4t` = 4 threads), then each accelerator by name.",
-            tables=[table7(b, names, tags) for b in report.blocks],
+            tables=[table7(b, names, tags) for b in table7_content(report).blocks],
             notes_title="Failed cells",
             notes=footnote_lines(report),
         )
@@ -58,8 +65,8 @@ def _table7(report: Report) -> list[Part]:
 
 
 def _details(report: Report) -> list[Part]:
-    found = [t for t in (details_table(report, b) for b in report.blocks) if t]
-    if not report.blocks:
+    found = [t for t in (details_table(report, b) for b in table7_content(report).blocks) if t]
+    if not table7_content(report).blocks:
         return []
     return [
         Part(
@@ -153,9 +160,9 @@ def compact_table7(report: Report) -> Table | None:
     count or device across. A cell is the median with its ±, and, where several
     frameworks ran that column, how many times the column's fastest it takes ("1.6x");
     the fastest is bold."""
-    if not report.blocks:
+    if not table7_content(report).blocks:
         return None
-    blocks = report.blocks  # in Table 7's order: the tasks', then docs/models.md's
+    blocks = table7_content(report).blocks  # in Table 7's order: the tasks', then docs/models.md's
     columns = _compact_columns(blocks)
     several = len(report.machines) > 1
     headers = ["network"] + [
@@ -334,7 +341,7 @@ class _DetailColumns:
 
 
 def details_table(report: Report, block: Block) -> Table | None:
-    mine = [d for d in report.details if d.block == block.key]
+    mine = [d for d in table7_content(report).details if d.block == block.key]
     if not mine:
         return None
     show = _DetailColumns(
@@ -407,5 +414,5 @@ def footnote_lines(report: Report) -> list[tuple[int, str]]:
             + (f" with {f.result.threads} threads" if not f.result.accelerator else "")
             + f": {f.result.status}: {f.result.reason}",
         )
-        for f in report.footnotes
+        for f in table7_content(report).footnotes
     ]

@@ -1,11 +1,13 @@
 """report.csv, Table 7's cells for spreadsheets: one row per cell (timed or failed), every
 number at full precision, plus the paper's cells when --paper is given (report/render_csv.py
-writes it; the network suite's hook `cells_csv`)."""
+writes it; the network suite's Hooks.table7, `csv`)."""
 
 from __future__ import annotations
 
 from xfbench import records
 from xfbench.networks.fields import NETWORK_CELL
+from xfbench.networks.report.cells import cells_of
+from xfbench.networks.report.model import table7_content
 from xfbench.report.api import Report, paper
 
 COLUMNS = (
@@ -102,7 +104,7 @@ def _cell(r) -> dict:
 def rows(report: Report) -> list[dict]:
     """report.csv: every cell (measured, failed, or one of several copies), in the order of
     the report's blocks, then the paper's cells where the report sets them beside ours."""
-    out = [_detail_row(d) for d in report.details]
+    out = [_detail_row(d) for d in table7_content(report).details]
     for m in report.machines:
         for f in m.failures:
             out.append({**_where(m, f), **_cell(f)})
@@ -117,7 +119,7 @@ def rows(report: Report) -> list[dict]:
                     "copies": r.copies,
                 }
             )
-    order = {b.key: i for i, b in enumerate(report.blocks)}
+    order = {b.key: i for i, b in enumerate(table7_content(report).blocks)}
 
     def key(row):
         block = (row["task"], row["network"], row["batch_size"], row["scale"])
@@ -132,7 +134,7 @@ def rows(report: Report) -> list[dict]:
 
 def _where(m, r) -> dict:
     """Where a result comes from: xfbench, its machine, host and run."""
-    run = next((run.name for run in m.runs if r in run.results), "")
+    run = next((run.name for run in m.runs if r in cells_of(run)), "")
     return {"source": "xfbench", "machine": m.label, "host": m.host, "run": run}
 
 
@@ -160,7 +162,7 @@ def _paper_rows(report: Report) -> list[dict]:
     """Shi et al.'s seconds per mini-batch of each block the paper has, a row a tool and
     column."""
     t, out = paper.table(), []
-    for block in (b for b in report.blocks if b.paper):
+    for block in (b for b in table7_content(report).blocks if b.paper):
         for tool, values in block.paper.values:
             for column in (c for c in t.columns if c in values):
                 where, _, threads = column.partition("_t")
