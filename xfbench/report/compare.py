@@ -2,7 +2,7 @@
 times with its interval and a verdict that interval says; a summary line with each cell's
 chance of catching a regression; an exit code that means one thing each: 0 no regression
 that may reach past --fail-above, 1 such a regression or a cell measured in BASE that failed
-(in any NEW run) or is missing in NEW, 3 a cell that cannot tell (--cannot-tell-ok: 0), 2 bad
+in NEW (in every NEW run, or in some where no BASE run failed it) or is missing in NEW, 3 a cell that cannot tell (--cannot-tell-ok: 0), 2 bad
 input (one line).
 
 BASE and NEW are each a runner folder or pytest-benchmark JSON file, or several joined by
@@ -675,7 +675,7 @@ def summary(verdicts: list[Verdict], total, fail_above: float, families: list[st
 
 def exit_code(verdicts: list[Verdict], fail_above: float, cannot_tell_ok: bool) -> int:
     """1: a regression whose interval reaches past fail_above, or a cell of BASE failed
-    (in any NEW run) or missing in NEW; 3: a cell that cannot tell (0 with cannot_tell_ok);
+    in NEW (every run, or some where no BASE run failed it) or missing in NEW; 3: a cell that cannot tell (0 with cannot_tell_ok);
     0: none of these."""
     if any(v.verdict in FAILING or v.new_failed or _beyond(v, fail_above) for v in verdicts):
         return 1
@@ -716,7 +716,8 @@ def parser() -> command_line.ArgumentParser:
         "its ratio of times, the family's interval (each end a one-sided bound over every "
         "cell compared) and the verdict that interval says.",
         epilog="exit codes: 0 no regression whose interval reaches past --fail-above, nothing "
-        "lost; 1 such a regression, or a cell of BASE failed (in any NEW run) or missing in "
+        "lost; 1 such a regression, or a cell of BASE failed in NEW (in every run, or in some "
+        "where no BASE run failed it) or missing in "
         "NEW; 3 a cell that cannot tell (--cannot-tell-ok: 0); 2 bad input, one line. "
         "Two stages: stage 1 judges every cell (a false regression in at most 4% of "
         "comparisons where nothing changed) and says how many alternated pairs of just the "
