@@ -13,7 +13,7 @@ from typing import Any
 
 from xfbench.frameworks import display
 from xfbench.report import suites
-from xfbench.report.load import Result, Run
+from xfbench.report.load import Result, Run, same_cell
 
 # A row of Table 7: the way a network was run.
 RowKey = tuple[str, str, str, str]  # framework, mode, precision, data
@@ -109,9 +109,10 @@ def group_machines(runs: list[Run]) -> tuple[list[Machine], list[str]]:
     machines: list[Machine] = []
     notes: list[str] = []
     kinds = suites.cell_kinds()  # read once: those of Table 7's cells
+    scoring = [s.hooks.scored for s in suites.declared() if s.hooks.scored]
     for run in runs:
         cells = run.of(*kinds)
-        target = _machine_of(run, cells, machines)
+        target = _machine_of(run, _measured(run, scoring), machines, scoring)
         target.runs.append(run)
         _name_failed_devices(run, cells)
         target.equivalence += run.of("equivalence")
@@ -138,15 +139,19 @@ def group_machines(runs: list[Run]) -> tuple[list[Machine], list[str]]:
     return machines, notes
 
 
-def _machine_of(run: Run, cells: list[Result], machines: list[Machine]) -> Machine:
-    """The group a run joins (cells: its Table 7 cells): the first of its machine's label
+def _measured(run: Run, scoring: list) -> set[tuple]:
+    """The cells a run measured, timed or failed: every suite's scored records
+    (Hooks.scored), each by what makes it the same cell as another (report.load.same_cell)."""
+    return {same_cell(r) for scored in scoring for r in scored(run)}
+
+
+def _machine_of(run: Run, cells: set[tuple], machines: list[Machine], scoring: list) -> Machine:
+    """The group a run joins (cells: those it measured): the first of its machine's label
     none of whose cells it measured again, else a new one (added to machines)."""
-    keys = {_cell_key(r) for r in cells}
     for m in machines:
         if m.base_label != run.machine["label"]:
-            continue  # only its own machine's groups: their cells' keys are worth building
-        measured = set(m.results) | set(_failure_keys(m)) | {_cell_key(r) for r in m.copies}
-        if not keys & measured:
+            continue  # only its own machine's groups: their cells are worth reading
+        if not cells & {c for other in m.runs for c in _measured(other, scoring)}:
             return m
     target = Machine(
         label=run.machine["label"],
@@ -188,16 +193,6 @@ def _name_failed_devices(run: Run, cells: list[Result]) -> None:
     for r in cells:
         if not r.ok and r.accelerator and r.device_name == r.device:
             r.device_name = names.get(r.device, r.device)
-
-
-def _cell_key(r: Result) -> tuple:
-    """A cell's place among a machine's: its block, row and column, and its copies."""
-    key = (block_key(r), row_key(r), col_key(r))
-    return key if r.copies == 1 else (*key, r.copies)
-
-
-def _failure_keys(m: Machine):
-    return ((block_key(r), row_key(r), col_key(r)) for r in m.failures)
 
 
 def find_machine(machines: list[Machine], name: str) -> Machine | None:

@@ -37,6 +37,7 @@ from pathlib import Path
 import numpy as np
 
 from xfbench import command_line
+from xfbench.report.load import same_cell
 
 # Inside the package, so an installed wheel has them too (package data).
 REFERENCES = Path(__file__).resolve().parent / "references"
@@ -196,25 +197,6 @@ def workload_name(key: tuple, kind: str) -> str:
     return f"{network} {task}, {display(framework)} {mode} {precision}, {where}"
 
 
-def _same_cell(r) -> tuple:
-    """What makes two results the same cell: measured in two runs of a pooled reference,
-    their rounds are pooled."""
-    return (
-        r.task,
-        r.network,
-        r.framework,
-        r.mode,
-        r.precision,
-        r.device_name,
-        r.threads,
-        r.batch_size,
-        r.data,
-        r.scale,
-        r.copies,
-        r.tokens,
-    )
-
-
 def scored_results(run) -> list:
     """Every result of a run the scores count, timed or failed, as each suite scores its
     records (report/suites.py, Hooks.scored: train and infer cells, Offline serving, token
@@ -266,11 +248,11 @@ def _best(run, key_fn: Callable) -> dict[tuple, list[Candidate]]:
         if k is None or c is None:
             continue
         same = cells.setdefault(k, {})
-        kept = same.get(_same_cell(r))
+        kept = same.get(same_cell(r))
         if kept is not None and len(kept.rounds) == len(c.rounds):
             kept.rounds = [a + b for a, b in zip(kept.rounds, c.rounds, strict=True)]
         else:  # its first run, or copies that differ: a configuration of its own
-            same[_same_cell(r) + (len(same),) * (kept is not None)] = c
+            same[same_cell(r) + (len(same),) * (kept is not None)] = c
     return {k: list(v.values()) for k, v in cells.items()}
 
 
