@@ -158,7 +158,7 @@ def candidate(r) -> Candidate | None:
 
 def configuration(r) -> str:
     """How a cell ran, in words: framework, mode, precision, where, copies, batch."""
-    from xfbench.report.model import display
+    from xfbench.frameworks import display
 
     where = r.device_name if r.accelerator else f"{r.threads} thread{'s' * (r.threads != 1)}"
     if r.copies > 1:
@@ -178,15 +178,21 @@ def workload_key(r) -> tuple | None:
 
 
 def cell_key(r) -> tuple | None:
-    """The per-core score's cell: one process, the same column."""
-    from xfbench.report.model import block_key, col_key, row_key
-
-    return None if r.copies > 1 else (block_key(r), row_key(r), col_key(r))
+    """The per-core score's cell, of any suite's scored result: (what ran, how, where), in
+    one process; where is ("cpu", threads) or ("acc", device name)."""
+    if r.copies > 1:
+        return None
+    where = ("acc", r.device_name) if r.accelerator else ("cpu", r.threads)
+    return (
+        (r.task, r.network, r.batch_size, r.scale),
+        (r.framework, r.mode, r.precision, r.data),
+        where,
+    )
 
 
 def workload_name(key: tuple, kind: str) -> str:
     """A workload or cell key in words."""
-    from xfbench.report.model import display
+    from xfbench.frameworks import display
 
     if kind == "machine":
         task, network, scale, data, framework, cls = key
