@@ -242,15 +242,11 @@ def cells_suite() -> SuiteReport | None:
     return next((s for s in declared() if s.hooks.table7), None)
 
 
-def cell_kinds() -> tuple[str, ...]:
-    """The record kinds of Table 7's cells: those of the suite whose records are its cells."""
-    found = cells_suite()
-    return found.kinds if found else ()
-
-
 def cells(run) -> list:
-    """Table 7's cells among a run's records (report.load.Result), in the order read."""
-    return run.of(*cell_kinds())
+    """Table 7's cells among a run's records (report.load.Result), in the order read: the
+    records of the suite whose records are its cells."""
+    found = cells_suite()
+    return run.of(*found.kinds) if found else []
 
 
 def timed_cells(machine) -> list:
@@ -258,13 +254,6 @@ def timed_cells(machine) -> list:
     whose records are its cells gives them (Table7.cells)."""
     found = cells_suite()
     return found.hooks.table7.cells(machine) if found and found.hooks.table7 else []
-
-
-def cell_tasks() -> dict[str, int]:
-    """The tasks of Table 7's cells, each with its place among Table 7's blocks: the tasks
-    of the suite whose records are its cells, in the order it declares them."""
-    cells = cells_suite()
-    return {task: i for i, task in enumerate(cells.tasks if cells else ())}
 
 
 def by_kind() -> dict[str, SuiteReport]:
