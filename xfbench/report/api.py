@@ -5,7 +5,7 @@ plotting library until it draws."""
 
 from __future__ import annotations
 
-from xfbench.report import paper, procurement
+from xfbench.report import procurement
 from xfbench.report.anchors import matches as published_matches
 from xfbench.report.equivalence import mark as verified_mark
 from xfbench.report.files import plain
@@ -71,7 +71,6 @@ __all__ = [
     "network_title",
     "noise_floor",
     "number_text",
-    "paper",
     "plain",
     "plural",
     "procurement",

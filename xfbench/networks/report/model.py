@@ -14,6 +14,7 @@ import math
 from dataclasses import dataclass, field
 
 from xfbench.harness.threads import marks
+from xfbench.networks.report import paper
 from xfbench.networks.report.cells import KINDS, MachineCells, machine_cells
 from xfbench.networks.report.keys import (
     BlockKey,
@@ -37,14 +38,13 @@ from xfbench.report.api import (
     interval,
     measured_peaks,
     network_title,
-    paper,
     plain,
     plus_minus,
     procurement,
     verified_mark,
 )
 
-# The task whose blocks Shi et al.'s own Table 7 measured (report/paper.py: shown beside
+# The task whose blocks Shi et al.'s own Table 7 measured (its paper.py: shown beside
 # them with --paper): training.
 PAPER_TASK = "train"
 # What a block of one (task, network) calls its task where the task's name alone would

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from xfbench.harness.threads import marks
+from xfbench.networks.report import paper
 from xfbench.networks.report.cells import KINDS, machine_cells
 from xfbench.networks.report.compared import backends_table, summary_table
 from xfbench.networks.report.keys import col_label, row_key, row_label
@@ -22,7 +23,6 @@ from xfbench.report.api import (
     as_text,
     legend_caption,
     number_text,
-    paper,
     table_section,
 )
 

@@ -6,9 +6,10 @@ from __future__ import annotations
 
 from xfbench import records
 from xfbench.networks.fields import NETWORK_CELL
+from xfbench.networks.report import paper
 from xfbench.networks.report.cells import cells_of, machine_cells
 from xfbench.networks.report.model import table7_content
-from xfbench.report.api import Report, paper
+from xfbench.report.api import Report
 
 COLUMNS = (
     "source",
