@@ -252,6 +252,7 @@ def test_runs_without_rounds_get_no_interval_rather_than_a_point(tmp_path):
 def test_two_copies_only_runs_of_one_host_stay_two_machines(tmp_path):
     from test_report import entry, runner_folder
 
+    from xfbench.networks.report.cells import machine_cells
     from xfbench.report import load, model
 
     def copies_run(name, seconds):
@@ -259,8 +260,8 @@ def test_two_copies_only_runs_of_one_host_stay_two_machines(tmp_path):
         e["extra_info"].update(copies=2, copy_rounds=[[seconds] * 3] * 2)
         return load.load(runner_folder(tmp_path, name, [e]))
 
-    machines, _ = model.group_machines([copies_run("one", 1.0), copies_run("two", 2.0)])
-    assert [len(m.copies) for m in machines] == [1, 1]
+    machines = model.group_machines([copies_run("one", 1.0), copies_run("two", 2.0)])
+    assert [len(machine_cells(m).copies) for m in machines] == [1, 1]
 
 
 def test_an_interrupted_group_of_copies_keeps_the_cells_every_copy_finished(tmp_path):

@@ -99,3 +99,34 @@ def test_a_run_holds_its_records_by_kind_and_nothing_else():
         for kind in kinds & {"train", "infer"}:
             assert run.of(kind) and all(r.task == kind for r in run.of(kind))
         assert len(run.of(*kinds)) == sum(len(found) for found in run.records.values())
+
+
+def test_a_machine_holds_its_runs_records_by_kind_and_table_7_reads_them():
+    """A Machine keeps its runs' records by kind, Table 7's as any suite's; the network
+    suite builds its view of them (its timed cells by block, row and column) where it reads
+    them; and a run joins its machine's group unless it measured one of the same cells of
+    any suite again (here serving's)."""
+    from dataclasses import replace
+
+    from xfbench.networks.report.cells import machine_cells
+    from xfbench.report.load import load_many
+    from xfbench.report.model import Machine, group_machines
+
+    fields = {f.name for f in dataclasses.fields(Machine)}
+    assert "records" in fields and not fields & {"results", "failures", "copies", "equivalence"}
+    run = load_many(ROOT / "xfbench" / "report" / "references" / "2026-11-26-amd-epyc-zen4-2c")[0]
+    cells = {k: v for k, v in run.records.items() if k in ("train", "infer")}
+    others = {k: v for k, v in run.records.items() if k not in cells}
+    assert "serving" in others
+    parts = [
+        replace(run, name="cells", records=cells),
+        replace(run, name="others", records=others),
+        replace(run, name="serving again", records={"serving": others["serving"]}),
+    ]
+    machines = group_machines(parts)
+    assert [m.names for m in machines] == [["cells", "others"], ["serving again"]]
+    assert machines[0].records == {**cells, **others}
+    view = machine_cells(machines[0])
+    timed = [r for r in run.of("train", "infer") if r.ok and r.copies == 1]
+    assert view.results and {id(r) for r in view.results.values()} <= {id(r) for r in timed}
+    assert not machine_cells(machines[1]).results

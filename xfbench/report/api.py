@@ -5,7 +5,7 @@ plotting library until it draws."""
 
 from __future__ import annotations
 
-from xfbench.report import paper, procurement
+from xfbench.report import procurement
 from xfbench.report.anchors import matches as published_matches
 from xfbench.report.equivalence import mark as verified_mark
 from xfbench.report.files import plain
@@ -22,24 +22,15 @@ from xfbench.report.load import (
     scored_result,
 )
 from xfbench.report.model import (
-    BlockKey,
-    ColKey,
     Machine,
     Report,
-    RowKey,
     achieved_tflops,
-    block_key,
-    col_key,
-    col_label,
-    col_order,
     dtype_name,
     format_seconds,
     interval,
     measured_peaks,
     network_title,
     plus_minus,
-    row_key,
-    row_label,
 )
 from xfbench.report.noise import floor as noise_floor
 from xfbench.report.roofline import roofs
@@ -50,14 +41,8 @@ from xfbench.report.table import Table, Text, as_text, number_text, plural
 from xfbench.report.tables import legend_caption
 
 __all__ = [
-    "BlockKey",
-    "ColKey",
     "Result",
-    "RowKey",
     "achieved_tflops",
-    "block_key",
-    "col_key",
-    "col_order",
     "measured_peaks",
     "plus_minus",
     "verified_mark",
@@ -76,7 +61,6 @@ __all__ = [
     "Workload",
     "as_text",
     "cell_result",
-    "col_label",
     "dtype_name",
     "failure_result",
     "format_seconds",
@@ -87,15 +71,12 @@ __all__ = [
     "network_title",
     "noise_floor",
     "number_text",
-    "paper",
     "plain",
     "plural",
     "procurement",
     "published_matches",
     "ratio_over_runs",
     "round_times",
-    "row_key",
-    "row_label",
     "roofs",
     "scored_failure",
     "scored_result",

@@ -84,6 +84,26 @@ class Result:
         return self.device != "cpu"
 
 
+def same_cell(r: Result) -> tuple:
+    """What makes two results of any suite the same cell: measured twice by one machine,
+    they are two groups of its runs (report/model.py); in two runs of a pooled reference,
+    their rounds are pooled (report/score.py)."""
+    return (
+        r.task,
+        r.network,
+        r.framework,
+        r.mode,
+        r.precision,
+        r.device_name,
+        r.threads,
+        r.batch_size,
+        r.data,
+        r.scale,
+        r.copies,
+        r.tokens,
+    )
+
+
 @dataclass
 class Run:
     """Everything read from one RESULTS argument."""

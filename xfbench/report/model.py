@@ -11,16 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from xfbench.frameworks import display
 from xfbench.report import suites
-from xfbench.report.load import Result, Run
-
-# A row of Table 7: the way a network was run.
-RowKey = tuple[str, str, str, str]  # framework, mode, precision, data
-# A block of Table 7: one network at one batch size.
-BlockKey = tuple[str, str, int, str]  # task, network, batch_size, scale
-# A column within one machine: ("cpu", threads) or ("acc", device_name).
-ColKey = tuple[str, Any]
+from xfbench.report.load import Result, Run, same_cell
 
 DTYPES = {
     "float32": "fp32",
@@ -54,14 +46,8 @@ class Machine:
     short: str  # host name (with the run names when one host ran twice)
     tag: str = ""  # "A", "B", ...: column-header prefix when there are several
     runs: list[Run] = field(default_factory=list)
-    results: dict[tuple[BlockKey, RowKey, ColKey], Result] = field(default_factory=dict)
-    failures: list[Result] = field(default_factory=list)
-    equivalence: list[dict] = field(default_factory=list)
     prices: dict[str, float] = field(default_factory=dict)
-    # cells run as several copies at once (--copies), ok or failed: not Table 7's cells
-    copies: list[Result] = field(default_factory=list)
-    # every suite's records but Table 7's cells (report/suites.py), and their failed
-    # cells, by kind
+    # every suite's records (report/suites.py), and their failed cells, by kind
     records: dict[str, list[dict]] = field(default_factory=dict)
 
     @property
@@ -73,80 +59,33 @@ class Machine:
         return self.records.get(kind, [])
 
 
-def block_key(r: Result) -> BlockKey:
-    return (r.task, r.network, r.batch_size, r.scale)
-
-
-def row_key(r: Result) -> RowKey:
-    return (r.framework, r.mode, r.precision, r.data)
-
-
-def col_key(r: Result) -> ColKey:
-    return ("acc", r.device_name) if r.accelerator else ("cpu", r.threads)
-
-
-def row_label(key: RowKey) -> str:
-    framework, mode, precision, data = key
-    parts = (
-        [display(framework), mode]
-        + ([precision] if precision != "fp32" else [])
-        + ([f"data {data}"] if data != "resident" else [])
-    )
-    return " ".join(parts)
-
-
-def col_label(key: ColKey) -> str:
-    kind, what = key
-    return f"{what}t" if kind == "cpu" else str(what)
-
-
-def col_order(key: ColKey):
-    return (0, key[1], "") if key[0] == "cpu" else (1, 0, str(key[1]))
-
-
-def group_machines(runs: list[Run]) -> tuple[list[Machine], list[str]]:
-    """Column groups, and notes on cells measured twice within one run."""
+def group_machines(runs: list[Run]) -> list[Machine]:
+    """Column groups: each run in the first group of its machine none of whose cells it
+    measured again, else in one of its own."""
     machines: list[Machine] = []
-    notes: list[str] = []
-    kinds = suites.cell_kinds()  # read once: those of Table 7's cells
+    scoring = [s.hooks.scored for s in suites.declared() if s.hooks.scored]
     for run in runs:
-        cells = run.of(*kinds)
-        target = _machine_of(run, cells, machines)
+        target = _machine_of(run, _measured(run, scoring), machines, scoring)
         target.runs.append(run)
-        _name_failed_devices(run, cells)
-        target.equivalence += run.of("equivalence")
         for kind, found in run.records.items():
             target.records.setdefault(kind, []).extend(found)
-        for r in cells:
-            key = (block_key(r), row_key(r), col_key(r))
-            if r.copies > 1:
-                target.copies.append(r)
-                continue
-            if not r.ok:
-                target.failures.append(r)
-                continue
-            if key in target.results:
-                # two devices of the same name, or a repeated cell: keep the faster
-                notes.append(
-                    f"{r.source}: {r.network} {row_label(row_key(r))} {col_label(col_key(r))} "
-                    f"measured more than once in {run.name}; the fastest is shown"
-                )
-                if r.median >= target.results[key].median:
-                    continue
-            target.results[key] = r
     _label(machines)
-    return machines, notes
+    return machines
 
 
-def _machine_of(run: Run, cells: list[Result], machines: list[Machine]) -> Machine:
-    """The group a run joins (cells: its Table 7 cells): the first of its machine's label
+def _measured(run: Run, scoring: list) -> set[tuple]:
+    """The cells a run measured, timed or failed: every suite's scored records
+    (Hooks.scored), each by what makes it the same cell as another (report.load.same_cell)."""
+    return {same_cell(r) for scored in scoring for r in scored(run)}
+
+
+def _machine_of(run: Run, cells: set[tuple], machines: list[Machine], scoring: list) -> Machine:
+    """The group a run joins (cells: those it measured): the first of its machine's label
     none of whose cells it measured again, else a new one (added to machines)."""
-    keys = {_cell_key(r) for r in cells}
     for m in machines:
         if m.base_label != run.machine["label"]:
-            continue  # only its own machine's groups: their cells' keys are worth building
-        measured = set(m.results) | set(_failure_keys(m)) | {_cell_key(r) for r in m.copies}
-        if not keys & measured:
+            continue  # only its own machine's groups: their cells are worth reading
+        if not cells & {c for other in m.runs for c in _measured(other, scoring)}:
             return m
     target = Machine(
         label=run.machine["label"],
@@ -175,29 +114,6 @@ def _label(machines: list[Machine]) -> None:
     for m in machines:
         if hosts.count(m.short) > 1:  # same host name, different hardware
             m.short = m.base_label
-
-
-def _name_failed_devices(run: Run, cells: list[Result]) -> None:
-    """A failure record carries the cell's device ("cuda:0") but not the device's name,
-    which only a cell that ran reports: take it from the run's timed cells on that
-    device, else from the machine's GPU list, so the failure lands in its column."""
-    names = {r.device: r.device_name for r in cells if r.ok and r.accelerator}
-    for i, gpu in enumerate(run.machine.get("gpus") or []):
-        for prefix in ("cuda", "gpu"):
-            names.setdefault(f"{prefix}:{i}", gpu)
-    for r in cells:
-        if not r.ok and r.accelerator and r.device_name == r.device:
-            r.device_name = names.get(r.device, r.device)
-
-
-def _cell_key(r: Result) -> tuple:
-    """A cell's place among a machine's: its block, row and column, and its copies."""
-    key = (block_key(r), row_key(r), col_key(r))
-    return key if r.copies == 1 else (*key, r.copies)
-
-
-def _failure_keys(m: Machine):
-    return ((block_key(r), row_key(r), col_key(r)) for r in m.failures)
 
 
 def find_machine(machines: list[Machine], name: str) -> Machine | None:
@@ -328,13 +244,13 @@ def build(
 ) -> Report:
     """The report's content. `base` names a machine (label, host or run name);
     ValueError when it names none."""
-    machines, problems = group_machines(runs)
-    problems = [p for run in runs for p in run.problems] + problems
+    machines = group_machines(runs)
+    problems = [p for run in runs for p in run.problems]
     ref = _base_machine(machines, base)
-    if prices:
-        problems += _priced(machines, prices)
+    priced = _priced(machines, prices) if prices else []
     report = Report(machines=machines, base=ref, problems=problems, with_paper=with_paper)
     for suite in suites.declared():
-        if suite.hooks.build:
+        if suite.hooks.build:  # it may add its notes to report.problems
             report.suite_models[suite.kind] = suite.hooks.build(report)
+    report.problems += priced  # after the suites' notes on their records
     return report

@@ -17,12 +17,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from xfbench.frameworks import display
 from xfbench.published import gpu_for
+from xfbench.report import suites
 from xfbench.report.model import (
     Machine,
     Report,
     achieved_tflops,
-    display,
     dtype_name,
     measured_peaks,
 )
@@ -108,7 +109,7 @@ def points(m: Machine) -> list[dict]:
 
     measured = roofs(m)
     out = []
-    for r in m.results.values():
+    for r in suites.timed_cells(m):
         roof = measured.get(_roof_key(r))
         peak = roof["peaks_tflops"].get(dtype_name(r.precision)) if roof else None
         achieved = achieved_tflops(r) if r.ok else None
@@ -154,7 +155,7 @@ def layer_tables(report: Report) -> list[Table]:
     not_profiled: dict[tuple[str, str], str] = {}
     for m in report.machines:
         for r in sorted(
-            m.results.values(), key=lambda r: (r.network, r.task, r.threads, r.framework)
+            suites.timed_cells(m), key=lambda r: (r.network, r.task, r.threads, r.framework)
         ):
             if r.info.get("layer_times_reason"):
                 not_profiled[(r.framework, r.mode)] = str(r.info["layer_times_reason"])

@@ -37,6 +37,7 @@ from pathlib import Path
 import numpy as np
 
 from xfbench import command_line
+from xfbench.report.load import same_cell
 
 # Inside the package, so an installed wheel has them too (package data).
 REFERENCES = Path(__file__).resolve().parent / "references"
@@ -157,7 +158,7 @@ def candidate(r) -> Candidate | None:
 
 def configuration(r) -> str:
     """How a cell ran, in words: framework, mode, precision, where, copies, batch."""
-    from xfbench.report.model import display
+    from xfbench.frameworks import display
 
     where = r.device_name if r.accelerator else f"{r.threads} thread{'s' * (r.threads != 1)}"
     if r.copies > 1:
@@ -177,15 +178,21 @@ def workload_key(r) -> tuple | None:
 
 
 def cell_key(r) -> tuple | None:
-    """The per-core score's cell: one process, the same column."""
-    from xfbench.report.model import block_key, col_key, row_key
-
-    return None if r.copies > 1 else (block_key(r), row_key(r), col_key(r))
+    """The per-core score's cell, of any suite's scored result: (what ran, how, where), in
+    one process; where is ("cpu", threads) or ("acc", device name)."""
+    if r.copies > 1:
+        return None
+    where = ("acc", r.device_name) if r.accelerator else ("cpu", r.threads)
+    return (
+        (r.task, r.network, r.batch_size, r.scale),
+        (r.framework, r.mode, r.precision, r.data),
+        where,
+    )
 
 
 def workload_name(key: tuple, kind: str) -> str:
     """A workload or cell key in words."""
-    from xfbench.report.model import display
+    from xfbench.frameworks import display
 
     if kind == "machine":
         task, network, scale, data, framework, cls = key
@@ -194,25 +201,6 @@ def workload_name(key: tuple, kind: str) -> str:
     (task, network, batch, _), (framework, mode, precision, _), (kind_, where) = key
     where = f"{where} threads" if kind_ == "cpu" else where
     return f"{network} {task}, {display(framework)} {mode} {precision}, {where}"
-
-
-def _same_cell(r) -> tuple:
-    """What makes two results the same cell: measured in two runs of a pooled reference,
-    their rounds are pooled."""
-    return (
-        r.task,
-        r.network,
-        r.framework,
-        r.mode,
-        r.precision,
-        r.device_name,
-        r.threads,
-        r.batch_size,
-        r.data,
-        r.scale,
-        r.copies,
-        r.tokens,
-    )
 
 
 def scored_results(run) -> list:
@@ -266,11 +254,11 @@ def _best(run, key_fn: Callable) -> dict[tuple, list[Candidate]]:
         if k is None or c is None:
             continue
         same = cells.setdefault(k, {})
-        kept = same.get(_same_cell(r))
+        kept = same.get(same_cell(r))
         if kept is not None and len(kept.rounds) == len(c.rounds):
             kept.rounds = [a + b for a, b in zip(kept.rounds, c.rounds, strict=True)]
         else:  # its first run, or copies that differ: a configuration of its own
-            same[_same_cell(r) + (len(same),) * (kept is not None)] = c
+            same[same_cell(r) + (len(same),) * (kept is not None)] = c
     return {k: list(v.values()) for k, v in cells.items()}
 
 

@@ -9,8 +9,8 @@ The report reads a suite's records, and its failed cells (owner(): a failure rec
 cell's kind is one of the suite's, else whose task is, else that its `owns` recognises;
 one no suite claims is the default suite's, plugin.Suite's `default`), into
 `records[kind]` of each run and machine. The suite whose records are the cells of Table 7
-(report.load.Result) says so by its `table7`, and report/model.py builds Table 7's blocks
-of them. The report names no suite itself (a test adds one from a package of its own).
+(report.load.Result) says so by its `table7`, and builds Table 7 of them itself. The
+report names no suite itself (a test adds one from a package of its own).
 """
 
 from __future__ import annotations
@@ -48,6 +48,7 @@ MatchesHook = Callable[[Machine, Anchor], list[dict]]
 GpuWorkloadsHook = Callable[[Machine], list[Any]]  # machine -> [Workload]
 ScoredHook = Callable[[Any], list[Any]]  # Run -> [Result]
 CellsCsvHook = Callable[[Report], tuple[Sequence[str], list[dict]]]
+TimedCellsHook = Callable[[Machine], list[Any]]  # machine -> [Result]
 
 
 @dataclass(frozen=True)
@@ -80,11 +81,13 @@ class FromSweeps:
 
 @dataclass(frozen=True)
 class Table7:
-    """Where a suite's records are the cells of Table 7 (report.load.Result), which the
-    report's machines are grouped by (report/model.py): report.csv's columns and rows
-    (report -> (columns, [row]))."""
+    """Where a suite's records are the cells of Table 7 (report.load.Result): report.csv's
+    columns and rows (report -> (columns, [row])), and a machine's timed cells, one per
+    place in Table 7 (machine -> [Result]), which the roofline places and the machines
+    table counts (energy, rounds)."""
 
     csv: CellsCsvHook
+    cells: TimedCellsHook
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -136,7 +139,7 @@ class Hooks:
     # fitted one): task -> kind
     workloads: dict[str, str] = field(default_factory=dict)
     # where its records are Table 7's cells (Table7). One user: Table 7's cells are one
-    # suite's, by which report/model.py groups the machines
+    # suite's, which the roofline and the machines table read
     table7: Table7 | None = None
 
     def __post_init__(self):
@@ -239,22 +242,18 @@ def cells_suite() -> SuiteReport | None:
     return next((s for s in declared() if s.hooks.table7), None)
 
 
-def cell_kinds() -> tuple[str, ...]:
-    """The record kinds of Table 7's cells: those of the suite whose records are its cells."""
-    found = cells_suite()
-    return found.kinds if found else ()
-
-
 def cells(run) -> list:
-    """Table 7's cells among a run's records (report.load.Result), in the order read."""
-    return run.of(*cell_kinds())
+    """Table 7's cells among a run's records (report.load.Result), in the order read: the
+    records of the suite whose records are its cells."""
+    found = cells_suite()
+    return run.of(*found.kinds) if found else []
 
 
-def cell_tasks() -> dict[str, int]:
-    """The tasks of Table 7's cells, each with its place among Table 7's blocks: the tasks
-    of the suite whose records are its cells, in the order it declares them."""
-    cells = cells_suite()
-    return {task: i for i, task in enumerate(cells.tasks if cells else ())}
+def timed_cells(machine) -> list:
+    """A machine's timed cells of Table 7, one per place (report.load.Result), as the suite
+    whose records are its cells gives them (Table7.cells)."""
+    found = cells_suite()
+    return found.hooks.table7.cells(machine) if found and found.hooks.table7 else []
 
 
 def by_kind() -> dict[str, SuiteReport]:

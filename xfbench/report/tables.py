@@ -5,6 +5,7 @@ suite's (xfbench/networks/report/)."""
 from __future__ import annotations
 
 from xfbench.harness.threads import legend
+from xfbench.report import suites
 from xfbench.report.model import Report
 from xfbench.report.table import Table, Text, as_text
 
@@ -85,7 +86,7 @@ def machines_table(report: Report) -> Table:
 def energy_status(m) -> str:
     """Whether a machine's cells measured their energy: how many, by what method, or why
     not (the records' energy_reason)."""
-    infos = [r.info for r in m.results.values()]
+    infos = [r.info for r in suites.timed_cells(m)]
     measured = [i for i in infos if isinstance(i.get("samples_per_kj"), int | float)]
     if measured:
         methods = sorted({str(i.get("energy_method")) for i in measured})
@@ -98,13 +99,14 @@ def numbers_status(m) -> str:
     """The preset and rounds of a machine's cells and the coverage of their ± intervals."""
     from xfbench.harness.stats import METHOD
 
-    infos = [r.info for r in m.results.values()]
+    cells = suites.timed_cells(m)
+    infos = [r.info for r in cells]
     # the suites' own cells (serving's: LoadGen's durations)
     served = [
         i for found in m.records.values() for i in found if isinstance(i, dict) and i.get("preset")
     ]
     presets = sorted({str(i["preset"]) for i in infos + served if i.get("preset")})
-    rounds = sorted({r.info.get("rounds") for r in m.results.values()} - {None})
+    rounds = sorted({r.info.get("rounds") for r in cells} - {None})
     levels = sorted({i["ci_level"] for i in infos if isinstance(i.get("ci_level"), int | float)})
     text = f"preset {', '.join(presets) or '?'}"
     if rounds:

@@ -60,7 +60,7 @@ def after_anchors(report: Report, drawn: list[tuple[str, Path]]) -> list[Part]:
 REPORT = Hooks(
     read=cells.read,
     read_failure=cells.read_failure,
-    table7=Table7(csv=table7_csv.table),
+    table7=Table7(csv=table7_csv.table, cells=cells.timed_cells),
     build=model.build,
     gpu_workloads=model.gpu_workloads,
     scored=cells.cells_of,  # every cell, timed or failed

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from tabulate import tabulate
 
-from xfbench.networks.report.cells import cells_of
+from xfbench.networks.report.cells import cells_of, machine_cells
 from xfbench.published import Anchor, gpu_for
 from xfbench.report.api import Machine, Report, Run, published_matches
 from xfbench.roofline.mfu import datasheet_fields
@@ -33,7 +33,7 @@ def anchor_matches(m: Machine, anchor: Anchor) -> list[dict]:
             "ours_setting": f"batch {r.batch_size}" + (f" x {r.tokens} tokens" if r.tokens else ""),
             "utilisation": utilisation(r.info),
         }
-        for r in m.results.values()
+        for r in machine_cells(m).results.values()
         if r.ok
         and r.accelerator
         and r.task == "train"

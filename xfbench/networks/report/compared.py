@@ -8,20 +8,18 @@ from __future__ import annotations
 import math
 
 from xfbench.harness.stats import ratio_ci
-from xfbench.networks.report.cells import cells_of
+from xfbench.networks.report.cells import cells_of, machine_cells
+from xfbench.networks.report.keys import col_label, row_key, row_label
 from xfbench.networks.report.model import table7_content
 from xfbench.report.api import (
     Report,
     Table,
     Text,
     as_text,
-    col_label,
     interval,
     machine_groups,
     noise_floor,
     ratio_over_runs,
-    row_key,
-    row_label,
 )
 
 
@@ -92,7 +90,7 @@ def fastest_over_runs_table(report: Report) -> Table | None:
     for group in machine_groups(report):
         cells: dict[tuple, dict[tuple, list[float]]] = {}
         for m in group:
-            for (block, row, col), r in m.results.items():
+            for (block, row, col), r in machine_cells(m).results.items():
                 cells.setdefault((block, col), {}).setdefault(row, []).append(r.median)
         for (block, col), found in sorted(cells.items(), key=lambda kv: str(kv[0])):
             timed = sorted(

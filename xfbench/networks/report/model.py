@@ -14,35 +14,37 @@ import math
 from dataclasses import dataclass, field
 
 from xfbench.harness.threads import marks
-from xfbench.networks.report.cells import KINDS
-from xfbench.report.api import (
+from xfbench.networks.report import paper
+from xfbench.networks.report.cells import KINDS, MachineCells, machine_cells
+from xfbench.networks.report.keys import (
     BlockKey,
     ColKey,
-    Machine,
-    Report,
-    Result,
     RowKey,
-    Workload,
-    achieved_tflops,
     block_key,
     col_key,
     col_label,
     col_order,
+    row_key,
+    row_label,
+)
+from xfbench.report.api import (
+    Machine,
+    Report,
+    Result,
+    Workload,
+    achieved_tflops,
     dtype_name,
     format_seconds,
     interval,
     measured_peaks,
     network_title,
-    paper,
     plain,
     plus_minus,
     procurement,
-    row_key,
-    row_label,
     verified_mark,
 )
 
-# The task whose blocks Shi et al.'s own Table 7 measured (report/paper.py: shown beside
+# The task whose blocks Shi et al.'s own Table 7 measured (its paper.py: shown beside
 # them with --paper): training.
 PAPER_TASK = "train"
 # What a block of one (task, network) calls its task where the task's name alone would
@@ -158,9 +160,10 @@ def _peak_for(peaks, r: Result) -> float | None:
 
 def _details(m: Machine) -> list[Detail]:
     peaks = measured_peaks(m)
+    cells = machine_cells(m)
     out = []
-    for (block, row, col), r in m.results.items():
-        one = m.results.get((block, row, ("cpu", 1)))
+    for (block, row, col), r in cells.results.items():
+        one = cells.results.get((block, row, ("cpu", 1)))
         speedup = one.median / r.median if one and r.median > 0 else None
         efficiency = speedup / r.threads if speedup and col[0] == "cpu" and r.threads > 0 else None
         tflops = achieved_tflops(r)
@@ -178,7 +181,7 @@ def _details(m: Machine) -> list[Detail]:
                 peak_share=tflops / peak if tflops is not None and peak else None,
                 speedup=speedup,
                 efficiency=efficiency,
-                verified=verified_mark(m.equivalence, r.framework, r.network, r.task),
+                verified=verified_mark(cells.equivalence, r.framework, r.network, r.task),
             )
         )
     return out
@@ -215,13 +218,13 @@ def _match_key(block: BlockKey, row: RowKey, r: Result):
 
 
 def summarise(machines: list[Machine], base: Machine) -> list[Summary]:
-    ref = {_match_key(b, row, r): r for (b, row, _), r in base.results.items()}
+    ref = {_match_key(b, row, r): r for (b, row, _), r in machine_cells(base).results.items()}
     out = []
     for m in machines:
         if m is base:
             continue
         every, cpu, acc = [], [], []
-        for (b, row, _), r in m.results.items():
+        for (b, row, _), r in machine_cells(m).results.items():
             other = ref.get(_match_key(b, row, r))
             if other is None or r.median <= 0 or other.median <= 0:
                 continue
@@ -270,16 +273,22 @@ def _columns(machines: list[Machine], inside) -> list[Column]:
     return columns
 
 
-def _table_cell(m: Machine, bk, rk, *, column: Column, footnotes: list[Footnote]) -> TableCell:
+def _table_cell(
+    m: Machine, cells: MachineCells, bk, rk, *, column: Column, footnotes: list[Footnote]
+) -> TableCell:
     """A cell of a block: its median (with its interval and marks), its failure's status
     and footnote, or "-" where it did not run."""
-    r = m.results.get((bk, rk, column.key))
+    r = cells.results.get((bk, rk, column.key))
     if r is not None:
         # contended / thread-shortfall marks beside the number (legend: tables.py)
         text = format_seconds(r.median) + plus_minus(r) + marks(r.info)
         return TableCell(text, r.median, result=r)
     failed = next(
-        (f for f in m.failures if (block_key(f), row_key(f), col_key(f)) == (bk, rk, column.key)),
+        (
+            f
+            for f in cells.failures
+            if (block_key(f), row_key(f), col_key(f)) == (bk, rk, column.key)
+        ),
         None,
     )
     if failed is None:
@@ -289,16 +298,19 @@ def _table_cell(m: Machine, bk, rk, *, column: Column, footnotes: list[Footnote]
     return TableCell(failed.status, footnote=number, result=failed)
 
 
-def _block(bk, machines, inside, *, footnotes, by_cell, with_paper: bool) -> Block:
+def _block(bk, machines, views, inside, *, footnotes, by_cell, with_paper: bool) -> Block:
     """One (task, network, batch) table: a row per configuration, a column per machine's
     thread count or device; the best of each column marked."""
     columns = _columns(machines, inside)
     rows = []
     for rk in sorted({row_key(r) for _, r in inside}):
         cells = [
-            _table_cell(machines[c.machine], bk, rk, column=c, footnotes=footnotes) for c in columns
+            _table_cell(
+                machines[c.machine], views[c.machine], bk, rk, column=c, footnotes=footnotes
+            )
+            for c in columns
         ]
-        checks = [verified_mark(m.equivalence, rk[0], bk[1], bk[0]) for m in machines]
+        checks = [verified_mark(v.equivalence, rk[0], bk[1], bk[0]) for v in views]
         check = next((c for c in checks if c and not c["verified"]), None) or next(
             (c for c in checks if c), None
         )
@@ -361,10 +373,12 @@ def build(report: Report) -> Table7Content:
     """Table 7 of every machine's cells (its Hooks.build). Its footnotes are the report's
     first: the suites after it number theirs from report.next_note()."""
     machines, ref = report.machines, report.base
+    views = [machine_cells(m) for m in machines]
+    report.problems += [note for v in views for note in v.notes]
     details = [d for m in machines for d in _details(m)]
     by_cell = {(id(d.machine), d.block, d.row, d.col): d for d in details}
     everything = [
-        (mi, r) for mi, m in enumerate(machines) for r in list(m.results.values()) + m.failures
+        (mi, r) for mi, v in enumerate(views) for r in list(v.results.values()) + v.failures
     ]
     block_keys = _block_keys(everything)
     footnotes: list[Footnote] = []
@@ -372,6 +386,7 @@ def build(report: Report) -> Table7Content:
         _block(
             bk,
             machines,
+            views,
             [(mi, r) for mi, r in everything if block_key(r) == bk],
             footnotes=footnotes,
             by_cell=by_cell,
@@ -393,7 +408,7 @@ def gpu_workloads(machine: Machine) -> list[Workload]:
     """Its GPU cells as workloads bound by arithmetic (report/gpu_models.py, its
     Hooks.gpu_workloads); its training cells stand beside published training ratios."""
     out = []
-    for r in machine.results.values():
+    for r in machine_cells(machine).results.values():
         if not (r.ok and r.accelerator):
             continue
         ci = interval(r)

@@ -4,16 +4,15 @@ per network: the fastest machine, the most per dollar, the most per kJ measured.
 
 from __future__ import annotations
 
+from xfbench.networks.report.keys import col_label, row_label
 from xfbench.networks.report.model import table7_content
 from xfbench.report.api import (
     Report,
     Table,
     Text,
     as_text,
-    col_label,
     network_title,
     number_text,
-    row_label,
 )
 
 

@@ -10,8 +10,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from xfbench.harness.threads import marks
-from xfbench.networks.report.cells import KINDS
+from xfbench.networks.report import paper
+from xfbench.networks.report.cells import KINDS, machine_cells
 from xfbench.networks.report.compared import backends_table, summary_table
+from xfbench.networks.report.keys import col_label, row_key, row_label
 from xfbench.networks.report.model import Block, table7_content
 from xfbench.report.api import (
     Part,
@@ -19,12 +21,8 @@ from xfbench.report.api import (
     Table,
     Text,
     as_text,
-    col_label,
     legend_caption,
     number_text,
-    paper,
-    row_key,
-    row_label,
     table_section,
 )
 
@@ -118,7 +116,9 @@ def copies_table(report: Report) -> Table | None:
     rows = [
         ([Text(m.tag)] if several else []) + _copies_row(m, r)
         for m in report.machines
-        for r in sorted(m.copies, key=lambda r: (r.task, r.network, r.framework, r.threads))
+        for r in sorted(
+            machine_cells(m).copies, key=lambda r: (r.task, r.network, r.framework, r.threads)
+        )
     ]
     if not rows:
         return None
@@ -126,7 +126,8 @@ def copies_table(report: Report) -> Table | None:
         "Throughput past one process",
         (["tag"] if several else []) + COPIES_HEADERS,
         rows,
-        caption=COPIES_CAPTION + legend_caption(r.info for m in report.machines for r in m.copies),
+        caption=COPIES_CAPTION
+        + legend_caption(r.info for m in report.machines for r in machine_cells(m).copies),
         anchor="copies",
         text_cols=4 if several else 3,
     )
@@ -138,7 +139,7 @@ def _copies_row(m, r) -> list[Text]:
     head = [Text(label), Text(f"{r.copies} x {r.threads}t")]
     if not r.ok:
         return head + [Text(f"{r.status}: {r.reason}")] + [Text("")] * 5
-    one = m.results.get(
+    one = machine_cells(m).results.get(
         ((r.task, r.network, r.batch_size, r.scale), row_key(r), ("cpu", r.copies * r.threads))
     )
     overlap = number_text(info.get("copies_overlap"), ".0%") + (

@@ -6,9 +6,10 @@ from __future__ import annotations
 
 from xfbench import records
 from xfbench.networks.fields import NETWORK_CELL
-from xfbench.networks.report.cells import cells_of
+from xfbench.networks.report import paper
+from xfbench.networks.report.cells import cells_of, machine_cells
 from xfbench.networks.report.model import table7_content
-from xfbench.report.api import Report, paper
+from xfbench.report.api import Report
 
 COLUMNS = (
     "source",
@@ -106,9 +107,10 @@ def rows(report: Report) -> list[dict]:
     the report's blocks, then the paper's cells where the report sets them beside ours."""
     out = [_detail_row(d) for d in table7_content(report).details]
     for m in report.machines:
-        for f in m.failures:
+        cells = machine_cells(m)
+        for f in cells.failures:
             out.append({**_where(m, f), **_cell(f)})
-        for r in m.copies:  # several copies at once: a row each, beside the others
+        for r in cells.copies:  # several copies at once: a row each, beside the others
             own = {k: r.info.get(k) for k in RECORD_COLUMNS} if r.ok else {}
             out.append(
                 {
