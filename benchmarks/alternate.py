@@ -76,7 +76,7 @@ def cell_sweep(select: dict) -> str:
     argv += ["--model", select["network"], "--framework", select["framework"],
              "--mode", select["mode"], "--precision", select["precision"],
              "--batch-size", str(select["batch_size"])]  # fmt: skip
-    device = select.get("device_name") or "cpu"
+    device = select.get("device") or "cpu"
     if device == "cpu":
         argv += ["--threads", str(select["threads"])]
     else:
@@ -93,8 +93,8 @@ def undecided(path: Path) -> tuple[list[str], int]:
     cells = [c for c in json.loads(path.read_text())["cells"] if c["verdict"] == "cannot tell"]
     if not cells:
         raise ValueError(f"{path}: no cell compare could not tell")
-    needed = [c.get("runs_needed") or MOST_PAIRS for c in cells]
-    pairs = max(needed)
+    # compare gives every cell it cannot tell its pairs (None: more than it counts)
+    pairs = max(c.get("runs_needed") or MOST_PAIRS for c in cells)
     return [cell_sweep(c["select"]) for c in cells], pairs + pairs % 2
 
 

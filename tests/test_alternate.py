@@ -89,6 +89,9 @@ def test_the_second_stage_runs_only_the_cells_compare_could_not_tell(tmp_path):
     ]}  # fmt: skip
     path = tmp_path / "v.json"
     path.write_text(json.dumps(doc))
+    assert "--device cuda:0" in alternate.cell_sweep(
+        {**train, "device": "cuda:0", "device_name": "NVIDIA H200"}
+    )
     sweeps, pairs = alternate.undecided(path)
     assert pairs == 4  # three, made even
     assert sweeps == [

@@ -157,3 +157,29 @@ def test_pairs_made_back_to_back_are_judged_on_their_differences(tmp_path, capsy
     other = str(ZEN4 / "run-2")
     assert compare.main([f"{run},{other}", run, "--paired"]) == 2
     assert "--paired: 2 BASE runs and 1 NEW runs" in capsys.readouterr().err
+
+
+def test_a_history_calibrates_only_the_cells_ten_of_its_runs_measured():
+    """A cell absent from half the history's runs is judged by Sidak, not by A/A splits
+    whose empty ones would have counted as below every critical value."""
+    from xfbench.report.family import History
+
+    logs = {"every": [0.01 * (i % 3) for i in range(12)],
+            "half": [0.01 * (i % 3) if i % 2 else math.nan for i in range(12)]}  # fmt: skip
+    noises = compare.Noises(prior=noise.load(), runs=History(runs=[f"r{i}" for i in range(12)],
+                            logs=logs, kinds=dict.fromkeys(logs, "training")))  # fmt: skip
+    assert noises.calibrates("every") and not noises.calibrates("half")
+
+
+def test_the_second_stage_asks_for_the_pairs_its_own_degrees_of_freedom_allow():
+    """Judged on its pairs' differences (k - 1 degrees of freedom with no history), a cell
+    needs more pairs than its first stage's many degrees of freedom would say (2 had been
+    asked where 2 pairs give t(1))."""
+    v = compare.Verdict(cell="a", network="fcn5", task="train", base_s=1.0, new_s=1.03,
+                        ratio=1.03, low=None, high=None, p=None, verdict="cannot tell", how="",
+                        base_runs=3, new_runs=3, df=200.0, se=0.01)  # fmt: skip
+    without = compare.second_stage_runs(v, 3, 0.05, history_dof=0)
+    with_history = compare.second_stage_runs(v, 3, 0.05, history_dof=20)
+    assert without > with_history >= 2 and without >= 4
+    v.se = None  # no noise known: the pairs that measure one
+    assert compare.second_stage_runs(v, 3, 0.05, history_dof=0) == compare.UNKNOWN_NOISE_PAIRS

@@ -20,7 +20,8 @@ moderated); else, for a CPU cell, the prior shipped with the package (report/noi
 machines' runs), said as such. A GPU cell with one run a side and no history is not judged.
 Every cell compared is one family, one-sided each way: the critical values (report/family.py)
 come from A/A splits of the history where it holds ten runs or more, else from each cell's t
-at Sidak's level (the prior's tails, t(3) to t(5)). The interval printed is the family's:
+at Sidak's level (the runs in front's t held within t(3) to t(5), a prior model's its own).
+The interval printed is the family's:
 its low end the one-sided bound a regression is called by, its high end the bound an
 improvement or "within noise" is. Slower where the low end is above 1; faster where the high
 end is below 1; within noise where the high end is below 1 + --fail-above; else cannot tell.
@@ -118,9 +119,10 @@ def _cells(run) -> dict[str, Cell]:
     return out
 
 
-# a cell's record fields that select it again (benchmarks/alternate.py --only-undecided)
+# a cell's record fields that select it again (benchmarks/alternate.py --only-undecided):
+# `device` as --device takes it (cpu, cuda:0), `device_name` the model it names
 SELECT = ("network", "task", "framework", "mode", "precision", "batch_size", "threads",
-          "device_name", "scale")  # fmt: skip
+          "device", "device_name", "scale")  # fmt: skip
 
 
 def side(runs_cells: list[dict[str, Cell]]) -> dict[str, Cell]:
@@ -158,11 +160,7 @@ class Noises:
     def calibrates(self, name: str) -> bool:
         """Whether the history holds enough runs of the cell to take its critical value from
         A/A splits (family.HISTORY_RUNS)."""
-        return (
-            self.runs is not None
-            and self.runs.size >= family.HISTORY_RUNS
-            and name in self.runs.logs
-        )
+        return self.runs is not None and self.runs.measured(name) >= family.HISTORY_RUNS
 
     def model(self, cell: Cell):
         """(model, what it is) for a cell measured once a side: the history's, else the
@@ -314,12 +312,14 @@ def own_noise(name: str, base: Cell, new: Cell, noises: Noises, *, mod: Moderati
                           (f"the runs in front ({nb} and {nn})", pooled_var(base, new) is not None))
         if here
     )  # fmt: skip
-    if mod is None:
+    if mod is None:  # its kind too small to moderate by; its tails held as the kind's are
         if name not in noises.history_cells:
             se, df = welch(base, new)
+            df = min(df, most)
             return se, df, f"{sources}: Welch, t({df:.1f})"
         var, dof = found
-        return math.sqrt(var * (1 / nb + 1 / nn)), dof, f"{sources}: t({dof:.0f})"
+        df = min(dof, most)
+        return math.sqrt(var * (1 / nb + 1 / nn)), df, f"{sources}: t({df:.0f})"
     var, dof = found
     var = (mod.d0 * mod.s0_2 + dof * var) / (mod.d0 + dof)
     df = min(mod.d0 + dof, most)
@@ -447,15 +447,22 @@ def runs_for_power(
     return high
 
 
-def second_stage_runs(v: Verdict, undecided: int, fail_above: float) -> int | None:
+UNKNOWN_NOISE_PAIRS = 4  # a cell with no noise known: enough pairs to measure one (3 dof)
+
+
+def second_stage_runs(v: Verdict, undecided: int, fail_above: float, *,
+                      history_dof: int) -> int | None:  # fmt: skip
     """Alternated pairs of fresh runs (one BASE, one NEW each) that decide a cell compare
     cannot tell with WANTED_POWER: judged in a second stage of just the `undecided` cells
-    at STAGE_ALPHA[2] (Sidak's one-sided level among them), its per-run variance and degrees
-    of freedom as known now. None: more than MOST_RUNS."""
+    at STAGE_ALPHA[2] (Sidak's one-sided level among them), on its per-run variance as known
+    now and the degrees of freedom that stage has (its pairs' less one, and the history's
+    where the cell has one: compare --paired). None: more than MOST_RUNS."""
+    if not v.se:
+        return UNKNOWN_NOISE_PAIRS
     per_run = v.se**2 / (1 / v.base_runs + 1 / v.new_runs)
     # one-sided at the stage's level: power() is two-sided, so twice the alpha
     alpha = 2 * (1 - (1 - STAGE_ALPHA[2]) ** (1 / undecided))
-    found = runs_for_power(math.sqrt(2 * per_run), lambda n, df=v.df: df, alpha=alpha,
+    found = runs_for_power(math.sqrt(2 * per_run), lambda n: n - 1 + history_dof, alpha=alpha,
                            effect=math.log(1 + fail_above), wanted=WANTED_POWER)  # fmt: skip
     return max(found, 2) if found else None  # two: B N N B, a linear drift cancelled
 
@@ -465,16 +472,21 @@ def _criticals(judged: list[Verdict], noises: Noises, alpha: float, *, paired: b
     A/A splits (its splits are of unpaired runs: not for paired ones), the others by Sidak
     on their t; the family's alpha shared by their counts."""
     calibrated = [v for v in judged if noises.calibrates(v.cell) and not paired]
-    others = [v for v in judged if v not in calibrated]
     out = []
     if calibrated:
-        nb = max(v.base_runs for v in calibrated)
-        nn = max(v.new_runs for v in calibrated)
+        # the fewest runs any of them rests on: its tails are the widest of the family's
+        nb = min(v.base_runs for v in calibrated)
+        nn = min(v.new_runs for v in calibrated)
         share = alpha * len(calibrated) / len(judged)
-        found = family.max_t(
-            noises.runs, [v.cell for v in calibrated], nb, nn, alpha=share, moderation=moderation
-        )
-        out.append((found, calibrated))
+        found = family.max_t(noises.runs, [v.cell for v in calibrated], nb, nn, alpha=share,
+                             moderation=moderation)  # fmt: skip
+        if found is not None:
+            out.append((found, calibrated))
+        else:  # too few splits to reach the level: judged as the others, on the prior's tails
+            for v in calibrated:
+                v.df = min(v.df, TAILS_DF[1])
+            calibrated = []
+    others = [v for v in judged if v not in calibrated]
     if others:
         share = alpha * len(others) / len(judged)
         out.append((family.sidak({v.cell: v.df for v in others}, share), others))
@@ -490,8 +502,6 @@ def decide(verdicts: list[Verdict], fail_above: float, noises: Noises, *,
     from scipy.special import stdtr
 
     judged = [v for v in verdicts if v.se]
-    if not judged:
-        return []
     effect = math.log(1 + fail_above)
     families = _criticals(judged, noises, STAGE_ALPHA[stage], paired=paired)
     for crit, group in families:
@@ -507,9 +517,10 @@ def decide(verdicts: list[Verdict], fail_above: float, noises: Noises, *,
                 v.verdict = "improvement"
             elif v.high < 1 + fail_above:
                 v.verdict = "within noise"
-    undecided = [v for v in judged if v.verdict == "cannot tell"]
+    undecided = [v for v in verdicts if v.verdict == "cannot tell"]
     for v in undecided:
-        v.runs_needed = second_stage_runs(v, len(undecided), fail_above)
+        dof = noises.history_cells.get(v.cell, (0.0, 0))[1]
+        v.runs_needed = second_stage_runs(v, len(undecided), fail_above, history_dof=dof)
     return [f"{crit.what} ({len(group)} cells)" for crit, group in families]
 
 

@@ -43,6 +43,10 @@ class History:
     def size(self) -> int:
         return len(self.runs)
 
+    def measured(self, cell: str) -> int:
+        """The runs of the history that measured the cell."""
+        return sum(1 for x in self.logs.get(cell, ()) if math.isfinite(x))
+
 
 @dataclass
 class Critical:
@@ -155,13 +159,16 @@ def statistics(history: History, cells: list[str], b: tuple, n: tuple, *, modera
     return np.where((dof > 0) & (se > 0), t, np.nan), se
 
 
-_FOUND: dict[tuple, tuple[History, Critical]] = {}  # a history's splits depend on its sizes only
+_FOUND: dict[
+    tuple, tuple[History, Critical | None]
+] = {}  # a history's splits depend on its sizes only
 
 
 def max_t(history: History, cells: list[str], nb: int, nn: int, *, alpha: float,
-          moderation) -> Critical:  # fmt: skip
+          moderation) -> Critical | None:  # fmt: skip
     """The family's critical values from A/A splits of the history (max-T, each direction),
-    computed once a history, family, sizes and level (a benchmark compares many times)."""
+    computed once a history, family, sizes and level (a benchmark compares many times);
+    None where too few splits reach the level's quantile (1 / alpha of them or more)."""
     key = (id(history), tuple(cells), nb, nn, alpha)
     if key not in _FOUND or _FOUND[key][0] is not history:
         _FOUND[key] = (history, _max_t(history, cells, nb, nn, alpha=alpha, moderation=moderation))
@@ -169,7 +176,7 @@ def max_t(history: History, cells: list[str], nb: int, nn: int, *, alpha: float,
 
 
 def _max_t(history: History, cells: list[str], nb: int, nn: int, *, alpha: float,
-           moderation) -> Critical:  # fmt: skip
+           moderation) -> Critical | None:  # fmt: skip
     b_size, n_size = split_sizes(history.size, nb, nn)
     found = [statistics(history, cells, b, n, moderation=moderation) for b, n in splits(history.size, b_size, n_size)]  # fmt: skip
     t = np.array([f[0] for f in found])  # splits x cells
@@ -177,11 +184,16 @@ def _max_t(history: History, cells: list[str], nb: int, nn: int, *, alpha: float
     with np.errstate(invalid="ignore"):
         largest_up = np.nanmax(np.where(np.isfinite(t), t, -np.inf), axis=1)
         largest_down = np.nanmax(np.where(np.isfinite(t), -t, -np.inf), axis=1)
-    up = float(np.quantile(largest_up, 1 - alpha))
-    down = float(np.quantile(largest_down, 1 - alpha))
+    # a split where no cell had a statistic says nothing of the largest: left out, not
+    # counted as one below every critical value
+    valid = np.isfinite(largest_up) & np.isfinite(largest_down)
+    if valid.sum() * alpha < 1:  # too few splits to reach the quantile: no calibration
+        return None
+    up = float(np.quantile(largest_up[valid], 1 - alpha))
+    down = float(np.quantile(largest_down[valid], 1 - alpha))
     what = (
         f"A/A splits of this machine's {history.size} runs ({len(found)} splits, "
         f"{b_size} against {n_size}): max-T over {len(cells)} cells at {alpha:.0%} one-sided"
     )
-    null = {c: (t[:, i], se[:, i]) for i, c in enumerate(cells)}
+    null = {c: (t[valid, i], se[valid, i]) for i, c in enumerate(cells)}
     return Critical(up=up, down=down, what=what, null=null)
