@@ -183,7 +183,7 @@ def add(into: dict, found: dict) -> dict:
 
 
 def framework_of(cell: str) -> str:
-    from xfbench.report.model import display
+    from xfbench.frameworks import display
 
     names = {display(f): f for f in ("torch", "jax", "onnxruntime", "tensorflow")}
     return next((f for shown, f in names.items() if f", {shown} " in cell), "")
