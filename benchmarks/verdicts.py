@@ -71,19 +71,20 @@ def make(out: Path, n: int, slowdown: str | None) -> None:
 
 def sitting() -> dict:
     """What tells one sitting from another: the machine's start (the kernel's boot id), the
-    hour, the CPU, and the code that measured."""
+    hour, the CPU (brand, family and model, ISA: "AMD EPYC" alone names Zen 3 and Zen 5
+    alike) and its cores, and the code that measured."""
     import datetime
-    import platform
+
+    from xfbench import machine
 
     boot = Path("/proc/sys/kernel/random/boot_id")
     commit = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True,
                             check=False).stdout.strip()  # fmt: skip
-    cpu = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
-                if line.startswith(("model name", "cpu family", "model\t"))), platform.processor())  # fmt: skip
     return {
         "boot_id": boot.read_text().strip() if boot.exists() else None,
         "started": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
-        "cpu": cpu,
+        "cpu": machine.cpu(),
+        "cores": os.cpu_count(),
         "commit": commit,
     }
 
