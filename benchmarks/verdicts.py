@@ -273,15 +273,17 @@ def sittings(args) -> None:
             if not pairs:
                 continue
             failed = 0
+            undecided = []
             for base, new in pairs:
                 verdicts, _ = compare.compare_cells(compare.side(base), compare.side(new), 0.05, noises)  # fmt: skip
                 failed += compare.exit_code(verdicts, 0.05, cannot_tell_ok=True) == 1
+                undecided += [v.runs_needed for v in verdicts if v.verdict == "cannot tell"]
             low, high = clopper_pearson(failed, len(pairs))
             print(f"  {test}, {per_side} a side: false alarms {failed} of {len(pairs)} "
-                  f"({low:.1%}-{high:.1%})")  # fmt: skip
+                  f"({low:.1%}-{high:.1%}); {second_stage(undecided)} in all")  # fmt: skip
             for factor in (1.1, 1.2, 1.3):
                 caught = tries = 0
-                stated = []
+                stated, asked = [], []
                 for base, new in pairs:
                     for cell in sorted(set.intersection(*(set(r) for r in base + new))):
                         if not all(r[cell].medians for r in base + new):
@@ -292,6 +294,8 @@ def sittings(args) -> None:
                         v = next(v for v in verdicts if v.cell == cell)
                         caught += v.verdict == "regression"
                         tries += 1
+                        if v.verdict == "cannot tell":  # the pairs a second stage asks (None: > 50)
+                            asked.append(v.runs_needed)
                         crit = family.max_t(noises.runs, sorted(noises.runs.logs), per_side, per_side,
                                             alpha=compare.STAGE_ALPHA[1], moderation=compare.moderation)  # fmt: skip
                         said = crit.power(cell, math.log(factor)) if noises.calibrates(cell) else None  # fmt: skip
@@ -300,7 +304,22 @@ def sittings(args) -> None:
                 said = [x for x in stated if x == x]
                 mean_said = sum(said) / len(said) if said else float("nan")
                 print(f"    one cell +{factor - 1:.0%}: caught {caught} of {tries} "
-                      f"({low:.1%}-{high:.1%}), stated {mean_said:.1%}")  # fmt: skip
+                      f"({low:.1%}-{high:.1%}), stated {mean_said:.1%}; {second_stage(asked)}")  # fmt: skip
+
+
+def second_stage(asked: list) -> str:
+    """What the second stage would ask of the cells the first could not tell: the pairs of
+    fresh runs each needs (compare's runs_needed), median and range, and how many need more
+    than compare looks for (MOST_RUNS)."""
+    known = sorted(n for n in asked if n is not None)
+    if not asked:
+        return "none cannot tell"
+    found = f"{len(asked)} cannot tell"
+    if known:
+        found += f", second stage {known[len(known) // 2]} pairs (median; {known[0]}-{known[-1]})"
+    return found + (
+        f", {len(asked) - len(known)} need more than 50" if len(known) < len(asked) else ""
+    )
 
 
 def parse_groups(values: list[str]) -> dict[str, list[str]]:
