@@ -294,7 +294,7 @@ def sittings(args) -> None:
                         v = next(v for v in verdicts if v.cell == cell)
                         caught += v.verdict == "regression"
                         tries += 1
-                        if v.verdict == "cannot tell":  # the pairs a second stage asks (None: > 50)
+                        if v.verdict == "cannot tell":  # the pairs a second stage asks
                             asked.append(v.runs_needed)
                         crit = family.max_t(noises.runs, sorted(noises.runs.logs), per_side, per_side,
                                             alpha=compare.STAGE_ALPHA[1], moderation=compare.moderation)  # fmt: skip
@@ -310,16 +310,19 @@ def sittings(args) -> None:
 def second_stage(asked: list) -> str:
     """What the second stage would ask of the cells the first could not tell: the pairs of
     fresh runs each needs (compare's runs_needed), median and range, and how many need more
-    than compare looks for (MOST_RUNS)."""
-    known = sorted(n for n in asked if n is not None)
+    than compare looks for (MOST_RUNS: runs_needed None)."""
+    from statistics import median_high
+
+    from xfbench.report.compare import MOST_RUNS
+
     if not asked:
         return "none cannot tell"
+    known = sorted(n for n in asked if n is not None)
     found = f"{len(asked)} cannot tell"
     if known:
-        found += f", second stage {known[len(known) // 2]} pairs (median; {known[0]}-{known[-1]})"
-    return found + (
-        f", {len(asked) - len(known)} need more than 50" if len(known) < len(asked) else ""
-    )
+        found += f", second stage {median_high(known)} pairs (median; {known[0]}-{known[-1]})"
+    beyond = len(asked) - len(known)
+    return found + (f", {beyond} need more than {MOST_RUNS}" if beyond else "")
 
 
 def parse_groups(values: list[str]) -> dict[str, list[str]]:
