@@ -12,8 +12,8 @@ pairs, where a drift between pairs does not reach.
         --base ../xfbench-base/.venv/bin/xfbench --new .venv/bin/xfbench \\
         --sweep="--preset reference --threads 2 --framework torch,jax --model fcn5,resnet56"
 
-    # the second stage: only the cells a first compare --json could not tell, as many pairs
-    # as it said (compare --stage 2 --paired then judges them; 1 % of the 5 %)
+    # the second stage: only the cells a first compare --json could not tell, each in as
+    # many pairs as it said (compare --stage 2 --paired then judges them; 1 % of the 5 %)
     python benchmarks/alternate.py --out results/ab2 --only-undecided verdicts.json \\
         --base ../xfbench-base/.venv/bin/xfbench --new .venv/bin/xfbench \\
         --sweep="--preset reference --skip-roofs"
@@ -24,8 +24,10 @@ pairs, where a drift between pairs does not reach.
 
 Each --sweep is one `xfbench run`'s arguments (with --only-undecided, arguments every cell's
 run takes besides its own selection); a run is every sweep into one folder (base/run-<i> or
-new/run-<i>). A run that fails is said and the others go on. It ends with the compare
-command to run, and the minutes the runs took.
+new/run-<i>). With --only-undecided, pair i holds the cells that asked for i pairs or more:
+each cell its own count, made even, so a quiet cell does not pay for a noisy one's. A run
+that fails is said and the others go on. It ends with the compare command to run, and the
+minutes the runs took.
 """
 
 from __future__ import annotations
@@ -87,15 +89,15 @@ def cell_sweep(select: dict) -> str:
     return shlex.join(argv)
 
 
-def undecided(path: Path) -> tuple[list[str], int]:
-    """The cells compare --json could not tell, as one sweep each, and the pairs that decide
-    them (the most any of them needs, made even): ValueError where there are none."""
+def undecided(path: Path) -> list[tuple[str, int]]:
+    """The cells compare --json could not tell, each as one sweep and the pairs it asked
+    (made even): ValueError where there are none."""
     cells = [c for c in json.loads(path.read_text())["cells"] if c["verdict"] == "cannot tell"]
     if not cells:
         raise ValueError(f"{path}: no cell compare could not tell")
     # compare gives every cell it cannot tell its pairs (None: more than it counts)
-    pairs = max(c.get("runs_needed") or MOST_PAIRS for c in cells)
-    return [cell_sweep(c["select"]) for c in cells], pairs + pairs % 2
+    asked = [c.get("runs_needed") or MOST_PAIRS for c in cells]
+    return [(cell_sweep(c["select"]), n + n % 2) for c, n in zip(cells, asked)]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -109,19 +111,22 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--new", help="NEW's xfbench command (default: this checkout's)")
     p.add_argument("--new-slowdown", help="FRAMEWORK:SHARE: NEW's steps of it slowed that much")
     args = p.parse_args(argv)
-    sweeps, pairs = args.sweep, args.pairs
+    pairs = args.pairs
+    if pairs is not None and (pairs < 2 or pairs % 2):
+        p.error("--pairs must be an even number, 2 or more: B N N B cancels a drift over two")
     if args.only_undecided:
         try:
-            cells, needed = undecided(args.only_undecided)
+            cells = undecided(args.only_undecided)
         except (OSError, ValueError, KeyError, TypeError) as e:
             p.error(f"--only-undecided: {e}")
         common = " ".join(args.sweep)
-        sweeps, pairs = [f"{cell} {common}".strip() for cell in cells], pairs or needed
-    elif not sweeps:
+        # --pairs, where given, for every cell
+        sweeps = [(f"{cell} {common}".strip(), pairs or asked) for cell, asked in cells]
+    elif args.sweep:
+        sweeps = [(sweep, pairs or 4) for sweep in args.sweep]
+    else:
         p.error("give --sweep, or --only-undecided")
-    pairs = 4 if pairs is None else pairs
-    if pairs < 2 or pairs % 2:
-        p.error("--pairs must be an even number, 2 or more: B N N B cancels a drift over two")
+    pairs = max(n for _, n in sweeps)
     commands = {
         side: shlex.split(given) if given else THIS_CHECKOUT
         for side, given in (("base", args.base), ("new", args.new))
@@ -129,9 +134,12 @@ def main(argv: list[str] | None = None) -> int:
     slowed = {"XFBENCH_SLOWDOWN": args.new_slowdown} if args.new_slowdown else {}
     envs = {"base": dict(os.environ), "new": {**os.environ, **slowed}}
     failed, made, began = [], [], time.monotonic()
+    print(f"{2 * sum(n for _, n in sweeps)} runs of a sweep planned: {len(sweeps)} sweep(s), "
+          f"{pairs} pairs at most", flush=True)  # fmt: skip
     for side, i in order(pairs):
         folder, started = args.out / side / f"run-{i}", time.monotonic()
-        if not one_run(commands[side], sweeps, folder, envs[side]):
+        these = [sweep for sweep, n in sweeps if n >= i]
+        if not one_run(commands[side], these, folder, envs[side]):
             failed.append(str(folder))
         made.append({"pair": i, "side": side, "run": str(folder),
                      "started_s": round(started - began, 1)})  # fmt: skip
@@ -143,7 +151,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"BASE: {runs['base']}\nNEW: {runs['new']}")
     stage = " --stage 2" if args.only_undecided else ""
     print(f"xfbench compare {runs['base']} {runs['new']} --paired{stage}")
-    print(f"{2 * pairs} runs of {len(sweeps)} sweep(s): {(time.monotonic() - began) / 60:.1f} min")
+    minutes = (time.monotonic() - began) / 60
+    print(f"{2 * sum(n for _, n in sweeps)} runs of a sweep: {minutes:.1f} min")
     if failed:
         print(f"a sweep failed in {len(failed)} run(s): {', '.join(failed)}", file=sys.stderr)
     return 1 if failed else 0

@@ -73,7 +73,8 @@ def test_pairs_that_leave_a_drift_are_one_line(tmp_path, pairs):
 
 
 def test_the_second_stage_runs_only_the_cells_compare_could_not_tell(tmp_path):
-    """From compare --json: one sweep a cell it could not tell, as many pairs as it said."""
+    """From compare --json: one sweep a cell it could not tell, each in as many pairs as it
+    said (made even): a quiet cell does not run as long as a noisy one."""
     sys.path.insert(0, str(SCRIPT.parent))
     import alternate
 
@@ -92,14 +93,17 @@ def test_the_second_stage_runs_only_the_cells_compare_could_not_tell(tmp_path):
     assert "--device cuda:0" in alternate.cell_sweep(
         {**train, "device": "cuda:0", "device_name": "NVIDIA H200"}
     )
-    sweeps, pairs = alternate.undecided(path)
-    assert pairs == 4  # three, made even
-    assert sweeps == [
-        "--task train --model fcn5 --framework torch --mode eager --precision fp32 "
-        "--batch-size 64 --threads 2",
-        "--suite generation --model gpt2 --framework jax --mode jit --precision fp32 "
-        "--batch-size 1 --threads 2 --lengths 128/128",
-    ]
+    assert alternate.undecided(path) == [
+        ("--task train --model fcn5 --framework torch --mode eager --precision fp32 "
+         "--batch-size 64 --threads 2", 4),  # three, made even
+        ("--suite generation --model gpt2 --framework jax --mode jit --precision fp32 "
+         "--batch-size 1 --threads 2 --lengths 128/128", 2),
+    ]  # fmt: skip
     done, log = _alternate(tmp_path, "--only-undecided", str(path), "--sweep", "--preset reference")
     assert done.returncode == 0, done.stderr
-    assert len(log) == 16 and "--paired --stage 2" in done.stdout  # 2 cells, 4 pairs
+    assert "--paired --stage 2" in done.stdout and "12 runs of a sweep planned" in done.stdout
+    # pairs 1 and 2 run both cells, pairs 3 and 4 only the one that asked for four
+    runs = [line.split()[1] for line in log]
+    assert {f"run-{i}": runs.count(f"run-{i}") for i in range(1, 5)} == {
+        "run-1": 4, "run-2": 4, "run-3": 2, "run-4": 2,
+    }  # fmt: skip

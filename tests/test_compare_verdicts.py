@@ -183,3 +183,36 @@ def test_the_second_stage_asks_for_the_pairs_its_own_degrees_of_freedom_allow():
     assert without > with_history >= 2 and without >= 4
     v.se = None  # no noise known: the pairs that measure one
     assert compare.second_stage_runs(v, 3, 0.05, history_dof=0) == compare.UNKNOWN_NOISE_PAIRS
+
+
+def test_a_second_stage_sized_to_catch_a_larger_slowdown_asks_fewer_pairs_and_says_so(
+    tmp_path, capsys
+):
+    """At --fail-above (5 %) a noisy machine's second stage runs for hours; --detect 20 %
+    sizes it to catch that slowdown with 80 % power (each cell its own pairs), and the
+    summary says an unchanged cell may then stay undecided."""
+    v = compare.Verdict(cell="a", network="fcn5", task="infer", base_s=1.0, new_s=1.03,
+                        ratio=1.03, low=None, high=None, p=None, verdict="cannot tell", how="",
+                        base_runs=3, new_runs=3, df=20.0, se=0.06)  # fmt: skip
+    at_limit = compare.second_stage_runs(v, 30, 0.05, history_dof=9)
+    at_twenty = compare.second_stage_runs(v, 30, 0.2, history_dof=9)
+    assert at_twenty >= 2 and (at_limit is None or at_limit > 4 * at_twenty)
+    runs = ",".join(str(ZEN4 / f"run-{i}") for i in (1, 2))
+    other = str(ZEN4 / "run-3")
+    asked = {}
+    for detect in (None, "20%"):
+        out = tmp_path / f"{detect}.json"
+        argv = [runs, other, "--json", str(out), *(["--detect", detect] if detect else [])]
+        assert compare.main(argv) in (0, 3)
+        doc = json.loads(out.read_text())
+        asked[detect] = {v["cell"]: v["runs_needed"] for v in doc["cells"]
+                         if v["verdict"] == "cannot tell"}  # fmt: skip
+        last = capsys.readouterr().out.splitlines()[-1]
+        shown = "20%" if detect else "5%"
+        assert f"catches a +{shown} slowdown of each with 80% power" in last, last
+        assert ("may still not show within 5%" in last) == bool(detect)
+    assert doc["detect"] == 0.2 and asked["20%"] and set(asked["20%"]) == set(asked[None])
+    assert all((asked[None][c] or 51) >= n for c, n in asked["20%"].items())
+    assert compare.main([runs, other, "--detect", "0"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("xfbench compare: --detect")

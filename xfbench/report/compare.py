@@ -69,7 +69,7 @@ class Verdict:
     how: str  # what the interval rests on
     base_runs: int
     new_runs: int
-    runs_needed: int | None = None  # a side, to detect --fail-above with 80 % power
+    runs_needed: int | None = None  # second stage's pairs to catch --detect with 80 % power
     df: float | None = None  # of its t, where judged
     se: float | None = None  # of its log ratio, where judged
     critical: float | None = None  # the family's, its statistic's to be called slower
@@ -450,20 +450,22 @@ def runs_for_power(
 UNKNOWN_NOISE_PAIRS = 4  # a cell with no noise known: enough pairs to measure one (3 dof)
 
 
-def second_stage_runs(v: Verdict, undecided: int, fail_above: float, *,
+def second_stage_runs(v: Verdict, undecided: int, detect: float, *,
                       history_dof: int) -> int | None:  # fmt: skip
-    """Alternated pairs of fresh runs (one BASE, one NEW each) that decide a cell compare
-    cannot tell with WANTED_POWER: judged in a second stage of just the `undecided` cells
-    at STAGE_ALPHA[2] (Sidak's one-sided level among them), on its per-run variance as known
-    now and the degrees of freedom that stage has (its pairs' less one, and the history's
-    where the cell has one: compare --paired). None: more than MOST_RUNS."""
+    """Alternated pairs of fresh runs (one BASE, one NEW each) that catch a slowdown of
+    `detect` in a cell compare cannot tell with WANTED_POWER: judged in a second stage of
+    just the `undecided` cells at STAGE_ALPHA[2] (Sidak's one-sided level among them), on
+    its per-run variance as known now and the degrees of freedom that stage has (its pairs'
+    less one, and the history's where the cell has one: compare --paired). At `detect` equal
+    to --fail-above, as many pairs also show an unchanged cell within noise about as often.
+    None: more than MOST_RUNS."""
     if not v.se:
         return UNKNOWN_NOISE_PAIRS
     per_run = v.se**2 / (1 / v.base_runs + 1 / v.new_runs)
     # one-sided at the stage's level: power() is two-sided, so twice the alpha
     alpha = 2 * (1 - (1 - STAGE_ALPHA[2]) ** (1 / undecided))
     found = runs_for_power(math.sqrt(2 * per_run), lambda n: n - 1 + history_dof, alpha=alpha,
-                           effect=math.log(1 + fail_above), wanted=WANTED_POWER)  # fmt: skip
+                           effect=math.log(1 + detect), wanted=WANTED_POWER)  # fmt: skip
     return max(found, 2) if found else None  # two: B N N B, a linear drift cancelled
 
 
@@ -494,11 +496,12 @@ def _criticals(judged: list[Verdict], noises: Noises, alpha: float, *, paired: b
 
 
 def decide(verdicts: list[Verdict], fail_above: float, noises: Noises, *,
-           stage: int = 1, paired: bool = False) -> list[str]:  # fmt: skip
+           stage: int = 1, paired: bool = False, detect: float | None = None) -> list[str]:  # fmt: skip
     """Each judged cell's interval, the family's (each end a one-sided bound at the stage's
     level over every cell judged), and the verdict that interval says: slower (low above
-    1), faster (high below 1), within noise (high below 1 + fail_above), else cannot tell.
-    Returns what the critical values rest on."""
+    1), faster (high below 1), within noise (high below 1 + fail_above), else cannot tell;
+    each cell it cannot tell, the pairs a second stage needs to catch a slowdown of `detect`
+    (default: fail_above). Returns what the critical values rest on."""
     from scipy.special import stdtr
 
     judged = [v for v in verdicts if v.se]
@@ -520,7 +523,8 @@ def decide(verdicts: list[Verdict], fail_above: float, noises: Noises, *,
     undecided = [v for v in verdicts if v.verdict == "cannot tell"]
     for v in undecided:
         dof = noises.history_cells.get(v.cell, (0.0, 0))[1]
-        v.runs_needed = second_stage_runs(v, len(undecided), fail_above, history_dof=dof)
+        v.runs_needed = second_stage_runs(v, len(undecided), detect or fail_above,
+                                          history_dof=dof)  # fmt: skip
     return [f"{crit.what} ({len(group)} cells)" for crit, group in families]
 
 
@@ -571,7 +575,7 @@ def _pair(verdicts: list[Verdict], pairs: list[tuple[dict, dict]], noises: Noise
 
 
 def compare_cells(base: dict, new: dict, fail_above: float = DEFAULT_FAIL_ABOVE, noises=None,
-                  *, stage: int = 1, pairs: list | None = None):  # fmt: skip
+                  *, stage: int = 1, pairs: list | None = None, detect: float | None = None):  # fmt: skip
     """compare() of two sides' cells (side()), and what its critical values rest on; with
     `pairs` (each a BASE run's and a NEW run's cells, made back to back), judged on the
     pairs' differences."""
@@ -583,7 +587,7 @@ def compare_cells(base: dict, new: dict, fail_above: float = DEFAULT_FAIL_ABOVE,
     found = [v for v in found if v is not None]
     if pairs:
         _pair(found, pairs, noises)
-    families = decide(found, fail_above, noises, stage=stage, paired=bool(pairs))
+    families = decide(found, fail_above, noises, stage=stage, paired=bool(pairs), detect=detect)
     return sorted(found, key=lambda v: (order[v.verdict], -(v.ratio or 0), v.cell)), families
 
 
@@ -636,7 +640,7 @@ def _beyond(v: Verdict, fail_above: float) -> bool:
 
 
 def summary(verdicts: list[Verdict], total, fail_above: float, families: list[str] | None = None,
-            *, stage: int = 1) -> str:  # fmt: skip
+            *, stage: int = 1, detect: float | None = None) -> str:  # fmt: skip
     counts = {v: sum(1 for x in verdicts if x.verdict == v) for v in VERDICTS}
     said = ", ".join(f"{n} {v}" for v, n in counts.items() if n or v in VERDICTS[:5])
     worst = next((v for v in verdicts if v.verdict == "regression"), None)
@@ -665,13 +669,7 @@ def summary(verdicts: list[Verdict], total, fail_above: float, families: list[st
         )
     undecided = [v for v in verdicts if v.verdict == "cannot tell"]
     if undecided and stage == 1:
-        needed = [v.runs_needed for v in undecided]
-        pairs = "more than 50" if None in needed else str(max(needed))
-        text += (
-            f"; a second stage of {pairs} alternated pairs of just the {len(undecided)} "
-            f"cells it cannot tell decides them with {WANTED_POWER:.0%} power "
-            "(benchmarks/alternate.py --only-undecided; compare --stage 2)"
-        )
+        text += "; " + second_stage_plan(undecided, detect or fail_above, fail_above)
     failing = [v for v in verdicts if _beyond(v, fail_above)]
     lost = [v for v in verdicts if v.verdict in FAILING or v.new_failed]
     if failing or lost:
@@ -682,6 +680,29 @@ def summary(verdicts: list[Verdict], total, fail_above: float, families: list[st
     elif counts["cannot tell"]:
         text += f"; {counts['cannot tell']} cannot tell a {fail_above:.0%} regression: exit 3"
     return text
+
+
+def second_stage_plan(undecided: list[Verdict], detect: float, fail_above: float) -> str:
+    """What a second stage of the cells stage 1 cannot tell costs: each cell its own
+    alternated pairs (runs_needed, made even as alternate.py makes them), and what they buy."""
+    needed = [v.runs_needed for v in undecided]
+    known = sorted(n + n % 2 for n in needed if n is not None)
+    beyond = len(needed) - len(known)
+    parts = []
+    if known:
+        span = str(known[0]) if known[0] == known[-1] else f"{known[0]}-{known[-1]}"
+        parts.append(f"{span} alternated pairs each")
+    if beyond:
+        parts.append(f"more than {MOST_RUNS} for {beyond}")
+    said = ", and ".join(parts)
+    runs = f", {2 * sum(known)} runs of a cell in all" if known and not beyond else ""
+    text = (
+        f"a second stage of just the {len(undecided)} cells it cannot tell, {said}{runs}, "
+        f"catches a +{detect:.0%} slowdown of each with {WANTED_POWER:.0%} power"
+    )
+    if detect > fail_above:
+        text += f" (--detect; an unchanged cell may still not show within {fail_above:.0%})"
+    return text + " (benchmarks/alternate.py --only-undecided; compare --paired --stage 2)"
 
 
 def exit_code(verdicts: list[Verdict], fail_above: float, cannot_tell_ok: bool) -> int:
@@ -713,10 +734,10 @@ def bmf(verdicts: list[Verdict]) -> dict:
     return out
 
 
-def _fraction(value: str) -> float:
+def _fraction(value: str, flag: str = "--fail-above", *, zero: bool = True) -> float:
     text = value.strip()
     share = text.endswith("%")
-    number = command_line.number("--fail-above", text.rstrip("%"), low_inclusive=True)
+    number = command_line.number(flag, text.rstrip("%"), low_inclusive=zero)
     return number / 100 if share else number
 
 
@@ -731,9 +752,10 @@ def parser() -> command_line.ArgumentParser:
         "where no BASE run failed it) or missing in "
         "NEW; 3 a cell that cannot tell (--cannot-tell-ok: 0); 2 bad input, one line. "
         "Two stages: stage 1 judges every cell (a false regression in at most 4% of "
-        "comparisons where nothing changed) and says how many alternated pairs of just the "
-        "cells it cannot tell decide them; benchmarks/alternate.py --only-undecided makes "
-        "those runs and --paired --stage 2 judges them (1%: 5% over both stages).",
+        "comparisons where nothing changed) and says how many alternated pairs of each cell "
+        "it cannot tell catch a slowdown of --detect with 80% power; "
+        "benchmarks/alternate.py --only-undecided makes those runs and --paired --stage 2 "
+        "judges them (1%: 5% over both stages).",
     )
     runs = command_line.RUNS
     p.add_argument(
@@ -745,6 +767,13 @@ def parser() -> command_line.ArgumentParser:
         default=f"{DEFAULT_FAIL_ABOVE:.0%}",
         type=command_line.SHARE,
         help="a regression slower than this fails (exit 1): 5%% or 0.05 (default: 5%%)",
+    )
+    p.add_argument(
+        "--detect",
+        type=command_line.SHARE,
+        help="the slowdown a second stage is sized to catch with 80%% power in each cell "
+        "stage 1 cannot tell, 20%% or 0.2 (default: --fail-above, which also shows an "
+        "unchanged cell within it about as often, at many more runs on a noisy machine)",
     )
     p.add_argument(
         "--noise",
@@ -807,6 +836,7 @@ def main(argv: list[str] | None = None) -> int:
         return args
     try:
         fail_above = _fraction(args.fail_above)
+        detect = _fraction(args.detect, "--detect", zero=False) if args.detect else fail_above
         command_line.output_path("--json", args.json)
         command_line.output_path("--bmf", args.bmf)
         sides = [[p for p in value.split(",") if p] for value in (args.base, args.new)]
@@ -820,17 +850,18 @@ def main(argv: list[str] | None = None) -> int:
     stage = int(args.stage)
     pairs = list(zip(cells[0], cells[1])) if args.paired else None
     verdicts, families = compare_cells(side(cells[0]), side(cells[1]), fail_above, noises,
-                                       stage=stage, pairs=pairs)  # fmt: skip
+                                       stage=stage, pairs=pairs, detect=detect)  # fmt: skip
     if not verdicts:
         print("xfbench compare: no cell measured in BASE or NEW", file=sys.stderr)
         return 2
     print(table(verdicts))
     print()
-    line = summary(verdicts, overall(base_runs, new_runs), fail_above, families, stage=stage)
+    line = summary(verdicts, overall(base_runs, new_runs), fail_above, families, stage=stage,
+                   detect=detect)  # fmt: skip
     print(line)
     for path, doc in ((args.json, None), (args.bmf, bmf(verdicts))):
         if path:
-            doc = doc or {"summary": line, "fail_above": fail_above, "base": sides[0],
+            doc = doc or {"summary": line, "fail_above": fail_above, "detect": detect, "base": sides[0],
                           "new": sides[1], "cells": [asdict(v) for v in verdicts]}  # fmt: skip
             Path(path).write_text(json.dumps(doc, indent=1) + "\n")
     return exit_code(verdicts, fail_above, args.cannot_tell_ok)
