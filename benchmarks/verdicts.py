@@ -21,6 +21,11 @@ measured on runs its noise model was not fitted on (a benchmark, not a test).
         --history zen5-b=benchmarks/runs/zen5-b/run-1,...,run-10 \
         --test zen5-a=benchmarks/runs/zen5/run-1,...,run-6 --test zen5-c=...
 
+    # both stages, emulated on a test sitting's runs: each three-against-three comparison's
+    # cells it cannot tell judged again (compare --paired --stage 2) on pairs of the
+    # sitting's other runs, each cell in as many pairs as it asks at --detect
+    python benchmarks/verdicts.py stages --detect 0.2 --history ... --test ...
+
 Rates (each against compare's default --fail-above, 5 %):
   false alarms   the share of same-machine comparisons compare fails (exit 1): n runs
                  against n others (n = 1, 2, 3; every split of disjoint runs), and the
@@ -252,20 +257,28 @@ def disjoint(runs: list, per_side: int) -> list[tuple[list, list]]:
             for i in range(0, len(runs) - size + 1, size)]  # fmt: skip
 
 
-def sittings(args) -> None:
-    """The frozen procedure: --history's runs as compare --noise (A/A critical values where
-    they are ten or more), judged on each --test sitting's runs in disjoint comparisons:
-    false alarms (exit 1 with nothing changed), and one cell slowed 10, 20 and 30 % (every
-    cell in turn, its NEW medians scaled): caught, beside the power compare stated for it."""
+def history_noises(groups: list[str]):
+    """compare --noise of the one --history group's runs, as `xfbench noise` writes it."""
     from xfbench.report import compare, family, noise
 
-    [(name, paths)] = parse_groups(args.history).items()
+    [(name, paths)] = parse_groups(groups).items()
     past = load_runs(paths)
     models = noise.fit_all(noise.log_ratios(past))
     noises = compare.Noises(prior=noise.load(), history=models, history_name=name,
                             history_cells=noise.cell_spreads(past),
                             runs=noise.history(paths, past))  # fmt: skip
     print(f"== history: {name}, {len(past)} runs (A/A: {len(past) >= family.HISTORY_RUNS})")
+    return noises
+
+
+def sittings(args) -> None:
+    """The frozen procedure: --history's runs as compare --noise (A/A critical values where
+    they are ten or more), judged on each --test sitting's runs in disjoint comparisons:
+    false alarms (exit 1 with nothing changed), and one cell slowed 10, 20 and 30 % (every
+    cell in turn, its NEW medians scaled): caught, beside the power compare stated for it."""
+    from xfbench.report import compare, family
+
+    noises = history_noises(args.history)
     for test, test_paths in parse_groups(args.test).items():
         runs = load_runs(test_paths)
         for per_side in (1, 3):
@@ -305,6 +318,118 @@ def sittings(args) -> None:
                 mean_said = sum(said) / len(said) if said else float("nan")
                 print(f"    one cell +{factor - 1:.0%}: caught {caught} of {tries} "
                       f"({low:.1%}-{high:.1%}), stated {mean_said:.1%}; {second_stage(asked)}")  # fmt: skip
+
+
+def spare_pairs(n: int, used: range) -> list[tuple[int, int]]:
+    """(BASE, NEW) run indices for a second stage from the runs a comparison did not use:
+    consecutive runs of each stretch outside it, two at a time, the sides ordered B N, N B,
+    ... as alternate.py orders them."""
+    out: list[tuple[int, int]] = []
+    stretch: list[int] = []
+    for i in [*range(n), None]:
+        if i is not None and i not in used:
+            stretch.append(i)
+            continue
+        for a, b in zip(stretch[::2], stretch[1::2]):
+            out.append((a, b) if len(out) % 2 == 0 else (b, a))
+        stretch = []
+    return out
+
+
+def _scaled(run: dict, cell: str | None, factor: float) -> dict:
+    if cell is None or cell not in run or not run[cell].medians:
+        return run
+    return {**run, cell: replace(run[cell], medians=[m * factor for m in run[cell].medians])}
+
+
+def stage_two_pairs(runs: list[dict], pool: list[tuple[int, int]], undecided: dict,
+                    cell: str | None, factor: float) -> list[tuple[dict, dict]]:  # fmt: skip
+    """The pool's pairs of runs as a second stage of the `undecided` cells (name -> pairs
+    asked, None: more than compare counts) makes them: each cell in as many pairs as it
+    asked (made even, as alternate.py runs them), `cell` slowed by `factor` in NEW."""
+    from xfbench.report import compare
+
+    pairs = []
+    for k, (b, n) in enumerate(pool):
+        keep = {c for c, asked in undecided.items()
+                if k < (asked + asked % 2 if asked else compare.MOST_RUNS)}  # fmt: skip
+        pairs.append(({c: runs[b][c] for c in keep if c in runs[b]},
+                      _scaled({c: runs[n][c] for c in keep if c in runs[n]}, cell, factor)))  # fmt: skip
+    return pairs
+
+
+def second_stage_of(runs: list[dict], pool: list[tuple[int, int]], undecided: dict,
+                    cell: str | None, factor: float, noises, detect: float):  # fmt: skip
+    """compare --paired --stage 2 of the `undecided` cells on the pool's pairs
+    (stage_two_pairs): its verdicts and exit code."""
+    from xfbench.report import compare
+
+    pairs = stage_two_pairs(runs, pool, undecided, cell, factor)
+    verdicts, _ = compare.compare_cells(compare.side([b for b, _ in pairs]),
+                                        compare.side([n for _, n in pairs]), 0.05, noises,
+                                        stage=2, pairs=pairs, detect=detect)  # fmt: skip
+    return verdicts, compare.exit_code(verdicts, 0.05, cannot_tell_ok=True)
+
+
+def stages(args) -> None:
+    """Both stages on each --test sitting's runs: every disjoint comparison of three runs
+    against three, judged as `sittings` judges them but with --detect sizing the second
+    stage; the cells it cannot tell judged again on pairs of the sitting's other runs
+    (spare_pairs: as many as it holds, made even), each cell in as many pairs as it asked,
+    or all the pool holds where it asked more (said: "short"). With nothing changed, a
+    false alarm is an exit 1 in either stage; with one cell slowed (every cell in turn),
+    caught is a regression in either."""
+    from statistics import median_high
+
+    from xfbench.report import compare
+
+    noises = history_noises(args.history)
+    detect = args.detect
+    for test, test_paths in parse_groups(args.test).items():
+        runs = load_runs(test_paths)
+        for start in range(0, len(runs) - 5, 6):
+            base, new = runs[start : start + 3], runs[start + 3 : start + 6]
+            pool = spare_pairs(len(runs), range(start, start + 6))
+            pool = pool[: len(pool) - len(pool) % 2]
+            where = f"{test} runs {start + 1}-{start + 6}, {len(pool)} spare pairs"
+            if not pool:
+                print(f"  {where}: no second stage to emulate")
+                continue
+            verdicts, _ = compare.compare_cells(compare.side(base), compare.side(new), 0.05,
+                                                noises, detect=detect)  # fmt: skip
+            first = compare.exit_code(verdicts, 0.05, cannot_tell_ok=True) == 1
+            undecided = {v.cell: v.runs_needed for v in verdicts if v.verdict == "cannot tell"}
+            asked = [n + n % 2 for n in undecided.values() if n is not None]
+            beyond = sum(n is None for n in undecided.values())
+            second = second_stage_of(runs, pool, undecided, None, 1.0, noises, detect)[1] == 1
+            print(f"  {where}: nothing changed: stage 1 {'fails' if first else 'passes'}, "
+                  f"stage 2 {'fails' if second else 'passes'}; {len(undecided)} cannot tell, "
+                  f"asking {median_high(asked) if asked else '-'} pairs (median; "
+                  f"{min(asked, default='-')}-{max(asked, default='-')}), {beyond} more than "
+                  f"{compare.MOST_RUNS}: {2 * sum(asked)} runs of a cell in all")  # fmt: skip
+            for factor in args.factor:
+                one = two = tries = short = 0
+                for cell in sorted(set.intersection(*(set(r) for r in base + new))):
+                    if not all(r[cell].medians for r in base + new):
+                        continue
+                    slowed = [_scaled(r, cell, factor) for r in new]
+                    found, _ = compare.compare_cells(compare.side(base), compare.side(slowed),
+                                                     0.05, noises, detect=detect)  # fmt: skip
+                    v = next(v for v in found if v.cell == cell)
+                    tries += 1
+                    if v.verdict == "regression":
+                        one += 1
+                    elif v.verdict == "cannot tell":
+                        left = {x.cell: x.runs_needed for x in found if x.verdict == "cannot tell"}
+                        need = left[cell]
+                        short += need is None or need + need % 2 > len(pool)
+                        again, _ = second_stage_of(runs, pool, left, cell, factor, noises, detect)
+                        two += next(x for x in again if x.cell == cell).verdict == "regression"
+                low, high = clopper_pearson(one + two, tries)
+                print(f"    one cell +{factor - 1:.0%}: stage 1 caught {one} of {tries}, stage "
+                      f"2 {two} of the {tries - one} left ({short} asked more than the "
+                      f"{len(pool)} spare pairs): both {one + two} of {tries} "
+                      f"({low:.1%}-{high:.1%})")  # fmt: skip
 
 
 def second_stage(asked: list) -> str:
@@ -386,6 +511,12 @@ def main() -> None:
     st = sub.add_parser("sittings")
     st.add_argument("--history", action="append", default=[], help="NAME=RUN,...: --noise")
     st.add_argument("--test", action="append", default=[], help="NAME=RUN,...: other sittings")
+    sg = sub.add_parser("stages")
+    sg.add_argument("--history", action="append", default=[], help="NAME=RUN,...: --noise")
+    sg.add_argument("--test", action="append", default=[], help="NAME=RUN,...: other sittings")
+    sg.add_argument("--detect", type=float, default=0.2, help="compare --detect (default 0.2)")
+    sg.add_argument("--factor", type=float, action="append", default=[],
+                    help="one cell slowed this many times (default 1.2)")  # fmt: skip
     r.add_argument(
         "--write",
         type=Path,
@@ -397,6 +528,9 @@ def main() -> None:
         make(args.out, args.runs, args.slowdown)
     elif args.what == "sittings":
         sittings(args)
+    elif args.what == "stages":
+        args.factor = args.factor or [1.2]
+        stages(args)
     else:
         rates(args)
 

@@ -1,9 +1,12 @@
 """benchmarks/verdicts.py sittings: the checked-in sittings are read as the procedure reads
-them, and what it says of a second stage counts the cells it asks too much of."""
+them, what it says of a second stage counts the cells it asks too much of, and its emulated
+second stage (stages) pairs the runs a comparison left as alternate.py would."""
 
 import importlib.util
 import json
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 SITTINGS = {"zen5": 6, "zen5-b": 10, "zen5-c": 16}
@@ -33,9 +36,43 @@ def test_checked_in_sittings_are_whole_and_say_where_they_ran():
         assert sitting["boot_id"] and sitting["commit"] and sitting["cpu"]["family"] == 26
 
 
+def test_the_real_two_stages_are_whole_and_say_where_they_ran():
+    """benchmarks/runs/zen3-two-stages: a history of ten runs, and each stage's four pairs
+    with the pairing alternate.py wrote, pointing at the runs checked in."""
+    folder = ROOT / "benchmarks/runs/zen3-two-stages"
+    assert len(list(folder.glob("history/run-*/merged.json"))) == 10
+    for stage in ("stage1", "stage2"):
+        pairs = json.loads((folder / stage / "pairs.json").read_text())
+        assert pairs["pairs"] == 4 and len(pairs["runs"]) == 8
+        assert all((ROOT / r["run"] / "merged.json").is_file() for r in pairs["runs"])
+    sitting = json.loads((folder / "sitting.json").read_text())
+    assert sitting["boot_id"] and sitting["cpu"]["family"] == 25
+
+
 def test_disjoint_uses_each_run_once():
     disjoint = _verdicts().disjoint
     pairs = disjoint(list(range(16)), 3)
     assert pairs == [([0, 1, 2], [3, 4, 5]), ([6, 7, 8], [9, 10, 11])]
     used = [i for base, new in disjoint(list(range(16)), 1) for i in base + new]
     assert sorted(used) == list(range(16))
+
+
+def test_a_second_stage_is_emulated_on_the_runs_a_comparison_left_in_alternated_pairs():
+    verdicts = _verdicts()
+    # runs 1-6 are the comparison's; the others paired as alternate.py orders them
+    assert verdicts.spare_pairs(16, range(0, 6)) == [(6, 7), (9, 8), (10, 11), (13, 12), (14, 15)]
+    # a comparison in the middle: pairs within each stretch, never across it
+    assert verdicts.spare_pairs(16, range(6, 12)) == [(0, 1), (3, 2), (4, 5), (13, 12), (14, 15)]
+    assert verdicts.spare_pairs(6, range(0, 6)) == []
+    from xfbench.report.compare import Cell
+
+    runs = [{name: Cell("fcn5", "infer", [1.0 + i / 100], [[1.0]]) for name in ("a", "b")}
+            for i in range(8)]  # fmt: skip
+    pool = verdicts.spare_pairs(8, range(0))
+    pairs = verdicts.stage_two_pairs(runs, pool, {"a": 3, "b": None}, "a", 1.2)
+    # "a" asked three pairs, run in four (made even); "b" more than compare counts: all
+    assert [sorted(base) for base, _ in pairs] == [["a", "b"]] * 4
+    pairs = verdicts.stage_two_pairs(runs, pool, {"a": 2, "b": None}, "a", 1.2)
+    assert [sorted(new) for _, new in pairs] == [["a", "b"], ["a", "b"], ["b"], ["b"]]
+    (base, new), *_ = pairs
+    assert new["a"].medians == [pytest.approx(1.01 * 1.2)] and base["a"].medians == [1.0]
