@@ -6,6 +6,10 @@ measured on runs its noise model was not fitted on (a benchmark, not a test).
     python benchmarks/verdicts.py make --out results/verdicts/zen5 --runs 6
     python benchmarks/verdicts.py make --out results/verdicts/zen5-torch-slow10 --runs 3 \\
         --slowdown torch:0.1
+    # a smaller sweep where a run of all 36 cells takes too long (a Zen 3: over 10 minutes)
+    python benchmarks/verdicts.py make --out results/verdicts/zen3-b --runs 30 \\
+        --sweep="--preset reference --threads 2 --skip-roofs --framework torch,onnxruntime \\
+                 --model fcn5,alexnet,resnet56,lstm32 --task train,infer"
 
     # fit the noise model on some runs, measure its rates on others (and, with --write
     # FILE, keep the fitted model there: the package's prior is data/noise.json)
@@ -62,13 +66,15 @@ SWEEP = (
 )
 
 
-def make(out: Path, n: int, slowdown: str | None) -> None:
+def make(out: Path, n: int, slowdown: str | None, sweeps: tuple[str, ...] = SWEEP) -> None:
     env = {**os.environ, **({"XFBENCH_SLOWDOWN": slowdown} if slowdown else {})}
     out.mkdir(parents=True, exist_ok=True)
-    (out / "sitting.json").write_text(json.dumps(sitting(), indent=1) + "\n")
+    (out / "sitting.json").write_text(
+        json.dumps({**sitting(), "sweep": list(sweeps)}, indent=1) + "\n"
+    )
     for i in range(1, n + 1):
         folder, started = out / f"run-{i}", time.monotonic()
-        for sweep in SWEEP:
+        for sweep in sweeps:
             argv = [sys.executable, "-m", "xfbench.harness.cli", "run", *sweep.split()]
             subprocess.run([*argv, "--results", str(folder), "--quiet"], env=env, check=False)
         print(f"{folder}: {time.monotonic() - started:.0f} s", flush=True)
@@ -504,6 +510,8 @@ def main() -> None:
     m.add_argument("--out", type=Path, required=True)
     m.add_argument("--runs", type=int, default=6)
     m.add_argument("--slowdown")
+    m.add_argument("--sweep", action="append", default=[],
+                   help="xfbench run's options for one run (repeatable; default: the 36-cell sweep)")  # fmt: skip
     r = sub.add_parser("rates")
     r.add_argument("--fit", action="append", default=[], help="NAME=RUN,RUN,...: fitted on")
     r.add_argument("--test", action="append", default=[], help="NAME=RUN,...: tested on")
@@ -525,7 +533,7 @@ def main() -> None:
     )
     args = p.parse_args()
     if args.what == "make":
-        make(args.out, args.runs, args.slowdown)
+        make(args.out, args.runs, args.slowdown, tuple(args.sweep) or SWEEP)
     elif args.what == "sittings":
         sittings(args)
     elif args.what == "stages":
