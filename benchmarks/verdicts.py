@@ -303,6 +303,7 @@ def sittings(args) -> None:
             for factor in (1.1, 1.2, 1.3):
                 caught = tries = 0
                 stated, asked = [], []
+                by_cell: dict[str, list] = {}  # cell: [caught, tries, stated powers]
                 for base, new in pairs:
                     for cell in sorted(set.intersection(*(set(r) for r in base + new))):
                         if not all(r[cell].medians for r in base + new):
@@ -319,11 +320,35 @@ def sittings(args) -> None:
                                             alpha=compare.STAGE_ALPHA[1], moderation=compare.moderation)  # fmt: skip
                         said = crit.power(cell, math.log(factor)) if noises.calibrates(cell) else None  # fmt: skip
                         stated.append(said if said is not None else float("nan"))
+                        mine = by_cell.setdefault(cell, [0, 0, []])
+                        mine[0] += v.verdict == "regression"
+                        mine[1] += 1
+                        mine[2].append(stated[-1])
                 low, high = clopper_pearson(caught, tries)
                 said = [x for x in stated if x == x]
                 mean_said = sum(said) / len(said) if said else float("nan")
                 print(f"    one cell +{factor - 1:.0%}: caught {caught} of {tries} "
                       f"({low:.1%}-{high:.1%}), stated {mean_said:.1%}; {second_stage(asked)}")  # fmt: skip
+                print(f"      {cell_by_cell(by_cell)}")
+
+
+def cell_by_cell(by_cell: dict[str, list]) -> str:
+    """Stated power against detection, each cell on its own (the goal: within 10 points on
+    average): the mean over cells of |mean stated - share caught|, in points, the cells
+    where they differ most, and how many tries each cell had (few tries: a wide share)."""
+    gaps = {}
+    for cell, (caught, tries, stated) in by_cell.items():
+        said = [x for x in stated if x == x]
+        if said and tries:
+            gaps[cell] = (100 * (sum(said) / len(said) - caught / tries), tries)
+    if not gaps:
+        return "cell by cell: no stated power to check"
+    mean = sum(abs(g) for g, _ in gaps.values()) / len(gaps)
+    low, high = min(t for _, t in gaps.values()), max(t for _, t in gaps.values())
+    worst = sorted(gaps, key=lambda c: -abs(gaps[c][0]))[:2]
+    return (f"cell by cell: stated - caught {mean:.1f} points on average over {len(gaps)} "
+            f"cells ({low if low == high else f'{low}-{high}'} tries a cell); most: "
+            + ", ".join(f"{c} {gaps[c][0]:+.0f}" for c in worst))  # fmt: skip
 
 
 def spare_pairs(n: int, used: range) -> list[tuple[int, int]]:

@@ -76,3 +76,13 @@ def test_a_second_stage_is_emulated_on_the_runs_a_comparison_left_in_alternated_
     assert [sorted(new) for _, new in pairs] == [["a", "b"], ["a", "b"], ["b"], ["b"]]
     (base, new), *_ = pairs
     assert new["a"].medians == [pytest.approx(1.01 * 1.2)] and base["a"].medians == [1.0]
+
+
+def test_stated_power_is_checked_cell_by_cell():
+    cell_by_cell = _verdicts().cell_by_cell
+    nan = float("nan")
+    # a: stated 0.5, caught 3 of 4 (25 points off); b: stated 0.2, caught 1 of 4 (5 off)
+    said = cell_by_cell({"a": [3, 4, [0.5, 0.5, nan, 0.5]], "b": [1, 4, [0.2] * 4]})
+    assert said.startswith("cell by cell: stated - caught 15.0 points on average over 2 cells")
+    assert "(4 tries a cell); most: a -25, b -5" in said
+    assert cell_by_cell({"a": [0, 3, [nan] * 3]}) == "cell by cell: no stated power to check"
