@@ -36,6 +36,16 @@ def test_checked_in_sittings_are_whole_and_say_where_they_ran():
         assert sitting["boot_id"] and sitting["commit"] and sitting["cpu"]["family"] == 26
 
 
+def test_the_zen3_sittings_are_whole_and_one_sweep():
+    """benchmarks/runs/zen3-b and zen3-c: the runs the plan counts (36 one-a-side
+    comparisons), each sitting made by make --sweep on the Zen 3 the history ran on."""
+    for folder, runs in (("zen3-b", 30), ("zen3-c", 42)):
+        found = list((ROOT / "benchmarks/runs" / folder).glob("run-*/merged.json"))
+        assert len(found) == runs, folder
+        sitting = json.loads((ROOT / "benchmarks/runs" / folder / "sitting.json").read_text())
+        assert sitting["cpu"]["family"] == 25 and len(sitting["sweep"]) == 1
+
+
 def test_the_real_two_stages_are_whole_and_say_where_they_ran():
     """benchmarks/runs/zen3-two-stages: a history of ten runs, and each stage's four pairs
     with the pairing alternate.py wrote, pointing at the runs checked in."""
