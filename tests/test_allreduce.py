@@ -216,6 +216,7 @@ def _leftover_ranks(marker: str) -> list:
     return out
 
 
+@pytest.mark.slow  # among command 2's slowest on a 2-core Zen 3 (CI runs it)
 def test_a_timeout_ends_torchrun_and_its_ranks():
     from concurrent.futures import ThreadPoolExecutor
     from concurrent.futures import TimeoutError as Late

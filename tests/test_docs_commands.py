@@ -362,6 +362,7 @@ def test_a_documented_command_names_only_what_exists(command):
     assert not problems, f"{command}\n  " + "\n  ".join(problems)
 
 
+@pytest.mark.slow  # among command 2's slowest on a 2-core Zen 3 (CI runs it)
 def test_each_documented_xfbench_subcommand_answers_help():
     """The installed entry point itself, once per subcommand the docs use."""
     subs = sorted(

@@ -169,6 +169,7 @@ def test_the_console_script_runs_a_smoke_sweep_outside_the_checkout(installed):
     assert len(merged["benchmarks"]) == 2  # train and infer
 
 
+@pytest.mark.slow  # among command 2's slowest on a 2-core Zen 3 (CI runs it)
 def test_the_installed_score_finds_the_references_in_the_wheel(installed):
     """`xfbench score` outside any checkout: the reference result sets are package data."""
     from xfbench.report import score
@@ -187,6 +188,7 @@ def test_the_installed_score_finds_the_references_in_the_wheel(installed):
     assert f"against {several.name}" in proc.stdout
 
 
+@pytest.mark.slow  # among command 2's slowest on a 2-core Zen 3 (CI runs it)
 def test_pytest_pyargs_runs_a_suite_with_the_plugins_options(installed):
     home, env = installed
     out = home / "cell.json"
@@ -218,6 +220,7 @@ def test_pytest_pyargs_runs_a_suite_with_the_plugins_options(installed):
     assert entry["extra_info"]["network"] == "fcn_r"
 
 
+@pytest.mark.slow  # among command 2's slowest on a 2-core Zen 3 (CI runs it)
 def test_another_projects_pytest_is_left_alone(installed):
     """The plugin loads into every pytest of the environment, but pins no threads and
     parses no selection in a session that does not run xfbench's suites."""

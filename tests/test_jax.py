@@ -160,6 +160,7 @@ def test_prepared_step_never_compiles_again_and_donates_its_state():
     assert all(leaf.is_deleted() for leaf in old)  # updated in place: donated
 
 
+@pytest.mark.slow  # among command 2's slowest on a 2-core Zen 3 (CI runs it)
 def test_one_device_step_ignores_the_data_parallel_options():
     """average_gradients only acts with data_axis: the one-device step lowers to the same
     program with or without it, and that program has no collective."""
@@ -219,6 +220,7 @@ def tiny_resnet_fp32_loss() -> float:
 
 
 @pytest.mark.parametrize("precision", ["bf16", "fp16"])
+@pytest.mark.slow  # among command 2's slowest on a 2-core Zen 3 (CI runs it)
 def test_mixed_precision_keeps_float32_state_and_learns(precision):
     work = jax_workload("resnet56", precision=precision, spec=tiny_resnet())
     work.step()
@@ -231,6 +233,7 @@ def test_mixed_precision_keeps_float32_state_and_learns(precision):
     assert work.loss() < first
 
 
+@pytest.mark.slow  # among command 2's slowest on a 2-core Zen 3 (CI runs it)
 def test_fp16_overflow_skips_the_update_and_backs_off():
     """The LSTM path: loss scaling, unscaling, then clipping."""
     work = jax_workload("lstm32", precision="fp16")
@@ -315,7 +318,12 @@ def test_fp64_runs_in_float64_and_leaves_x64_off():
 
 @pytest.mark.parametrize(
     "network, precision, want",
-    [("resnet56", "bf16", "bfloat16"), ("lstm32", "fp16", "float16"), ("fcn_r", "fp32", "float32")],
+    [
+        # the half-precision ones among command 2's slowest on a 2-core Zen 3: CI runs them
+        pytest.param("resnet56", "bf16", "bfloat16", marks=pytest.mark.slow),
+        pytest.param("lstm32", "fp16", "float16", marks=pytest.mark.slow),
+        ("fcn_r", "fp32", "float32"),
+    ],
 )
 def test_the_record_says_which_dtype_the_products_and_convolutions_took(network, precision, want):
     work = jax_workload(network, precision=precision)

@@ -39,7 +39,13 @@ def _cell(network: str, task: str, mode: str = "eager", framework: str = "torch"
 
 @pytest.mark.parametrize(
     "network, task",
-    [("alexnet", "train"), ("resnet56", "train"), ("lstm32", "train"), ("bert_base", "infer")],
+    [
+        ("alexnet", "train"),
+        # among command 2's slowest on a 2-core Zen 3: CI runs it
+        pytest.param("resnet56", "train", marks=pytest.mark.slow),
+        ("lstm32", "train"),
+        ("bert_base", "infer"),
+    ],
 )
 def test_every_layer_of_the_spec_is_timed(network, task):
     pytest.importorskip("torch")

@@ -56,6 +56,7 @@ def test_the_protocol_has_at_most_30_extension_points():
     assert len(found) <= MOST_EXTENSION_POINTS, found
 
 
+@pytest.mark.slow  # among command 2's slowest on a 2-core Zen 3 (CI runs it)
 def test_mypy_passes_the_declarations_and_fails_a_hook_of_the_wrong_shape(tmp_path, monkeypatch):
     """One mypy run over the configured modules (what .ci/run runs) and a planted module:
     every error is the planted module's (the real declarations pass), one for each wrong

@@ -106,6 +106,7 @@ def test_a_file_without_kinds_still_loads():
     assert run.of("train", "infer") and all(r.ok for r in run.of("train", "infer"))
 
 
+@pytest.mark.slow  # among command 2's slowest on a 2-core Zen 3 (CI runs it)
 def test_the_writers_stamp_kind_and_version(tmp_path):
     """A train and an infer cell (null framework) and the runner's failure record."""
     out = tmp_path / "out.json"

@@ -47,6 +47,7 @@ def test_profile_rows_add_up_to_the_spec(network):
     assert half < forward  # half-precision values are half the bytes
 
 
+@pytest.mark.slow  # among command 2's slowest on a 2-core Zen 3 (CI runs it)
 def test_xfbench_profile_prints_every_layer_and_the_totals(tmp_path):
     done = xfbench(["profile", "resnet50", "--plot", str(tmp_path / "p.png")])
     assert done.returncode == 0, done.stderr
@@ -79,6 +80,7 @@ def test_bad_profile_input_is_one_line(args, says):
     assert len(done.stderr.strip().splitlines()) == 1
 
 
+@pytest.mark.slow  # among command 2's slowest on a 2-core Zen 3 (CI runs it)
 def test_the_roofs_are_measured_and_named():
     import os
 
@@ -200,6 +202,7 @@ def test_the_device_roofs_code_runs_on_any_torch_device():
     assert set(peaks) == {"fp32", "bf16"} and min(peaks.values()) > 0
 
 
+@pytest.mark.slow  # among command 2's slowest on a 2-core Zen 3 (CI runs it)
 def test_no_gpu_roofs_is_one_line():
     done = subprocess.run(
         [sys.executable, "-m", "xfbench.roofline.roofs", "--device", "cuda:7"],
@@ -312,6 +315,7 @@ def test_a_peak_stays_within_its_time_budget_on_a_slow_cpu(monkeypatch):
     assert max(fast) == roofs.PEAK_N  # a fast CPU's square reaches the cap
 
 
+@pytest.mark.slow  # among command 2's slowest on a 2-core Zen 3 (CI runs it)
 def test_a_roof_is_capped_by_the_clock(monkeypatch):
     """Each peak and the bandwidth have a hard wall-clock limit, within 30 s together. With
     every product and the first STREAM pass slowed far past their limits (a sleep), the

@@ -108,6 +108,7 @@ def test_without_a_tpu_none_is_listed_and_tensorflow_is_not_asked(no_tpu_here, m
     assert tpu.failure() == "no TPU here (no /dev/accel* device, TPU_NAME not set)"
 
 
+@pytest.mark.slow  # among command 2's slowest on a 2-core Zen 3 (CI runs it)
 def test_a_tpu_that_does_not_start_is_absent_and_the_skip_says_why(monkeypatch):
     """TPU_NAME=local on this CPU-only TensorFlow: the real start fails, nothing raises, no
     TPU is listed, and a tpu cell's one-line reason carries TensorFlow's error."""

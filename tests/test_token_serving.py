@@ -87,6 +87,7 @@ def test_a_bad_option_is_one_line(args, words):
     assert len(err) == 1 and words in err[0] and "Traceback" not in proc.stdout + proc.stderr
 
 
+@pytest.mark.slow  # among command 2's slowest on a 2-core Zen 3 (CI runs it)
 def test_the_other_suites_options_are_theirs():
     """--scenario MultiStream and --batch-size 1,8 are the serving and generation suites'
     to judge: this suite says nothing of them where its file is not named."""

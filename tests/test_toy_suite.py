@@ -209,6 +209,7 @@ def leaks(package: Path, suites) -> dict[str, list[str]]:
     return found
 
 
+@pytest.mark.slow  # among command 2's slowest on a 2-core Zen 3 (CI runs it)
 def test_code_outside_a_suite_names_no_suite_that_declares_its_report():
     """What a suite's declaration carries is read from it: no module of xfbench/ outside a
     suite's own (its package, its pytest files, its line in pytest_plugins), docstrings
