@@ -301,8 +301,7 @@ def sittings(args) -> None:
             print(f"  {test}, {per_side} a side: false alarms {failed} of {len(pairs)} "
                   f"({low:.1%}-{high:.1%}); {second_stage(undecided)} in all")  # fmt: skip
             for factor in (1.1, 1.2, 1.3):
-                caught = tries = 0
-                stated, asked = [], []
+                asked: list = []
                 by_cell: dict[str, list] = {}  # cell: [caught, tries, stated powers]
                 for base, new in pairs:
                     for cell in sorted(set.intersection(*(set(r) for r in base + new))):
@@ -312,18 +311,18 @@ def sittings(args) -> None:
                                   for r in new]  # fmt: skip
                         verdicts, _ = compare.compare_cells(compare.side(base), compare.side(slowed), 0.05, noises)  # fmt: skip
                         v = next(v for v in verdicts if v.cell == cell)
-                        caught += v.verdict == "regression"
-                        tries += 1
                         if v.verdict == "cannot tell":  # the pairs a second stage asks
                             asked.append(v.runs_needed)
                         crit = family.max_t(noises.runs, sorted(noises.runs.logs), per_side, per_side,
                                             alpha=compare.STAGE_ALPHA[1], moderation=compare.moderation)  # fmt: skip
                         said = crit.power(cell, math.log(factor)) if noises.calibrates(cell) else None  # fmt: skip
-                        stated.append(said if said is not None else float("nan"))
                         mine = by_cell.setdefault(cell, [0, 0, []])
                         mine[0] += v.verdict == "regression"
                         mine[1] += 1
-                        mine[2].append(stated[-1])
+                        mine[2].append(said if said is not None else float("nan"))
+                caught = sum(c for c, _, _ in by_cell.values())
+                tries = sum(t for _, t, _ in by_cell.values())
+                stated = [x for _, _, s in by_cell.values() for x in s]
                 low, high = clopper_pearson(caught, tries)
                 said = [x for x in stated if x == x]
                 mean_said = sum(said) / len(said) if said else float("nan")
