@@ -439,6 +439,7 @@ def stages(args) -> None:
                   f"{compare.MOST_RUNS}: {2 * sum(asked)} runs of a cell in all")  # fmt: skip
             for factor in args.factor:
                 one = two = tries = short = 0
+                missed = []  # (cell, why) neither stage caught
                 for cell in sorted(set.intersection(*(set(r) for r in base + new))):
                     if not all(r[cell].medians for r in base + new):
                         continue
@@ -454,12 +455,20 @@ def stages(args) -> None:
                         need = left[cell]
                         short += need is None or need + need % 2 > len(pool)
                         again, _ = second_stage_of(runs, pool, left, cell, factor, noises, detect)
-                        two += next(x for x in again if x.cell == cell).verdict == "regression"
+                        if next(x for x in again if x.cell == cell).verdict == "regression":
+                            two += 1
+                        else:
+                            wanted = need + need % 2 if need else f"more than {compare.MOST_RUNS}"
+                            missed.append((cell, f"{wanted} pairs asked of {len(pool)}"))
+                    else:
+                        missed.append((cell, f"stage 1 said {v.verdict}"))
                 low, high = clopper_pearson(one + two, tries)
                 print(f"    one cell +{factor - 1:.0%}: stage 1 caught {one} of {tries}, stage "
                       f"2 {two} of the {tries - one} left ({short} asked more than the "
                       f"{len(pool)} spare pairs): both {one + two} of {tries} "
                       f"({low:.1%}-{high:.1%})")  # fmt: skip
+                for cell, why in missed:
+                    print(f"      missed: {cell}, {why}")
 
 
 def second_stage(asked: list) -> str:
